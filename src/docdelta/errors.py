@@ -1,0 +1,51 @@
+"""One exception hierarchy for the whole project.
+
+Every error a user can cause carries a message that names the file, field or ref
+at fault and a hint that says what to do; the CLI prints both and never a traceback.
+`InfraError` marks failures of our own machinery (Docker, the gateway, the grader),
+which are never graded as agent failures.
+"""
+
+from __future__ import annotations
+
+
+class DocdeltaError(Exception):
+    """Base class; `hint` tells the user what to do next."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class ConfigError(DocdeltaError):
+    """Bad project config, settings, CLI arguments or repository/ref input."""
+
+
+class TaskError(DocdeltaError):
+    """A task file is malformed, unreviewed, or its gold citations do not hold."""
+
+
+class SandboxError(DocdeltaError):
+    """A sandbox could not be created or refused to run (e.g. isolation unavailable)."""
+
+
+class AgentError(DocdeltaError):
+    """An agent adapter is misconfigured (unknown agent, missing command, ...)."""
+
+
+class InfraError(DocdeltaError):
+    """Our own machinery failed; the affected run is `infra_error`, never a fail."""
+
+    exit_code = 3
+
+
+class GitHubError(DocdeltaError):
+    """A GitHub API call failed in a way the bot cannot recover from."""
+
+    exit_code = 4

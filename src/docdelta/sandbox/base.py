@@ -1,0 +1,111 @@
+"""The Sandbox contract every provider implements (local namespaces, Docker, ...).
+
+Modelled on inspect_ai's sandbox environments: a live sandbox holds one sealed
+checkout and offers exec / read_file / write_file plus a lifecycle. Providers are
+chosen by name (see `docdelta.sandbox.provider`) and all pass one conformance
+suite (tests/sandbox_conformance.py).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar, Literal, Self
+
+NetworkMode = Literal["none", "gateway", "open"]
+"""none: no network at all; gateway: only the model gateway is reachable;
+open: unrestricted (only with an explicit --allow-network, and recorded)."""
+
+DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What a run asks of its sandbox. Providers ignore limits they cannot enforce
+    and say so in `Sandbox.isolation`, which is recorded in every result."""
+
+    network: NetworkMode = "none"
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT
+    memory_mb: int = 2048
+    cpus: float = 1.0
+    pids: int = 512
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Base environment for every exec, merged under the per-exec env. Nothing is
+    inherited from the host: the environment is built from scratch."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None
+    """None when the process was killed (timeout, OOM)."""
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool = False
+    oom: bool = False
+    truncated: bool = False
+    """True when stdout or stderr exceeded the spec's cap and was cut."""
+
+
+class Sandbox(ABC):
+    """A live sandbox holding one sealed checkout.
+
+    `workspace` is the checkout's path as seen from inside; it is the same for
+    every condition and never names one. `tools_dir` is a writable directory
+    outside the workspace for adapter files (e.g. the fake agent's script).
+    """
+
+    workspace: str
+    tools_dir: str
+    isolation: str
+
+    @abstractmethod
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float = 600.0,
+    ) -> ExecResult:
+        """Run argv to completion; kill everything it started at the timeout."""
+
+    @abstractmethod
+    def read_file(self, path: str) -> bytes:
+        """Read a file by its in-sandbox path (relative paths are under `workspace`)."""
+
+    @abstractmethod
+    def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        """Write a file by its in-sandbox path, creating parent directories."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release everything this sandbox holds; safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class SandboxProvider(ABC):
+    """Creates sandboxes of one kind; may hold shared resources (networks, images)."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        """Start a sandbox whose workspace holds a copy of `checkout`."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
+        """Release provider-wide resources."""
