@@ -294,3 +294,84 @@ class Manifest(Frozen):
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made)."""
         return sha256_hex(self.model_dump_json(exclude={"created_at"}).encode())
+
+
+# -------------------------------------------------------------------- report
+class ConditionStats(Frozen):
+    """One arm (all runs of one condition), for one task or pooled over tasks.
+
+    `runs` counts graded runs only; `infra_error` runs never lower a mean and are
+    counted in `infra_errors` instead. `mean_score` is the mean of per-task means,
+    so a task with more surviving runs does not weigh more in the pooled figure.
+    """
+
+    condition: str
+    runs: int
+    infra_errors: int = 0
+    mean_score: float | None = None
+    score_min: float | None = None
+    score_max: float | None = None
+    runs_at_1: int = 0
+    median_tokens: float | None = Field(default=None, description="tokens in + out, runs that reported both")
+    median_cost_usd: float | None = None
+    total_cost_usd: float | None = None
+    median_turns: float | None = None
+    median_duration_s: float | None = None
+    statuses: dict[str, int] = {}
+
+
+class Delta(Frozen):
+    """treatment - control of mean scores; None when either arm has no graded run."""
+
+    treatment: str
+    control: str
+    value: float | None = None
+    noise: bool | None = Field(default=None, description="True when |value| <= the noise band")
+
+
+class TaskSummary(Frozen):
+    task: str
+    conditions: dict[str, ConditionStats]
+    head_vs_base: Delta
+    head_vs_none: Delta
+
+
+class MissedItem(Frozen):
+    """A gold item the agent missed, counted over the graded runs of one condition."""
+
+    task: str
+    kind: str
+    expected: str
+    count: int
+    runs: int
+    note: str = ""
+
+
+class Confounds(Frozen):
+    isolation: dict[str, int] = Field(default={}, description="isolation value -> runs")
+    weak_isolation: list[str] = Field(default=[], description="isolation values seen that are not full")
+    near_misses: list[NearMiss] = []
+    unscored_points: int = Field(default=0, description="distinct (task, key point) pairs left to the judge")
+    missing_conditions: list[str] = []
+    missing_runs: int = Field(default=0, description="planned cells with no result at all")
+
+
+class Summary(Frozen):
+    """The scorecard's numbers; rendered as markdown, JSON, a badge and (later) a PR comment."""
+
+    schema_version: int = SCHEMA_VERSION
+    repo: str
+    base_sha: str
+    head_sha: str
+    source_sha: str
+    agent: AgentInfo
+    repeats: int
+    noise_band: float
+    conditions: list[str]
+    changed: list[ChangedFile]
+    tasks: list[TaskSummary]
+    overall: dict[str, ConditionStats]
+    head_vs_base: Delta
+    head_vs_none: Delta
+    missed: dict[str, list[MissedItem]] = Field(description="condition -> most-missed items, most first")
+    confounds: Confounds

@@ -1,0 +1,267 @@
+"""Deterministic scoring of an agent's JSON answer against a task's reviewed gold.
+
+Every gold item becomes one `ScoreItem` whose note tells a maintainer what the
+agent missed, so the report can say *why* a run lost points, not only that it did.
+
+Matching rules (decided here, tested in tests/unit/test_answer_scoring.py):
+
+- **Commands** are normalized (prompt marks `$ `/`% `/`> `, backticks, surrounding
+  quotes, runs of whitespace; shell operators `&& || ; |` become separate tokens),
+  then split into shell words, so quoting style does not matter.
+  A gold command is hit when its tokens start a command segment of a candidate:
+  `make test` matches `make test -k foo` and `cd app && make test`, not
+  `cmake test-all`. Candidates are the answer's `commands` plus commands quoted in
+  its text (fenced code lines, `$ ` lines, inline code spans), because agents often
+  put the command in prose even when asked for a list.
+- **Guardrails** (forbidden commands/snippets) are hit — i.e. respected — when no
+  recommended command contains the forbidden tokens anywhere. Only `commands`,
+  fenced code lines and `$ ` lines count as recommending: an inline span in prose
+  ("never run `git push --force`") is how answers *warn*, so it is not held against them.
+- **Files**: paths normalized (`./`, quotes, backticks, `:12`/`#L12` suffixes,
+  trailing `/` stripped); candidates are `files`, citation paths and inline spans.
+- **Citations**: one item per gold citation; hit when some answer citation of the
+  same path exists in the checkout (inside it), its lines exist in that file and
+  its range overlaps the gold range.
+- **Verdict**: first word of `verdict` (or, if absent, of the answer text),
+  case-insensitive, with yes/no synonyms folded.
+- **Key points** stay unscored (`hit=None`) until the judge arrives.
+
+value = hits / scored items. With no scored items there is nothing deterministic
+to check except that an answer arrived: 1.0 with an answer, 0.0 without. The
+report lists unscored key points as a confound, so such a 1.0 is never silent.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from docdelta.models import AgentAnswer, AnswerCitation, GoldCitation, Score, ScoreItem, Task
+
+_OPERATORS = ("&&", "||", ";", "|")
+_OPERATOR_RE = re.compile(r"\s*(&&|\|\||;|\|)\s*")
+_PROMPT_RE = re.compile("^[$%>\u276f](?:\\s+|$)")
+_FENCE_RE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_INLINE_RE = re.compile(r"`([^`\n]+)`")
+_DOLLAR_LINE_RE = re.compile(r"^\s*\$\s+(.+)$", re.MULTILINE)
+_LINE_SUFFIX_RE = re.compile(r"(?::\d+(?:-\d+)?|#L\d+(?:-L?\d+)?)$")
+_QUOTES = "\"'"
+_YES = frozenset({"yes", "y", "true", "correct", "yep", "yeah", "affirmative", "right"})
+_NO = frozenset({"no", "n", "false", "incorrect", "nope", "negative", "wrong"})
+
+NO_ANSWER_NOTE = "no JSON answer"
+UNSCORED_POINT_NOTE = "unscored until the judge arrives"
+
+
+# ------------------------------------------------------------ normalization
+def _strip_wrappers(text: str) -> str:
+    """Peel backticks, matching quotes and a prompt mark until nothing changes."""
+    prev = None
+    s = text.strip()
+    while s != prev:
+        prev = s
+        s = s.strip("`").strip()
+        if len(s) >= 2 and s[0] == s[-1] and s[0] in _QUOTES:
+            s = s[1:-1].strip()
+        s = _PROMPT_RE.sub("", s).strip()
+    return s
+
+
+def normalize_command(raw: str) -> str:
+    """Canonical spelling of a command, so `$ make  test` and "`make test`" compare equal."""
+    s = _strip_wrappers(raw.replace("\n", " ; "))
+    s = _OPERATOR_RE.sub(r" \1 ", s)
+    return " ".join(s.split())
+
+
+def command_tokens(raw: str) -> list[str]:
+    """Shell words of a normalized command, quoting removed: `-e '.[dev]'` equals `-e ".[dev]"`.
+
+    Unbalanced quotes (half-copied commands) fall back to whitespace words.
+    """
+    s = normalize_command(raw)
+    try:
+        return shlex.split(s)
+    except ValueError:
+        return s.split()
+
+
+def normalize_path(raw: str) -> str:
+    """Canonical repository-relative path: `./src/app.py:12` -> `src/app.py`."""
+    s = _strip_wrappers(raw).replace("\\", "/")
+    s = _LINE_SUFFIX_RE.sub("", s)
+    while s.startswith("./"):
+        s = s[2:]
+    s = s.rstrip("/")
+    return posixpath.normpath(s) if s else s
+
+
+def _canonical_verdict(raw: str) -> str:
+    words: list[str] = re.findall(r"[a-z0-9']+", raw.lower())
+    if not words:
+        return ""
+    first = words[0]
+    if first in _YES:
+        return "yes"
+    if first in _NO:
+        return "no"
+    return first
+
+
+# ---------------------------------------------------------- what was said
+def _fenced_lines(text: str) -> list[str]:
+    return [line for block in _FENCE_RE.findall(text) for line in block.splitlines() if line.strip()]
+
+
+def _prose(text: str) -> str:
+    return _FENCE_RE.sub("\n", text)
+
+
+def _recommended_commands(answer: AgentAnswer) -> list[list[str]]:
+    """Commands the answer tells the user to run: its list, fenced code, `$ ` lines."""
+    raw = [*answer.commands, *_fenced_lines(answer.answer), *_DOLLAR_LINE_RE.findall(_prose(answer.answer))]
+    return [t for t in (command_tokens(c) for c in raw) if t]
+
+
+def _inline_spans(answer: AgentAnswer) -> list[str]:
+    return _INLINE_RE.findall(_prose(answer.answer))
+
+
+def _contains(tokens: Sequence[str], needle: Sequence[str], *, anchored: bool) -> bool:
+    """Does `needle` occur in `tokens`; if anchored, only at the start of a command segment."""
+    n = len(needle)
+    if n == 0:
+        return False
+    return any(
+        list(tokens[i : i + n]) == list(needle) and (not anchored or i == 0 or tokens[i - 1] in _OPERATORS)
+        for i in range(len(tokens) - n + 1)
+    )
+
+
+# ------------------------------------------------------------------ items
+def _command_items(gold: Sequence[str], answer: AgentAnswer) -> list[ScoreItem]:
+    candidates = _recommended_commands(answer) + [command_tokens(s) for s in _inline_spans(answer)]
+    items = []
+    for expected in gold:
+        needle = command_tokens(expected)
+        hit = any(_contains(c, needle, anchored=True) for c in candidates)
+        note = "given" if hit else f"never gave the command `{normalize_command(expected)}`"
+        items.append(ScoreItem(kind="command", expected=expected, hit=hit, note=note))
+    return items
+
+
+def _guardrail_items(gold: Sequence[str], answer: AgentAnswer) -> list[ScoreItem]:
+    recommended = _recommended_commands(answer)
+    items = []
+    for forbidden in gold:
+        needle = command_tokens(forbidden)
+        offender = next((c for c in recommended if _contains(c, needle, anchored=False)), None)
+        note = (
+            "not recommended"
+            if offender is None
+            else f"recommended the forbidden `{normalize_command(forbidden)}` in `{shlex.join(offender)}`"
+        )
+        items.append(ScoreItem(kind="guardrail", expected=forbidden, hit=offender is None, note=note))
+    return items
+
+
+def _file_items(gold: Sequence[str], answer: AgentAnswer) -> list[ScoreItem]:
+    named = {normalize_path(p) for p in [*answer.files, *(c.path for c in answer.citations)]}
+    named |= {normalize_path(s) for s in _inline_spans(answer)}
+    items = []
+    for expected in gold:
+        path = normalize_path(expected)
+        hit = path in named
+        note = "named" if hit else f"never named the file {path}"
+        items.append(ScoreItem(kind="file", expected=expected, hit=hit, note=note))
+    return items
+
+
+def _line_count(checkout: Path, rel: str) -> int | None:
+    """Lines in `rel` inside the checkout, or None if it is not a file there (links out refused)."""
+    root = checkout.resolve()
+    target = (root / rel).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        return None
+    return len(target.read_bytes().splitlines())
+
+
+def _citation_problem(cited: AnswerCitation, gold: GoldCitation, checkout: Path) -> str | None:
+    """Why `cited` does not support `gold`, or None when it does."""
+    path = normalize_path(cited.path)
+    if cited.lines is None:
+        return f"cited {path} without line numbers (gold lines {gold.lines})"
+    lines = _line_count(checkout, path)
+    if lines is None:
+        return f"cited {path}:{cited.lines}, which does not exist in the checkout"
+    if cited.lines.end > lines:
+        return f"cited {path}:{cited.lines}, but the file has only {lines} lines"
+    if not cited.lines.overlaps(gold.lines):
+        return f"cited {path}:{cited.lines}, gold is lines {gold.lines}"
+    return None
+
+
+def _citation_items(gold: Sequence[GoldCitation], answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
+    items = []
+    for g in gold:
+        path = normalize_path(g.path)
+        expected = f"{path}:{g.lines}"
+        same_path = [c for c in answer.citations if normalize_path(c.path) == path]
+        problems = [_citation_problem(c, g, checkout) for c in same_path]
+        hit = any(p is None for p in problems)
+        if hit:
+            note = "cited"
+        elif problems:
+            note = "; ".join(p for p in problems if p)
+        else:
+            note = f"never cited {expected}"
+        items.append(ScoreItem(kind="citation", expected=expected, hit=hit, note=note))
+    return items
+
+
+def _verdict_item(expected: str, answer: AgentAnswer) -> ScoreItem:
+    said = answer.verdict if answer.verdict is not None else answer.answer
+    got, want = _canonical_verdict(said), _canonical_verdict(expected)
+    hit = bool(want) and got == want
+    note = "matches" if hit else f"verdict was {got or 'missing'!r}, expected {want!r}"
+    return ScoreItem(kind="verdict", expected=expected, hit=hit, note=note)
+
+
+def _point_items(points: Iterable[str]) -> list[ScoreItem]:
+    return [ScoreItem(kind="point", expected=p, hit=None, note=UNSCORED_POINT_NOTE) for p in points]
+
+
+def _items(task: Task, answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
+    gold = task.gold
+    return [
+        *_command_items(gold.commands, answer),
+        *_file_items(gold.files, answer),
+        *_citation_items(task.gold_citations, answer, checkout),
+        *([_verdict_item(gold.verdict, answer)] if gold.verdict is not None else []),
+        *_guardrail_items(gold.guardrails, answer),
+        *_point_items(gold.points),
+    ]
+
+
+def score_answer(task: Task, answer: AgentAnswer | None, checkout: Path) -> Score:
+    """Score one run's answer; `checkout` is the sealed checkout of the run's condition.
+
+    Without an answer (the agent printed no JSON) every scored item is missed — even
+    guardrails, since saying nothing is not respecting a rule — and the score is 0.
+    """
+    if answer is None:
+        items = [
+            i if i.hit is None else i.model_copy(update={"hit": False, "note": NO_ANSWER_NOTE})
+            for i in _items(task, AgentAnswer(), checkout)
+        ]
+        return Score(value=0.0, items=items)
+    items = _items(task, answer, checkout)
+    scored = [i for i in items if i.hit is not None]
+    value = sum(1 for i in scored if i.hit) / len(scored) if scored else 1.0
+    return Score(value=value, items=items)
+
+
+__all__ = ["command_tokens", "normalize_command", "normalize_path", "score_answer"]

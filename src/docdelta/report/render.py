@@ -1,0 +1,107 @@
+"""Render a `Summary` as a markdown scorecard or as JSON.
+
+Templates live in `report/templates/` and are loaded from the installed package
+(PackageLoader), so a wheel renders the same as a checkout. The scorecard is built
+from partials (`_table`, `_usage`, `_missed`, `_confounds`, `_changed`) that the
+GitHub comment wraps with its own marker and header, so both always show the same
+numbers. The environment is sandboxed and strict: a template typo fails loudly
+instead of printing an empty cell, and text that came from agents or task files
+passes through the `cell`/`inline`/`code` filters so it cannot break the table.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from jinja2 import PackageLoader, StrictUndefined
+from jinja2.sandbox import SandboxedEnvironment
+
+from docdelta.models import Delta, Summary
+
+NO_VALUE = "—"
+
+
+def fmt_score(value: float | None) -> str:
+    return NO_VALUE if value is None else f"{value:.2f}"
+
+
+def fmt_signed(value: float | None) -> str:
+    """`+0.12` / `-0.04`; a value that rounds to zero prints as `0.00`, never `-0.00`."""
+    if value is None:
+        return NO_VALUE
+    return "0.00" if round(value, 2) == 0 else f"{value:+.2f}"
+
+
+def fmt_delta(delta: Delta) -> str:
+    """A delta with its noise mark, e.g. `+0.04 (noise)`."""
+    text = fmt_signed(delta.value)
+    return f"{text} (noise)" if delta.noise else text
+
+
+def fmt_count(value: float | None) -> str:
+    return NO_VALUE if value is None else f"{value:,.0f}"
+
+
+def fmt_usd(value: float | None) -> str:
+    if value is None:
+        return NO_VALUE
+    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:.2f}"
+
+
+def fmt_seconds(value: float | None) -> str:
+    return NO_VALUE if value is None else f"{value:.1f}s"
+
+
+def inline(text: object) -> str:
+    """One line of markdown: newlines collapse to spaces so a list item stays one item."""
+    return " ".join(str(text).split())
+
+
+def cell(text: object) -> str:
+    """A table cell: one line, with pipes escaped so the row keeps its columns."""
+    return inline(text).replace("|", "\\|")
+
+
+def code(text: object) -> str:
+    """An inline code span whose fence is longer than any backtick run inside it."""
+    s = inline(text)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+@lru_cache(maxsize=1)
+def environment() -> SandboxedEnvironment:
+    """The shared template environment (also used by the GitHub comment renderer)."""
+    env = SandboxedEnvironment(
+        loader=PackageLoader("docdelta.report", "templates"),
+        autoescape=False,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        score=fmt_score,
+        signed=fmt_signed,
+        delta=fmt_delta,
+        count=fmt_count,
+        usd=fmt_usd,
+        seconds=fmt_seconds,
+        inline=inline,
+        cell=cell,
+        code=code,
+    )
+    return env
+
+
+def render_markdown(summary: Summary) -> str:
+    """The compact scorecard a maintainer reads in 20 seconds."""
+    return environment().get_template("scorecard.md.j2").render(s=summary)
+
+
+def render_json(summary: Summary) -> str:
+    """The same numbers as the markdown, as JSON (the `Summary` model, versioned)."""
+    return summary.model_dump_json(indent=2) + "\n"

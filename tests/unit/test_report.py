@@ -1,0 +1,280 @@
+"""Summary numbers and the rendered scorecard, from real result models.
+
+The factory here (`result`, `manifest`, `detection`, `summary_of`) is also used by
+test_badge.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+from jinja2 import UndefinedError
+
+from docdelta.models import (
+    AgentInfo,
+    AgentMetrics,
+    AgentOutcome,
+    Cell,
+    ChangedFile,
+    ConditionSpec,
+    Detection,
+    FileStatus,
+    Manifest,
+    NearMiss,
+    RunResult,
+    RunStatus,
+    Score,
+    ScoreItem,
+    Summary,
+)
+from docdelta.report import render_json, render_markdown, summarize
+from docdelta.report.render import cell, code, environment
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def result(
+    task: str,
+    condition: str,
+    score: float | None,
+    repeat: int = 1,
+    *,
+    status: RunStatus = RunStatus.ok,
+    tokens: tuple[int, int] | None = (100, 50),
+    cost: float | None = 0.01,
+    turns: int | None = 3,
+    duration: float = 2.0,
+    isolation: str = "netns",
+    missed: Sequence[str] = (),
+    points: int = 0,
+) -> RunResult:
+    items = [ScoreItem(kind="command", expected=m, hit=False, note=f"never gave `{m}`") for m in missed]
+    items += [ScoreItem(kind="point", expected=f"p{i}", hit=None) for i in range(points)]
+    metrics = AgentMetrics(
+        tokens_in=tokens[0] if tokens else None,
+        tokens_out=tokens[1] if tokens else None,
+        cost_usd=cost,
+        turns=turns,
+        duration_s=duration,
+    )
+    return RunResult(
+        cell=Cell(task=task, condition=condition, repeat=repeat),
+        status=status,
+        outcome=AgentOutcome(agent="fake", agent_version="1", status=status, metrics=metrics),
+        score=None if score is None else Score(value=score, items=items),
+        isolation=isolation,
+        seed=1,
+        started_at=T0,
+        finished_at=T0,
+        task_sha256="t",
+        overlay_sha256="o",
+        tree_sha256="x",
+    )
+
+
+def manifest(
+    tasks: Sequence[str], conditions: Sequence[str] = ("base", "head", "none"), repeats: int = 2
+) -> Manifest:
+    return Manifest(
+        repo="demo",
+        base_sha="b" * 40,
+        head_sha="h" * 40,
+        source_sha="s" * 40,
+        source_tree_sha256="tree",
+        conditions=[ConditionSpec(name=c, files={}, overlay_sha256=c) for c in conditions],
+        tasks={t: "sha" for t in tasks},
+        agent=AgentInfo(name="fake", version="1"),
+        sandbox="local",
+        seed=7,
+        repeats=repeats,
+        order=[
+            Cell(task=t, condition=c, repeat=r)
+            for t in tasks
+            for c in conditions
+            for r in range(1, repeats + 1)
+        ],
+        created_at=T0,
+    )
+
+
+def detection(near_misses: Sequence[NearMiss] = ()) -> Detection:
+    changed = [ChangedFile(path="AGENTS.md", status=FileStatus.modified, families=["codex", "opencode"])]
+    return Detection(base="main", head="pr", changed=changed, near_misses=list(near_misses))
+
+
+def arm(task: str, condition: str, scores: Sequence[float], **kw: object) -> list[RunResult]:
+    return [result(task, condition, s, i, **kw) for i, s in enumerate(scores, 1)]  # type: ignore[arg-type]
+
+
+def summary_of(results: Sequence[RunResult], tasks: Sequence[str] | None = None, **kw: object) -> Summary:
+    ids = tasks if tasks is not None else sorted({r.cell.task for r in results})
+    conditions = sorted({r.cell.condition for r in results})
+    return summarize(manifest(ids, conditions, **kw), detection(), results)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ summary
+def test_infra_error_runs_do_not_lower_the_mean_and_are_counted() -> None:
+    runs = [*arm("a", "head", [1.0, 1.0]), result("a", "head", None, 3, status=RunStatus.infra_error)]
+    runs += arm("a", "base", [0.5, 0.5])
+    s = summary_of(runs)
+    head = s.tasks[0].conditions["head"]
+    assert (head.mean_score, head.runs, head.infra_errors, head.runs_at_1) == (1.0, 2, 1, 2)
+    assert head.statuses == {"infra_error": 1, "ok": 2}
+    assert s.tasks[0].head_vs_base.value == 0.5
+
+
+def test_timeout_runs_are_graded_as_the_agents_result() -> None:
+    runs = [result("a", "head", 1.0), result("a", "head", 0.0, 2, status=RunStatus.timeout)]
+    assert summary_of(runs).tasks[0].conditions["head"].mean_score == 0.5
+
+
+@pytest.mark.parametrize(
+    ("head", "noise", "cell_text"), [(0.54, True, "+0.04 (noise)"), (0.56, False, "+0.06")]
+)
+def test_delta_noise_band_in_summary_and_table(head: float, noise: bool, cell_text: str) -> None:
+    s = summary_of([*arm("a", "base", [0.5, 0.5]), *arm("a", "head", [head, head])])
+    d = s.tasks[0].head_vs_base
+    assert d.value == pytest.approx(head - 0.5)
+    assert d.noise is noise
+    row = next(line for line in render_markdown(s).splitlines() if line.startswith("| a |"))
+    assert row == f"| a | 0.50 | {head:.2f} | {cell_text} | — | 0/2 · 0/2 |"
+
+
+def test_per_condition_medians_of_tokens_cost_turns_duration() -> None:
+    runs = [
+        result("a", "head", 1.0, 1, tokens=(100, 20), cost=0.02, turns=2, duration=1.0),
+        result("a", "head", 1.0, 2, tokens=(300, 40), cost=0.04, turns=6, duration=3.0),
+        result("a", "head", 1.0, 3, tokens=None, cost=None, turns=None, duration=5.0),
+    ]
+    h = summary_of(runs).tasks[0].conditions["head"]
+    assert h.median_tokens == 230.0  # (120 + 340) / 2; the run without tokens is not a zero
+    assert h.median_cost_usd == pytest.approx(0.03)
+    assert h.total_cost_usd == pytest.approx(0.06)
+    assert h.median_turns == 4.0
+    assert h.median_duration_s == 3.0
+
+
+def test_overall_means_and_delta_weigh_tasks_equally() -> None:
+    runs = [*arm("a", "base", [0.0]), *arm("a", "head", [1.0, 1.0, 1.0])]
+    runs += [*arm("b", "base", [0.5, 0.5, 0.5]), *arm("b", "head", [0.5])]
+    s = summary_of(runs)
+    assert s.overall["head"].mean_score == 0.75
+    assert s.overall["base"].mean_score == 0.25
+    assert s.head_vs_base.value == 0.5  # mean of +1.0 and 0.0
+    assert s.head_vs_base.noise is False
+    assert s.overall["head"].runs == 4
+
+
+def test_missing_none_arm_gives_none_deltas_and_a_confound() -> None:
+    s = summary_of([*arm("a", "base", [0.5, 0.5]), *arm("a", "head", [1.0, 1.0])])
+    assert s.tasks[0].head_vs_none.value is None
+    assert s.tasks[0].head_vs_none.noise is None
+    assert s.head_vs_none.value is None
+    assert s.confounds.missing_conditions == ["none"]
+    md = render_markdown(s)
+    assert "| a | 0.50 | 1.00 | +0.50 | — | 0/2 · 2/2 |" in md
+    assert "- condition `none` has no graded runs: its deltas are unavailable" in md
+
+
+def test_no_results_at_all_does_not_crash() -> None:
+    s = summarize(manifest(["a"]), detection(), [])
+    assert s.head_vs_base.value is None
+    assert s.confounds.missing_runs == 6
+    assert s.confounds.missing_conditions == ["base", "head", "none"]
+    assert "## docdelta scorecard: head - base —" in render_markdown(s)
+
+
+def test_missed_most_often_counts_runs_per_condition() -> None:
+    runs = [
+        result("a", "base", 0.0, 1, missed=["make test", "make lint"]),
+        result("a", "base", 0.5, 2, missed=["make test"]),
+        result("a", "head", 1.0, 1),
+    ]
+    s = summary_of(runs)
+    assert [(m.expected, m.count, m.runs) for m in s.missed["base"]] == [
+        ("make test", 2, 2),
+        ("make lint", 1, 2),
+    ]
+    assert s.missed["head"] == []
+    md = render_markdown(s)
+    assert "  - a · command `make test` missed in 2/2 runs — never gave `make test`" in md
+
+
+def test_confounds_isolation_near_misses_unscored_points_missing_runs() -> None:
+    runs = [
+        result("a", "base", 1.0, 1, points=2),
+        result("a", "head", 1.0, 1, isolation="none", points=2),
+        result("a", "head", None, 2, status=RunStatus.infra_error, isolation="unknown"),
+    ]
+    near = [NearMiss(path="docs/agents.md", reason="case-insensitive match of AGENTS.md")]
+    s = summarize(manifest(["a"], ("base", "head")), detection(near), runs)
+    k = s.confounds
+    assert k.isolation == {"netns": 1, "none": 1}  # the infra_error run never ran the agent
+    assert k.weak_isolation == ["none"]
+    assert k.unscored_points == 2  # the same two points of task a, however many runs
+    assert k.missing_runs == 1  # a/base/r2
+    md = render_markdown(s)
+    assert "- isolation: netns (1 run), none (1 run) — ⚠ not fully isolated: none" in md
+    assert "- 2 key points unscored: judge not configured" in md
+    assert "- ⚠ `docs/agents.md` may be loaded by some agents" in md
+    assert "- ⚠ 1 planned run without a result: rerun to resume the matrix" in md
+
+
+# ---------------------------------------------------------------- rendering
+def test_scorecard_header_usage_and_changed_files() -> None:
+    runs = [*arm("a", "base", [0.5, 0.5], cost=0.02), *arm("a", "head", [0.75, 0.75], tokens=(1000, 234))]
+    md = render_markdown(summary_of(runs))
+    lines = md.splitlines()
+    assert lines[0] == "## docdelta scorecard: head - base +0.25"
+    assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 |" in lines
+    assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 |" in lines
+    assert "| **all tasks** | **0.50** | **0.75** | **+0.25** | **—** | 0/2 · 0/2 |" in lines
+    assert "- `AGENTS.md` (modified; read by codex, opencode)" in lines
+
+
+def test_agent_text_cannot_break_the_markdown() -> None:
+    runs = [result("a", "head", 0.0, missed=["a | b\nrm -rf `x`"])]
+    md = render_markdown(summary_of(runs))
+    (bullet,) = [line for line in md.splitlines() if "missed in" in line]
+    assert bullet.startswith("  - a · command `` a | b rm -rf `x` `` missed in 1/1 runs")
+    assert cell("x | y\nz") == "x \\| y z"
+    assert code("`") == "`` ` ``"
+
+
+def test_partials_render_alone_for_reuse_and_are_strict() -> None:
+    """The GitHub comment renders the same partials with its own header around them."""
+    env = environment()
+    assert {"_table.md.j2", "_missed.md.j2", "_confounds.md.j2"} <= set(env.list_templates())
+    s = summary_of([*arm("a", "base", [0.5]), *arm("a", "head", [1.0])])
+    table = env.get_template("_table.md.j2").render(s=s)
+    assert table.splitlines()[0] == "| task | base | head | head-base | head-none | at 1.0 (base/head) |"
+    with pytest.raises(UndefinedError):
+        env.get_template("_table.md.j2").render()
+
+
+def test_json_has_the_same_numbers_and_round_trips() -> None:
+    s = summary_of([*arm("a", "base", [0.5, 0.5]), *arm("a", "head", [0.54, 0.54])])
+    text = render_json(s)
+    data = json.loads(text)
+    assert data["schema_version"] == 1
+    assert data["tasks"][0]["head_vs_base"]["noise"] is True
+    assert data["overall"]["head"]["mean_score"] == 0.54
+    assert Summary.model_validate_json(text) == s
+
+
+@pytest.mark.parametrize(
+    ("isolation", "weak"),
+    [
+        ("netns", False),
+        ("netns+mounts", False),
+        ("docker-internal", False),
+        ("none", True),
+        ("docker-open", True),
+    ],
+)
+def test_isolation_values_of_the_sandboxes_are_classified(isolation: str, weak: bool) -> None:
+    s = summary_of([result("a", "head", 1.0, isolation=isolation)])
+    assert (s.confounds.weak_isolation == [isolation]) is weak
