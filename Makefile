@@ -1,0 +1,35 @@
+# Two set-up commands on a fresh machine: `make demo` and `make test`.
+# Each creates its own virtual environment in .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test lint typecheck unit docker-tests bench clean
+
+$(BIN)/docdelta: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/docdelta
+	$(BIN)/docdelta demo --workdir docdelta-demo
+
+lint: $(BIN)/docdelta
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(BIN)/docdelta
+	$(BIN)/mypy
+
+unit: $(BIN)/docdelta
+	$(BIN)/pytest -q
+
+# Everything CI holds a submission to: lint, strict types, the whole test suite.
+test: lint typecheck unit
+
+bench: $(BIN)/docdelta
+	$(BIN)/python bench/bench_cell.py
+
+clean:
+	rm -rf $(VENV) docdelta-demo .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,252 @@
+"""Command line: parse arguments, build the real dependencies, map errors to exit codes.
+
+This is one of the two places (with app.py) that construct real clients; every
+other module receives them. Exit codes: 0 done, 1 matrix stopped before it was
+complete (spend cap), 2 bad input, 3 infrastructure failure, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docdelta import __version__
+from docdelta.errors import ConfigError, DocdeltaError
+
+if TYPE_CHECKING:
+    from docdelta.git import Repo
+    from docdelta.models import Summary
+    from docdelta.runner import ExperimentRequest
+
+EXIT_INCOMPLETE = 1
+EXIT_INTERRUPTED = 130
+
+
+def _conditions(value: str) -> list[str]:
+    names = [c.strip() for c in value.split(",") if c.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list such as base,head,none")
+    return names
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="docdelta",
+        description="Test edits to agent instruction files (AGENTS.md, CLAUDE.md, ...) like code.",
+    )
+    p.add_argument("--version", action="version", version=f"docdelta {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("detect", help="list the agent instruction files changed between two refs")
+    d.add_argument("--repo", type=Path, default=Path())
+    d.add_argument("--base", required=True)
+    d.add_argument("--head", required=True)
+    d.add_argument("--json", action="store_true", help="print the detection as JSON")
+
+    r = sub.add_parser("run", help="run the matrix of tasks x conditions x repeats and print the scorecard")
+    r.add_argument("--repo", type=Path, default=Path())
+    r.add_argument("--base", required=True)
+    r.add_argument("--head", required=True)
+    r.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    r.add_argument("--workdir", type=Path, required=True)
+    _add_run_options(r)
+
+    rep = sub.add_parser("report", help="render the scorecard of a workdir")
+    rep.add_argument("--workdir", type=Path, required=True)
+    rep.add_argument("--format", choices=("md", "json"), default="md")
+
+    b = sub.add_parser("badge", help="write a shields.io endpoint JSON badge")
+    b.add_argument("--workdir", type=Path, required=True)
+    b.add_argument("--out", type=Path, required=True)
+
+    demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
+    demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
+    demo.add_argument("--repeats", type=int, default=5)
+    demo.add_argument("--seed", type=int, default=0)
+
+    s = sub.add_parser("schema", help="print a JSON Schema, for editors")
+    s.add_argument("what", choices=("task",))
+    return p
+
+
+def _add_run_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--conditions", type=_conditions, default=["base", "head", "none"])
+    r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
+    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--source", default="head", help="source commit: head, base or a SHA (default head)")
+    r.add_argument("--agent", default="fake", help="fake | command")
+    r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
+    r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
+    r.add_argument("--sandbox", default="local", help="local (default)")
+    r.add_argument("--allow-network", action="store_true", help="run without isolation where none is available")
+    r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
+    r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
+    r.add_argument("--reserve-usd", type=float, default=0.0, help="spend reserved per run for the cap check")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except DocdeltaError as exc:
+        print(f"docdelta: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(
+            "\ndocdelta: interrupted; every finished result is saved — rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    # Imports are local so `docdelta --help` and `schema` stay fast.
+    if args.command == "detect":
+        return _detect(args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "report":
+        return _report(args)
+    if args.command == "badge":
+        return _badge(args)
+    if args.command == "demo":
+        return _demo(args)
+    from docdelta.tasks import task_json_schema
+
+    print(json.dumps(task_json_schema(), indent=2))
+    return 0
+
+
+def _detect(args: argparse.Namespace) -> int:
+    from docdelta.config import load_project_config, matcher
+    from docdelta.detect import detect_refs
+    from docdelta.git import Repo
+
+    repo = Repo(args.repo)
+    base = repo.resolve(args.base)
+    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+    if args.json:
+        print(detection.model_dump_json(indent=2))
+        return 0
+    if detection.empty:
+        print("nothing to evaluate: no agent instruction file changed")
+    for f in detection.changed:
+        moved = f" (from {f.old_path})" if f.old_path else ""
+        link = " [symlink]" if f.symlink else ""
+        print(f"{f.status.value:<9} {f.path}{moved}{link}  read by: {', '.join(f.families) or '-'}")
+    for n in detection.near_misses:
+        print(f"note      {n.path}: {n.reason}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from docdelta.git import Repo
+    from docdelta.runner import ExperimentRequest
+
+    request = ExperimentRequest(
+        base=args.base,
+        head=args.head,
+        tasks_dir=args.tasks,
+        conditions=args.conditions,
+        repeats=args.repeats,
+        seed=args.seed,
+        source=args.source,
+        patch=args.patch,
+        allow_unreviewed=args.allow_unreviewed,
+    )
+    return _execute(Repo(args.repo), request, args, args.workdir)
+
+
+def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, workdir: Path) -> int:
+    """Build the real agent, sandbox provider and store, prepare, run, print the scorecard."""
+    from docdelta.agents import get_agent
+    from docdelta.report import render_markdown, summarize
+    from docdelta.runner import Runner, RunLimits, prepare, progress_for
+    from docdelta.sandbox import get_provider
+    from docdelta.sandbox.base import SandboxSpec
+    from docdelta.store import ResultStore
+
+    store = ResultStore(workdir)
+    agent = get_agent(args.agent, command=getattr(args, "agent_cmd", None))
+    provider = get_provider(args.sandbox, allow_network=args.allow_network)
+    try:
+        exp = prepare(repo, request, store=store, agent=agent, sandbox=args.sandbox)
+        if exp is None:
+            print("nothing to evaluate: no agent instruction file changed")
+            return 0
+        runner = Runner(
+            store,
+            provider,
+            SandboxSpec(network="none"),
+            agent,
+            RunLimits(timeout_s=args.timeout, cap_usd=args.cap_usd, reserve_usd=args.reserve_usd),
+            progress_for(sys.stderr, ci=bool(os.environ.get("CI"))),
+        )
+        report = runner.run(exp)
+    finally:
+        provider.close()
+    summary = summarize(exp.manifest, exp.detection, report.results)
+    print(render_markdown(summary))
+    print(f"results: {store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
+    if report.stopped:
+        print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 0
+
+
+def _load_summary(workdir: Path) -> Summary:
+    from docdelta.report import summarize
+    from docdelta.store import ResultStore
+
+    store = ResultStore(workdir)
+    manifest, detection = store.read_manifest(), store.read_detection()
+    if manifest is None or detection is None:
+        raise ConfigError(
+            f"{workdir} holds no docdelta experiment (manifest.json or detection.json missing)",
+            hint="pass the --workdir you gave to `docdelta run`",
+        )
+    return summarize(manifest, detection, store.results(manifest.repo))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from docdelta.report import render_json, render_markdown
+
+    summary = _load_summary(args.workdir)
+    print(render_json(summary) if args.format == "json" else render_markdown(summary))
+    return 0
+
+
+def _badge(args: argparse.Namespace) -> int:
+    from docdelta.report import badge
+
+    data = badge(_load_summary(args.workdir))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"badge written to {args.out}: {data['message']}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from docdelta.demo import build_demo_repo
+    from docdelta.git import Repo
+    from docdelta.runner import ExperimentRequest
+
+    demo = build_demo_repo(args.workdir / "repo")
+    request = ExperimentRequest(
+        base=demo.base_sha,
+        head=demo.head_sha,
+        tasks_dir=demo.path / ".docdelta" / "tasks",
+        repeats=args.repeats,
+        seed=args.seed,
+    )
+    ns = argparse.Namespace(
+        agent="fake", agent_cmd=None, sandbox="local", allow_network=True, timeout=60.0,
+        cap_usd=None, reserve_usd=0.0,
+    )
+    return _execute(Repo(demo.path), request, ns, args.workdir / "results")

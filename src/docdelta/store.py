@@ -1,0 +1,129 @@
+"""The result layout on disk: one directory per cell, atomic writes, resume by reuse.
+
+    <workdir>/manifest.json                      the plan and every identifying hash
+    <workdir>/detection.json                     which instruction files changed
+    <workdir>/runs/<repo>/<task>/<condition>/r<n>/result.json
+
+A result file is written once, atomically (temp file + rename), when its run is
+complete, and never rewritten: a crash mid-matrix leaves every finished result
+intact and a rerun skips them. One directory per cell and no shared mutable index
+keep the door open for parallel jobs and sharded runs that are merged later.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from docdelta.errors import ConfigError, InfraError
+from docdelta.models import SCHEMA_VERSION, Cell, Detection, Manifest, RunResult
+
+M = TypeVar("M", bound=BaseModel)
+
+RESULT_FILE = "result.json"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same directory and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _safe_segment(name: str) -> str:
+    """Repository names like `owner/name` become one path segment."""
+    return name.replace("/", "__").replace("\\", "__") or "repo"
+
+
+class ResultStore:
+    """Reads and writes one experiment's files under a workdir."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=workdir, prefix=".probe-", delete=True)  # noqa: SIM115
+            probe.close()
+        except OSError as exc:
+            raise ConfigError(
+                f"workdir {workdir} is not writable: {exc.strerror or exc}",
+                hint="pass a --workdir you can write to",
+            ) from exc
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.workdir / "manifest.json"
+
+    @property
+    def detection_path(self) -> Path:
+        return self.workdir / "detection.json"
+
+    def runs_dir(self, repo: str) -> Path:
+        return self.workdir / "runs" / _safe_segment(repo)
+
+    def cell_dir(self, repo: str, cell: Cell) -> Path:
+        return self.runs_dir(repo) / cell.task / cell.condition / f"r{cell.repeat}"
+
+    # ------------------------------------------------------------ generic
+    def _read(self, path: Path, model: type[M]) -> M | None:
+        if not path.exists():
+            return None
+        try:
+            return model.model_validate_json(path.read_bytes())
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{path} is not a valid {model.__name__} (schema {SCHEMA_VERSION}): "
+                f"{exc.errors()[0]['msg']} at {'.'.join(map(str, exc.errors()[0]['loc']))}",
+                hint="it was written by another docdelta version or edited by hand; use a fresh --workdir",
+            ) from exc
+
+    def _write(self, path: Path, model: BaseModel) -> None:
+        try:
+            atomic_write(path, model.model_dump_json(indent=2).encode() + b"\n")
+        except OSError as exc:
+            raise InfraError(f"could not write {path}: {exc}", hint="check free disk space") from exc
+
+    # ----------------------------------------------------------- manifest
+    def read_manifest(self) -> Manifest | None:
+        return self._read(self.manifest_path, Manifest)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self._write(self.manifest_path, manifest)
+
+    def read_detection(self) -> Detection | None:
+        return self._read(self.detection_path, Detection)
+
+    def write_detection(self, detection: Detection) -> None:
+        self._write(self.detection_path, detection)
+
+    # ------------------------------------------------------------- results
+    def load(self, repo: str, cell: Cell) -> RunResult | None:
+        """The complete result of a cell, or None when it has not finished yet."""
+        return self._read(self.cell_dir(repo, cell) / RESULT_FILE, RunResult)
+
+    def save(self, repo: str, result: RunResult) -> Path:
+        path = self.cell_dir(repo, result.cell) / RESULT_FILE
+        if path.exists():
+            raise InfraError(
+                f"refusing to overwrite the complete result {path}",
+                hint="complete results are never rewritten; delete the file to rerun that cell",
+            )
+        self._write(path, result)
+        return path
+
+    def results(self, repo: str) -> list[RunResult]:
+        """Every complete result under the repo's runs directory, in a stable order."""
+        found = sorted(self.runs_dir(repo).glob(f"*/*/r*/{RESULT_FILE}"))
+        return [r for p in found if (r := self._read(p, RunResult)) is not None]
