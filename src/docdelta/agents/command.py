@@ -1,0 +1,99 @@
+"""`command`: any executable is an agent.
+
+The protocol is the smallest that lets an existing script take part: the prompt
+arrives on stdin, the checkout is the working directory, the last JSON object on
+stdout is the answer, and telemetry is optional. To report it, write one JSON
+object to the path in `$DOCDELTA_METRICS`; the accepted keys are the fields of
+`models.AgentMetrics` (tokens_in, tokens_out, cache_read_tokens,
+cache_write_tokens, cost_usd, turns, tool_calls, commands [{command, exit_code}],
+files_read, duration_s); other keys are ignored, and a missing key means "not
+reported", never zero.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
+from docdelta.errors import AgentError, SandboxError
+from docdelta.models import AgentMetrics, AgentOutcome, RunStatus, sha256_hex
+from docdelta.sandbox.base import ExecResult, Sandbox
+
+METRICS_ENV = "DOCDELTA_METRICS"
+_METRICS_FILE = "metrics.json"
+
+
+class CommandAgent(Agent):
+    """Runs `cmd` (shlex-split) with the prompt on stdin."""
+
+    name: ClassVar[str] = "command"
+
+    def __init__(self, cmd: str = "") -> None:
+        argv = shlex.split(cmd)
+        if not argv:
+            raise AgentError(
+                "the command agent needs a command to run",
+                hint='pass --agent-cmd "path/to/agent --flag"',
+            )
+        self.argv = argv
+        self._version = f"cmd-{sha256_hex(shlex.join(argv).encode())[:12]}"
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    def command(self, sandbox: Sandbox, ctx: AgentContext) -> list[str]:
+        """The argv to run; subclasses wrap a fixed program here."""
+        return list(self.argv)
+
+    def files(self, sandbox: Sandbox) -> dict[str, bytes]:
+        """Files to place in the sandbox before the run."""
+        return {}
+
+    def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
+        return Invocation(
+            argv=self.command(sandbox, ctx),
+            env={METRICS_ENV: f"{sandbox.tools_dir}/{_METRICS_FILE}"},
+            stdin=prompt.encode(),
+            files=self.files(sandbox),
+        )
+
+    def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
+        text = result.stdout.decode("utf-8", errors="replace")
+        answer, why = parse_answer(text)
+        metrics, metrics_error = _read_metrics(sandbox)
+        status = classify(result, answer)
+        errors = [e for e in (why if answer is None else None, metrics_error) if e]
+        if status is RunStatus.agent_error and result.stderr:
+            errors.append(result.stderr.decode("utf-8", errors="replace")[-2000:])
+        return AgentOutcome(
+            agent=self.name,
+            agent_version=self.version,
+            model=self.model,
+            status=status,
+            answer=answer,
+            final_text=text,
+            metrics=metrics,
+            exit_code=result.exit_code,
+            error="; ".join(errors) or None,
+        )
+
+
+def _read_metrics(sandbox: Sandbox) -> tuple[AgentMetrics, str | None]:
+    """The agent's metrics file, leniently: bad telemetry never fails a run."""
+    try:
+        raw = sandbox.read_file(f"{sandbox.tools_dir}/{_METRICS_FILE}")
+    except SandboxError:
+        return AgentMetrics(), None
+    try:
+        data: Any = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        known = {k: v for k, v in data.items() if k in AgentMetrics.model_fields}
+        return AgentMetrics.model_validate(known), None
+    except (ValueError, ValidationError) as exc:
+        return AgentMetrics(), f"ignored the metrics file: {str(exc).splitlines()[0]}"

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""A deterministic stand-in for a coding agent (standalone: Python 3 stdlib only).
+
+docdelta copies this script into the sandbox and runs it with `python3`, so it
+works in any sandbox, including a container image without docdelta. It behaves
+like a small, honest agent, so conditions differ for real reasons and not
+because it was told which condition it is in:
+
+- it reads the instruction files present in the checkout (auto-loaded, like
+  AGENTS.md for Codex), then the human docs (README, CONTRIBUTING, docs/);
+- it ranks every line by word overlap with the question, instruction files first,
+  and answers from the best line: its text, the backticked commands in it (unless
+  the line forbids them), the backticked paths that exist, a citation of the line,
+  and a yes/no verdict when asked (no when the line forbids something);
+- with a seeded error rate it picks a worse line or drops a field, so repeats vary;
+  the draws depend only on the seed and the question, so every condition makes the
+  same slips and differences come from the docs alone;
+- its metrics are plausible: tokens grow with the text it read, a turn per file.
+
+Protocol (the `command` agent's): prompt on stdin, answer as the last JSON object on
+stdout, metrics as JSON at the path in $DOCDELTA_METRICS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+INSTRUCTION_FILES = (
+    "AGENTS.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    "CONVENTIONS.md",
+    ".cursorrules",
+    ".windsurfrules",
+    ".clinerules",
+    ".rules",
+    ".github/copilot-instructions.md",
+)
+HUMAN_DOCS = ("README.md", "README.rst", "README", "CONTRIBUTING.md", "CONTRIBUTING.rst")
+ERROR_RATE = 0.1
+INSTRUCTION_BONUS = 0.5
+PRICE_IN, PRICE_OUT = 3e-6, 15e-6
+COMMAND_WORDS = {
+    "make",
+    "pytest",
+    "python",
+    "python3",
+    "pip",
+    "git",
+    "npm",
+    "ruff",
+    "tox",
+    "uv",
+    "nox",
+    "docker",
+}
+NEGATION = re.compile(r"\b(never|not|don't|do not|must not|forbidden|no)\b", re.IGNORECASE)
+YES_NO = re.compile(r"^\s*(is|are|can|could|may|should|must|do|does|am|will)\b|yes or no", re.IGNORECASE)
+_STOPWORD_TEXT = """
+a an and any are as at be before by can could do does for from has have how i if in into is it its
+me my of ok okay on or our should so that the then there this to use used using we what when where
+which who why will with you your am after all also must may need want here
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def keywords(text: str) -> set[str]:
+    """Lower-cased content words, crudely singularised, so 'tests' meets 'test'."""
+    words = re.findall(r"[a-z0-9][a-z0-9_+-]*", text.lower())
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in STOPWORDS}
+
+
+def question_of(prompt: str) -> str:
+    """The task text: the section under '## Task', or the whole prompt."""
+    m = re.search(r"^## Task\s*\n(.*?)(?=^## |\Z)", prompt, re.MULTILINE | re.DOTALL)
+    return (m.group(1) if m else prompt).strip()
+
+
+def find_docs(root: Path) -> list[tuple[str, bool]]:
+    """(path, is_instruction_file) in reading order: instruction files, then human docs."""
+    found = [(p, True) for p in INSTRUCTION_FILES if (root / p).is_file()]
+    found += [(p, False) for p in HUMAN_DOCS if (root / p).is_file()]
+    docs_dir = root / "docs"
+    if docs_dir.is_dir():
+        found += [(str(p.relative_to(root)), False) for p in sorted(docs_dir.rglob("*.md"))]
+    return found
+
+
+def rank(question: str, root: Path, docs: list[tuple[str, bool]]) -> list[tuple[float, str, int, str]]:
+    """Candidate lines, best first: (score, path, line number, text)."""
+    wanted = keywords(question)
+    ranked: list[tuple[float, int, str, int, str]] = []
+    for order, (path, instruction) in enumerate(docs):
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, start=1):
+            text = line.strip()
+            if not text or text.startswith(("#", "```")):
+                continue
+            overlap = len(wanted & keywords(text))
+            if overlap:
+                score = overlap + (INSTRUCTION_BONUS if instruction else 0.0)
+                ranked.append((-score, order, path, number, text))
+    ranked.sort()
+    return [(-neg, path, number, text) for neg, _, path, number, text in ranked]
+
+
+def spans(line: str, root: Path) -> tuple[list[str], list[str]]:
+    """(commands, files) named in backticks in a line; files must exist."""
+    commands: list[str] = []
+    files: list[str] = []
+    for raw in re.findall(r"`([^`]+)`", line):
+        span = raw.strip()
+        if (root / span).exists() and not span.startswith(("/", "..")):
+            files.append(span)
+        elif span.split()[0] in COMMAND_WORDS or span.startswith("./"):
+            commands.append(span)
+    return commands, files
+
+
+def solve(prompt: str, root: Path, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(answer, metrics) for a prompt, deterministic in (prompt, files, seed)."""
+    question = question_of(prompt)
+    rng = random.Random(f"{seed}:{question}")
+    slip = rng.random() < ERROR_RATE
+    slip_kind = rng.choice(["worse_line", "drop_field"])
+    dropped = rng.choice(["commands", "files", "citations", "verdict"])
+
+    docs = find_docs(root)
+    read_chars = sum(len((root / p).read_text(encoding="utf-8", errors="replace")) for p, _ in docs)
+    ranked = rank(question, root, docs)
+    pick = 1 if slip and slip_kind == "worse_line" and len(ranked) > 1 else 0
+    asks_yes_no = bool(YES_NO.search(question))
+
+    if ranked:
+        _, path, number, text = ranked[pick]
+        forbids = bool(NEGATION.search(text))
+        commands, files = spans(text, root)
+        answer: dict[str, Any] = {
+            "answer": f"According to {path}: {text}",
+            "commands": [] if forbids else commands,
+            "files": files,
+            "citations": [{"path": path, "lines": str(number)}],
+            "verdict": ("no" if forbids else "yes") if asks_yes_no else None,
+        }
+    else:
+        answer = {
+            "answer": "I could not find this in the repository's documentation.",
+            "commands": [],
+            "files": [],
+            "citations": [],
+            "verdict": "yes" if asks_yes_no else None,
+        }
+    if slip and slip_kind == "drop_field":
+        answer[dropped] = None if dropped == "verdict" else []
+
+    tokens_in = (len(prompt) + read_chars) // 4
+    tokens_out = len(json.dumps(answer)) // 4 + 20
+    metrics = {
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost_usd": round(tokens_in * PRICE_IN + tokens_out * PRICE_OUT, 8),
+        "turns": len(docs) + 1,
+        "tool_calls": len(docs),
+        "files_read": [p for p, _ in docs],
+    }
+    return answer, metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    prompt = sys.stdin.read()
+    answer, metrics = solve(prompt, Path.cwd(), args.seed)
+    metrics_path = os.environ.get("DOCDELTA_METRICS")
+    if metrics_path:
+        Path(metrics_path).write_text(json.dumps(metrics), encoding="utf-8")
+    print(f"I read {len(metrics['files_read'])} files and looked for the answer.")
+    print("```json\n" + json.dumps(answer, indent=2) + "\n```")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""One behaviour suite for the Sandbox contract, run against every provider in providers.py.
+
+In-sandbox paths are only ever built from `workspace` and `tools_dir`, and state
+is only ever observed through the sandbox itself, so the same tests hold for a
+subprocess on this machine and for a container.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import CheckoutFactory
+
+from conformance.providers import PROVIDERS, ProviderFactory
+from docdelta.errors import SandboxError
+from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec
+
+
+@pytest.fixture(params=list(PROVIDERS.values()))
+def provider(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SandboxProvider]:
+    factory: ProviderFactory = request.param
+    made = factory(tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def checkout(tmp_checkout: CheckoutFactory) -> Path:
+    return tmp_checkout({"README.md": "hello\n", "sub/data.txt": "42\n"}, name="checkout-head")
+
+
+@pytest.fixture
+def sandbox(provider: SandboxProvider, checkout: Path) -> Iterator[Sandbox]:
+    with provider.create(checkout, SandboxSpec(env={"FROM_SPEC": "spec", "BOTH": "spec"})) as made:
+        yield made
+
+
+def _sh(sandbox: Sandbox, script: str, **kwargs: object) -> str:
+    result = sandbox.exec(["sh", "-c", script], **kwargs)  # type: ignore[arg-type]
+    assert result.exit_code == 0, result.stderr
+    return result.stdout.decode()
+
+
+def test_exit_codes_are_reported(sandbox: Sandbox) -> None:
+    assert sandbox.exec(["true"]).exit_code == 0
+    failed = sandbox.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (failed.exit_code, failed.stdout, failed.stderr) == (3, b"out\n", b"err\n")
+    assert not failed.timed_out
+
+
+def test_stdin_reaches_the_command(sandbox: Sandbox) -> None:
+    data = b"line one\n\xff binary\n" * 1000
+    assert sandbox.exec(["cat"], stdin=data).stdout == data
+
+
+def test_runs_in_the_checkout_and_relative_cwd_is_under_it(sandbox: Sandbox) -> None:
+    assert _sh(sandbox, "pwd; cat README.md") == f"{sandbox.workspace}\nhello\n"
+    assert _sh(sandbox, "pwd; cat data.txt", cwd="sub") == f"{sandbox.workspace}/sub\n42\n"
+
+
+def test_environment_is_built_from_scratch(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCDELTA_TEST_API_KEY", "sk-secret-must-not-leak")
+    out = _sh(sandbox, "env", env={"FROM_EXEC": "exec", "BOTH": "exec"})
+    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    assert "sk-secret-must-not-leak" not in out
+    assert (env["FROM_SPEC"], env["FROM_EXEC"], env["BOTH"]) == ("spec", "exec", "exec")
+    assert env["LANG"] == "C.UTF-8"
+    assert {"PATH", "HOME", "TMPDIR"} <= env.keys()
+    _sh(sandbox, 'touch "$HOME/h" "$TMPDIR/t"')  # both are writable
+
+
+def test_timeout_kills_the_command_and_everything_it_started(sandbox: Sandbox) -> None:
+    started = time.monotonic()
+    result = sandbox.exec(
+        ["sh", "-c", "(sleep 1; echo alive > survivor.txt) & echo started; sleep 30"], timeout=0.5
+    )
+    assert result.timed_out and result.exit_code is None
+    assert result.stdout == b"started\n"
+    assert time.monotonic() - started < 5
+    time.sleep(1.5)
+    assert _sh(sandbox, "ls") == "README.md\nsub\n"
+
+
+def test_output_beyond_the_cap_is_cut_and_flagged(provider: SandboxProvider, checkout: Path) -> None:
+    with provider.create(checkout, SandboxSpec(max_output_bytes=1000)) as sb:
+        big = sb.exec(["sh", "-c", "head -c 200000 /dev/zero; echo done"])
+        assert big.exit_code == 0 and big.truncated
+        assert big.stdout == b"\0" * 1000
+        small = sb.exec(["echo", "fits"])
+        assert small.stdout == b"fits\n" and not small.truncated
+
+
+def test_files_written_and_read_both_ways(sandbox: Sandbox) -> None:
+    sandbox.write_file("new/dir/note.txt", b"from host\n")
+    sandbox.write_file(f"{sandbox.tools_dir}/tool.sh", b"#!/bin/sh\necho tool ran\n", mode=0o755)
+    assert _sh(sandbox, f"cat new/dir/note.txt; {sandbox.tools_dir}/tool.sh; echo made > made.txt") == (
+        "from host\ntool ran\n"
+    )
+    assert sandbox.read_file("made.txt") == b"made\n"
+    assert sandbox.read_file(f"{sandbox.workspace}/sub/data.txt") == b"42\n"
+    assert "tool.sh" not in _sh(sandbox, "ls -a"), "the tools dir must lie outside the workspace"
+
+
+def test_reading_a_missing_file_is_a_sandbox_error(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxError, match=r"nope\.txt"):
+        sandbox.read_file("nope.txt")
+
+
+def test_no_network_when_spec_says_none(sandbox: Sandbox) -> None:
+    probe = (
+        "import json, socket\n"
+        "names = [n for _, n in socket.if_nameindex()]\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=2); reached = True\n"
+        "except OSError:\n"
+        "    reached = False\n"
+        "print(json.dumps({'names': names, 'reached': reached}))\n"
+    )
+    seen = json.loads(_sh(sandbox, f'python3 -c "{probe}"'))
+    assert seen == {"names": ["lo"], "reached": False}
+
+
+def test_workspace_path_is_stable_and_never_names_the_checkout(
+    provider: SandboxProvider, tmp_checkout: CheckoutFactory
+) -> None:
+    paths = []
+    for name in ("cond-base", "cond-none"):
+        with provider.create(tmp_checkout({"f.txt": name}, name=name), SandboxSpec()) as sb:
+            paths.append(sb.workspace)
+            assert sb.read_file("f.txt") == name.encode()
+            assert "cond" not in sb.workspace and "cond" not in sb.tools_dir
+    assert paths[0] == paths[1]
+
+
+def test_close_is_idempotent_and_removes_state(provider: SandboxProvider, checkout: Path) -> None:
+    first = provider.create(checkout, SandboxSpec())
+    first.write_file("leftover.txt", b"x")
+    first.close()
+    first.close()
+    with pytest.raises(SandboxError):
+        first.exec(["true"])
+    with provider.create(checkout, SandboxSpec()) as second:
+        with pytest.raises(SandboxError):
+            second.read_file("leftover.txt")
+        assert second.read_file("README.md") == b"hello\n"
