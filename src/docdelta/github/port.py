@@ -1,0 +1,103 @@
+"""The GitHub port: exactly the operations the bot performs on one repository.
+
+`app.py` talks to GitHub only through `GitHubPort`, so the Action glue can be tested
+against the fake server (or any stand-in) and the PyGithub client stays in one module
+(`github/pygithub.py`). The value types here are what crosses that boundary.
+
+A port instance is bound to one repository (`owner/name`): the bot never acts on two.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
+
+from pydantic import Field
+
+from docdelta.models import FileStatus, Frozen
+
+#: GitHub's pull-request files endpoint stops at this many files; at the cap the list may
+#: be incomplete, so the port falls back to comparing the two commits' trees.
+PR_FILES_CAP = 3000
+
+
+class Conclusion(StrEnum):
+    """The check conclusions the bot uses (a subset of GitHub's)."""
+
+    success = "success"
+    failure = "failure"
+    neutral = "neutral"
+    action_required = "action_required"
+
+
+class PrFile(Frozen):
+    """One changed path of a pull request, in the project's own status vocabulary."""
+
+    path: str
+    status: FileStatus
+    old_path: str | None = None
+
+
+class CommentRef(Frozen):
+    """The sticky comment after an upsert; `created` is False when an existing one was edited."""
+
+    id: int
+    url: str
+    created: bool
+
+
+class CheckReport(Frozen):
+    """What the bot wants a check to say. `conclusion=None` means still in progress."""
+
+    name: str = Field(min_length=1, description="unique per config, e.g. 'docdelta' or 'docdelta / api'")
+    head_sha: str = Field(min_length=1)
+    conclusion: Conclusion | None = None
+    title: str
+    summary: str
+    text: str = ""
+    details_url: str | None = None
+
+
+class CheckRef(Frozen):
+    """Where the result went: a check run, or a commit status when checks were forbidden.
+
+    `note` is set when the bot had to fall back, so the caller can tell the user why.
+    """
+
+    kind: str = Field(pattern="^(check_run|status)$")
+    id: int | None = None
+    url: str | None = None
+    note: str = ""
+
+
+class GitHubPort(Protocol):
+    """The bot's view of one repository on GitHub (or GitHub Enterprise)."""
+
+    def pr_files(self, number: int, base_sha: str, head_sha: str) -> list[PrFile]:
+        """Every file the PR changes; at the 3,000-file cap, compare the merge base and head trees."""
+        ...
+
+    def read_file(self, path: str, ref: str) -> bytes | None:
+        """A file's bytes at `ref` as data (never a checkout), or None if it is absent there."""
+        ...
+
+    def upsert_comment(self, number: int, marker: str, body: str) -> CommentRef:
+        """Edit the comment whose body starts with `marker`, else create one (never a duplicate)."""
+        ...
+
+    def publish_check(self, report: CheckReport) -> CheckRef:
+        """Create or update the check run named `report.name` on `report.head_sha`;
+        fall back to a commit status when the token may not write checks."""
+        ...
+
+    def pr_labels(self, number: int) -> list[str]:
+        """The names of the labels currently on the PR."""
+        ...
+
+    def label_approver(self, number: int, label: str) -> str | None:
+        """Login of the user with write access who last applied `label`, if it is on the PR."""
+        ...
+
+    def remove_label(self, number: int, label: str) -> bool:
+        """Remove `label` from the PR; False if it was not there."""
+        ...

@@ -1,0 +1,478 @@
+"""A fake GitHub REST API on 127.0.0.1 that the real PyGithub client talks to over HTTP.
+
+It serves the endpoints the docdelta bot uses, answering with recorded GitHub bodies
+(see `recordings.py`) filled in from in-memory state: pull requests and their files,
+commits (file contents and trees), issue comments, check runs, commit statuses, labels
+and label events, collaborator permissions. Tests drive it with real requests and then
+assert on the state (`comments`, `check_runs`, `statuses`) and on the request log.
+
+Failures are injected per route with `fail_next`: the next N matching requests get an
+error status and headers (a 502, a secondary rate limit with `retry-after`, ...), either
+instead of doing the work or *after* doing it (`after=True`, the case that makes a
+blind POST retry duplicate things). `deny_checks` makes every check-run endpoint answer
+403 as GitHub does for a token without `checks: write`.
+
+The server lives under a path prefix (default `/api/v3`), the GitHub Enterprise layout,
+so passing `base_url` through the client is exercised too.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from fakegithub.recordings import template
+
+BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+NOW = "2026-06-01T12:00:00Z"
+PR_FILES_CAP = 3000
+COMPARE_FILES_CAP = 300
+
+Response = tuple[int, Any, dict[str, str]]
+
+
+def blob_sha(data: bytes) -> str:
+    """The git blob id of `data`, as GitHub reports it."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str  # below the repository, e.g. "/issues/2/comments"
+    query: dict[str, str]
+    body: Any
+    status: int
+
+
+@dataclass
+class Fault:
+    method: str
+    path: re.Pattern[str]
+    remaining: int
+    status: int
+    headers: dict[str, str]
+    message: str
+    after: bool
+
+
+@dataclass
+class Pull:
+    number: int
+    base_sha: str
+    head_sha: str
+    files: list[dict[str, str]]
+    base_ref: str = "main"
+    head_ref: str = "feature"
+    labels: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+class FakeGitHub:
+    """The fake server and its state; use as a context manager (`with FakeGitHub() as gh`)."""
+
+    def __init__(
+        self, repo: str = "Codertocat/Hello-World", token: str = "ghs_fake_token", prefix: str = "/api/v3"
+    ) -> None:
+        self.repo = repo
+        self.token = token
+        self.prefix = prefix
+        self.pulls: dict[int, Pull] = {}
+        self.commits: dict[str, dict[str, bytes]] = {}
+        self.merge_bases: dict[tuple[str, str], str] = {}
+        self.comments: list[dict[str, Any]] = []
+        self.check_runs: list[dict[str, Any]] = []
+        self.statuses: list[dict[str, Any]] = []
+        self.permissions: dict[str, str] = {}
+        self.deny_checks = False
+        self.log: list[Request] = []
+        self._faults: list[Fault] = []
+        self._next_id = 1000
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._routes: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
+            ("GET", re.compile(r"/pulls/(\d+)/files"), self._pull_files),
+            ("GET", re.compile(r"/compare/([^/]+)\.\.\.([^/]+)"), self._compare),
+            ("GET", re.compile(r"/git/trees/([^/]+)"), self._tree),
+            ("GET", re.compile(r"/contents/(.+)"), self._contents),
+            ("GET", re.compile(r"/issues/(\d+)/comments"), self._list_comments),
+            ("POST", re.compile(r"/issues/(\d+)/comments"), self._create_comment),
+            ("PATCH", re.compile(r"/issues/comments/(\d+)"), self._edit_comment),
+            ("GET", re.compile(r"/commits/([^/]+)/check-runs"), self._list_check_runs),
+            ("POST", re.compile(r"/check-runs"), self._create_check_run),
+            ("PATCH", re.compile(r"/check-runs/(\d+)"), self._edit_check_run),
+            ("POST", re.compile(r"/statuses/([^/]+)"), self._create_status),
+            ("GET", re.compile(r"/issues/(\d+)/labels"), self._labels),
+            ("DELETE", re.compile(r"/issues/(\d+)/labels/([^/]+)"), self._remove_label),
+            ("GET", re.compile(r"/issues/(\d+)/events"), self._events),
+            ("GET", re.compile(r"/collaborators/([^/]+)/permission"), self._permission),
+        ]
+
+    # ---------------------------------------------------------------- setup API
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start the server first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{self.prefix}"
+
+    @property
+    def repo_url(self) -> str:
+        return f"{self.base_url}/repos/{self.repo}"
+
+    def add_commit(self, sha: str, files: dict[str, bytes]) -> None:
+        """A commit whose tree holds exactly `files` (served by contents and trees)."""
+        self.commits[sha] = dict(files)
+
+    def add_pull(
+        self,
+        number: int,
+        base_sha: str,
+        head_sha: str,
+        files: list[tuple[str, str]],
+        labels: tuple[str, ...] = (),
+    ) -> Pull:
+        """A PR whose files endpoint lists `files` as (path, GitHub status) pairs."""
+        pull = Pull(
+            number, base_sha, head_sha, [{"filename": p, "status": s} for p, s in files], labels=[*labels]
+        )
+        self.pulls[number] = pull
+        return pull
+
+    def apply_label(self, number: int, label: str, actor: str) -> None:
+        """`actor` applies `label` to the PR: the label and a `labeled` issue event appear."""
+        pull = self.pulls[number]
+        if label not in pull.labels:
+            pull.labels.append(label)
+        pull.events.append(
+            {
+                "id": self._new_id(),
+                "event": "labeled",
+                "actor": {"login": actor, "id": 1, "type": "User"},
+                "label": {"name": label, "color": "ededed"},
+                "created_at": NOW,
+                "commit_id": None,
+            }
+        )
+
+    def fail_next(
+        self,
+        method: str,
+        path: str,
+        *,
+        count: int = 1,
+        status: int = 502,
+        headers: dict[str, str] | None = None,
+        message: str = "Server Error",
+        after: bool = False,
+    ) -> None:
+        """The next `count` requests matching `method` and the `path` regex (below the repo) fail.
+
+        With `after=True` the request is carried out first and only the response fails.
+        """
+        self._faults.append(Fault(method, re.compile(path), count, status, headers or {}, message, after))
+
+    def requests(self, method: str | None = None, path: str | None = None) -> list[Request]:
+        """Logged requests, filtered by method and a full-match path regex."""
+        return [
+            r
+            for r in self.log
+            if (method is None or r.method == method) and (path is None or re.fullmatch(path, r.path))
+        ]
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> FakeGitHub:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ------------------------------------------------------------------- dispatch
+    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: Any) -> Response:
+        split = urlsplit(raw_path)
+        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
+        repo_root = f"{self.prefix}/repos/{self.repo}"
+        if not split.path.startswith(repo_root):
+            return 404, {"message": "Not Found"}, {}
+        sub = split.path[len(repo_root) :]
+        if headers.get("authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
+            return self._record(method, sub, query, body, (401, {"message": "Bad credentials"}, {}))
+        with self._lock:
+            fault = self._take_fault(method, sub)
+            if fault and not fault.after:
+                return self._record(method, sub, query, body, _fault_response(fault))
+            response = self._route(method, sub, query, body)
+            if fault:
+                response = _fault_response(fault)
+            return self._record(method, sub, query, body, response)
+
+    def _route(self, method: str, sub: str, query: dict[str, str], body: Any) -> Response:
+        if self.deny_checks and "check-runs" in sub:
+            return (
+                403,
+                {
+                    "message": "Resource not accessible by integration",
+                    "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run",
+                },
+                {},
+            )
+        for verb, pattern, handler in self._routes:
+            match = pattern.fullmatch(sub)
+            if verb == method and match:
+                return handler(*(unquote(g) for g in match.groups()), query=query, body=body)
+        return 404, {"message": "Not Found"}, {}
+
+    def _take_fault(self, method: str, sub: str) -> Fault | None:
+        for fault in self._faults:
+            if fault.remaining > 0 and fault.method == method and fault.path.fullmatch(sub):
+                fault.remaining -= 1
+                return fault
+        return None
+
+    def _record(
+        self, method: str, sub: str, query: dict[str, str], body: Any, response: Response
+    ) -> Response:
+        self.log.append(Request(method, sub, query, body, response[0]))
+        return response
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _page(self, items: list[Any], sub: str, query: dict[str, str]) -> tuple[list[Any], dict[str, str]]:
+        """GitHub's pagination: `per_page` (max 100) and `page`, with a `Link` header."""
+        per_page = min(int(query.get("per_page", 30)), 100)
+        page = int(query.get("page", 1))
+        last = max(1, -(-len(items) // per_page))
+        links = []
+        for rel, number in (("next", page + 1), ("last", last)):
+            if page < last:
+                params = urlencode({**query, "page": number, "per_page": per_page})
+                links.append(f'<{self.repo_url}{sub}?{params}>; rel="{rel}"')
+        return items[(page - 1) * per_page : page * per_page], {"Link": ", ".join(links)} if links else {}
+
+    # -------------------------------------------------------------------- routes
+    def _pull(self, number: str) -> Pull | None:
+        return self.pulls.get(int(number))
+
+    def _pull_files(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        pull = self._pull(number)
+        if pull is None:
+            return 404, {"message": "Not Found"}, {}
+        files = [self._file(f) for f in pull.files[:PR_FILES_CAP]]
+        page, headers = self._page(files, f"/pulls/{number}/files", query)
+        return 200, page, headers
+
+    def _file(self, entry: dict[str, str]) -> dict[str, Any]:
+        item = template("file")
+        item.update(entry, sha=blob_sha(entry["filename"].encode()), patch="@@ -1 +1 @@")
+        item["blob_url"] = item["raw_url"] = f"https://github.com/{self.repo}/blob/x/{entry['filename']}"
+        return item
+
+    def _compare(self, base: str, head: str, *, query: dict[str, str], body: Any) -> Response:
+        if base not in self.commits or head not in self.commits:
+            return 404, {"message": "Not Found"}, {}
+        result = template("compare")
+        merge_base = self.merge_bases.get((base, head), base)
+        result["url"] = f"{self.repo_url}/compare/{base}...{head}"
+        result["base_commit"]["sha"] = base
+        result["merge_base_commit"]["sha"] = merge_base
+        old, new = self.commits[merge_base], self.commits[head]
+        changed = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+        result["files"] = [self._file({"filename": p, "status": "modified"}) for p in changed][
+            :COMPARE_FILES_CAP
+        ]
+        result["commits"] = []
+        return 200, result, {}
+
+    def _tree(self, sha: str, *, query: dict[str, str], body: Any) -> Response:
+        files = self.commits.get(sha)
+        if files is None:
+            return 404, {"message": "Not Found"}, {}
+        entries = [
+            {"path": p, "mode": "100644", "type": "blob", "sha": blob_sha(d), "size": len(d), "url": ""}
+            for p, d in sorted(files.items())
+        ]
+        return (
+            200,
+            {"sha": sha, "url": f"{self.repo_url}/git/trees/{sha}", "tree": entries, "truncated": False},
+            {},
+        )
+
+    def _contents(self, path: str, *, query: dict[str, str], body: Any) -> Response:
+        ref = query.get("ref", "")
+        files = self.commits.get(ref)
+        if files is None:
+            return 404, {"message": f"No commit found for the ref {ref}"}, {}
+        if path not in files:
+            return 404, {"message": "Not Found"}, {}
+        data = files[path]
+        item = template("content")
+        encoded = base64.b64encode(data).decode()
+        item.update(
+            path=path,
+            name=path.rsplit("/", 1)[-1],
+            sha=blob_sha(data),
+            size=len(data),
+            content="\n".join(encoded[i : i + 60] for i in range(0, len(encoded), 60)),
+            url=f"{self.repo_url}/contents/{path}?ref={ref}",
+        )
+        return 200, item, {}
+
+    def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
+        item = template("comment")
+        item.update(comment, user=BOT)
+        item.update(
+            url=f"{self.repo_url}/issues/comments/{comment['id']}",
+            html_url=f"https://github.com/{self.repo}/pull/{comment['issue']}#issuecomment-{comment['id']}",
+            issue_url=f"{self.repo_url}/issues/{comment['issue']}",
+            node_id=f"IC_{comment['id']}",
+            author_association="NONE",
+        )
+        del item["issue"]
+        return item
+
+    def _list_comments(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        items = [self._comment_json(c) for c in self.comments if c["issue"] == int(number)]
+        page, headers = self._page(items, f"/issues/{number}/comments", query)
+        return 200, page, headers
+
+    def _create_comment(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        comment = {"id": self._new_id(), "issue": int(number), "body": body["body"]}
+        comment.update(created_at=NOW, updated_at=NOW)
+        self.comments.append(comment)
+        return 201, self._comment_json(comment), {}
+
+    def _edit_comment(self, comment_id: str, *, query: dict[str, str], body: Any) -> Response:
+        for comment in self.comments:
+            if comment["id"] == int(comment_id):
+                comment["body"] = body["body"]
+                return 200, self._comment_json(comment), {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _check_json(self, run: dict[str, Any]) -> dict[str, Any]:
+        item = template("check_run")
+        item.update({k: v for k, v in run.items() if k != "output"})
+        item["output"] = {"annotations_count": 0, "text": None, **run.get("output", {})}
+        item.update(
+            url=f"{self.repo_url}/check-runs/{run['id']}",
+            html_url=f"https://github.com/{self.repo}/runs/{run['id']}",
+        )
+        return item
+
+    def _list_check_runs(self, ref: str, *, query: dict[str, str], body: Any) -> Response:
+        runs = [r for r in self.check_runs if r["head_sha"] == ref]
+        if "check_name" in query:
+            runs = [r for r in runs if r["name"] == query["check_name"]]
+        items = [self._check_json(r) for r in reversed(runs)]  # newest first, as GitHub lists them
+        page, headers = self._page(items, f"/commits/{ref}/check-runs", query)
+        return 200, {"total_count": len(items), "check_runs": page}, headers
+
+    def _create_check_run(self, *, query: dict[str, str], body: Any) -> Response:
+        run = {"id": self._new_id(), "status": "queued", "conclusion": None, "completed_at": None, **body}
+        self.check_runs.append(run)
+        return 201, self._check_json(run), {}
+
+    def _edit_check_run(self, run_id: str, *, query: dict[str, str], body: Any) -> Response:
+        for run in self.check_runs:
+            if run["id"] == int(run_id):
+                run.update(body)
+                return 200, self._check_json(run), {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _create_status(self, sha: str, *, query: dict[str, str], body: Any) -> Response:
+        status = {"id": self._new_id(), "sha": sha, "context": "default", **body}
+        self.statuses.append(status)
+        item = template("status")
+        item.update({k: v for k, v in status.items() if k != "sha"}, creator=BOT)
+        item["url"] = f"{self.repo_url}/statuses/{sha}"
+        return 201, item, {}
+
+    def _label_json(self, name: str) -> dict[str, Any]:
+        return {
+            "id": 1,
+            "node_id": "LA_1",
+            "url": f"{self.repo_url}/labels/{name}",
+            "name": name,
+            "color": "ededed",
+            "default": False,
+            "description": None,
+        }
+
+    def _labels(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        pull = self._pull(number)
+        if pull is None:
+            return 404, {"message": "Not Found"}, {}
+        page, headers = self._page(
+            [self._label_json(x) for x in pull.labels], f"/issues/{number}/labels", query
+        )
+        return 200, page, headers
+
+    def _remove_label(self, number: str, name: str, *, query: dict[str, str], body: Any) -> Response:
+        pull = self._pull(number)
+        if pull is None or name not in pull.labels:
+            return 404, {"message": "Label does not exist"}, {}
+        pull.labels.remove(name)
+        return 200, [self._label_json(x) for x in pull.labels], {}
+
+    def _events(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        pull = self._pull(number)
+        if pull is None:
+            return 404, {"message": "Not Found"}, {}
+        items = [
+            {**e, "url": f"{self.repo_url}/issues/events/{e['id']}", "node_id": f"LE_{e['id']}"}
+            for e in pull.events
+        ]
+        page, headers = self._page(items, f"/issues/{number}/events", query)
+        return 200, page, headers
+
+    def _permission(self, login: str, *, query: dict[str, str], body: Any) -> Response:
+        permission = self.permissions.get(login, "none")
+        role = {"none": "none", "read": "read", "write": "write", "admin": "admin"}[permission]
+        user = {"login": login, "id": 2, "type": "User"}
+        return 200, {"permission": permission, "role_name": role, "user": user}, {}
+
+
+def _fault_response(fault: Fault) -> Response:
+    return (
+        fault.status,
+        {"message": fault.message, "documentation_url": "https://docs.github.com/rest"},
+        fault.headers,
+    )
+
+
+def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, payload, extra = fake.handle(self.command, self.path, headers, body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in extra.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            pass
+
+    return Handler

@@ -1,0 +1,329 @@
+"""The PyGithub port driven over real HTTP against the fake GitHub server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fakegithub import FakeGitHub
+
+from docdelta.errors import ConfigError, GitHubError
+from docdelta.github.comment import marker, render_comment
+from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
+from docdelta.github.pygithub import ApiError, PyGithubPort
+from docdelta.models import FileStatus
+
+NOW = 1_780_000_000.0
+BASE, HEAD = "b" * 40, "h" * 40
+MARK = marker("default")
+SECONDARY = {"retry-after": "7"}
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def port(fake: FakeGitHub, sleeps: list[float]) -> PyGithubPort:
+    return PyGithubPort(
+        fake.token, fake.repo, api_url=fake.base_url, throttle=False, sleep=sleeps.append, clock=lambda: NOW
+    )
+
+
+def test_the_implementation_satisfies_the_port(port: PyGithubPort) -> None:
+    as_port: GitHubPort = port
+    assert as_port is port
+
+
+# ----------------------------------------------------------------------- files
+def test_pr_files_follow_every_page_and_map_statuses(fake: FakeGitHub, port: PyGithubPort) -> None:
+    files = [(f"src/f{i}.py", "modified") for i in range(247)]
+    pull = fake.add_pull(2, BASE, HEAD, [("AGENTS.md", "renamed"), ("CLAUDE.md", "removed"), *files])
+    pull.files[0]["previous_filename"] = "docs/AGENTS.md"
+
+    got = port.pr_files(2, BASE, HEAD)
+
+    assert len(got) == 249
+    assert got[0] == PrFile(path="AGENTS.md", status=FileStatus.renamed, old_path="docs/AGENTS.md")
+    assert got[1] == PrFile(path="CLAUDE.md", status=FileStatus.deleted)
+    assert len(fake.requests("GET", r"/pulls/2/files")) == 3  # 100 per page
+
+
+def test_at_the_3000_file_cap_the_trees_of_merge_base_and_head_are_compared(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    merge_base = "m" * 40
+    common = {f"src/f{i}.py": b"x" for i in range(10)}
+    fake.add_commit(merge_base, {**common, "AGENTS.md": b"old rules", "old.md": b"gone"})
+    fake.add_commit(
+        BASE, {**common, "AGENTS.md": b"old rules", "old.md": b"gone", "base-only.md": b"moved on"}
+    )
+    fake.add_commit(HEAD, {**common, "AGENTS.md": b"new rules", "CLAUDE.md": b"added"})
+    fake.merge_bases[(BASE, HEAD)] = merge_base
+    fake.add_pull(2, BASE, HEAD, [(f"gen/{i}.txt", "added") for i in range(3500)])
+
+    got = port.pr_files(2, BASE, HEAD)
+
+    assert got == [
+        PrFile(path="AGENTS.md", status=FileStatus.modified),
+        PrFile(path="CLAUDE.md", status=FileStatus.added),
+        PrFile(path="old.md", status=FileStatus.deleted),
+    ]
+    assert {r.path for r in fake.requests("GET", r"/git/trees/.*")} == {
+        f"/git/trees/{merge_base}",
+        f"/git/trees/{HEAD}",
+    }
+
+
+def test_read_file_returns_bytes_at_a_ref_and_none_when_absent(fake: FakeGitHub, port: PyGithubPort) -> None:
+    fake.add_commit(HEAD, {".github/copilot-instructions.md": "Use ünïcode\n".encode()})
+
+    assert port.read_file(".github/copilot-instructions.md", HEAD) == "Use ünïcode\n".encode()
+    assert port.read_file("AGENTS.md", HEAD) is None
+
+
+def test_a_vanished_head_commit_is_a_clear_error_without_the_token(
+    port: PyGithubPort, fake: FakeGitHub
+) -> None:
+    with pytest.raises(ApiError) as caught:
+        port.read_file("AGENTS.md", "deadbeef")
+
+    assert caught.value.status == 404
+    assert "read AGENTS.md at deadbeef" in caught.value.message
+    assert "No commit found" in caught.value.message
+    assert "force-push" in caught.value.hint
+    assert fake.token not in str(caught.value)
+
+
+def test_a_bad_token_is_a_github_error_naming_the_operation(fake: FakeGitHub, sleeps: list[float]) -> None:
+    port = PyGithubPort("wrong-token", fake.repo, api_url=fake.base_url, throttle=False, sleep=sleeps.append)
+    with pytest.raises(GitHubError, match=r"list the labels of PR #2 failed \(HTTP 401: Bad credentials\)"):
+        port.pr_labels(2)
+    assert sleeps == []
+
+
+def test_a_missing_token_is_a_config_error(fake: FakeGitHub) -> None:
+    with pytest.raises(ConfigError, match="no GitHub token"):
+        PyGithubPort("", fake.repo, api_url=fake.base_url)
+
+
+def test_the_actions_environment_selects_the_api_url_and_repository(fake: FakeGitHub) -> None:
+    fake.add_pull(2, BASE, HEAD, [], labels=("docs",))
+    env = {"GITHUB_REPOSITORY": fake.repo, "GITHUB_API_URL": fake.base_url}
+
+    assert PyGithubPort.from_actions_env(fake.token, env).pr_labels(2) == ["docs"]
+    with pytest.raises(ConfigError, match="GITHUB_REPOSITORY"):
+        PyGithubPort.from_actions_env(fake.token, {})
+
+
+# --------------------------------------------------------------------- comment
+def test_a_body_that_does_not_start_with_its_marker_is_refused(port: PyGithubPort, fake: FakeGitHub) -> None:
+    with pytest.raises(ValueError, match="marker"):
+        port.upsert_comment(2, MARK, "no marker here")
+    assert fake.log == []
+
+
+def test_second_upsert_edits_the_same_comment(fake: FakeGitHub, port: PyGithubPort) -> None:
+    fake.comments.append(
+        {"id": 1, "issue": 2, "body": f"> {MARK}\nquoting the bot", "created_at": "", "updated_at": ""}
+    )
+
+    first = port.upsert_comment(2, MARK, f"{MARK}\nrun 1")
+    second = port.upsert_comment(2, MARK, f"{MARK}\nrun 2")
+
+    assert first.created and not second.created
+    assert first.id == second.id
+    ours = [c for c in fake.comments if c["body"].startswith(MARK)]
+    assert [c["body"] for c in ours] == [f"{MARK}\nrun 2"]
+    assert fake.comments[0]["body"].startswith("> ")  # someone quoting the marker is left alone
+    assert len(fake.requests("POST")) == 1
+    assert len(fake.requests("PATCH")) == 1
+    assert second.url.endswith(f"#issuecomment-{first.id}")
+
+
+def test_a_comment_created_before_a_502_is_found_not_posted_again(
+    fake: FakeGitHub, port: PyGithubPort, sleeps: list[float]
+) -> None:
+    fake.fail_next("POST", r"/issues/2/comments", status=502, after=True)
+
+    ref = port.upsert_comment(2, MARK, f"{MARK}\nscorecard")
+
+    assert len(fake.comments) == 1
+    assert ref.id == fake.comments[0]["id"]
+    assert len(fake.requests("POST")) == 1
+    assert sleeps == [1.0]
+
+
+def test_a_comment_rejected_by_a_secondary_rate_limit_is_posted_once_after_retry_after(
+    fake: FakeGitHub, port: PyGithubPort, sleeps: list[float]
+) -> None:
+    fake.fail_next(
+        "POST",
+        r"/issues/2/comments",
+        status=403,
+        headers=SECONDARY,
+        message="You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+    )
+
+    ref = port.upsert_comment(2, MARK, f"{MARK}\nscorecard")
+
+    assert ref.created
+    assert [c["body"] for c in fake.comments] == [f"{MARK}\nscorecard"]
+    assert [r.status for r in fake.requests("POST")] == [403, 201]
+    assert sleeps == [7.0]
+
+
+def test_an_edit_is_retried_after_a_5xx(fake: FakeGitHub, port: PyGithubPort, sleeps: list[float]) -> None:
+    port.upsert_comment(2, MARK, f"{MARK}\nold")
+    fake.fail_next("PATCH", r"/issues/comments/\d+", count=2, status=503)
+
+    port.upsert_comment(2, MARK, f"{MARK}\nnew")
+
+    assert [c["body"] for c in fake.comments] == [f"{MARK}\nnew"]
+    assert [r.status for r in fake.requests("PATCH")] == [503, 503, 200]
+    assert sleeps == [1.0, 2.0]
+
+
+def test_primary_rate_limit_waits_until_the_reset_time(
+    fake: FakeGitHub, port: PyGithubPort, sleeps: list[float]
+) -> None:
+    reset = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 30)}
+    fake.fail_next("GET", r"/issues/2/comments", status=403, headers=reset, message="API rate limit exceeded")
+
+    port.upsert_comment(2, MARK, f"{MARK}\nx")
+
+    assert sleeps == [31.0]
+    assert len(fake.comments) == 1
+
+
+def test_a_rate_limit_longer_than_the_cap_fails_clearly(fake: FakeGitHub, sleeps: list[float]) -> None:
+    port = PyGithubPort(
+        fake.token, fake.repo, api_url=fake.base_url, throttle=False, sleep=sleeps.append, max_wait_s=60
+    )
+    fake.fail_next("GET", r"/issues/2/labels", status=429, headers={"retry-after": "3600"})
+
+    with pytest.raises(ApiError, match="rate-limited for another 3600 s"):
+        port.pr_labels(2)
+    assert sleeps == []
+
+
+def test_persistent_5xx_gives_up_after_the_attempts(fake: FakeGitHub, port: PyGithubPort) -> None:
+    fake.add_pull(2, BASE, HEAD, [])
+    fake.fail_next("GET", r"/issues/2/labels", count=10, status=500, message="boom")
+
+    with pytest.raises(ApiError) as caught:
+        port.pr_labels(2)
+
+    assert caught.value.status == 500
+    assert len(fake.requests("GET", r"/issues/2/labels")) == 4
+    assert fake.token not in str(caught.value)
+
+
+def test_a_huge_scorecard_is_posted_trimmed_under_the_limit(fake: FakeGitHub, port: PyGithubPort) -> None:
+    body = render_comment("default", "| row |\n" * 25_000, full_report_url="https://example.test/summary")
+
+    port.upsert_comment(2, MARK, body)
+
+    stored = fake.comments[0]["body"]
+    assert len(stored) <= 65_536
+    assert "https://example.test/summary" in stored
+
+
+# ----------------------------------------------------------------------- check
+def report(conclusion: Conclusion | None, title: str = "docdelta") -> CheckReport:
+    return CheckReport(
+        name="docdelta / default",
+        head_sha=HEAD,
+        conclusion=conclusion,
+        title=title,
+        summary="## Scorecard",
+        details_url="https://example.test/run",
+    )
+
+
+def test_a_check_run_is_created_then_updated_under_one_name(fake: FakeGitHub, port: PyGithubPort) -> None:
+    started = port.publish_check(report(None, "running"))
+    assert fake.check_runs[0]["status"] == "in_progress"
+
+    for conclusion in Conclusion:
+        done = port.publish_check(report(conclusion, f"verdict {conclusion}"))
+        assert done.id == started.id
+        assert fake.check_runs[0]["conclusion"] == conclusion.value
+
+    assert len(fake.check_runs) == 1
+    run = fake.check_runs[0]
+    assert run["status"] == "completed"
+    assert run["output"] == {"title": "verdict action_required", "summary": "## Scorecard"}
+    assert run["details_url"] == "https://example.test/run"
+    assert done.kind == "check_run" and done.note == ""
+
+
+def test_a_check_run_created_before_a_502_is_not_duplicated(
+    fake: FakeGitHub, port: PyGithubPort, sleeps: list[float]
+) -> None:
+    fake.fail_next("POST", r"/check-runs", status=502, after=True)
+
+    ref = port.publish_check(report(Conclusion.success))
+
+    assert len(fake.check_runs) == 1
+    assert ref.id == fake.check_runs[0]["id"]
+    assert fake.check_runs[0]["conclusion"] == "success"
+    assert len(fake.requests("POST", r"/check-runs")) == 1
+
+
+def test_without_checks_permission_a_commit_status_is_posted_and_says_so(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    fake.deny_checks = True
+
+    ref = port.publish_check(report(Conclusion.action_required, "a maintainer must approve this fork PR"))
+
+    assert ref.kind == "status"
+    assert "checks: write" in ref.note
+    assert fake.check_runs == []
+    [status] = fake.statuses
+    assert status["sha"] == HEAD
+    assert status["context"] == "docdelta / default"
+    assert status["state"] == "pending"
+    assert status["description"] == "Action required: a maintainer must approve this fork PR"
+    assert status["target_url"] == "https://example.test/run"
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "state"),
+    [(Conclusion.success, "success"), (Conclusion.failure, "failure"), (Conclusion.neutral, "success")],
+)
+def test_status_fallback_maps_conclusions_to_states(
+    fake: FakeGitHub, port: PyGithubPort, conclusion: Conclusion, state: str
+) -> None:
+    fake.deny_checks = True
+    port.publish_check(report(conclusion, "x" * 300))
+    assert fake.statuses[0]["state"] == state
+    assert len(fake.statuses[0]["description"]) == 140
+
+
+# ---------------------------------------------------------------------- labels
+def test_a_label_counts_as_approval_only_from_someone_with_write_access(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    fake.add_pull(7, BASE, HEAD, [], labels=("bug",))
+    fake.permissions.update(maintainer="write", drive_by="read")
+
+    assert port.label_approver(7, "docdelta:approved") is None
+    fake.apply_label(7, "docdelta:approved", "drive_by")
+    assert port.label_approver(7, "docdelta:approved") is None
+    fake.apply_label(7, "docdelta:approved", "maintainer")
+    assert port.label_approver(7, "docdelta:approved") == "maintainer"
+    assert port.pr_labels(7) == ["bug", "docdelta:approved"]
+
+    assert port.remove_label(7, "docdelta:approved") is True
+    assert port.remove_label(7, "docdelta:approved") is False
+    assert port.pr_labels(7) == ["bug"]
+    assert port.label_approver(7, "docdelta:approved") is None
