@@ -1,0 +1,153 @@
+"""Project config (`.docdelta.yml`) and the YAML-to-model loader that names lines.
+
+The config is read from a commit of the repository, and callers pass the trusted
+base ref, never a PR head: a pull request must not be able to change what is
+stripped from checkouts or which files count as instructions for its own run.
+
+Later sections (`docker:`, `github:`, ...) are added as new fields with defaults;
+`extra="forbid"` keeps a misspelt section an error instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, TypeVar
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, field_validator
+
+from docdelta.detect import GlobSet, InstructionMatcher
+from docdelta.errors import ConfigError, DocdeltaError
+from docdelta.git import Repo
+
+CONFIG_PATH = ".docdelta.yml"
+DEFAULT_TASKS_DIR = ".docdelta/tasks"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# ------------------------------------------------------------- model loading
+def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line along a pydantic error location: a mapping entry's key line (where a
+    user looks for `field:`), a sequence item's own line."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        found: tuple[yaml.Node, yaml.Node] | None = None
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            found = (node.value[part], node.value[part])
+        if found is None:
+            break
+        line, node = found[0].start_mark.line + 1, found[1]
+    return line
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _describe(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown field (misspelt?)"
+    if err["type"] == "missing":
+        return "required field is missing"
+    return str(err["msg"])
+
+
+def load_model(
+    text: str, model: type[M], *, source: str, error: type[DocdeltaError], hint: str, is_json: bool = False
+) -> M:
+    """Parse YAML (or JSON) text into `model`; errors name `source`, the field and the line.
+
+    YAML node marks map each pydantic error location back to the line a user has to
+    edit. An empty document is an empty mapping, so defaults and "missing" errors apply.
+    """
+    node: yaml.Node | None
+    try:
+        data = json.loads(text) if is_json else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{source}:{exc.lineno}: invalid JSON: {exc.msg}", hint=hint) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise error(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}", hint=hint) from exc
+    try:  # JSON is (nearly) YAML: its marks give JSON files line numbers too
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        node = None
+    try:
+        return model.model_validate({} if data is None else data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            line = _line_of(node, tuple(err["loc"]))
+            where = f"{source}:{line}" if line is not None else source
+            lines.append(f"{where}: field '{_field(tuple(err['loc']))}': {_describe(err)}")
+        raise error("\n".join(lines), hint=hint) from exc
+
+
+# -------------------------------------------------------------------- config
+def _check_glob(glob: str) -> str:
+    GlobSet([glob])  # raises ValueError on an empty pattern
+    return glob
+
+
+Glob = Annotated[str, AfterValidator(_check_glob)]
+"""A gitignore-like glob (see `docdelta.detect.GlobSet`), checked item by item so an
+error names its index."""
+
+
+class InstructionsConfig(BaseModel):
+    """Extend (`include`) or trim (`exclude`) the built-in instruction-file table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    include: list[Glob] = []
+    exclude: list[Glob] = []
+
+
+class ProjectConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tasks: str = DEFAULT_TASKS_DIR
+    """Task directory, relative to the repository root."""
+    instructions: InstructionsConfig = InstructionsConfig()
+    strip: list[Glob] = []
+    """Extra globs removed from every sealed checkout (hidden tests, private data)."""
+
+    @field_validator("tasks")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        parts = value.strip("/").split("/")
+        if value.startswith("/") or ".." in parts or not value.strip("/"):
+            raise ValueError(f"must be a path inside the repository, got {value!r}")
+        return value.strip("/")
+
+    @property
+    def checkout_strip(self) -> list[str]:
+        """Everything docdelta's own: config, task files (with their gold), `strip` globs."""
+        return [f"/{CONFIG_PATH}", "/.docdelta/**", f"/{self.tasks}/**", *self.strip]
+
+
+def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
+    """`.docdelta.yml` at commit `sha` (pass the trusted base), or defaults if there is none."""
+    entry = next((e for e in repo.tree(sha, [CONFIG_PATH]) if e.path == CONFIG_PATH), None)
+    if entry is None:
+        return ProjectConfig()
+    source = f"{CONFIG_PATH} (at {sha[:12]})"
+    hint = f"fix {CONFIG_PATH} on the base branch; fields: tasks, instructions.include/exclude, strip"
+    if entry.is_symlink or not entry.is_blob:
+        raise ConfigError(f"{source} must be a regular file", hint=hint)
+    try:
+        text = repo.read_blob(entry.oid).decode()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source} is not UTF-8 text", hint=hint) from exc
+    return load_model(text, ProjectConfig, source=source, error=ConfigError, hint=hint)
+
+
+def matcher(config: ProjectConfig) -> InstructionMatcher:
+    return InstructionMatcher(config.instructions.include, config.instructions.exclude)

@@ -1,0 +1,253 @@
+"""The only module that runs git.
+
+Every call goes through `_run`, which builds the environment from scratch: no
+system or global config, no inherited GIT_DIR/GIT_WORK_TREE, C locale, no pager,
+no prompts. So a user's `diff.external`, colour settings, aliases or a CI
+runner's leftover variables can neither change what we parse nor what a sealed
+checkout contains. Failures become `ConfigError` (the user's input is at fault)
+or `InfraError` (git itself failed), never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from docdelta.errors import ConfigError, InfraError
+
+SYMLINK_MODE = "120000"
+EXECUTABLE_MODE = "100755"
+GITLINK_MODE = "160000"
+
+_BASE_ENV = {
+    "LC_ALL": "C",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_ADVICE": "0",
+}
+# Repository-local config of the repo under test could still steer output; these
+# command-line settings win over it. safe.directory lets the Action read a
+# checkout owned by another uid (it is the runner's own checkout, not PR content).
+_OVERRIDES = (
+    "-c", "safe.directory=*",
+    "-c", "core.quotePath=false",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+)  # fmt: skip
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The controlled environment every git call runs with (exported for tests)."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.devnull, **_BASE_ENV}
+    env.update(extra or {})
+    return env
+
+
+def _run(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run git; the caller decides what a non-zero exit means."""
+    try:
+        return subprocess.run(
+            ["git", *_OVERRIDES, *args],
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            env=git_env(env),
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise InfraError("git is not installed or not on PATH", hint="install git >= 2.30") from exc
+
+
+def _failed(proc: subprocess.CompletedProcess[bytes], what: str) -> InfraError:
+    err = proc.stderr.decode(errors="replace").strip()
+    return InfraError(f"git failed to {what}: {err}", hint="check the repository with `git fsck`")
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of `git ls-tree -r -l`: a blob (file or symlink) or a gitlink."""
+
+    path: str
+    mode: str
+    oid: str
+    size: int | None
+    """None for gitlinks (submodules), which have no blob."""
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == SYMLINK_MODE
+
+    @property
+    def is_blob(self) -> bool:
+        return self.mode != GITLINK_MODE
+
+
+class Repo:
+    """A local git repository, read-only except through `commit_snapshot`."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        if not path.is_dir():
+            raise ConfigError(f"{path} is not a git repository (no such directory)", hint=_REPO_HINT)
+        proc = _run(["rev-parse", "--show-toplevel"], path)
+        if proc.returncode != 0:
+            raise ConfigError(f"{path} is not a git repository", hint=_REPO_HINT)
+        self.root = Path(proc.stdout.decode().strip())
+
+    @property
+    def name(self) -> str:
+        """Directory name of the work tree: the `<repo>` part of result paths."""
+        return self.root.name
+
+    def _git(self, *args: str, input: bytes | None = None, what: str) -> bytes:
+        proc = _run(args, self.root, input=input)
+        if proc.returncode != 0:
+            raise _failed(proc, what)
+        return proc.stdout
+
+    def resolve(self, ref: str) -> str:
+        """Full sha of the commit `ref` names (branch, tag, sha, `HEAD~1`, ...)."""
+        proc = _run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], self.root)
+        if proc.returncode != 0 or not ref:
+            raise ConfigError(
+                f"unknown ref {ref!r} in {self.root}",
+                hint="fetch it first (in Actions: actions/checkout with fetch-depth: 0) "
+                "or pass a branch, tag or commit sha that exists locally",
+            )
+        return proc.stdout.decode().strip()
+
+    def tree(self, sha: str, paths: Sequence[str] = ()) -> list[TreeEntry]:
+        """Every blob and gitlink at commit `sha`, recursively (optionally under `paths`)."""
+        out = self._git("ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--", *paths, what=f"list {sha}")
+        entries = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            mode, _kind, oid, size = meta.decode().split()
+            entries.append(TreeEntry(path.decode(), mode, oid, None if size == "-" else int(size)))
+        return entries
+
+    def read_blob(self, oid: str) -> bytes:
+        return self._git("cat-file", "blob", oid, what=f"read object {oid}")
+
+    def read_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+        """Stream many blobs through one `git cat-file --batch`, in the given order.
+
+        One process for a whole tree is what keeps a sealed checkout near the cost
+        of `git archive | tar -x`; the request list is fed from a thread so a large
+        tree cannot deadlock on full pipes.
+        """
+        proc = subprocess.Popen(
+            ["git", *_OVERRIDES, "cat-file", "--batch"],
+            cwd=self.root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=git_env(),
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin, proc.stdout
+
+        def feed() -> None:
+            # git exits early (and the pipe breaks) when the reader stops; not an error here.
+            with contextlib.suppress(BrokenPipeError), stdin:
+                stdin.write(b"".join(f"{oid}\n".encode() for oid in oids))
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        try:
+            for oid in oids:
+                header = stdout.readline().split()
+                if len(header) != 3:
+                    raise InfraError(f"git could not read object {oid}", hint="run `git fsck`")
+                data = stdout.read(int(header[2]))
+                stdout.read(1)  # the newline after each object
+                yield oid, data
+        finally:
+            stdout.close()
+            proc.wait()
+            feeder.join()
+
+    def diff(self, base: str, head: str) -> str:
+        """Unified diff base..head with rename detection; binary files marked, not inlined."""
+        out = self._git(
+            "diff", "--no-ext-diff", "--no-color", "--no-textconv", "-M",
+            "--src-prefix=a/", "--dst-prefix=b/", base, head, "--",
+            what=f"diff {base}..{head}",
+        )  # fmt: skip
+        return out.decode(errors="surrogateescape")
+
+
+_REPO_HINT = "pass --repo with the path of a git work tree (the directory that holds .git)"
+
+SNAPSHOT_BRANCH = "main"
+
+
+def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: str) -> str:
+    """Make `path` a fresh one-commit repository of everything in it; return the commit id.
+
+    Author, committer, date and message are fixed by the caller and the repository
+    gets no template (no sample hooks, no description), so the same files always
+    give the same commit id. Ignored files are added too: the snapshot must hold
+    exactly what is on disk.
+    """
+    ident = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": date,
+    }
+    steps = (
+        ["init", "-q", "--template=", f"--initial-branch={SNAPSHOT_BRANCH}", "."],
+        ["add", "--all", "--force", "."],
+        ["commit", "-q", "--allow-empty", "--no-verify", "--no-gpg-sign", "-m", message],
+        ["rev-parse", "HEAD"],
+    )
+    proc = None
+    for step in steps:
+        proc = _run(step, path, env=ident)
+        if proc.returncode != 0:
+            raise _failed(proc, f"{step[0]} the sealed checkout at {path}")
+    assert proc is not None
+    return proc.stdout.decode().strip()
+
+
+def apply_patch(directory: Path, patch: bytes) -> None:
+    """Apply a unified diff to the plain files in `directory` (which is not a repository).
+
+    git apply is strict about context, refuses paths that escape the directory or
+    pass through a symlink, and understands renames and mode changes: everything a
+    hand-written patcher would get wrong. GIT_CEILING_DIRECTORIES keeps it from
+    discovering an enclosing repository and applying paths relative to that.
+    """
+    proc = _run(
+        ["apply", "--whitespace=nowarn", "-"],
+        directory,
+        input=patch,
+        env={"GIT_CEILING_DIRECTORIES": str(directory.parent)},
+    )
+    if proc.returncode != 0:
+        raise ConfigError(
+            f"the patch does not apply: {proc.stderr.decode(errors='replace').strip()}",
+            hint="make the patch against the head ref's instruction files "
+            "(e.g. with `git diff` in a checkout of head)",
+        )

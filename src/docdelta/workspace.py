@@ -1,0 +1,244 @@
+"""Conditions (overlays of instruction files) and the sealed checkout each one runs in.
+
+Every condition uses the same source commit; only the instruction files differ. A
+sealed checkout is that commit's files without history or remote, minus every
+instruction file and everything docdelta keeps for itself (config, tasks, gold,
+hidden tests), plus the condition's overlay, committed as a fresh one-commit
+repository with a fixed identity. Nothing in it names the condition: `seal` is
+never told the name, and identical overlays give byte-identical commits.
+
+Files come straight from the object database (`ls-tree` + one `cat-file --batch`)
+rather than `git archive | tar -x`: archive honours `export-ignore`/`export-subst`
+attributes (the agent would see a different tree than the commit) and would write
+files that must then be deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from docdelta.detect import (
+    GlobSet,
+    InstructionMatcher,
+    Overlay,
+    check_content,
+    check_link,
+    diff_files,
+    instruction_files,
+)
+from docdelta.errors import ConfigError
+from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot
+from docdelta.models import sha256_hex
+
+__all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal"]
+
+CONDITIONS = ("base", "head", "none", "patched")
+
+# Fixed so the same tree always gives the same commit id; neutral so nothing the
+# agent can read says which condition it is in.
+_IDENT = {"name": "docdelta", "email": "docdelta@localhost", "date": "2000-01-01T00:00:00+0000"}
+_MESSAGE = "snapshot"
+
+
+# ------------------------------------------------------------------ overlays
+def _read_overlay(directory: Path, where: str) -> Overlay:
+    """The files and links under `directory`, checked like committed instruction files."""
+    files: dict[str, bytes] = {}
+    links: dict[str, str] = {}
+    for root, dirs, names in os.walk(directory):
+        for name in [*names, *dirs]:
+            full = Path(root, name)
+            rel = full.relative_to(directory).as_posix()
+            if full.is_symlink():
+                links[rel] = check_link(rel, os.readlink(full), where)
+            elif full.is_file():
+                files[rel] = check_content(rel, full.read_bytes(), where)
+    return Overlay(files=files, symlinks=links)
+
+
+def _write_overlay(overlay: Overlay, directory: Path) -> None:
+    for rel, data in overlay.files.items():
+        (directory / rel).parent.mkdir(parents=True, exist_ok=True)
+        (directory / rel).write_bytes(data)
+    for rel, target in overlay.symlinks.items():
+        (directory / rel).parent.mkdir(parents=True, exist_ok=True)
+        (directory / rel).symlink_to(target)
+
+
+def _patched(head: Overlay, patch: Path, matcher: InstructionMatcher) -> Overlay:
+    """Head's instruction files with `patch` applied; the patch may touch nothing else."""
+    try:
+        raw = patch.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the patch {patch}: {exc.strerror}", hint="check --patch") from exc
+    touched = [p for df in diff_files(raw.decode(errors="surrogateescape")) for p in (df.old, df.new) if p]
+    if not touched:
+        raise ConfigError(f"the patch {patch} changes no file", hint="pass a unified diff (`git diff`)")
+    for path in touched:
+        if not matcher.matches(path):
+            raise ConfigError(
+                f"the patch {patch} touches {path}, which is not an instruction file",
+                hint="a patched condition may only change instruction files; split the patch",
+            )
+    with tempfile.TemporaryDirectory(prefix="docdelta-patch-") as tmp:
+        work = Path(tmp, "files")
+        work.mkdir()
+        _write_overlay(head, work)
+        try:
+            apply_patch(work, raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{patch}: {exc.message}", hint=exc.hint) from exc
+        return _read_overlay(work, f"{patch.name} applied to head")
+
+
+def build_overlays(  # noqa: PLR0917 - the runner's agreed positional contract
+    repo: Repo,
+    base_sha: str,
+    head_sha: str,
+    names: Sequence[str],
+    matcher: InstructionMatcher,
+    patch: Path | None,
+) -> dict[str, Overlay]:
+    """One overlay per requested condition name, in the order given.
+
+    base/head: the instruction files at that commit; none: no instruction file;
+    patched: head's files with `patch` applied. A condition is just an overlay, so
+    new kinds (ablations, suggested patches) only need a new entry here.
+    """
+    unknown = [n for n in names if n not in CONDITIONS]
+    if unknown:
+        raise ConfigError(
+            f"unknown condition(s) {', '.join(unknown)}", hint=f"valid conditions: {', '.join(CONDITIONS)}"
+        )
+    cache: dict[str, Overlay] = {}
+
+    def head() -> Overlay:
+        if "head" not in cache:
+            cache["head"] = instruction_files(repo, head_sha, matcher)
+        return cache["head"]
+
+    def patched() -> Overlay:
+        if patch is None:
+            raise ConfigError(
+                "the patched condition needs a patch", hint="pass --patch FILE (a unified diff)"
+            )
+        return _patched(head(), patch, matcher)
+
+    builders: dict[str, Callable[[], Overlay]] = {
+        "base": lambda: instruction_files(repo, base_sha, matcher),
+        "head": head,
+        "none": Overlay,
+        "patched": patched,
+    }
+    return {name: builders[name]() for name in names}
+
+
+# ---------------------------------------------------------------------- seal
+@dataclass(frozen=True)
+class SealedCheckout:
+    path: Path
+    commit: str
+    tree_sha256: str
+    """Content hash of every file and link in the checkout (excluding .git)."""
+    overlay_sha256: str
+    source_sha256: str
+    """The same hash before the overlay: equal across conditions of one experiment."""
+
+    def copy_to(self, dest: Path) -> Path:
+        """A per-cell copy (links kept as links, .git included, mtimes kept so git stays clean)."""
+        shutil.copytree(self.path, dest, symlinks=True)
+        return dest
+
+
+def _safe_path(path: str, source_sha: str) -> str:
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
+        raise ConfigError(
+            f"refusing to write {path!r} from {source_sha[:12]} into a checkout",
+            hint="the commit holds a path git itself would refuse to check out; pick another source",
+        )
+    return path
+
+
+def _tree_hash(digests: dict[str, str]) -> str:
+    return sha256_hex("".join(f"{p}\0{d}\n" for p, d in sorted(digests.items())).encode())
+
+
+def seal(  # noqa: PLR0917 - the runner's agreed positional contract
+    repo: Repo,
+    source_sha: str,
+    overlay: Overlay,
+    dest: Path,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+) -> SealedCheckout:
+    """Build the sealed checkout of `source_sha` with `overlay` at `dest` (new or empty)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise ConfigError(f"{dest} is not empty", hint="seal into a fresh directory")
+    stripped = GlobSet(strip)
+
+    def kept(path: str) -> bool:
+        return not stripped.matches(_safe_path(path, source_sha))
+
+    entries = [e for e in repo.tree(source_sha) if e.is_blob and not matcher.matches(e.path) and kept(e.path)]
+    by_oid: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        by_oid.setdefault(e.oid, []).append(i)
+    digests: dict[str, str] = {}
+    links: dict[str, str] = {}
+    # Regular files first and links last, so no write can pass through a link.
+    for oid, data in repo.read_blobs(list(by_oid)):
+        for i in by_oid[oid]:
+            e = entries[i]
+            if e.is_symlink:
+                links[e.path] = data.decode(errors="surrogateescape")
+                continue
+            target = dest / e.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            if e.mode == EXECUTABLE_MODE:
+                target.chmod(0o755)
+            digests[e.path] = f"{'X' if e.mode == EXECUTABLE_MODE else 'F'}:{sha256_hex(data)}"
+    digests.update({p: f"L:{t}" for p, t in links.items()})
+    source_sha256 = _tree_hash(digests)
+    for path, data in overlay.files.items():
+        if kept(path):
+            (dest / path).parent.mkdir(parents=True, exist_ok=True)
+            (dest / path).write_bytes(data)
+            digests[path] = f"F:{sha256_hex(data)}"
+    links.update({p: t for p, t in overlay.symlinks.items() if kept(p)})
+    digests.update({p: f"L:{links[p]}" for p in links})
+    _make_links(dest, links, source_sha)
+    commit = commit_snapshot(dest, message=_MESSAGE, **_IDENT)
+    return SealedCheckout(
+        path=dest,
+        commit=commit,
+        tree_sha256=_tree_hash(digests),
+        overlay_sha256=overlay.sha256,
+        source_sha256=source_sha256,
+    )
+
+
+def _make_links(dest: Path, links: dict[str, str], source_sha: str) -> None:
+    root = dest.resolve()
+    for path in sorted(links):
+        link = dest / path
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.parent.resolve().is_relative_to(root):
+            raise ConfigError(
+                f"{path} from {source_sha[:12]} would be created through a symlink outside the checkout",
+                hint="the overlay and the source commit disagree about which paths are directories",
+            )
+        try:
+            link.symlink_to(links[path])
+        except FileExistsError as exc:
+            raise ConfigError(
+                f"{path} is both a symlink and a directory in the checkout of {source_sha[:12]}",
+                hint="the overlay and the source commit disagree about which paths are directories",
+            ) from exc

@@ -1,0 +1,59 @@
+"""`.docdelta.yml`: read from a commit (the trusted base), defaults, and errors that name the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+
+
+def test_missing_file_gives_defaults(tmp_path: Path) -> None:
+    g = GitRepo.init(tmp_path / "p")
+    sha = g.commit({"README.md": "r\n"})
+    config = load_project_config(Repo(g.path), sha)
+    assert config == ProjectConfig()
+    assert config.tasks == ".docdelta/tasks"
+
+
+def test_config_is_read_at_the_given_commit_not_the_work_tree(tmp_path: Path) -> None:
+    g = GitRepo.init(tmp_path / "p")
+    base = g.commit({".docdelta.yml": "tasks: eval/tasks\ninstructions:\n  include: ['docs/ai/*.md']\n"
+                                      "  exclude: ['vendor/**']\nstrip: ['hidden/**']\n"})  # fmt: skip
+    g.commit({".docdelta.yml": "tasks: pr/controls/this\n"})
+    g.write({".docdelta.yml": "garbage: ["})
+    config = load_project_config(Repo(g.path), base)
+    assert config.tasks == "eval/tasks"
+    assert config.strip == ["hidden/**"]
+    m = matcher(config)
+    assert m.families("docs/ai/x.md") == ["custom"]
+    assert m.families("vendor/AGENTS.md") == []
+    assert "/eval/tasks/**" in config.checkout_strip and "hidden/**" in config.checkout_strip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "tasks: t\n\ninstrutions:\n  include: []\n",
+            r"\.docdelta\.yml \(at \w+\):3: field 'instrutions': unknown",
+        ),
+        (
+            "instructions:\n  include: nope-not-a-list\n",
+            r":2: field 'instructions\.include': Input should be a valid list",
+        ),
+        ("strip:\n  - ok/**\n  - ''\n", r":3: field 'strip\[1\]': Value error, empty glob"),
+        ("tasks: ../outside\n", r":1: field 'tasks': .*inside the repository"),
+        ("tasks: [unclosed\n", r"\.docdelta\.yml \(at \w+\):2: invalid YAML"),
+    ],
+)
+def test_malformed_config_names_file_field_and_line(tmp_path: Path, text: str, message: str) -> None:
+    g = GitRepo.init(tmp_path / "p")
+    sha = g.commit({".docdelta.yml": text})
+    with pytest.raises(ConfigError, match=message) as info:
+        load_project_config(Repo(g.path), sha)
+    assert ".docdelta.yml" in info.value.hint

@@ -1,0 +1,212 @@
+"""Conditions and sealed checkouts, checked with real git from the agent's side of the wall."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo, Link, git
+
+from docdelta.config import ProjectConfig
+from docdelta.detect import InstructionMatcher, Overlay
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.workspace import SealedCheckout, build_overlays, seal
+
+MATCH = InstructionMatcher()
+STRIP = [*ProjectConfig(strip=["hidden/**"]).checkout_strip]
+GOLD = "GOLDANSWER-7f3e"
+
+
+@pytest.fixture
+def proj(tmp_path: Path) -> tuple[Repo, str, str]:
+    g = GitRepo.init(tmp_path / "proj")
+    base = g.commit(
+        {
+            "README.md": "Readme for humans.\n",
+            "run.sh": "#!/bin/sh\necho hi\n",
+            "link.txt": Link("README.md"),
+            ".gitignore": "*.log\n",
+            "build.log": "tracked although ignored\n",
+            "AGENTS.md": "Use make test.\n",
+            ".docdelta.yml": "strip: ['hidden/**']\n",
+            ".docdelta/tasks/t.yaml": f"id: t\nprompt: p\ngold:\n  points: [{GOLD}]\n",
+            "hidden/test_secret.py": f"assert '{GOLD}'\n",
+        },
+        executable=["run.sh"],
+    )
+    head = g.commit(
+        {"AGENTS.md": "Use tox -e py.\n", "CLAUDE.md": Link("AGENTS.md"), ".cursor/rules/a.mdc": "x\n"}
+    )
+    return Repo(g.path), base, head
+
+
+def files_of(root: Path) -> dict[str, str]:
+    """Everything the agent can read outside .git: path -> content or '-> target'."""
+    out = {}
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names + [d for d in dirs if Path(dirpath, d).is_symlink()]:
+            p = Path(dirpath, name)
+            rel = p.relative_to(root).as_posix()
+            out[rel] = f"-> {os.readlink(p)}" if p.is_symlink() else p.read_text()
+    return out
+
+
+def all_bytes(root: Path) -> bytes:
+    """Every byte the agent could reach: files (incl. .git) and every decompressed git object."""
+    chunks = [p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    chunks.append(git(root, "cat-file", "--batch-all-objects", "--batch").encode())
+    chunks.append("\n".join(str(p.relative_to(root)) for p in root.rglob("*")).encode())
+    return b"\n".join(chunks)
+
+
+def test_overlays_per_condition(proj: tuple[Repo, str, str]) -> None:
+    repo, base, head = proj
+    o = build_overlays(repo, base, head, ["base", "head", "none"], MATCH, None)
+    assert list(o) == ["base", "head", "none"]
+    assert o["base"].files == {"AGENTS.md": b"Use make test.\n"} and not o["base"].symlinks
+    assert set(o["head"].files) == {"AGENTS.md", ".cursor/rules/a.mdc"}
+    assert o["head"].symlinks == {"CLAUDE.md": "AGENTS.md"}
+    assert o["none"] == Overlay()
+
+
+def test_condition_names_are_checked(proj: tuple[Repo, str, str]) -> None:
+    repo, base, head = proj
+    with pytest.raises(ConfigError, match=r"unknown condition.*bogus") as info:
+        build_overlays(repo, base, head, ["head", "bogus"], MATCH, None)
+    assert "base, head, none, patched" in info.value.hint
+    with pytest.raises(ConfigError, match="needs a patch"):
+        build_overlays(repo, base, head, ["patched"], MATCH, None)
+
+
+def test_patched_applies_a_diff_to_heads_instruction_files(
+    proj: tuple[Repo, str, str], tmp_path: Path
+) -> None:
+    repo, base, head = proj
+    patch = tmp_path / "fix.diff"
+    patch.write_text(
+        "diff --git a/AGENTS.md b/AGENTS.md\n--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1,2 @@\n"
+        " Use tox -e py.\n+Lint with ruff.\n"
+        "diff --git a/GEMINI.md b/GEMINI.md\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/GEMINI.md\n@@ -0,0 +1 @@\n+g\n"
+    )
+    o = build_overlays(repo, base, head, ["patched"], MATCH, patch)["patched"]
+    assert o.files["AGENTS.md"] == b"Use tox -e py.\nLint with ruff.\n"
+    assert o.files["GEMINI.md"] == b"g\n" and o.files[".cursor/rules/a.mdc"] == b"x\n"
+    assert o.symlinks == {"CLAUDE.md": "AGENTS.md"}
+
+
+@pytest.mark.parametrize(
+    ("diff", "message"),
+    [
+        (
+            "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-Readme for humans.\n+x\n",
+            r"touches README\.md, which is not an instruction",
+        ),
+        (
+            "--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-Not what is there.\n+x\n",
+            r"fix\.diff: the patch does not apply",
+        ),
+    ],
+)
+def test_bad_patches_are_config_errors(
+    proj: tuple[Repo, str, str], tmp_path: Path, diff: str, message: str
+) -> None:
+    repo, base, head = proj
+    (tmp_path / "fix.diff").write_text(diff)
+    with pytest.raises(ConfigError, match=message):
+        build_overlays(repo, base, head, ["patched"], MATCH, tmp_path / "fix.diff")
+
+
+def sealed(proj: tuple[Repo, str, str], overlay: Overlay, dest: Path) -> SealedCheckout:
+    repo, _base, head = proj
+    return seal(repo, head, overlay, dest, MATCH, STRIP)
+
+
+def test_sealed_checkout_holds_source_plus_overlay_and_nothing_of_ours(
+    proj: tuple[Repo, str, str], tmp_path: Path
+) -> None:
+    repo, base, head = proj
+    overlays = build_overlays(repo, base, head, ["base", "head"], MATCH, None)
+    c = sealed(proj, overlays["base"], tmp_path / "w" / "checkout")
+    assert files_of(c.path) == {
+        "README.md": "Readme for humans.\n",
+        "run.sh": "#!/bin/sh\necho hi\n",
+        "link.txt": "-> README.md",
+        ".gitignore": "*.log\n",
+        "build.log": "tracked although ignored\n",
+        "AGENTS.md": "Use make test.\n",  # base's docs on head's source
+    }
+    assert os.access(c.path / "run.sh", os.X_OK)
+    assert GOLD.encode() not in all_bytes(c.path)
+    assert git(c.path, "rev-list", "--all", "--count").strip() == "1"
+    assert git(c.path, "rev-parse", "HEAD").strip() == c.commit
+    assert git(c.path, "branch", "--show-current").strip() == "main"
+    assert git(c.path, "remote").strip() == ""
+    assert git(c.path, "status", "--porcelain").strip() == ""
+    h = sealed(proj, overlays["head"], tmp_path / "w2" / "checkout")
+    assert (h.path / "CLAUDE.md").is_symlink() and os.readlink(h.path / "CLAUDE.md") == "AGENTS.md"
+    assert h.source_sha256 == c.source_sha256 and h.tree_sha256 != c.tree_sha256
+    assert h.overlay_sha256 == overlays["head"].sha256
+
+
+def test_no_object_of_a_removed_file_remains(proj: tuple[Repo, str, str], tmp_path: Path) -> None:
+    repo, _base, head = proj
+    removed = {
+        e.oid
+        for e in repo.tree(head)
+        if e.path in {"AGENTS.md", ".docdelta/tasks/t.yaml", "hidden/test_secret.py"}
+    }
+    c = sealed(proj, Overlay(), tmp_path / "checkout")
+    objects = git(c.path, "cat-file", "--batch-all-objects", "--batch-check")
+    assert removed and not any(oid in objects for oid in removed)
+    assert "AGENTS.md" not in files_of(c.path) and "CLAUDE.md" not in files_of(c.path)
+
+
+def test_no_enclosing_repository_is_reachable(proj: tuple[Repo, str, str], tmp_path: Path) -> None:
+    outer = GitRepo.init(tmp_path / "outer")
+    outer.commit({"outer.txt": "o\n"})
+    c = sealed(proj, Overlay(), outer.path / "nested" / "checkout")
+    (c.path / "sub").mkdir()
+    for where in (c.path, c.path / "sub"):
+        assert Path(git(where, "rev-parse", "--show-toplevel").strip()) == c.path.resolve()
+    assert (
+        git(c.path, "log", "--format=%an %ae %ad %s").strip()
+        == "docdelta docdelta@localhost Sat Jan 1 00:00:00 2000 +0000 snapshot"
+    )
+
+
+def test_same_tree_same_commit_and_no_trace_of_the_directory_or_condition(
+    proj: tuple[Repo, str, str], tmp_path: Path
+) -> None:
+    repo, base, head = proj
+    patch = tmp_path / "p.diff"
+    patch.write_text("--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-Use tox -e py.\n+Use nox.\n")
+    overlays = build_overlays(repo, base, head, ["head", "patched"], MATCH, patch)
+    one = sealed(proj, overlays["patched"], tmp_path / "zzmarker-patched")
+    two = sealed(proj, overlays["patched"], tmp_path / "other" / "x")
+    assert one.commit == two.commit and one.tree_sha256 == two.tree_sha256
+    assert sealed(proj, overlays["head"], tmp_path / "h").commit != one.commit
+    reachable = all_bytes(one.path)
+    assert b"zzmarker" not in reachable and b"patched" not in reachable
+    assert b"Use nox." in reachable
+
+
+def test_copy_to_keeps_links_history_and_a_clean_status(proj: tuple[Repo, str, str], tmp_path: Path) -> None:
+    repo, base, head = proj
+    c = sealed(proj, build_overlays(repo, base, head, ["head"], MATCH, None)["head"], tmp_path / "sealed")
+    copy = c.copy_to(tmp_path / "cells" / "r1")
+    assert copy == tmp_path / "cells" / "r1"
+    assert files_of(copy) == files_of(c.path)
+    assert (copy / "CLAUDE.md").is_symlink()
+    assert git(copy, "rev-parse", "HEAD").strip() == c.commit
+    assert git(copy, "status", "--porcelain").strip() == ""
+
+
+def test_seal_refuses_a_used_directory(proj: tuple[Repo, str, str], tmp_path: Path) -> None:
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "f").write_text("x")
+    with pytest.raises(ConfigError, match="busy is not empty"):
+        sealed(proj, Overlay(), tmp_path / "busy")
