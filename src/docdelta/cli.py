@@ -13,15 +13,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from docdelta import __version__
+from docdelta.agents import get_agent
+from docdelta.config import load_project_config, matcher
+from docdelta.demo import build_demo_repo
+from docdelta.detect import detect_refs
 from docdelta.errors import ConfigError, DocdeltaError
-
-if TYPE_CHECKING:
-    from docdelta.git import Repo
-    from docdelta.models import Summary
-    from docdelta.runner import ExperimentRequest
+from docdelta.git import Repo
+from docdelta.models import Summary
+from docdelta.report import badge, render_json, render_markdown, summarize
+from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
+from docdelta.sandbox import get_provider
+from docdelta.sandbox.base import SandboxSpec
+from docdelta.store import ResultStore
+from docdelta.tasks import task_json_schema
 
 EXIT_INCOMPLETE = 1
 EXIT_INTERRUPTED = 130
@@ -84,7 +90,9 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
     r.add_argument("--sandbox", default="local", help="local (default)")
-    r.add_argument("--allow-network", action="store_true", help="run without isolation where none is available")
+    r.add_argument(
+        "--allow-network", action="store_true", help="run without isolation where none is available"
+    )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
     r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
     r.add_argument("--reserve-usd", type=float, default=0.0, help="spend reserved per run for the cap check")
@@ -106,7 +114,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    # Imports are local so `docdelta --help` and `schema` stay fast.
     if args.command == "detect":
         return _detect(args)
     if args.command == "run":
@@ -117,17 +124,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _badge(args)
     if args.command == "demo":
         return _demo(args)
-    from docdelta.tasks import task_json_schema
-
     print(json.dumps(task_json_schema(), indent=2))
     return 0
 
 
 def _detect(args: argparse.Namespace) -> int:
-    from docdelta.config import load_project_config, matcher
-    from docdelta.detect import detect_refs
-    from docdelta.git import Repo
-
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
     detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
@@ -146,9 +147,6 @@ def _detect(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from docdelta.git import Repo
-    from docdelta.runner import ExperimentRequest
-
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
@@ -165,16 +163,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, workdir: Path) -> int:
     """Build the real agent, sandbox provider and store, prepare, run, print the scorecard."""
-    from docdelta.agents import get_agent
-    from docdelta.report import render_markdown, summarize
-    from docdelta.runner import Runner, RunLimits, prepare, progress_for
-    from docdelta.sandbox import get_provider
-    from docdelta.sandbox.base import SandboxSpec
-    from docdelta.store import ResultStore
-
     store = ResultStore(workdir)
-    agent = get_agent(args.agent, command=getattr(args, "agent_cmd", None))
-    provider = get_provider(args.sandbox, allow_network=args.allow_network)
+    agent = get_agent(args.agent, **_agent_options(args))
+    provider = get_provider(args.sandbox, **_sandbox_options(args, repo, store.workdir))
     try:
         exp = prepare(repo, request, store=store, agent=agent, sandbox=args.sandbox)
         if exp is None:
@@ -200,10 +191,24 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
     return 0
 
 
-def _load_summary(workdir: Path) -> Summary:
-    from docdelta.report import summarize
-    from docdelta.store import ResultStore
+def _agent_options(args: argparse.Namespace) -> dict[str, object]:
+    if args.agent == "command":
+        if not args.agent_cmd:
+            raise ConfigError(
+                "--agent command needs --agent-cmd", hint='e.g. --agent-cmd "./my-agent --json"'
+            )
+        return {"cmd": args.agent_cmd}
+    return {}
 
+
+def _sandbox_options(args: argparse.Namespace, repo: Repo, workdir: Path) -> dict[str, object]:
+    if args.sandbox == "local":
+        # Hide the user's repository and the results (which name conditions) from the agent.
+        return {"allow_network": args.allow_network, "hide": (str(repo.root), str(workdir.resolve()))}
+    return {}
+
+
+def _load_summary(workdir: Path) -> Summary:
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
     if manifest is None or detection is None:
@@ -215,16 +220,12 @@ def _load_summary(workdir: Path) -> Summary:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from docdelta.report import render_json, render_markdown
-
     summary = _load_summary(args.workdir)
     print(render_json(summary) if args.format == "json" else render_markdown(summary))
     return 0
 
 
 def _badge(args: argparse.Namespace) -> int:
-    from docdelta.report import badge
-
     data = badge(_load_summary(args.workdir))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=2) + "\n")
@@ -233,11 +234,7 @@ def _badge(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from docdelta.demo import build_demo_repo
-    from docdelta.git import Repo
-    from docdelta.runner import ExperimentRequest
-
-    demo = build_demo_repo(args.workdir / "repo")
+    demo = build_demo_repo(args.workdir / "pricebook")
     request = ExperimentRequest(
         base=demo.base_sha,
         head=demo.head_sha,
@@ -246,7 +243,12 @@ def _demo(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     ns = argparse.Namespace(
-        agent="fake", agent_cmd=None, sandbox="local", allow_network=True, timeout=60.0,
-        cap_usd=None, reserve_usd=0.0,
+        agent="fake",
+        agent_cmd=None,
+        sandbox="local",
+        allow_network=True,
+        timeout=60.0,
+        cap_usd=None,
+        reserve_usd=0.0,
     )
     return _execute(Repo(demo.path), request, ns, args.workdir / "results")

@@ -9,14 +9,14 @@ on every machine and `docdelta demo` results are comparable across runs.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
+import tempfile
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from docdelta.errors import ConfigError, InfraError
+from docdelta.errors import ConfigError, DocdeltaError, InfraError
+from docdelta.git import Repo, commit_snapshot
 
 _AUTHOR = "docdelta demo"
 _EMAIL = "demo@docdelta.invalid"
@@ -52,41 +52,41 @@ def examples_dir() -> Path:
 
 
 def build_demo_repo(dest: Path) -> DemoRepo:
-    """Create the demo's git repository at `dest` (which must be absent or empty)."""
-    if dest.exists() and any(dest.iterdir()):
-        raise ConfigError(
-            f"{dest} is not empty; the demo repository needs a fresh directory",
-            hint="pass a new or empty directory, or delete this one",
-        )
+    """Create the demo's git repository at `dest`, or reuse an identical earlier build.
+
+    The history is replayed in a scratch directory first; because its commit ids are
+    reproducible, an existing `dest` whose HEAD is the same commit is the same demo and
+    is reused (so `docdelta demo` can be rerun and resumes). Anything else is refused.
+    """
     source = examples_dir()
-    dest.mkdir(parents=True, exist_ok=True)
-    _git(dest, "init", "-q", "-b", "main")
-    shas = []
-    for folder, message, date in _COMMITS:
-        shutil.copytree(source / folder, dest, dirs_exist_ok=True)
-        _git(dest, "add", "-A")
-        _git(dest, "commit", "-q", "-m", message, date=date)
-        shas.append(_git(dest, "rev-parse", "HEAD"))
+    with tempfile.TemporaryDirectory(prefix=".demo-", dir=_existing_parent(dest)) as scratch:
+        built = Path(scratch) / "repo"
+        built.mkdir()
+        shas = []
+        for folder, message, date in _COMMITS:
+            shutil.copytree(source / folder, built, dirs_exist_ok=True)
+            shas.append(commit_snapshot(built, message=message, name=_AUTHOR, email=_EMAIL, date=date))
+        if dest.exists() and any(dest.iterdir()):
+            if _head(dest) != shas[-1]:
+                raise ConfigError(
+                    f"{dest} is not empty and is not this docdelta demo repository",
+                    hint="pass a new or empty --workdir, or delete this directory",
+                )
+        else:
+            if dest.exists():
+                dest.rmdir()
+            built.rename(dest)
     return DemoRepo(path=dest, base_sha=shas[0], head_sha=shas[1])
 
 
-def _git(repo: Path, *args: str, date: str = "") -> str:
-    """git with no user or system config, so hooks, signing and names cannot vary the shas."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(repo),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": _AUTHOR,
-        "GIT_AUTHOR_EMAIL": _EMAIL,
-        "GIT_COMMITTER_NAME": _AUTHOR,
-        "GIT_COMMITTER_EMAIL": _EMAIL,
-        "GIT_AUTHOR_DATE": date,
-        "GIT_COMMITTER_DATE": date,
-    }
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise InfraError(
-            f"git {' '.join(args)} failed in {repo}: {done.stderr.strip()}", hint="is git installed?"
-        )
-    return done.stdout.strip()
+def _existing_parent(dest: Path) -> Path:
+    """The scratch build sits beside `dest` so the final rename stays on one filesystem."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return dest.parent
+
+
+def _head(path: Path) -> str | None:
+    try:
+        return Repo(path).resolve("HEAD")
+    except DocdeltaError:
+        return None

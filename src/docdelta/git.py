@@ -201,12 +201,13 @@ SNAPSHOT_BRANCH = "main"
 
 
 def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: str) -> str:
-    """Make `path` a fresh one-commit repository of everything in it; return the commit id.
+    """Commit everything in `path`, making it a repository first if it is not one; return the id.
 
     Author, committer, date and message are fixed by the caller and the repository
     gets no template (no sample hooks, no description), so the same files always
     give the same commit id. Ignored files are added too: the snapshot must hold
-    exactly what is on disk.
+    exactly what is on disk. Sealed checkouts call it once on a fresh directory;
+    the demo calls it once per commit of its history.
     """
     ident = {
         "GIT_AUTHOR_NAME": name,
@@ -216,8 +217,10 @@ def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: st
         "GIT_COMMITTER_EMAIL": email,
         "GIT_COMMITTER_DATE": date,
     }
+    fresh = ["init", "-q", "--template=", f"--initial-branch={SNAPSHOT_BRANCH}", "."]
+    init = [] if (path / ".git").exists() else [fresh]
     steps = (
-        ["init", "-q", "--template=", f"--initial-branch={SNAPSHOT_BRANCH}", "."],
+        *init,
         ["add", "--all", "--force", "."],
         ["commit", "-q", "--allow-empty", "--no-verify", "--no-gpg-sign", "-m", message],
         ["rev-parse", "HEAD"],

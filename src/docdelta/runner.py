@@ -42,7 +42,6 @@ from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_revi
 from docdelta.workspace import SealedCheckout, build_overlays, seal
 
 DEFAULT_CONDITIONS = ("base", "head", "none")
-ALWAYS_STRIPPED = (".docdelta/**", ".docdelta.yml", ".docdelta.yaml")
 
 
 @dataclass(frozen=True)
@@ -90,12 +89,6 @@ def cell_seed(seed: int, cell: Cell) -> int:
     return int(digest[:12], 16)
 
 
-def source_identity(repo: Repo, sha: str) -> str:
-    """Content hash of the source tree (paths, modes, blob ids), independent of history."""
-    listing = "\n".join(f"{e.mode} {e.oid} {e.path}" for e in repo.tree(sha))
-    return sha256_hex(listing.encode())
-
-
 def prepare(
     repo: Repo,
     request: ExperimentRequest,
@@ -123,7 +116,7 @@ def prepare(
     check_citations(loaded, repo, source_sha)
 
     overlays = build_overlays(repo, base_sha, head_sha, request.conditions, match, request.patch)
-    strip = [*ALWAYS_STRIPPED, config.tasks.rstrip("/") + "/**", *config.strip]
+    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir)]
     checkouts_root = store.workdir / "checkouts"
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
@@ -138,7 +131,7 @@ def prepare(
         base_sha=base_sha,
         head_sha=head_sha,
         source_sha=source_sha,
-        source_tree_sha256=source_identity(repo, source_sha),
+        source_tree_sha256=next(iter(checkouts.values())).source_sha256,
         conditions=[overlays[name].spec(name) for name in request.conditions],
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
         agent=AgentInfo(name=agent.name, version=agent.version, model=agent.model),
@@ -153,6 +146,15 @@ def prepare(
     store.write_manifest(manifest)
     store.write_detection(detection)
     return Experiment(repo.name, manifest, detection, tasks, checkouts)
+
+
+def _inside(root: Path, directory: Path) -> list[str]:
+    """A --tasks directory inside the repository holds gold answers: strip it too."""
+    try:
+        rel = directory.resolve().relative_to(root.resolve())
+    except ValueError:
+        return []
+    return [f"/{rel.as_posix()}/**"] if rel.parts else []
 
 
 def _check_same_experiment(store: ResultStore, manifest: Manifest) -> None:
