@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -119,6 +119,66 @@ class GoldCitation(Frozen):
     quote: str
 
 
+class Validation(Frozen):
+    """How a change task is graded: hidden tests run after the agent, in a fresh sandbox.
+
+    Hidden files live in the task folder (`<tasks dir>/<task id>/hidden/<path>`) or,
+    failing that, in the source commit; either way they must be stripped from the
+    agent's checkout. `command` is split into words (shlex) and run without a shell
+    and without network; a pytest command gets `--junitxml` added, any other command
+    must declare the JUnit `report` it writes, because an exit code alone is no
+    evidence that a test ran.
+    """
+
+    hidden: list[str] = Field(min_length=1, description="repository paths of the hidden test files")
+    command: str = Field(min_length=1, description="e.g. 'python3 -m pytest -q tests/test_x.py'")
+    exit_code: int = Field(default=0, description="exit code of a passing run")
+    timeout_s: float = Field(default=300.0, gt=0)
+    report: str | None = Field(
+        default=None, description="JUnit XML path the command writes (workspace-relative); pytest: automatic"
+    )
+    reference: str = Field(
+        default="reference.patch", description="reference solution, a unified diff in the task folder"
+    )
+    protect: list[str] = Field(
+        default=[], description="extra globs of test/build files whose agent edits are never applied"
+    )
+    source: str | None = Field(
+        default=None, description="commit the hidden tests were written for (tasks drafted from a commit)"
+    )
+
+
+class HardChecks(Frozen):
+    """Deterministic checks on the agent's diff; globs are gitignore-like (see detect.GlobSet)."""
+
+    require_changed: list[str] = Field(default=[], description="globs; each must match a changed path")
+    forbid_changed: list[str] = Field(default=[], description="globs no changed path may match")
+    expect_added: list[str] = Field(default=[], description="snippets that must appear in added lines")
+    forbid_added: list[str] = Field(default=[], description="snippets no added line may contain")
+    min_files: int | None = Field(default=None, ge=0)
+    max_files: int | None = Field(default=None, ge=0)
+    max_lines: int | None = Field(default=None, ge=0, description="added + removed lines")
+
+
+class MistakeRule(Frozen):
+    """A "never do X" rule: a regex over added lines and/or the commands the agent ran."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
+    pattern: str = Field(min_length=1, description="Python regex, searched (not matched) per line")
+    scope: Literal["added", "commands", "both"] = "both"
+    paths: list[str] = Field(default=[], description="globs limiting which files' added lines count")
+    description: str = ""
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+        return pattern
+
+
 class Gold(Frozen):
     docs: list[str] = Field(default=[], description="instruction files the answer depends on")
     files: list[str] = Field(default=[], description="repository paths a correct answer names")
@@ -128,6 +188,9 @@ class Gold(Frozen):
     )
     points: list[str] = Field(default=[], description="key points; scored only by the judge")
     verdict: str | None = Field(default=None, description="expected short verdict, e.g. 'yes' or 'no'")
+    validation: Validation | None = Field(default=None, description="change tasks: the hidden tests")
+    checks: HardChecks = HardChecks()
+    mistakes: list[MistakeRule] = []
 
 
 class Task(Frozen):
@@ -137,6 +200,12 @@ class Task(Frozen):
     gold: Gold = Gold()
     gold_citations: list[GoldCitation] = []
     reviewed: bool = False
+
+    @model_validator(mode="after")
+    def _change_needs_validation(self) -> Task:
+        if self.kind == "change" and self.gold.validation is None:
+            raise ValueError("a change task needs gold.validation (hidden tests and a command)")
+        return self
 
 
 # -------------------------------------------------------------- agent output
@@ -297,6 +366,21 @@ class Manifest(Frozen):
 
 
 # -------------------------------------------------------------------- report
+VerdictKind = Literal["improved", "regressed", "no_change", "inconclusive"]
+"""improved/regressed: significant and beyond the noise band; no_change: the whole
+interval lies inside the band; inconclusive: the interval spans the band and an effect."""
+GatePolicy = Literal["regression", "no-improvement", "never"]
+
+
+class Quartiles(Frozen):
+    """Min, quartiles and max of one metric over the graded runs of an arm."""
+
+    low: float
+    q1: float
+    q3: float
+    high: float
+
+
 class ConditionStats(Frozen):
     """One arm (all runs of one condition), for one task or pooled over tasks.
 
@@ -318,6 +402,13 @@ class ConditionStats(Frozen):
     median_turns: float | None = None
     median_duration_s: float | None = None
     statuses: dict[str, int] = {}
+    pass_rate: float | None = Field(default=None, description="share of graded runs at 1.0")
+    pass_all: float | None = Field(
+        default=None, description="pass^k with k = runs: 1.0 when every repeat passed, else 0.0"
+    )
+    spreads: dict[str, Quartiles] = Field(
+        default={}, description="metric (tokens, cost_usd, turns, duration_s) -> quartiles"
+    )
 
 
 class Delta(Frozen):
@@ -327,6 +418,10 @@ class Delta(Frozen):
     control: str
     value: float | None = None
     noise: bool | None = Field(default=None, description="True when |value| <= the noise band")
+    p_value: float | None = Field(default=None, description="per task: Fisher exact test on passes")
+    flip: bool | None = Field(
+        default=None, description="per task: the pass/fail majority differs between the arms"
+    )
 
 
 class TaskSummary(Frozen):
@@ -375,3 +470,138 @@ class Summary(Frozen):
     head_vs_none: Delta
     missed: dict[str, list[MissedItem]] = Field(description="condition -> most-missed items, most first")
     confounds: Confounds
+    alpha: float = 0.05
+    verdict: VerdictSummary | None = Field(default=None, description="head vs base")
+    verdict_vs_none: VerdictSummary | None = Field(default=None, description="head vs none")
+    power: PowerSummary | None = None
+    usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")
+    infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
+
+
+class VerdictSummary(Frozen):
+    """The overall call on treatment vs control, with the numbers that justify it."""
+
+    treatment: str
+    control: str
+    kind: VerdictKind
+    estimate: float = Field(description="mean over tasks of the per-task mean-score differences")
+    ci_low: float
+    ci_high: float
+    confidence: float
+    p_value: float = Field(description="stratified permutation test, labels shuffled within tasks")
+    exact: bool = Field(description="True when every arrangement was enumerated (no sampling)")
+    alpha: float
+    band: float
+    tasks: int
+    reason: str
+
+
+class PowerSummary(Frozen):
+    """What the experiment's size can show: the best single-task p and the repeats an effect needs."""
+
+    tasks: int
+    repeats: int
+    best_p: float = Field(description="Fisher p of the most extreme single-task result, 0/k vs k/k")
+    effect: float
+    power: float
+    repeats_needed: int | None = Field(description="None when even the largest size tried falls short")
+
+
+class ShiftSummary(Frozen):
+    """A usage metric compared with a rank test; shift = Hodges-Lehmann, treatment - control."""
+
+    metric: str
+    treatment: str
+    control: str
+    shift: float
+    p_value: float
+    n_treatment: int
+    n_control: int
+
+
+# ------------------------------------------------------------------ grading
+class TestCounts(Frozen):
+    """Tests counted from parsed output (JUnit XML or pytest's summary line)."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors + self.skipped
+
+
+class DroppedEdit(Frozen):
+    """An agent edit left out of the grading checkout, and why."""
+
+    path: str
+    reason: str
+
+
+class HiddenTestResult(Frozen):
+    """The hidden tests' verdict on one run's edits.
+
+    `status` is `pass` only when the exit code is the expected one AND parsed test
+    output shows tests ran and passed; `infra_error` means the grader itself failed
+    (never the agent's fault: the run is retried, not scored).
+    """
+
+    status: Literal["pass", "fail", "infra_error"]
+    exit_code: int | None = None
+    expected_exit_code: int = 0
+    timed_out: bool = False
+    counts: TestCounts | None = Field(default=None, description="from the JUnit report, if one was read")
+    summary: TestCounts | None = Field(default=None, description="from pytest's summary line, if printed")
+    applied: list[str] = Field(default=[], description="paths of agent edits applied")
+    dropped: list[DroppedEdit] = []
+    notes: list[str] = Field(default=[], description="why the status is what it is, for a maintainer")
+    isolation: str = ""
+    duration_s: float = 0.0
+    output_tail: str = ""
+
+
+class CheckResult(Frozen):
+    name: str
+    passed: bool
+    note: str = ""
+
+
+class MistakeHit(Frozen):
+    """One mistake rule's hits in one run (count 0 rules are listed too, so absence is visible)."""
+
+    rule: str
+    count: int
+    examples: list[str] = Field(default=[], description="first few offending lines or commands")
+
+
+class ChecksResult(Frozen):
+    checks: list[CheckResult]
+    mistakes: list[MistakeHit]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def mistake_count(self) -> int:
+        return sum(m.count for m in self.mistakes)
+
+
+class SelftestLeg(Frozen):
+    name: str
+    passed: bool
+    note: str = ""
+    result: HiddenTestResult | None = None
+
+
+class SelftestReport(Frozen):
+    task: str
+    legs: list[SelftestLeg]
+
+    @property
+    def passed(self) -> bool:
+        return all(leg.passed for leg in self.legs)

@@ -2,18 +2,31 @@
 
 The report never computes a number itself; it asks this module, so the same
 definition of "mean", "pass" and "noise" serves the markdown, the JSON, the badge
-and (later) the check gate. Functions take an `ArmSample` (the per-run values of
-one arm of one task) so significance tests — Fisher on passes, a stratified
-permutation test, a bootstrap interval — can be added beside `compare` without
-changing its callers. Empty input gives `None`, never a made-up 0.
+and the check gate. Per-task figures take an arm's scores; the overall tests take
+`Stratum`s (one task's two arms), because tasks differ far more in difficulty than
+arms do, so labels are only ever exchanged within a task. Empty input gives `None`,
+never a made-up 0. Randomness (Monte Carlo permutations, bootstrap, simulation) is
+always seeded: the same results give the same report.
+
+The verdict is built so that noise is called noise: a change is `improved` or
+`regressed` only when significant and outside the noise band, and `simulate_gate`
+proves on simulated A/A experiments that the gate then fails at most alpha of PRs.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal, Protocol
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from docdelta.models import GatePolicy, VerdictKind
 
 DEFAULT_NOISE_BAND = 0.05
 PASS_SCORE = 1.0
@@ -118,3 +131,434 @@ def mean_delta(deltas: Sequence[float | None]) -> float | None:
     repeats from dominating and is the same stratification a permutation test uses.
     """
     return mean([d for d in deltas if d is not None])
+
+
+# ------------------------------------------------------------ per-arm figures
+def pass_k(scores: Sequence[float], k: int | None = None, threshold: float = PASS_SCORE) -> float | None:
+    """pass^k: the chance that k runs drawn without replacement from these all pass.
+
+    C(passes, k) / C(n, k), the unbiased estimator; with k = n (the default) it is
+    1.0 when every repeat passed and 0.0 otherwise — "reliably passes", which a
+    pass rate of 0.8 does not say.
+    """
+    n = len(scores)
+    k = n if k is None else k
+    if not scores or not 1 <= k <= n:
+        return None
+    return math.comb(passes(scores, threshold), k) / math.comb(n, k)
+
+
+def majority_passes(scores: Sequence[float], threshold: float = PASS_SCORE) -> bool | None:
+    """More than half the runs passed; a tie is not a majority. None for an empty arm."""
+    return 2 * passes(scores, threshold) > len(scores) if scores else None
+
+
+def fisher_passes(
+    treatment: Sequence[float], control: Sequence[float], threshold: float = PASS_SCORE
+) -> float | None:
+    """Two-sided Fisher exact p-value of pass counts, treatment vs control (one task)."""
+    if not treatment or not control:
+        return None
+    pt, pc = passes(treatment, threshold), passes(control, threshold)
+    table = [[pt, len(treatment) - pt], [pc, len(control) - pc]]
+    return float(scipy_stats.fisher_exact(np.array(table)).pvalue)
+
+
+@dataclass(frozen=True)
+class ShiftTest:
+    """A usage metric (tokens, cost) compared by ranks: robust to one runaway run."""
+
+    shift: float
+    """Hodges-Lehmann estimate: the median of all treatment - control differences."""
+    p_value: float
+    """Two-sided Mann-Whitney U."""
+    n_treatment: int
+    n_control: int
+
+
+def rank_shift(treatment: Sequence[float], control: Sequence[float]) -> ShiftTest | None:
+    if not treatment or not control:
+        return None
+    t, c = np.asarray(treatment, dtype=float), np.asarray(control, dtype=float)
+    p = float(scipy_stats.mannwhitneyu(t, c, alternative="two-sided").pvalue)
+    return ShiftTest(float(np.median(np.subtract.outer(t, c))), min(p, 1.0), len(t), len(c))
+
+
+# ---------------------------------------------------------------- significance
+Stratum = tuple[Sequence[float], Sequence[float]]
+"""One task's (treatment scores, control scores). Tasks are the strata: labels are
+shuffled and runs resampled only within a task, never across tasks."""
+
+DEFAULT_ALPHA = 0.05
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_RESAMPLES = 2000
+MAX_EXACT_SUPPORT = 200_000
+"""Largest bound on the number of distinct stratified deltas for which the permutation
+test enumerates every arrangement; above it, it samples `resamples` seeded shuffles."""
+_DIGITS = 9
+"""Sums are merged after rounding to this many decimals, so 0.1 + 0.2 and 0.3 are one value."""
+
+
+def _usable(strata: Sequence[Stratum]) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(np.asarray(t, dtype=float), np.asarray(c, dtype=float)) for t, c in strata if len(t) and len(c)]
+
+
+def stratified_delta(strata: Sequence[Stratum]) -> float | None:
+    """Mean over tasks of (treatment mean - control mean): the same figure as `mean_delta`."""
+    return mean_delta([compare(ArmSample("t", tuple(t)), ArmSample("c", tuple(c))).delta for t, c in strata])
+
+
+def _subset_sums(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact distribution of the sum of a uniformly random k-subset of `values`.
+
+    Counts arrangements per distinct value (so 40 binary scores cost 2 steps, not
+    C(40, 20) subsets). Callers bound the support first (`_support_bound`).
+    """
+    distinct, counts = np.unique(np.round(values, _DIGITS), return_counts=True)
+    states: dict[tuple[int, float], int] = {(0, 0.0): 1}
+    left = len(values)  # values not yet placed; a state that cannot reach k is dropped
+    for v, c in zip(distinct.tolist(), counts.tolist(), strict=True):
+        left -= c
+        nxt: dict[tuple[int, float], int] = defaultdict(int)
+        for (j, s), w in states.items():
+            for i in range(max(0, k - j - left), min(c, k - j) + 1):
+                nxt[(j + i, round(s + i * v, _DIGITS))] += w * math.comb(c, i)
+        states = nxt
+    total = math.comb(len(values), k)
+    sums = [(s, w) for (j, s), w in states.items() if j == k]
+    return np.array([s for s, _ in sums]), np.array([w / total for _, w in sums])
+
+
+def _convolve(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    values = np.round(np.add.outer(a[0], b[0]).ravel(), _DIGITS)
+    probs = np.multiply.outer(a[1], b[1]).ravel()
+    support, inverse = np.unique(values, return_inverse=True)
+    return support, np.bincount(inverse, weights=probs)
+
+
+def _support_bound(values: np.ndarray, k: int) -> int:
+    """At most this many distinct k-subset sums: subsets, or multisets of distinct values."""
+    distinct = len(np.unique(np.round(values, _DIGITS)))
+    return min(math.comb(len(values), k), math.comb(distinct + k - 1, k))
+
+
+def _exact_null(arms: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact permutation distribution of the stratified delta, or None when too large."""
+    pooled = [np.concatenate([t, c]) for t, c in arms]
+    if (
+        math.prod(_support_bound(v, len(t)) for v, (t, _) in zip(pooled, arms, strict=True))
+        > MAX_EXACT_SUPPORT
+    ):
+        return None
+    m = len(arms)
+    dist = (np.zeros(1), np.ones(1))
+    for values, (t, c) in zip(pooled, arms, strict=True):
+        nt, nc = len(t), len(c)
+        sums = _subset_sums(values, nt)
+        # delta = S/nt - (total - S)/nc, divided by m so the strata average.
+        deltas = (sums[0] * (1 / nt + 1 / nc) - values.sum() / nc) / m
+        dist = _convolve(dist, (deltas, sums[1]))
+    return dist
+
+
+def _sampled_null(arms: list[tuple[np.ndarray, np.ndarray]], resamples: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = np.zeros(resamples)
+    for t, c in arms:
+        pooled = np.concatenate([t, c])
+        shuffled = rng.permuted(np.broadcast_to(pooled, (resamples, len(pooled))), axis=1)
+        out += shuffled[:, : len(t)].mean(axis=1) - shuffled[:, len(t) :].mean(axis=1)
+    return out / len(arms)
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    statistic: float
+    p_value: float
+    exact: bool
+
+
+def permutation_test(
+    strata: Sequence[Stratum], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> PermutationTest | None:
+    """Two-sided stratified permutation test of the stratified mean-score delta.
+
+    Under "the docs make no difference" every split of a task's runs into the two
+    arms (keeping the arm sizes) is equally likely; the p-value is the share of
+    splits whose delta is at least as far from 0 as the observed one. Exact (every
+    arrangement, by convolving per-task distributions) when the support is small;
+    otherwise `resamples` seeded shuffles, counted with the +1 that keeps p > 0.
+    Tasks missing an arm are left out; None when no task has both.
+    """
+    arms = _usable(strata)
+    observed = stratified_delta(strata)
+    if not arms or observed is None:
+        return None
+    extreme = abs(observed) - _EPS
+    exact = _exact_null(arms)
+    if exact is not None:
+        support, probs = exact
+        p = float(probs[np.abs(support) >= extreme].sum())
+    else:
+        null = _sampled_null(arms, resamples, seed)
+        p = (1 + int(np.count_nonzero(np.abs(null) >= extreme))) / (resamples + 1)
+    return PermutationTest(observed, min(max(p, 0.0), 1.0), exact is not None)
+
+
+def bootstrap_interval(
+    strata: Sequence[Stratum],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Stratified percentile bootstrap interval of the stratified delta (seeded).
+
+    Each arm of each task is resampled with replacement on its own. Hand-rolled
+    because scipy.stats.bootstrap refuses a one-run arm, which a partly failed
+    matrix does produce.
+    """
+    arms = _usable(strata)
+    if not arms:
+        return None
+    rng = np.random.default_rng(seed)
+    total = np.zeros(resamples)
+    for t, c in arms:
+        for arm, sign in ((t, 1.0), (c, -1.0)):
+            total += sign * arm[rng.integers(0, len(arm), size=(resamples, len(arm)))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(total / len(arms), [tail, 100 - tail])
+    return float(low), float(high)
+
+
+# --------------------------------------------------------------------- verdict
+@dataclass(frozen=True)
+class Verdict:
+    kind: VerdictKind
+    estimate: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    p_value: float
+    exact: bool
+    alpha: float
+    band: float
+    tasks: int
+    reason: str
+
+
+def classify(
+    estimate: float, p_value: float, ci: tuple[float, float], *, alpha: float, band: float
+) -> tuple[VerdictKind, str]:
+    """The verdict rule, apart from the numbers' computation so it can be tested on its own."""
+    low, high = ci
+    if p_value <= alpha + _EPS and not is_noise(estimate, band):
+        kind: VerdictKind = "improved" if estimate > 0 else "regressed"
+        return kind, f"p = {p_value:.3g} <= alpha {alpha:g} and {estimate:+.2f} is outside ±{band:.2f}"
+    if is_noise(low, band) and is_noise(high, band):
+        return (
+            "no_change",
+            f"the whole interval [{low:+.2f}, {high:+.2f}] lies inside the noise band ±{band:.2f}",
+        )
+    if p_value <= alpha + _EPS:
+        return (
+            "inconclusive",
+            f"significant (p = {p_value:.3g}) but {estimate:+.2f} is within noise ±{band:.2f}",
+        )
+    return (
+        "inconclusive",
+        f"p = {p_value:.3g} > alpha {alpha:g}: the interval [{low:+.2f}, {high:+.2f}] spans "
+        f"both noise (±{band:.2f}) and a real effect",
+    )
+
+
+def verdict(
+    strata: Sequence[Stratum],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    band: float = DEFAULT_NOISE_BAND,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Verdict | None:
+    """Permutation p-value, bootstrap interval and the verdict they imply; None without data."""
+    test = permutation_test(strata, resamples=resamples, seed=seed)
+    ci = bootstrap_interval(strata, confidence=confidence, resamples=resamples, seed=seed)
+    if test is None or ci is None:
+        return None
+    kind, reason = classify(test.statistic, test.p_value, ci, alpha=alpha, band=band)
+    tasks = len(_usable(strata))
+    return Verdict(
+        kind, test.statistic, *ci, confidence, test.p_value, test.exact, alpha, band, tasks, reason
+    )
+
+
+class _HasVerdict(Protocol):
+    @property
+    def kind(self) -> VerdictKind: ...
+    @property
+    def reason(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    conclusion: Literal["success", "failure", "neutral"]
+    reason: str
+
+
+def gate(result: _HasVerdict | None, policy: GatePolicy) -> GateDecision:
+    """What a required check concludes. It fails only on a confident result the policy
+    rejects: `regression` fails a significant regression, `no-improvement` also fails a
+    confident no-change; `never` fails nothing. An inconclusive (or missing) verdict is
+    `neutral`, because noise must not fail a PR."""
+    if result is None:
+        return GateDecision("neutral", "no verdict: head and base share no task with graded runs")
+    rejected = {"regression": {"regressed"}, "no-improvement": {"regressed", "no_change"}, "never": set()}
+    why = f"{result.kind.replace('_', ' ')}: {result.reason}"
+    if result.kind == "inconclusive":
+        return GateDecision("neutral", why)
+    if result.kind in rejected[policy]:
+        return GateDecision("failure", f"{why} (fail-on: {policy})")
+    if result.kind == "improved" or policy != "never":
+        return GateDecision("success", why)
+    return GateDecision("neutral", f"{why} (fail-on: never)")
+
+
+# ------------------------------------------------------------------ simulation
+ScoreModel = Literal["bernoulli", "beta"]
+_BETA_CONCENTRATION = 4.0
+"""a + b of the beta score model: wide per-run spread, as a partially right answer has."""
+
+
+@dataclass(frozen=True)
+class GateSimulation:
+    """How the verdict and gate behave on simulated PRs with a known true effect."""
+
+    prs: int
+    verdicts: dict[VerdictKind, int]
+    failures: int
+    """PRs whose gate conclusion was `failure` under the simulated policy."""
+
+    def rate(self, kind: VerdictKind) -> float:
+        return self.verdicts.get(kind, 0) / self.prs
+
+    @property
+    def false_regression_rate(self) -> float:
+        """Meaningful when the true effect is 0 (an A/A experiment)."""
+        return self.rate("regressed")
+
+    @property
+    def power(self) -> float:
+        """Share of PRs called `improved`: meaningful when the true effect is positive."""
+        return self.rate("improved")
+
+
+def _simulated_scores(
+    rng: np.random.Generator, *, prs: int, tasks: int, repeats: int, effect: float, model: ScoreModel
+) -> np.ndarray:
+    """Scores shaped (prs, tasks, arm, repeats); arm 0 is treatment (control mean + effect).
+
+    Each task of each PR draws its own control mean, as real tasks differ in difficulty.
+    """
+    control = rng.uniform(0.2, 0.8, size=(prs, tasks))
+    means = np.stack([np.clip(control + effect, 0.0, 1.0), control], axis=2)[..., None]
+    means = np.broadcast_to(means, (prs, tasks, 2, repeats))
+    if model == "bernoulli":
+        return (rng.random(means.shape) < means).astype(float)
+    mu = np.clip(means, 0.01, 0.99)
+    return rng.beta(mu * _BETA_CONCENTRATION, (1 - mu) * _BETA_CONCENTRATION)
+
+
+def simulate_gate(
+    tasks: int = 3,
+    repeats: int = 5,
+    effect: float = 0.0,
+    *,
+    prs: int = 1000,
+    model: ScoreModel = "bernoulli",
+    alpha: float = DEFAULT_ALPHA,
+    band: float = DEFAULT_NOISE_BAND,
+    policy: GatePolicy = "regression",
+    resamples: int = 500,
+    seed: int = 0,
+) -> GateSimulation:
+    """Run `verdict` and `gate` on `prs` simulated PRs (scores drawn in one vectorized batch).
+
+    effect = 0 is the A/A calibration: the false-regression rate must stay <= alpha.
+    A positive effect measures power with the very machinery the report uses.
+    """
+    data = _simulated_scores(
+        np.random.default_rng(seed), prs=prs, tasks=tasks, repeats=repeats, effect=effect, model=model
+    ).tolist()
+    counts: Counter[VerdictKind] = Counter()
+    failures = 0
+    for i, pr in enumerate(data):
+        v = verdict([(t, c) for t, c in pr], alpha=alpha, band=band, resamples=resamples, seed=seed + i)
+        assert v is not None  # every simulated task has both arms
+        counts[v.kind] += 1
+        failures += gate(v, policy).conclusion == "failure"
+    return GateSimulation(prs, dict(counts), failures)
+
+
+@dataclass(frozen=True)
+class PowerHint:
+    tasks: int
+    repeats: int
+    best_p: float
+    """Fisher p of the most extreme single-task outcome (0/k -> k/k): the floor of any task's p."""
+    effect: float
+    power: float
+    repeats_needed: int | None
+    """Smallest repeats per arm (from POWER_LADDER) whose simulated power reaches `power`."""
+
+
+POWER_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100)
+
+
+@lru_cache(maxsize=64)
+def repeats_needed(
+    tasks: int,
+    effect: float,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    band: float = DEFAULT_NOISE_BAND,
+    power: float = 0.8,
+    prs: int = 200,
+    seed: int = 0,
+) -> int | None:
+    """Smallest repeats per arm in POWER_LADDER at which `simulate_gate` calls a true
+    `effect` improved in at least `power` of PRs; None if even the largest falls short.
+
+    Found by the gate's own machinery, not a formula, and by binary search (power
+    grows with repeats). Cached: the report asks once per experiment shape.
+    """
+
+    def enough(n: int) -> bool:
+        sim = simulate_gate(tasks, n, effect, prs=prs, alpha=alpha, band=band, resamples=200, seed=seed)
+        return sim.power >= power
+
+    lo, hi = 0, len(POWER_LADDER)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if enough(POWER_LADDER[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return POWER_LADDER[lo] if lo < len(POWER_LADDER) else None
+
+
+def power_hint(
+    tasks: int,
+    repeats: int,
+    *,
+    effect: float = 0.2,
+    alpha: float = DEFAULT_ALPHA,
+    band: float = DEFAULT_NOISE_BAND,
+    power: float = 0.8,
+) -> PowerHint:
+    """How far an experiment of this shape is from detecting `effect`."""
+    best_p = fisher_passes([PASS_SCORE] * repeats, [0.0] * repeats) or 1.0
+    needed = repeats_needed(tasks, effect, alpha=alpha, band=band, power=power) if tasks else None
+    return PowerHint(tasks, repeats, best_p, effect, power, needed)

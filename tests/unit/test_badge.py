@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_report import arm, result, summary_of
+from factories import arm, result, summary_of
 
 from docdelta.errors import ConfigError
 from docdelta.models import RunStatus

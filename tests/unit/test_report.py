@@ -1,118 +1,17 @@
-"""Summary numbers and the rendered scorecard, from real result models.
-
-The factory here (`result`, `manifest`, `detection`, `summary_of`) is also used by
-test_badge.py.
-"""
+"""Summary numbers, the verdict and the rendered scorecard, from real result models (tests/factories.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import pytest
+from factories import arm, detection, manifest, result, summary_of
 from jinja2 import UndefinedError
 
-from docdelta.models import (
-    AgentInfo,
-    AgentMetrics,
-    AgentOutcome,
-    Cell,
-    ChangedFile,
-    ConditionSpec,
-    Detection,
-    FileStatus,
-    Manifest,
-    NearMiss,
-    RunResult,
-    RunStatus,
-    Score,
-    ScoreItem,
-    Summary,
-)
+from docdelta import stats
+from docdelta.models import NearMiss, RunResult, RunStatus, Summary
 from docdelta.report import render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment
-
-T0 = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-def result(
-    task: str,
-    condition: str,
-    score: float | None,
-    repeat: int = 1,
-    *,
-    status: RunStatus = RunStatus.ok,
-    tokens: tuple[int, int] | None = (100, 50),
-    cost: float | None = 0.01,
-    turns: int | None = 3,
-    duration: float = 2.0,
-    isolation: str = "netns",
-    missed: Sequence[str] = (),
-    points: int = 0,
-) -> RunResult:
-    items = [ScoreItem(kind="command", expected=m, hit=False, note=f"never gave `{m}`") for m in missed]
-    items += [ScoreItem(kind="point", expected=f"p{i}", hit=None) for i in range(points)]
-    metrics = AgentMetrics(
-        tokens_in=tokens[0] if tokens else None,
-        tokens_out=tokens[1] if tokens else None,
-        cost_usd=cost,
-        turns=turns,
-        duration_s=duration,
-    )
-    return RunResult(
-        cell=Cell(task=task, condition=condition, repeat=repeat),
-        status=status,
-        outcome=AgentOutcome(agent="fake", agent_version="1", status=status, metrics=metrics),
-        score=None if score is None else Score(value=score, items=items),
-        isolation=isolation,
-        seed=1,
-        started_at=T0,
-        finished_at=T0,
-        task_sha256="t",
-        overlay_sha256="o",
-        tree_sha256="x",
-    )
-
-
-def manifest(
-    tasks: Sequence[str], conditions: Sequence[str] = ("base", "head", "none"), repeats: int = 2
-) -> Manifest:
-    return Manifest(
-        repo="demo",
-        base_sha="b" * 40,
-        head_sha="h" * 40,
-        source_sha="s" * 40,
-        source_tree_sha256="tree",
-        conditions=[ConditionSpec(name=c, files={}, overlay_sha256=c) for c in conditions],
-        tasks={t: "sha" for t in tasks},
-        agent=AgentInfo(name="fake", version="1"),
-        sandbox="local",
-        seed=7,
-        repeats=repeats,
-        order=[
-            Cell(task=t, condition=c, repeat=r)
-            for t in tasks
-            for c in conditions
-            for r in range(1, repeats + 1)
-        ],
-        created_at=T0,
-    )
-
-
-def detection(near_misses: Sequence[NearMiss] = ()) -> Detection:
-    changed = [ChangedFile(path="AGENTS.md", status=FileStatus.modified, families=["codex", "opencode"])]
-    return Detection(base="main", head="pr", changed=changed, near_misses=list(near_misses))
-
-
-def arm(task: str, condition: str, scores: Sequence[float], **kw: object) -> list[RunResult]:
-    return [result(task, condition, s, i, **kw) for i, s in enumerate(scores, 1)]  # type: ignore[arg-type]
-
-
-def summary_of(results: Sequence[RunResult], tasks: Sequence[str] | None = None, **kw: object) -> Summary:
-    ids = tasks if tasks is not None else sorted({r.cell.task for r in results})
-    conditions = sorted({r.cell.condition for r in results})
-    return summarize(manifest(ids, conditions, **kw), detection(), results)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ summary
@@ -140,7 +39,7 @@ def test_delta_noise_band_in_summary_and_table(head: float, noise: bool, cell_te
     assert d.value == pytest.approx(head - 0.5)
     assert d.noise is noise
     row = next(line for line in render_markdown(s).splitlines() if line.startswith("| a |"))
-    assert row == f"| a | 0.50 | {head:.2f} | {cell_text} | — | 0/2 · 0/2 |"
+    assert row == f"| a | 0.50 | {head:.2f} | {cell_text} | 1 | — | 0/2 · 0/2 |"
 
 
 def test_per_condition_medians_of_tokens_cost_turns_duration() -> None:
@@ -175,7 +74,7 @@ def test_missing_none_arm_gives_none_deltas_and_a_confound() -> None:
     assert s.head_vs_none.value is None
     assert s.confounds.missing_conditions == ["none"]
     md = render_markdown(s)
-    assert "| a | 0.50 | 1.00 | +0.50 | — | 0/2 · 2/2 |" in md
+    assert "| a ⇄ | 0.50 | 1.00 | +0.50 | 0.33 | — | 0/2 · 2/2 |" in md  # a flip: 0/2 -> 2/2
     assert "- condition `none` has no graded runs: its deltas are unavailable" in md
 
 
@@ -184,7 +83,9 @@ def test_no_results_at_all_does_not_crash() -> None:
     assert s.head_vs_base.value is None
     assert s.confounds.missing_runs == 6
     assert s.confounds.missing_conditions == ["base", "head", "none"]
-    assert "## docdelta scorecard: head - base —" in render_markdown(s)
+    md = render_markdown(s)
+    assert "## docdelta scorecard: no verdict · head - base —" in md
+    assert "**Verdict: none** — no task has graded runs in both head and base." in md
 
 
 def test_missed_most_often_counts_runs_per_condition() -> None:
@@ -228,10 +129,10 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     runs = [*arm("a", "base", [0.5, 0.5], cost=0.02), *arm("a", "head", [0.75, 0.75], tokens=(1000, 234))]
     md = render_markdown(summary_of(runs))
     lines = md.splitlines()
-    assert lines[0] == "## docdelta scorecard: head - base +0.25"
+    assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25"
     assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 |" in lines
     assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 |" in lines
-    assert "| **all tasks** | **0.50** | **0.75** | **+0.25** | **—** | 0/2 · 0/2 |" in lines
+    assert "| **all tasks** | **0.50** | **0.75** | **+0.25** | 0.33 | **—** | 0/2 · 0/2 |" in lines
     assert "- `AGENTS.md` (modified; read by codex, opencode)" in lines
 
 
@@ -250,7 +151,7 @@ def test_partials_render_alone_for_reuse_and_are_strict() -> None:
     assert {"_table.md.j2", "_missed.md.j2", "_confounds.md.j2"} <= set(env.list_templates())
     s = summary_of([*arm("a", "base", [0.5]), *arm("a", "head", [1.0])])
     table = env.get_template("_table.md.j2").render(s=s)
-    assert table.splitlines()[0] == "| task | base | head | head-base | head-none | at 1.0 (base/head) |"
+    assert table.splitlines()[0] == "| task | base | head | head-base | p | head-none | at 1.0 (base/head) |"
     with pytest.raises(UndefinedError):
         env.get_template("_table.md.j2").render()
 
@@ -278,3 +179,69 @@ def test_json_has_the_same_numbers_and_round_trips() -> None:
 def test_isolation_values_of_the_sandboxes_are_classified(isolation: str, weak: bool) -> None:
     s = summary_of([result("a", "head", 1.0, isolation=isolation)])
     assert (s.confounds.weak_isolation == [isolation]) is weak
+
+
+# ------------------------------------------------------------------ verdict
+def _clear_improvement() -> list[RunResult]:
+    runs: list[RunResult] = []
+    for t in ("a", "b", "c"):
+        runs += [*arm(t, "base", [0.0, 0.0, 0.0], tokens=(900, 100)), *arm(t, "head", [1.0, 1.0, 1.0])]
+    return runs
+
+
+def test_a_clear_improvement_is_called_improved_with_its_numbers() -> None:
+    s = summary_of(_clear_improvement(), repeats=3)
+    v = s.verdict
+    assert v is not None
+    assert (v.kind, v.estimate, v.exact, v.tasks) == ("improved", 1.0, True, 3)
+    assert v.p_value == pytest.approx(2 / 20**3)  # only the two most extreme of 20^3 splits
+    assert (v.ci_low, v.ci_high) == (1.0, 1.0)
+    assert [t.head_vs_base.flip for t in s.tasks] == [True, True, True]
+    assert s.tasks[0].head_vs_base.p_value == pytest.approx(0.1)
+    assert s.overall["head"].pass_all == 1.0 and s.overall["base"].pass_all == 0.0
+    md = render_markdown(s)
+    assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +1.00"
+    assert "**Verdict: improved** — head - base +1.00, 95% CI [+1.00, +1.00], p < 0.001" in md
+    assert "- flips (open these first): a (base 0/3 → head 3/3 at 1.0, Fisher p = 0.1), b (" in md
+    assert "- tokens, head vs base: -850 tokens per run (Hodges-Lehmann; Mann-Whitney p < 0.001)" in md
+
+
+def test_power_hint_names_the_floor_of_p_and_the_repeats_needed() -> None:
+    s = summary_of(_clear_improvement(), repeats=3)
+    p = s.power
+    assert p is not None
+    assert (p.tasks, p.repeats, p.effect) == (3, 3, 0.2)
+    assert p.best_p == pytest.approx(0.1)
+    assert p.repeats_needed == stats.repeats_needed(3, 0.2)
+    assert p.repeats_needed is not None and p.repeats_needed > 3
+    md = render_markdown(s)
+    assert (
+        f"- power: with 3 repeats per arm, 0/3 → 3/3 on one task reaches only p = 0.1; "
+        f"run ≥ {p.repeats_needed} repeats per arm to detect a 0.20 change on 3 tasks (80% power)"
+    ) in md
+
+
+def test_identical_arms_are_called_noise_and_a_small_gap_is_inconclusive() -> None:
+    same = summary_of([*arm("a", "base", [1.0, 1.0, 1.0]), *arm("a", "head", [1.0, 1.0, 1.0])])
+    assert same.verdict is not None and same.verdict.kind == "no_change"
+    assert render_markdown(same).startswith("## docdelta scorecard: no change (noise) · head - base 0.00")
+    assert "- flips (open these first): none: every task keeps its pass/fail majority" in render_markdown(
+        same
+    )
+    gap = summary_of([*arm("a", "base", [0.0, 1.0, 0.0]), *arm("a", "head", [1.0, 1.0, 0.0])])
+    assert gap.verdict is not None and gap.verdict.kind == "inconclusive"
+    assert gap.tasks[0].head_vs_base.flip is True  # 1/3 -> 2/3 changes the majority
+
+
+def test_infra_error_rate_counts_every_result() -> None:
+    runs = [*arm("a", "base", [1.0, 1.0]), *arm("a", "head", [1.0])]
+    runs.append(result("a", "head", None, 2, status=RunStatus.infra_error))
+    s = summary_of(runs)
+    assert s.infra_error_rate == 0.25
+    assert "- infra errors: 25% of runs (excluded from scores, retried on rerun)" in render_markdown(s)
+
+
+def test_usage_spreads_per_arm() -> None:
+    runs = [result("a", "head", 1.0, i, tokens=(t, 0)) for i, t in enumerate([100, 200, 300, 400, 500], 1)]
+    q = summary_of(runs).tasks[0].conditions["head"].spreads["tokens"]
+    assert (q.low, q.q1, q.q3, q.high) == (100.0, 200.0, 400.0, 500.0)

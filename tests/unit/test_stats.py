@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -94,3 +97,154 @@ def test_an_arm_compared_with_itself_is_noise(a: list[float]) -> None:
     c = compare(ArmSample("head", tuple(a)), ArmSample("base", tuple(a)), band=0.0)
     assert c.delta == 0.0
     assert c.noise is True
+
+
+# ------------------------------------------------------------ per-arm figures
+def test_pass_k_majority_and_fisher() -> None:
+    assert stats.pass_k([1.0, 1.0, 1.0]) == 1.0
+    assert stats.pass_k([1.0, 1.0, 0.0]) == 0.0  # pass^k: one failed repeat is not reliable
+    assert stats.pass_k([1.0, 1.0, 0.0], 2) == pytest.approx(1 / 3)
+    assert stats.pass_k([]) is None
+    assert stats.majority_passes([1.0, 0.0]) is False  # a tie is no majority
+    assert stats.majority_passes([1.0, 1.0, 0.0]) is True
+    assert stats.fisher_passes([1.0] * 3, [0.0] * 3) == pytest.approx(0.1)
+    assert stats.fisher_passes([1.0], []) is None
+
+
+def test_rank_shift_is_the_hodges_lehmann_median_difference() -> None:
+    test = stats.rank_shift([110.0, 120.0, 130.0, 5000.0], [100.0, 110.0, 120.0])
+    assert test is not None
+    assert test.shift == 15.0  # median of the 12 differences; the 5000-token runaway is one rank, not +1000
+    assert 0.0 < test.p_value <= 1.0
+    assert stats.rank_shift([], [1.0]) is None
+
+
+# ---------------------------------------------------------------- significance
+small_arm = st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=1, max_size=4)
+strata_st = st.lists(st.tuples(small_arm, small_arm), min_size=1, max_size=3)
+
+
+def _brute_force_p(strata: list[tuple[list[float], list[float]]]) -> float:
+    """Every relabelling of every task, enumerated the slow obvious way."""
+    observed = stats.stratified_delta(strata)
+    assert observed is not None
+    per_task = []
+    for t, c in strata:
+        pooled = t + c
+        splits = []
+        for chosen in itertools.combinations(range(len(pooled)), len(t)):
+            rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
+            splits.append(sum(pooled[i] for i in chosen) / len(t) - sum(rest) / len(rest))
+        per_task.append(splits)
+    combos = list(itertools.product(*per_task))
+    hits = sum(1 for combo in combos if abs(sum(combo) / len(strata)) >= abs(observed) - 1e-9)
+    return hits / len(combos)
+
+
+@given(strata_st)
+def test_exact_permutation_p_matches_brute_force(strata: list[tuple[list[float], list[float]]]) -> None:
+    test = stats.permutation_test(strata)
+    assert test is not None and test.exact
+    assert test.p_value == pytest.approx(_brute_force_p(strata), abs=1e-9)
+
+
+@given(strata_st, st.integers(0, 2**32 - 1))
+def test_swapping_arms_negates_the_estimate_and_keeps_p(
+    strata: list[tuple[list[float], list[float]]], seed: int
+) -> None:
+    swapped = [(c, t) for t, c in strata]
+    ab, ba = stats.verdict(strata, seed=seed), stats.verdict(swapped, seed=seed)
+    assert ab is not None and ba is not None
+    assert ab.estimate == pytest.approx(-ba.estimate)
+    assert ab.p_value == pytest.approx(ba.p_value)
+    assert 0.0 < ab.p_value <= 1.0
+    assert ab.ci_low <= ab.ci_high
+    assert min(a for t, c in strata for a in (t + c)) - 1 <= ab.ci_low
+
+
+def test_sampled_permutation_is_seeded_and_near_the_truth() -> None:
+    rng = random.Random(1)
+    strata = [([rng.random() for _ in range(8)], [rng.random() + 0.2 for _ in range(8)]) for _ in range(3)]
+    a = stats.permutation_test(strata, seed=5)
+    b = stats.permutation_test(strata, seed=5)
+    assert a is not None and b is not None
+    assert not a.exact  # 12,870^3 arrangements: sampled
+    assert a == b
+    more = stats.permutation_test(strata, resamples=20_000, seed=6)
+    assert more is not None and abs(more.p_value - a.p_value) < 0.03
+
+
+def test_tasks_missing_an_arm_are_left_out() -> None:
+    assert stats.permutation_test([([1.0], [])]) is None
+    assert stats.verdict([([], [0.0])]) is None
+    with_gap = stats.permutation_test([([1.0, 1.0], [0.0, 0.0]), ([1.0], [])])
+    assert with_gap is not None and with_gap.statistic == 1.0
+
+
+def test_bootstrap_interval_of_constant_arms_is_the_delta() -> None:
+    assert stats.bootstrap_interval([([0.75, 0.75], [0.5])]) == pytest.approx((0.25, 0.25))
+
+
+# --------------------------------------------------------------------- verdict
+@given(
+    st.floats(-1, 1),
+    st.floats(0, 1),
+    st.tuples(st.floats(-1, 1), st.floats(-1, 1)).map(sorted),
+    st.floats(0.001, 0.2),
+    st.floats(0, 0.3),
+)
+def test_classify_calls_only_significant_effects_beyond_the_band(
+    estimate: float, p: float, ci: list[float], alpha: float, band: float
+) -> None:
+    kind, reason = stats.classify(estimate, p, (ci[0], ci[1]), alpha=alpha, band=band)
+    assert reason
+    if kind in ("improved", "regressed"):
+        assert p <= alpha + 1e-9 and abs(estimate) > band
+        assert (kind == "improved") == (estimate > 0)
+    elif kind == "no_change":
+        assert abs(ci[0]) <= band + 1e-9 and abs(ci[1]) <= band + 1e-9
+    if p > alpha + 1e-9:
+        assert kind in ("no_change", "inconclusive")
+
+
+def _v(kind: str) -> stats.Verdict:
+    return stats.Verdict(kind, 0.0, 0.0, 0.0, 0.95, 0.5, True, 0.05, 0.05, 1, "because")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kind", "policy", "conclusion"),
+    [
+        ("regressed", "regression", "failure"),
+        ("regressed", "no-improvement", "failure"),
+        ("regressed", "never", "neutral"),
+        ("no_change", "regression", "success"),
+        ("no_change", "no-improvement", "failure"),
+        ("no_change", "never", "neutral"),
+        ("improved", "regression", "success"),
+        ("improved", "no-improvement", "success"),
+        ("improved", "never", "success"),
+        ("inconclusive", "regression", "neutral"),
+        ("inconclusive", "no-improvement", "neutral"),
+        ("inconclusive", "never", "neutral"),
+    ],
+)
+def test_gate_fails_only_on_a_confident_result(kind: str, policy: str, conclusion: str) -> None:
+    decision = stats.gate(_v(kind), policy)  # type: ignore[arg-type]
+    assert decision.conclusion == conclusion
+    assert "because" in decision.reason
+
+
+def test_gate_without_a_verdict_is_neutral() -> None:
+    decision = stats.gate(None, "regression")
+    assert decision.conclusion == "neutral"
+    assert "no verdict" in decision.reason
+
+
+def test_power_hint_floor_and_repeats_needed_by_simulation() -> None:
+    hint = stats.power_hint(3, 3)
+    assert hint.best_p == pytest.approx(0.1)  # 0/3 -> 3/3 on one task
+    needed = hint.repeats_needed
+    assert needed is not None
+    i = stats.POWER_LADDER.index(needed)
+    assert stats.simulate_gate(3, needed, 0.2, prs=200, resamples=200).power >= 0.8
+    assert stats.simulate_gate(3, stats.POWER_LADDER[i - 1], 0.2, prs=200, resamples=200).power < 0.8

@@ -2,7 +2,7 @@
 
 Templates live in `report/templates/` and are loaded from the installed package
 (PackageLoader), so a wheel renders the same as a checkout. The scorecard is built
-from partials (`_table`, `_usage`, `_missed`, `_confounds`, `_changed`) that the
+from partials (`_verdict`, `_table`, `_usage`, `_missed`, `_confounds`, `_changed`) that the
 GitHub comment wraps with its own marker and header, so both always show the same
 numbers. The environment is sandboxed and strict: a template typo fails loudly
 instead of printing an empty cell, and text that came from agents or task files
@@ -17,9 +17,16 @@ from functools import lru_cache
 from jinja2 import PackageLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from docdelta.models import Delta, Summary
+from docdelta.models import Delta, Summary, VerdictSummary
 
 NO_VALUE = "—"
+VERDICT_TITLES = {
+    "improved": "improved",
+    "regressed": "regressed",
+    "no_change": "no change (noise)",
+    "inconclusive": "inconclusive",
+}
+"""How the header names each verdict: a difference inside the noise band is called noise."""
 
 
 def fmt_score(value: float | None) -> str:
@@ -37,6 +44,30 @@ def fmt_delta(delta: Delta) -> str:
     """A delta with its noise mark, e.g. `+0.04 (noise)`."""
     text = fmt_signed(delta.value)
     return f"{text} (noise)" if delta.noise else text
+
+
+def fmt_pnum(value: float | None) -> str:
+    """A p-value as a table cell: two significant digits, and never a bare 0."""
+    if value is None:
+        return NO_VALUE
+    return "<0.001" if value < 0.001 else f"{value:.2g}"
+
+
+def fmt_p(value: float | None) -> str:
+    """`p = 0.1`, `p < 0.001`."""
+    text = fmt_pnum(value)
+    return text if value is None else (f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}")
+
+
+def fmt_verdict(verdict: VerdictSummary | None) -> str:
+    return "no verdict" if verdict is None else VERDICT_TITLES[verdict.kind]
+
+
+def fmt_usage_shift(value: float, metric: str) -> str:
+    """A usage shift in the metric's unit: `+1,234 tokens`, `-$0.01`."""
+    if metric == "cost_usd":
+        return ("-" if value < 0 else "+") + fmt_usd(abs(value))
+    return f"{value:+,.0f} {metric}"
 
 
 def fmt_count(value: float | None) -> str:
@@ -90,6 +121,10 @@ def environment() -> SandboxedEnvironment:
         count=fmt_count,
         usd=fmt_usd,
         seconds=fmt_seconds,
+        pnum=fmt_pnum,
+        pvalue=fmt_p,
+        verdict_title=fmt_verdict,
+        signed_usage=fmt_usage_shift,
         inline=inline,
         cell=cell,
         code=code,

@@ -8,12 +8,17 @@ Which runs count: `infra_error` runs (and any run without a score) are our
 machinery failing, so they are excluded from scores, tokens, cost and isolation
 and only counted in `infra_errors`. Every other status (timeout, no_answer, ...) is
 the agent's result and is graded as such.
+
+The verdict compares head with base (and with none) over the tasks where both arms
+have graded runs, seeded with the manifest's seed so a report is reproducible.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
 
 from docdelta import stats
 from docdelta.models import (
@@ -23,10 +28,14 @@ from docdelta.models import (
     Detection,
     Manifest,
     MissedItem,
+    PowerSummary,
+    Quartiles,
     RunResult,
     RunStatus,
+    ShiftSummary,
     Summary,
     TaskSummary,
+    VerdictSummary,
 )
 
 BASE, HEAD, NONE = "base", "head", "none"
@@ -35,6 +44,8 @@ FULL_ISOLATION = frozenset({"netns", "netns+mounts", "docker-none", "docker-inte
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
 MAX_MISSED = 5
+TARGET_EFFECT = 0.2
+"""The change the power hint asks about: a fifth of the score scale."""
 
 
 def _graded(run: RunResult) -> bool:
@@ -50,6 +61,15 @@ def _tokens(run: RunResult) -> float | None:
     return None if m.tokens_in is None or m.tokens_out is None else float(m.tokens_in + m.tokens_out)
 
 
+_USAGE: dict[str, Callable[[RunResult], float | None]] = {
+    "tokens": _tokens,
+    "cost_usd": lambda r: r.outcome.metrics.cost_usd,
+    "turns": lambda r: None if r.outcome.metrics.turns is None else float(r.outcome.metrics.turns),
+    "duration_s": lambda r: r.outcome.metrics.duration_s,
+}
+"""The per-run usage metrics, by the name the summary and report use for them."""
+
+
 def _present(values: Iterable[float | int | None]) -> list[float]:
     return [float(v) for v in values if v is not None]
 
@@ -59,22 +79,26 @@ def _condition_stats(condition: str, runs_by_task: Mapping[str, Sequence[RunResu
     runs = [r for rs in runs_by_task.values() for r in rs]
     graded = [r for r in runs if _graded(r)]
     scores = _scores(graded)
-    task_means = [stats.mean(_scores(rs)) for rs in runs_by_task.values()]
-    costs = _present(r.outcome.metrics.cost_usd for r in graded)
+    per_task = [_scores(rs) for rs in runs_by_task.values()]
+    usage = {name: _present(get(r) for r in graded) for name, get in _USAGE.items()}
+    spreads = {name: stats.spread(values) for name, values in usage.items()}
     return ConditionStats(
         condition=condition,
         runs=len(graded),
         infra_errors=len(runs) - len(graded),
-        mean_score=stats.mean(_present(task_means)),
+        mean_score=stats.mean(_present(stats.mean(xs) for xs in per_task)),
         score_min=min(scores, default=None),
         score_max=max(scores, default=None),
         runs_at_1=stats.passes(scores),
-        median_tokens=stats.median(_present(_tokens(r) for r in graded)),
-        median_cost_usd=stats.median(costs),
-        total_cost_usd=sum(costs) if costs else None,
-        median_turns=stats.median(_present(r.outcome.metrics.turns for r in graded)),
-        median_duration_s=stats.median([r.outcome.metrics.duration_s for r in graded]),
+        median_tokens=stats.median(usage["tokens"]),
+        median_cost_usd=stats.median(usage["cost_usd"]),
+        total_cost_usd=math.fsum(usage["cost_usd"]) if usage["cost_usd"] else None,
+        median_turns=stats.median(usage["turns"]),
+        median_duration_s=stats.median(usage["duration_s"]),
         statuses=dict(sorted(Counter(str(r.status) for r in runs).items())),
+        pass_rate=stats.mean(_present(stats.pass_rate(xs) for xs in per_task)),
+        pass_all=stats.mean(_present(stats.pass_k(xs) for xs in per_task)),
+        spreads={k: Quartiles(**asdict(v)) for k, v in spreads.items() if v is not None},
     )
 
 
@@ -86,12 +110,39 @@ def _delta(treatment: str, control: str, value: float | None, band: float) -> De
 def _task_delta(
     treatment: str, control: str, by_condition: Mapping[str, Sequence[RunResult]], band: float
 ) -> Delta:
-    def sample(condition: str) -> stats.ArmSample:
-        return stats.ArmSample(condition, tuple(_scores(by_condition.get(condition, ()))))
-
-    return _delta(
-        treatment, control, stats.compare(sample(treatment), sample(control), band=band).delta, band
+    t, c = (_scores(by_condition.get(x, ())) for x in (treatment, control))
+    value = stats.compare(stats.ArmSample(treatment, tuple(t)), stats.ArmSample(control, tuple(c))).delta
+    majority_t, majority_c = stats.majority_passes(t), stats.majority_passes(c)
+    flip = None if majority_t is None or majority_c is None else majority_t != majority_c
+    return _delta(treatment, control, value, band).model_copy(
+        update={"p_value": stats.fisher_passes(t, c), "flip": flip}
     )
+
+
+def _strata(
+    grid: Mapping[str, Mapping[str, Sequence[RunResult]]], treatment: str, control: str
+) -> list[stats.Stratum]:
+    return [(_scores(g.get(treatment, ())), _scores(g.get(control, ()))) for g in grid.values()]
+
+
+def _verdict(
+    strata: Sequence[stats.Stratum], treatment: str, control: str, *, alpha: float, band: float, seed: int
+) -> VerdictSummary | None:
+    v = stats.verdict(strata, alpha=alpha, band=band, seed=seed)
+    return None if v is None else VerdictSummary(treatment=treatment, control=control, **asdict(v))
+
+
+def _usage(graded: Sequence[RunResult], treatment: str, control: str) -> list[ShiftSummary]:
+    """Tokens and cost of all graded runs, treatment vs control, by rank (a runaway run is one rank)."""
+    out = []
+    for metric in ("tokens", "cost_usd"):
+        t, c = (
+            _present(_USAGE[metric](r) for r in graded if r.cell.condition == x) for x in (treatment, control)
+        )
+        test = stats.rank_shift(t, c)
+        if test is not None:
+            out.append(ShiftSummary(metric=metric, treatment=treatment, control=control, **asdict(test)))
+    return out
 
 
 def _order(conditions: Iterable[str]) -> list[str]:
@@ -144,6 +195,7 @@ def summarize(
     results: Sequence[RunResult],
     *,
     noise: float = stats.DEFAULT_NOISE_BAND,
+    alpha: float = stats.DEFAULT_ALPHA,
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash."""
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
@@ -163,6 +215,9 @@ def summarize(
                 head_vs_none=_task_delta(HEAD, NONE, by_condition, noise),
             )
         )
+    vs_base = _strata(grid, HEAD, BASE)
+    compared = sum(1 for t, c in vs_base if t and c)
+    power = stats.power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
     for r in results:
         by_condition_all[r.cell.condition].append(r)
@@ -183,4 +238,14 @@ def summarize(
         head_vs_none=_delta(HEAD, NONE, stats.mean_delta([t.head_vs_none.value for t in tasks]), noise),
         missed=_missed({c: by_condition_all.get(c, []) for c in conditions}),
         confounds=_confounds(manifest, detection, results, conditions),
+        alpha=alpha,
+        verdict=_verdict(vs_base, HEAD, BASE, alpha=alpha, band=noise, seed=manifest.seed),
+        verdict_vs_none=_verdict(
+            _strata(grid, HEAD, NONE), HEAD, NONE, alpha=alpha, band=noise, seed=manifest.seed
+        ),
+        power=PowerSummary(**asdict(power)) if compared else None,
+        usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
+        infra_error_rate=(
+            sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
+        ),
     )
