@@ -32,7 +32,7 @@ from docdelta.detect import (
     instruction_files,
 )
 from docdelta.errors import ConfigError
-from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot
+from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects
 from docdelta.models import sha256_hex
 
 __all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal"]
@@ -216,6 +216,7 @@ def seal(  # noqa: PLR0917 - the runner's agreed positional contract
     digests.update({p: f"L:{links[p]}" for p in links})
     _make_links(dest, links, source_sha)
     commit = commit_snapshot(dest, message=_MESSAGE, **_IDENT)
+    pack_objects(dest)
     return SealedCheckout(
         path=dest,
         commit=commit,

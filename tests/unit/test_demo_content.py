@@ -62,8 +62,13 @@ def test_history_is_reproducible_and_only_agents_md_changes(demo: DemoRepo, tmp_
     again = build_demo_repo(tmp_path / "again")
     assert (again.base_sha, again.head_sha) == (demo.base_sha, demo.head_sha)
     assert _git(demo.path, "diff", "--name-only", demo.base_sha, demo.head_sha) == b"AGENTS.md\n"
-    with pytest.raises(ConfigError, match="not empty"):
-        build_demo_repo(demo.path)
+    assert build_demo_repo(demo.path) == demo  # an identical earlier build is reused
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not this docdelta demo"):
+        build_demo_repo(foreign)
+    assert (foreign / "notes.txt").read_text() == "mine"
 
 
 def test_tasks_are_reviewed_and_gold_citations_stand_at_head(demo: DemoRepo, tasks: list[Task]) -> None:

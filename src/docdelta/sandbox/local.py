@@ -238,14 +238,23 @@ class LocalSandbox(Sandbox):
         out, err = _Capture(proc.stdout, cap), _Capture(proc.stderr, cap)
         if stdin is not None:
             threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
-        timed_out = False
+        # A timer kills at the deadline while we block in waitpid: Popen.wait(timeout=)
+        # would poll with sleeps and add milliseconds to every short command.
+        expired = threading.Event()
+
+        def kill_at_deadline() -> None:
+            expired.set()
+            _killpg(proc.pid)
+
+        timer = threading.Timer(timeout, kill_at_deadline)
+        timer.start()
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            proc.wait()
         finally:
+            timer.cancel()
             _killpg(proc.pid)  # whatever the command left running in its group dies with it
             proc.wait()
+        timed_out = expired.is_set()
         out.join()
         err.join()
         return ExecResult(
