@@ -1,0 +1,188 @@
+"""Host side of the gateway: its image, and one gateway container per run.
+
+The gateway container sits on the run's internal network (as `gateway`, the agent's only
+peer) and on an egress network. The real keys reach it over the container's stdin, once:
+never as an environment variable, a label, a command-line argument or a file, so
+`docker inspect` and the daemon's disk never hold them. Its stdout is the call log.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from collections.abc import Mapping
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+from docker import DockerClient
+from docker.models.networks import Network
+
+from docdelta.errors import ConfigError, InfraError
+from docdelta.gateway.config import GatewayConfig, ModelCall
+from docdelta.gateway.server import READY, setup_message
+from docdelta.sandbox.dockerapi import AGENT_USER, ROLE_LABEL, raw_socket
+from docdelta.sandbox.images import BuiltImage, ensure_image
+
+PLACEHOLDER_KEY = "docdelta-placeholder-key"
+"""What agents hold instead of a key; the gateway drops it and adds the real one."""
+SITE = "/opt/docdelta-gateway"
+_RUNTIME_PACKAGES = ("httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi", "typing_extensions")
+_READY_TIMEOUT_S = 30.0
+
+
+def gateway_image(client: DockerClient, base: str) -> BuiltImage:
+    """`base` (any image with python3 >= 3.11) plus the gateway package and httpx with its
+    pure-Python dependencies, copied from this interpreter: no registry is needed."""
+    files: dict[str, bytes] = {}
+    gateway_dir = Path(__file__).parent
+    files["site/docdelta/__init__.py"] = b""  # the gateway needs nothing else from docdelta
+    for source in sorted(gateway_dir.glob("*.py")):
+        files[f"site/docdelta/gateway/{source.name}"] = source.read_bytes()
+    for name in _RUNTIME_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue  # an optional dependency this httpx version does not use
+        origin = Path(spec.origin)
+        if spec.submodule_search_locations:
+            for path in sorted(origin.parent.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                    files[f"site/{name}/{path.relative_to(origin.parent)}"] = path.read_bytes()
+        else:
+            files[f"site/{origin.name}"] = origin.read_bytes()
+    steps = [
+        f"COPY site {SITE}",
+        f"ENV PYTHONPATH={SITE} PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1",
+        'ENTRYPOINT ["python3", "-m", "docdelta.gateway.server"]',
+    ]
+    return ensure_image(client, name="docdelta-gateway", base=base, steps=steps, files=files)
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """What a run's gateway needs; `keys` (upstream name -> real key) stay in this process
+    until they are written to the gateway's stdin."""
+
+    config: GatewayConfig
+    image: str
+    keys: Mapping[str, str] = field(repr=False)
+    ca_pem: str | None = field(default=None, repr=False)
+    egress_network: str | None = None
+    """An existing network to reach the upstreams on; default: a fresh bridge per run."""
+
+    @classmethod
+    def from_environ(
+        cls, config: GatewayConfig, image: str, environ: Mapping[str, str] = os.environ, **kw: Any
+    ) -> Gateway:
+        """Keys from the host environment variables named by each upstream's `key_from`;
+        upstreams without a key are not routed. For cli.py."""
+        keys = {u.name: environ[u.key_from] for u in config.upstreams if environ.get(u.key_from)}
+        if not keys:
+            wanted = ", ".join(u.key_from for u in config.upstreams)
+            raise ConfigError(
+                "the model gateway has no API key", hint=f"set one of {wanted} in the environment"
+            )
+        return cls(config=config, image=image, keys=keys, **kw)
+
+    def start(self, client: DockerClient, internal: Network, labels: Mapping[str, str]) -> RunningGateway:
+        """Start the gateway on `internal` (alias `gateway`) and an egress network, hand it
+        the keys over stdin and wait until it listens."""
+        running = RunningGateway(client, self.config)
+        try:
+            running.attach(self, internal, dict(labels))
+        except BaseException:
+            running.close()
+            raise
+        return running
+
+
+class RunningGateway:
+    """One run's gateway container; `calls()` is its log, `close()` removes it."""
+
+    def __init__(self, client: DockerClient, config: GatewayConfig) -> None:
+        self._client = client
+        self.config = config
+        self.url = f"http://gateway:{config.port}"
+        self.placeholder = PLACEHOLDER_KEY
+        self._container: Any = None
+        self._own_network: Network | None = None
+        self._final_calls: list[ModelCall] = []
+
+    def attach(self, gateway: Gateway, internal: Network, labels: dict[str, str]) -> None:
+        name = f"{internal.name}-gateway"
+        if gateway.egress_network:
+            egress = self._client.networks.get(gateway.egress_network)
+        else:
+            egress = self._client.networks.create(f"{internal.name}-egress", labels=labels)
+            self._own_network = egress
+        self._container = self._client.containers.create(
+            gateway.image,
+            name=name,
+            stdin_open=True,
+            user=AGENT_USER,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            mem_limit="256m",
+            pids_limit=64,
+            network=egress.name,
+            labels={**labels, ROLE_LABEL: "gateway"},
+            environment={},
+        )
+        internal.connect(self._container, aliases=["gateway"])
+        stream = self._container.attach_socket(params={"stdin": 1, "stream": 1})
+        sock = raw_socket(stream)
+        self._container.start()
+        setup = setup_message(
+            gateway.config.model_dump(mode="json"), gateway.keys, self.placeholder, gateway.ca_pem
+        )
+        sock.sendall(json.dumps(setup).encode() + b"\n")
+        sock.close()
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + _READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if READY in self._container.logs(stdout=False, stderr=True).decode(errors="replace"):
+                return
+            self._container.reload()
+            if self._container.status == "exited":
+                break
+            time.sleep(0.05)
+        log = self._container.logs(stdout=False, stderr=True).decode(errors="replace")[-2000:]
+        raise InfraError(f"the model gateway did not start:\n{log}")
+
+    def client_env(self) -> dict[str, str]:
+        """What an agent needs to use the gateway: base URLs and the placeholder key."""
+        env = {"DOCDELTA_GATEWAY_URL": self.url}
+        for upstream in self.config.upstreams:
+            env |= {var: f"{self.url}/{upstream.name}" for var in upstream.base_url_env}
+            env |= {var: self.placeholder for var in upstream.key_env}
+        return env
+
+    def calls(self) -> list[ModelCall]:
+        """Every call the gateway logged, oldest first (kept after `close`)."""
+        return _read_calls(self._container) if self._container is not None else list(self._final_calls)
+
+    def budget_exceeded(self) -> bool:
+        return any(call.error == "budget" for call in self.calls())
+
+    def close(self) -> None:
+        container, self._container = self._container, None
+        network, self._own_network = self._own_network, None
+        if container is not None:
+            with suppress(docker.errors.NotFound):
+                self._final_calls = _read_calls(container)
+                container.remove(force=True)
+        if network is not None:
+            with suppress(docker.errors.NotFound):
+                network.remove()
+
+
+def _read_calls(container: Any) -> list[ModelCall]:
+    out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+    return [ModelCall.model_validate_json(line) for line in out.splitlines() if line.startswith("{")]

@@ -1,0 +1,81 @@
+"""Every exit path removes what a run created: success, failure, timeout, Ctrl-C; and
+`gc` sweeps what a killed process could not."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CheckoutFactory
+from docker_helpers import leftovers, wait_gone
+
+from docdelta.sandbox.base import SandboxSpec
+from docdelta.sandbox.docker import DockerProvider, gc
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def checkout(tmp_checkout: CheckoutFactory) -> Path:
+    return tmp_checkout({"README.md": "hi\n"})
+
+
+def test_success_failure_and_timeout_leave_nothing(client: Any, base_image: str, checkout: Path) -> None:
+    provider = DockerProvider(client, base_image)
+    run_ids = []
+    with provider.create(checkout, SandboxSpec()) as ok:
+        run_ids.append(ok.run_id)
+        assert ok.exec(["true"]).exit_code == 0
+        assert leftovers(client, ok.run_id), "a live sandbox is visible by its labels"
+    with pytest.raises(RuntimeError), provider.create(checkout, SandboxSpec()) as failing:
+        run_ids.append(failing.run_id)
+        raise RuntimeError("the agent adapter crashed")
+    with provider.create(checkout, SandboxSpec()) as slow:
+        run_ids.append(slow.run_id)
+        assert slow.exec(["sleep", "30"], timeout=0.5).timed_out
+    assert {run: leftovers(client, run) for run in run_ids} == {run: [] for run in run_ids}
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    import docker
+    from docdelta.sandbox.base import SandboxSpec
+    from docdelta.sandbox.docker import DockerProvider
+    with DockerProvider(docker.from_env(), sys.argv[1]).create(Path(sys.argv[2]), SandboxSpec()) as sb:
+        print(sb.run_id, flush=True)
+        sb.exec(["sleep", "60"])
+    """
+)
+
+
+def _start_child(base_image: str, checkout: Path) -> tuple[subprocess.Popen[str], str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, base_image, str(checkout)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    return child, child.stdout.readline().strip()
+
+
+def test_ctrl_c_removes_the_run(client: Any, base_image: str, checkout: Path) -> None:
+    child, run_id = _start_child(base_image, checkout)
+    assert leftovers(client, run_id)
+    os.kill(child.pid, signal.SIGINT)
+    child.wait(timeout=30)
+    assert wait_gone(client, run_id) == []
+
+
+def test_gc_removes_what_a_killed_run_left(client: Any, base_image: str, checkout: Path) -> None:
+    child, run_id = _start_child(base_image, checkout)
+    child.kill()  # SIGKILL: no cleanup can run
+    child.wait(timeout=30)
+    assert len(leftovers(client, run_id)) == 2, "a killed run leaves its container and volume"
+    assert gc(client) >= 2
+    assert leftovers(client, run_id) == []

@@ -1,0 +1,81 @@
+"""Hardening and limits of the Docker sandbox, observed from inside the container and
+through the command agent: a memory hog is recorded `oom`, a fork bomb and an infinite
+loop `timeout`, and the next run in the same sandbox works normally."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CheckoutFactory
+
+from docdelta.agents.base import AgentContext
+from docdelta.agents.command import CommandAgent
+from docdelta.models import RunStatus
+from docdelta.sandbox.base import SandboxSpec
+from docdelta.sandbox.docker import DockerProvider, DockerSandbox
+
+pytestmark = pytest.mark.docker
+
+HOG_CODE = "x = []\nwhile True: x.append(bytearray(10**6))"
+HOG = f"python3 -c {shlex.quote(HOG_CODE)}"
+# Every process forks forever and shrugs off failed forks: only the pids limit holds it.
+FORK_BOMB_CODE = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+FORK_BOMB = f"python3 -c {shlex.quote(FORK_BOMB_CODE)}"
+LOOP = "python3 -c 'while True: pass'"
+
+
+@pytest.fixture(scope="module")
+def sandbox(
+    client: Any, base_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DockerSandbox]:
+    checkout = tmp_path_factory.mktemp("limits") / "repo"
+    checkout.mkdir()
+    (checkout / "kept.txt").write_text("kept\n")
+    spec = SandboxSpec(memory_mb=128, pids=64, cpus=0.5)
+    with DockerProvider(client, base_image).create(checkout, spec) as made:
+        yield made
+
+
+def test_runs_unprivileged_read_only_and_limited(sandbox: DockerSandbox, client: Any) -> None:
+    out = sandbox.exec(["sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch /etc/x"])
+    assert out.stdout.decode().split() == ["1000", "CapEff:", "0000000000000000", "NoNewPrivs:", "1"]
+    assert b"Read-only file system" in out.stderr
+    host = client.api.inspect_container(f"docdelta-{sandbox.run_id}")["HostConfig"]
+    assert (host["Memory"], host["PidsLimit"], host["NanoCpus"]) == (128 * 2**20, 64, 5 * 10**8)
+    assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] and host["CapDrop"] == ["ALL"]
+    assert sandbox.isolation == "docker-none"
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "timeout"),
+    [(HOG, RunStatus.oom, 60.0), (FORK_BOMB, RunStatus.timeout, 3.0), (LOOP, RunStatus.timeout, 2.0)],
+    ids=["memory-hog", "fork-bomb", "infinite-loop"],
+)
+def test_runaway_agents_are_contained_recorded_and_the_next_run_is_fine(
+    sandbox: DockerSandbox, command: str, status: RunStatus, timeout: float
+) -> None:
+    outcome = CommandAgent(command).run("go", sandbox, AgentContext(seed=1, timeout_s=timeout))
+    assert outcome.status is status
+    after = sandbox.exec(
+        [
+            "sh",
+            "-c",
+            "cat kept.txt; ps -e -o comm= | grep -cv -e '^ps$' -e '^sh$' -e '^grep$' -e init -e sleep",
+        ]
+    )
+    assert after.stdout == b"kept\n0\n", "the workspace survives and no runaway process is left"
+
+
+def test_a_fresh_sandbox_is_not_affected_by_a_closed_one(
+    client: Any, base_image: str, tmp_checkout: CheckoutFactory
+) -> None:
+    checkout: Path = tmp_checkout({"a.txt": "a\n"})
+    with DockerProvider(client, base_image).create(checkout, SandboxSpec(memory_mb=128)) as sb:
+        assert sb.exec(["python3", "-c", HOG_CODE]).oom
+    with DockerProvider(client, base_image).create(checkout, SandboxSpec()) as sb:
+        result = sb.exec(["cat", "a.txt"])
+        assert (result.exit_code, result.stdout, result.oom) == (0, b"a\n", False)
