@@ -1,0 +1,208 @@
+"""Replaying a script: which turn answers a request, and how a generic step becomes a call
+to the tool the client actually declared.
+
+Stdlib only. A script is plain JSON (its documented schema is `script.Script`, host side):
+`{"name": str, "model": str | null, "turns": [turn, ...]}` where a turn is one of
+
+- `{"text": "..."}` — answer with this text and end the turn;
+- `{"tool": "shell", "args": {"command": "cat AGENTS.md"}, "text"?: "...", "aliases"?: [...]}`
+  — call a tool (after the optional text);
+- `{"error": 429, "message"?: "...", "retry_after"?: 2}` — fail this request;
+
+each optionally with `"usage": {"input_tokens", "output_tokens", "cache_read_tokens",
+"cache_write_tokens"}` (missing counts are estimated from text length, cache counts are 0).
+
+Agents name the same tool differently (Claude Code `Bash`, Codex `shell`/`exec_command`,
+OpenCode `bash`, Gemini `run_shell_command`) and name its parameters differently (`command`
+as a string or an argv list, `cmd`, `file_path`/`filePath`/`path`), so a step is written once
+and mapped per request onto the tools declared in that request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from docdelta.modelserver.wire import Call, Reply, Usage
+
+TOOL_ALIASES: dict[str, tuple[str, ...]] = {
+    "shell": ("Bash", "bash", "shell", "exec_command", "shell_command", "run_shell_command"),
+    "read": ("Read", "read", "read_file"),
+    "write": ("Write", "write", "write_file"),
+    "edit": ("Edit", "edit", "replace"),
+}
+"""Generic tool name -> the names agents declare for it, in order of preference."""
+
+ARG_ALIASES: dict[str, tuple[str, ...]] = {
+    "command": ("command", "cmd"),
+    "path": ("file_path", "filePath", "path", "absolute_path"),
+}
+"""Generic argument name -> parameter names tools declare for it."""
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+CHARS_PER_TOKEN = 4
+
+
+class ScriptError(ValueError):
+    """The script is malformed, exhausted, or does not fit the request it must answer."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An HTTP error answer; `kind` is the error type clients branch on."""
+
+    status: int
+    kind: str
+    message: str
+    retry_after: float | None = None
+
+
+def check(script: Mapping[str, Any]) -> dict[str, Any]:
+    """The script as a plain dict, or ScriptError naming the turn at fault."""
+    name = script.get("name")
+    turns = script.get("turns")
+    if not isinstance(name, str) or not name:
+        raise ScriptError("script: `name` must be a non-empty string (it names the script in errors)")
+    if not isinstance(turns, list):
+        raise ScriptError(f"script {name!r}: `turns` must be a list")
+    for index, turn in enumerate(turns):
+        kinds = [key for key in ("error", "tool", "text") if isinstance(turn, dict) and key in turn]
+        if not kinds or (kinds[0] == "error" and len(kinds) > 1):
+            raise ScriptError(
+                f"script {name!r} turn {index}: expected `text`, `tool` (+ optional `text`) or `error`"
+            )
+    return {"name": name, "model": script.get("model"), "turns": list(turns)}
+
+
+def declared_tools(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(name, parameter schema) of each named tool in a request of any of the three APIs."""
+    tools: list[tuple[str, Mapping[str, Any]]] = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        spec: dict[str, Any] = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        name = spec.get("name")
+        schema = spec.get("input_schema") or spec.get("parameters") or {}
+        if isinstance(name, str):
+            tools.append((name, schema if isinstance(schema, dict) else {}))
+    return tools
+
+
+def resolve_tool(
+    step: Mapping[str, Any], declared: list[tuple[str, Mapping[str, Any]]]
+) -> tuple[str, Mapping[str, Any]]:
+    """The declared tool a step means: its exact name, else the first declared tool whose
+    name is one of its aliases. With no tools declared, the step's name as written."""
+    wanted = step["tool"]
+    if not declared:
+        return wanted, {}
+    by_name = dict(declared)
+    if wanted in by_name:
+        return wanted, by_name[wanted]
+    aliases = {*step.get("aliases", ()), *TOOL_ALIASES.get(wanted.lower(), ())}
+    for name, schema in declared:
+        if name in aliases:
+            return name, schema
+    raise ScriptError(
+        f"tool {wanted!r} matches none of the declared tools {sorted(by_name)}; "
+        "name one of them or list it in the step's `aliases`"
+    )
+
+
+def map_args(args: Mapping[str, Any], schema: Mapping[str, Any], call_name: str) -> dict[str, Any]:
+    """Generic arguments renamed to the tool's own parameters. A command for an argv-typed
+    parameter becomes `["bash", "-lc", command]`; a required string parameter the step did
+    not set (e.g. OpenCode's `description`) is filled so the client's validation passes."""
+    props = schema.get("properties") or {}
+    mapped: dict[str, Any] = {}
+    for key, value in args.items():
+        target = key
+        if props and key not in props:
+            target = next((alias for alias in ARG_ALIASES.get(key, ()) if alias in props), key)
+        argv = (
+            key == "command" and isinstance(value, str) and (props.get(target) or {}).get("type") == "array"
+        )
+        mapped[target] = ["bash", "-lc", value] if argv else value
+    for required in schema.get("required") or []:
+        if required not in mapped and (props.get(required) or {}).get("type") == "string":
+            mapped[required] = f"scripted {call_name} call"
+    return mapped
+
+
+def _estimate(text: str) -> int:
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass
+class Replay:
+    """The script's cursor; one per server, safe to share between request threads."""
+
+    script: dict[str, Any]
+    position: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.script["name"])
+
+    @property
+    def remaining(self) -> int:
+        return len(self.script["turns"]) - self.position
+
+    def answer(self, path: str, body: Mapping[str, Any]) -> tuple[int | None, Reply | Failure]:
+        """(turn index used or None, the reply or failure) for one model request."""
+        with self._lock:
+            index = self.position
+            if index >= len(self.script["turns"]):
+                message = (
+                    f"docdelta scripted model server: script {self.name!r} is exhausted after "
+                    f"{index} turns; the request to {path} has no turn left to answer it"
+                )
+                return None, Failure(500, "script_exhausted", message)
+            self.position += 1
+        turn = self.script["turns"][index]
+        try:
+            return index, self._turn(index, turn, body)
+        except ScriptError as exc:
+            message = f"docdelta scripted model server: script {self.name!r} turn {index}: {exc}"
+            return index, Failure(500, "script_mismatch", message)
+
+    def _turn(self, index: int, turn: Mapping[str, Any], body: Mapping[str, Any]) -> Reply | Failure:
+        if "error" in turn:
+            status = int(turn["error"])
+            message = turn.get("message") or f"scripted error {status} (script {self.name!r} turn {index})"
+            return Failure(status, ERROR_TYPES.get(status, "api_error"), message, turn.get("retry_after"))
+        calls = []
+        if "tool" in turn:
+            name, schema = resolve_tool(turn, declared_tools(body))
+            arguments = json.dumps(map_args(turn.get("args") or {}, schema, name))
+            calls.append(Call(id=f"call_{self.name_slug}_{index}", name=name, arguments=arguments))
+        text = str(turn.get("text") or "")
+        given = turn.get("usage") or {}
+        usage = Usage(
+            input=int(given.get("input_tokens", _estimate(json.dumps(body)))),
+            output=int(given.get("output_tokens", _estimate(text + "".join(c.arguments for c in calls)))),
+            cache_read=int(given.get("cache_read_tokens", 0)),
+            cache_write=int(given.get("cache_write_tokens", 0)),
+        )
+        model = self.script.get("model") or body.get("model") or "docdelta-scripted"
+        reply_id = f"{self.name_slug}_{index}"
+        return Reply(reply_id, str(model), int(time.time()), usage, text, calls)
+
+    @property
+    def name_slug(self) -> str:
+        """The script name reduced to id-safe characters (ids must match `[A-Za-z0-9_-]`)."""
+        return "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in self.name)[:32]

@@ -1,0 +1,271 @@
+"""One scripted reply in the wire shapes of the three model APIs, whole or as SSE events.
+
+Stdlib only (this module runs in a container with nothing but python3). The shapes follow
+what the official SDKs and the agent CLIs parse: a field a client reads must be here, in
+the order real servers send it, because a client that accumulates a stream (the SDKs'
+stream helpers, Codex, Claude Code) rejects events out of order or for unknown indexes.
+
+Usage semantics: a `Reply`'s usage is Anthropic-style (`input` excludes cache reads and
+writes). The OpenAI APIs count cached tokens inside their input count, so they report
+`input + cache_read + cache_write` as input and `cache_read` as cached: the same script
+therefore costs the same through any API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+CHUNK = 12
+"""Characters per streamed delta: small enough that every answer arrives in several pieces."""
+
+Event = tuple[str | None, Any]
+"""(SSE event name or None, data object; the string "[DONE]" is sent verbatim)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call: ids are fixed by the replay so a test can predict them."""
+
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as the client will receive it
+
+
+@dataclass(frozen=True)
+class Usage:
+    input: int
+    output: int
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    id: str
+    model: str
+    created: int
+    usage: Usage
+    text: str = ""
+    calls: list[Call] = field(default_factory=list)
+
+
+def _pieces(text: str) -> Iterator[str]:
+    for start in range(0, len(text), CHUNK):
+        yield text[start : start + CHUNK]
+
+
+# --------------------------------------------------------------------- Anthropic Messages
+def _anthropic_usage(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input,
+        "output_tokens": usage.output,
+        "cache_creation_input_tokens": usage.cache_write,
+        "cache_read_input_tokens": usage.cache_read,
+    }
+
+
+def _anthropic_message(reply: Reply, content: list[dict[str, Any]], done: bool) -> dict[str, Any]:
+    usage = _anthropic_usage(reply.usage)
+    if not done:  # message_start carries the input side; output arrives in message_delta
+        usage["output_tokens"] = 1
+    return {
+        "id": f"msg_{reply.id}",
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": content,
+        "stop_reason": ("tool_use" if reply.calls else "end_turn") if done else None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _anthropic_blocks(reply: Reply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    blocks += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments)}
+        for c in reply.calls
+    ]
+    return blocks
+
+
+def anthropic_body(reply: Reply) -> dict[str, Any]:
+    return _anthropic_message(reply, _anthropic_blocks(reply), done=True)
+
+
+def anthropic_events(reply: Reply) -> Iterator[Event]:
+    yield "message_start", {"type": "message_start", "message": _anthropic_message(reply, [], done=False)}
+    yield "ping", {"type": "ping"}
+    streams: list[tuple[dict[str, Any], str, str, str]] = []
+    if reply.text:
+        streams.append(({"type": "text", "text": ""}, "text_delta", "text", reply.text))
+    for c in reply.calls:
+        start = {"type": "tool_use", "id": c.id, "name": c.name, "input": {}}
+        streams.append((start, "input_json_delta", "partial_json", c.arguments))
+    for index, (start, kind, key, whole) in enumerate(streams):
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
+        for piece in _pieces(whole):
+            piece_delta = {"type": kind, key: piece}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": piece_delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    final = _anthropic_message(reply, [], done=True)
+    stop = {"stop_reason": final["stop_reason"], "stop_sequence": None}
+    yield "message_delta", {"type": "message_delta", "delta": stop, "usage": final["usage"]}
+    yield "message_stop", {"type": "message_stop"}
+
+
+# --------------------------------------------------------------------- OpenAI, shared
+def _openai_input(usage: Usage) -> int:
+    return usage.input + usage.cache_read + usage.cache_write
+
+
+# --------------------------------------------------------------------- Chat Completions
+def _chat_usage(usage: Usage) -> dict[str, Any]:
+    prompt = _openai_input(usage)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.output,
+        "total_tokens": prompt + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+def _chat_envelope(reply: Reply, kind: str) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{reply.id}", "object": kind, "created": reply.created, "model": reply.model}
+
+
+def _finish(reply: Reply) -> str:
+    return "tool_calls" if reply.calls else "stop"
+
+
+def chat_body(reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.calls
+        ]
+    choice = {"index": 0, "message": message, "finish_reason": _finish(reply), "logprobs": None}
+    return {
+        **_chat_envelope(reply, "chat.completion"),
+        "choices": [choice],
+        "usage": _chat_usage(reply.usage),
+    }
+
+
+def chat_events(reply: Reply, include_usage: bool) -> Iterator[Event]:
+    envelope = _chat_envelope(reply, "chat.completion.chunk")
+    if include_usage:  # the API then sends `usage: null` on every chunk but the last
+        envelope["usage"] = None
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> Event:
+        return None, {**envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.text):
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.calls):
+        head = {"index": index, "id": call.id, "type": "function"}
+        yield chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
+        for piece in _pieces(call.arguments):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, _finish(reply))
+    if include_usage:
+        yield None, {**envelope, "choices": [], "usage": _chat_usage(reply.usage)}
+    yield None, "[DONE]"
+
+
+# --------------------------------------------------------------------- Responses
+def _responses_usage(usage: Usage) -> dict[str, Any]:
+    prompt = _openai_input(usage)
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": usage.cache_read},
+        "output_tokens": usage.output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + usage.output,
+    }
+
+
+def _responses_items(reply: Reply, done: bool) -> list[dict[str, Any]]:
+    status = "completed" if done else "in_progress"
+    items: list[dict[str, Any]] = []
+    if reply.text:
+        part = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
+        message = {"type": "message", "id": f"msg_{reply.id}", "status": status, "role": "assistant"}
+        items.append({**message, "content": [part] if done else []})
+    items += [
+        {
+            "type": "function_call",
+            "id": f"fc_{c.id}",
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": c.arguments if done else "",
+            "status": status,
+        }
+        for c in reply.calls
+    ]
+    return items
+
+
+def _response(reply: Reply, done: bool) -> dict[str, Any]:
+    return {
+        "id": f"resp_{reply.id}",
+        "object": "response",
+        "created_at": reply.created,
+        "status": "completed" if done else "in_progress",
+        "model": reply.model,
+        "output": _responses_items(reply, done=True) if done else [],
+        "usage": _responses_usage(reply.usage) if done else None,
+        "error": None,
+        "incomplete_details": None,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+def responses_body(reply: Reply) -> dict[str, Any]:
+    return _response(reply, done=True)
+
+
+def responses_events(reply: Reply) -> Iterator[Event]:
+    """Every event carries `sequence_number`, counted from 0 as the API does."""
+    for number, (name, data) in enumerate(_responses_stream(reply)):
+        yield name, {"type": name, "sequence_number": number, **data}
+
+
+def _responses_stream(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield "response.created", {"response": _response(reply, done=False)}
+    yield "response.in_progress", {"response": _response(reply, done=False)}
+    started, finished = _responses_items(reply, done=False), _responses_items(reply, done=True)
+    for index, (item, final) in enumerate(zip(started, finished, strict=True)):
+        at = {"item_id": item["id"], "output_index": index}
+        yield "response.output_item.added", {"output_index": index, "item": item}
+        if item["type"] == "message":
+            part = final["content"][0]
+            yield "response.content_part.added", {**at, "content_index": 0, "part": {**part, "text": ""}}
+            for piece in _pieces(part["text"]):
+                yield "response.output_text.delta", {**at, "content_index": 0, "delta": piece, "logprobs": []}
+            text = {**at, "content_index": 0, "text": part["text"], "logprobs": []}
+            yield "response.output_text.done", text
+            yield "response.content_part.done", {**at, "content_index": 0, "part": part}
+        else:
+            for piece in _pieces(final["arguments"]):
+                yield "response.function_call_arguments.delta", {**at, "delta": piece}
+            done = {**at, "name": final["name"], "arguments": final["arguments"]}
+            yield "response.function_call_arguments.done", done
+        yield "response.output_item.done", {"output_index": index, "item": final}
+    yield "response.completed", {"response": _response(reply, done=True)}
+
+
+def sse(events: Iterator[Event]) -> Iterator[bytes]:
+    """Frame events as SSE: `event:` lines where the API names its events, then `data:`."""
+    for name, data in events:
+        head = f"event: {name}\n" if name else ""
+        payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+        yield f"{head}data: {payload}\n\n".encode()

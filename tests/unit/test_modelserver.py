@@ -1,0 +1,156 @@
+"""The script side of the scripted model server: one generic step becomes the right call
+for each agent's declared tools, scripts are checked, turns are used once each."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docdelta.errors import ConfigError
+from docdelta.modelserver.replay import Failure, Replay, ScriptError, check
+from docdelta.modelserver.script import Script, site_files
+from docdelta.modelserver.wire import Reply
+
+
+def tool(name: str, **props: Any) -> dict[str, Any]:
+    """A tool as declared in an Anthropic request; `required` lists the string props."""
+    schema = {"type": "object", "properties": props, "required": [k for k, v in props.items() if v]}
+    return {"name": name, "input_schema": schema}
+
+
+STRING: dict[str, Any] = {"type": "string"}
+ARGV: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+OPTIONAL: dict[str, Any] = {}  # falsy: left out of `required`
+CLAUDE_CODE = [tool("Task", prompt=STRING), tool("Bash", command=STRING), tool("Read", file_path=STRING)]
+CODEX_SHELL = [{"type": "function", "name": "shell", "parameters": tool("x", command=ARGV)["input_schema"]}]
+CODEX_EXEC = [
+    {"type": "local_shell"},  # no name: skipped
+    {"type": "function", "name": "exec_command", "parameters": tool("x", cmd=STRING)["input_schema"]},
+]
+OPENCODE = [
+    {
+        "type": "function",
+        "function": {"name": "read", "parameters": tool("x", filePath=STRING)["input_schema"]},
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "parameters": tool("x", command=STRING, description=STRING)["input_schema"],
+        },
+    },
+]
+GEMINI = [tool("run_shell_command", command=STRING, directory=OPTIONAL)]
+
+
+def answer(turn: dict[str, Any], tools: list[Any]) -> Reply | Failure:
+    replay = Replay(check({"name": "unit", "turns": [turn]}))
+    index, outcome = replay.answer("/v1/messages", {"model": "m", "tools": tools, "messages": []})
+    assert index == 0 and replay.remaining == 0
+    return outcome
+
+
+def only_call(outcome: Reply | Failure) -> tuple[str, Any]:
+    assert isinstance(outcome, Reply), outcome
+    (call,) = outcome.calls
+    return call.name, json.loads(call.arguments)
+
+
+SHELL = {"tool": "shell", "args": {"command": "cat AGENTS.md"}}
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args"),
+    [
+        (CLAUDE_CODE, "Bash", {"command": "cat AGENTS.md"}),
+        (CODEX_SHELL, "shell", {"command": ["bash", "-lc", "cat AGENTS.md"]}),
+        (CODEX_EXEC, "exec_command", {"cmd": "cat AGENTS.md"}),
+        (OPENCODE, "bash", {"command": "cat AGENTS.md", "description": "scripted bash call"}),
+        (GEMINI, "run_shell_command", {"command": "cat AGENTS.md"}),
+        ([], "shell", {"command": "cat AGENTS.md"}),  # nothing declared: as written
+    ],
+    ids=["claude-code", "codex-shell", "codex-exec", "opencode", "gemini", "undeclared"],
+)
+def test_generic_shell_step_becomes_each_agents_own_call(tools: list[Any], name: str, args: Any) -> None:
+    assert only_call(answer(SHELL, tools)) == (name, args)
+
+
+def test_generic_path_maps_to_the_declared_parameter() -> None:
+    step = {"tool": "read", "args": {"path": "AGENTS.md"}}
+    assert only_call(answer(step, CLAUDE_CODE)) == ("Read", {"file_path": "AGENTS.md"})
+    assert only_call(answer(step, OPENCODE)) == ("read", {"filePath": "AGENTS.md"})
+
+
+def test_exact_name_wins_and_step_aliases_extend_the_table() -> None:
+    tools = [tool("bash", command=STRING), tool("shell", command=STRING)]
+    assert only_call(answer(SHELL, tools))[0] == "shell"
+    custom = {"tool": "grep_repo", "aliases": ["Grep"], "args": {"pattern": "tabs"}}
+    assert only_call(answer(custom, [tool("Grep", pattern=STRING)])) == ("Grep", {"pattern": "tabs"})
+
+
+def test_step_matching_no_declared_tool_fails_naming_script_turn_and_tools() -> None:
+    outcome = answer(SHELL, [tool("Read", file_path=STRING), tool("Write", file_path=STRING)])
+    assert isinstance(outcome, Failure)
+    assert (outcome.status, outcome.kind) == (500, "script_mismatch")
+    assert "script 'unit' turn 0" in outcome.message and "['Read', 'Write']" in outcome.message
+
+
+def test_usage_is_estimated_from_text_when_the_script_gives_none() -> None:
+    outcome = answer({"text": "x" * 40, "usage": {"cache_read_tokens": 9}}, [])
+    assert isinstance(outcome, Reply)
+    assert (outcome.usage.output, outcome.usage.cache_read, outcome.usage.cache_write) == (10, 9, 0)
+    assert outcome.usage.input == len(json.dumps({"model": "m", "tools": [], "messages": []})) // 4
+
+
+@pytest.mark.parametrize(
+    ("script", "fault"),
+    [
+        ({"turns": []}, "`name`"),
+        ({"name": "s", "turns": {}}, "`turns` must be a list"),
+        ({"name": "s", "turns": [{"text": "ok"}, {"say": "hi"}]}, "script 's' turn 1"),
+        ({"name": "s", "turns": [{"error": 429, "text": "both"}]}, "script 's' turn 0"),
+    ],
+)
+def test_malformed_scripts_are_rejected_naming_the_fault(script: dict[str, Any], fault: str) -> None:
+    with pytest.raises(ScriptError, match=fault.replace("(", r"\(")):
+        check(script)
+
+
+def test_script_file_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"name": "s", "turns": [{"tool": "shell", "command": "ls"}]}))
+    with pytest.raises(ConfigError, match=r"bad\.json") as caught:
+        Script.load(bad)
+    assert "turns" in caught.value.hint
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"name": "s", "turns": [{"error": 529}, {"tool": "shell"}, {"text": "ok"}]}))
+    assert [type(t).__name__ for t in Script.load(good).turns] == ["ErrorTurn", "ToolTurn", "TextTurn"]
+
+
+def test_each_turn_answers_exactly_one_of_many_concurrent_requests() -> None:
+    replay = Replay(check({"name": "race", "turns": [{"text": str(i)} for i in range(40)]}))
+    used: list[int | None] = []
+    lock = threading.Lock()
+
+    def ask() -> None:
+        index, _ = replay.answer("/v1/responses", {})
+        with lock:
+            used.append(index)
+
+    threads = [threading.Thread(target=ask) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(i for i in used if i is not None) == list(range(40))
+    assert used.count(None) == 10  # the ten requests past the end were told the script is exhausted
+
+
+def test_site_files_hold_the_server_package_only() -> None:
+    files = site_files()
+    assert "docdelta/modelserver/__main__.py" in files and files["docdelta/__init__.py"] == b""
+    assert "docdelta/modelserver/script.py" not in files  # the pydantic side stays on the host
