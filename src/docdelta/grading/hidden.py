@@ -1,0 +1,390 @@
+"""Grade a change task: the hidden tests run on the trusted original plus the agent's edits.
+
+Why the grading checkout is rebuilt rather than reused: anything the agent could
+write is a way to manufacture a pass. So the grader starts again from the sealed
+checkout, applies only the agent's edits to ordinary source files, drops every
+edit to a test or build file (a `conftest.py` that skips everything, an edited
+hidden test, a `pytest.py` that shadows pytest, a changed `[tool.pytest]` table,
+CI files, ...), writes the trusted hidden tests over whatever is there, and runs
+the validation command in a NEW sandbox with no network.
+
+Why the exit code is not trusted on its own: code under test can print
+"1 passed" and `os._exit(0)`. A pass needs the expected exit code AND a JUnit
+report (written to an unguessable path for pytest) whose test cases include the
+hidden test files, passed, and agree with pytest's own summary line.
+
+Failures of the grader itself (no sandbox, a checkout that cannot be built) are
+`infra_error`: the run is retried, never scored as the agent's failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import shlex
+import tempfile
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from docdelta.detect import GlobSet
+from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError, TaskError
+from docdelta.git import Repo, apply_patch
+from docdelta.grading.checks import FileDiff, parse_diff
+from docdelta.grading.junit import ReportError, file_ran, parse_junit, parse_pytest_summary
+from docdelta.models import DroppedEdit, HiddenTestResult, Task, TestCounts, Validation
+from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.workspace import SealedCheckout
+
+TEST_FILES = (
+    "test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**", "**/testing/**",
+    "*_test.go", "*.test.[jt]s", "*.spec.[jt]s", "**/__tests__/**",
+)  # fmt: skip
+"""Test files in any language we know: the agent's edits to them never reach grading."""
+
+BUILD_FILES = (
+    "Makefile", "GNUmakefile", "makefile", "*.mk", "justfile", "Justfile", "Taskfile.yml",
+    "setup.cfg", "tox.ini", "pytest.ini", ".coveragerc", "noxfile.py",
+    "sitecustomize.py", "usercustomize.py", "*.pth", "/pytest.py", "/pytest/**", "/_pytest/**",
+    "/.github/**", "/.gitlab-ci.yml", "/.circleci/**", "/.pre-commit-config.yaml", "/.docdelta/**",
+    "**/__pycache__/**", "*.pyc",
+)  # fmt: skip
+"""Files that steer how tests run, shadow the runner on `python -m pytest`'s sys.path, or are
+bytecode that could stand in for the source it claims to be compiled from."""
+
+_PYPROJECT_TEST_KEYS = (
+    ("tool", "pytest"), ("tool", "coverage"), ("tool", "tox"), ("tool", "hatch", "envs"),
+    ("project", "entry-points", "pytest11"), ("tool", "poetry", "plugins", "pytest11"),
+)  # fmt: skip
+_TAIL_CHARS = 4000
+_PYTEST_MODULE = ("-m", "pytest")
+
+
+# ------------------------------------------------------------- task assets
+@dataclass(frozen=True)
+class ChangeAssets:
+    """A change task's trusted files: hidden tests (repo path -> bytes) and the reference patch."""
+
+    hidden: dict[str, bytes]
+    reference: bytes | None
+
+
+def task_folder(task_file: Path, task: Task) -> Path:
+    """`<tasks dir>/<task id>/`: where a task keeps `hidden/<repo path>` and its reference patch."""
+    return task_file.parent / task.id
+
+
+def _validation(task: Task) -> Validation:
+    if task.kind != "change" or task.gold.validation is None:
+        raise TaskError(
+            f"task {task.id!r} is not a change task with gold.validation",
+            hint="set `kind: change` and gold.validation (hidden, command) in the task file",
+        )
+    return task.gold.validation
+
+
+def load_assets(task: Task, task_file: Path, repo: Repo, source_sha: str) -> ChangeAssets:
+    """Hidden tests from the task folder, else from the source commit; the reference if present."""
+    validation = _validation(task)
+    folder = task_folder(task_file, task)
+    blobs = {e.path: e.oid for e in repo.tree(source_sha) if e.is_blob and not e.is_symlink}
+    hidden: dict[str, bytes] = {}
+    for path in validation.hidden:
+        local = folder / "hidden" / _safe_rel(path, task)
+        if local.is_file():
+            hidden[path] = local.read_bytes()
+        elif path in blobs:
+            hidden[path] = repo.read_blob(blobs[path])
+        else:
+            raise TaskError(
+                f"task {task.id!r} ({task_file}): hidden test {path} is neither in {local.parent} "
+                f"nor in the source commit {source_sha[:12]}",
+                hint=f"put the file at {local} or fix gold.validation.hidden",
+            )
+    ref = folder / validation.reference
+    return ChangeAssets(hidden=hidden, reference=ref.read_bytes() if ref.is_file() else None)
+
+
+def _safe_rel(path: str, task: Task) -> str:
+    parts = PurePosixPath(path).parts
+    if not parts or path.startswith("/") or any(p in ("..", ".git") for p in parts):
+        raise TaskError(
+            f"task {task.id!r}: hidden path {path!r} is not a plain repository-relative path",
+            hint="list hidden tests as paths like tests/test_feature.py",
+        )
+    return path
+
+
+# --------------------------------------------------------- the agent's diff
+def capture_agent_diff(sandbox: Sandbox, base_commit: str, *, timeout: float = 120.0) -> bytes:
+    """Everything the agent changed in `sandbox`'s workspace since `base_commit` (the sealed commit).
+
+    Untracked files count (staged into a throw-away index, so the agent's own index
+    and commits do not matter), ignored files do not; repository config the agent
+    may have written cannot reshape the output (hooks, external diff, prefixes,
+    textconv are all overridden). Raises InfraError when git cannot produce it.
+    """
+    index = f"{sandbox.tools_dir}/grading-index-{secrets.token_hex(8)}"
+    git = [
+        "git", "-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
+        "-c", "diff.mnemonicPrefix=false", "-c", "core.fsmonitor=false", "-c", "safe.directory=*",
+    ]  # fmt: skip
+    env = {"GIT_INDEX_FILE": index, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    steps = (
+        [*git, "read-tree", base_commit],
+        [*git, "add", "--all", "."],
+        [*git, "diff", "--cached", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv",
+         "--no-color", "--src-prefix=a/", "--dst-prefix=b/", base_commit, "--"],
+    )  # fmt: skip
+    result: ExecResult | None = None
+    for argv in steps:
+        result = sandbox.exec(argv, env=env, timeout=timeout)
+        if result.exit_code != 0 or result.truncated:
+            err = result.stderr.decode(errors="replace").strip()
+            raise InfraError(
+                f"cannot take the agent's diff ({argv[len(git)]}): {err or 'output truncated'}",
+                hint="the run's workspace must still be the sealed git repository",
+            )
+    assert result is not None
+    return result.stdout
+
+
+# --------------------------------------------------------------- filtering
+def _pyproject_tests(data: bytes | None) -> Any:
+    """The pyproject tables that steer test runs (an absent file has none); raises on invalid TOML."""
+    doc: Any = tomllib.loads(data.decode()) if data is not None else {}
+    found = []
+    for keys in _PYPROJECT_TEST_KEYS:
+        node = doc
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        found.append(node)
+    return found
+
+
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+
+
+def _restore_pyproject(checkout: Path, rel: str, original: bytes | None) -> str | None:
+    """Undo an agent edit of a pyproject.toml that changed its test configuration; say why."""
+    try:
+        changed = _pyproject_tests(original) != _pyproject_tests(_read(checkout / rel))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        changed = True
+    if not changed:
+        return None
+    target = checkout / rel
+    target.unlink(missing_ok=True)
+    if original is not None:
+        target.write_bytes(original)
+    return "changes pyproject's test configuration"
+
+
+def _reason(edit: FileDiff, protect: GlobSet) -> str | None:
+    if edit.symlink:
+        return "symlinks are not applied"
+    hit = next((p for p in edit.paths if protect.matches(p)), None)
+    return f"{hit} is a test or build file" if hit else None
+
+
+def build_checkout(
+    sealed: SealedCheckout,
+    agent_diff: bytes,
+    hidden: Mapping[str, bytes],
+    dest: Path,
+    *,
+    protect: Sequence[str] = (),
+    remove: Sequence[str] = (),
+) -> tuple[list[str], list[DroppedEdit]]:
+    """The grading checkout at `dest`: sealed original + permitted agent edits + hidden files.
+
+    Returns (applied paths, dropped edits). `remove` lists workspace paths deleted
+    afterwards (a declared report path, so a committed fake report cannot count).
+    Raises InfraError when the permitted edits do not apply (they were taken
+    against this very commit, so that is the grader's fault, not the agent's).
+    """
+    sealed.copy_to(dest)
+    globs = GlobSet([*TEST_FILES, *BUILD_FILES, *protect, *(f"/{p}" for p in hidden)])
+    kept: list[FileDiff] = []
+    dropped: list[DroppedEdit] = []
+    for edit in parse_diff(agent_diff):
+        why = _reason(edit, globs)
+        if why:
+            dropped.append(DroppedEdit(path=edit.path, reason=why))
+        else:
+            kept.append(edit)
+    pyprojects = {
+        e.path: _read(dest / e.path) for e in kept if PurePosixPath(e.path).name == "pyproject.toml"
+    }
+    if kept:
+        try:
+            apply_patch(dest, b"".join(e.raw for e in kept))
+        except ConfigError as exc:
+            raise InfraError(
+                f"the agent's diff does not apply to the sealed checkout: {exc.message}",
+                hint="the diff must be taken against the sealed commit (use capture_agent_diff)",
+            ) from exc
+    for rel, original in pyprojects.items():
+        why = _restore_pyproject(dest, rel, original)
+        if why:
+            dropped.append(DroppedEdit(path=rel, reason=why))
+    applied = [e.path for e in kept if e.path not in {d.path for d in dropped}]
+    for rel, data in hidden.items():
+        _place(dest, rel, data)
+    for rel in remove:
+        (dest / rel).unlink(missing_ok=True)
+    return applied, dropped
+
+
+def _place(root: Path, rel: str, data: bytes) -> None:
+    """Write a trusted file, never through a link and over whatever the path holds."""
+    target = root / rel
+    parent = target.parent
+    if not parent.resolve().is_relative_to(root.resolve()):
+        raise InfraError(f"hidden file {rel} would be written outside the checkout", hint="")
+    parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    target.write_bytes(data)
+
+
+# ----------------------------------------------------------------- running
+def _is_pytest(argv: Sequence[str]) -> bool:
+    names = [PurePosixPath(a).name for a in argv]
+    return bool(names) and (
+        names[0] in ("pytest", "py.test")
+        or any(tuple(argv[i : i + 2]) == _PYTEST_MODULE for i in range(len(argv) - 1))
+    )
+
+
+def judge_run(
+    validation: Validation,
+    result: ExecResult,
+    report: bytes | None,
+    hidden: Sequence[str],
+) -> tuple[bool, TestCounts | None, TestCounts | None, list[str]]:
+    """(passed, report counts, summary counts, notes): the exit code cross-checked with the output.
+
+    A pure function so every way of faking a pass can be tested without a sandbox.
+    """
+    output = (result.stdout + b"\n" + result.stderr).decode(errors="replace")
+    summary = parse_pytest_summary(output)
+    notes: list[str] = []
+    counts: TestCounts | None = None
+    classnames: list[str] = []
+    if result.timed_out:
+        notes.append(f"the validation command timed out after {validation.timeout_s:g}s")
+    elif result.exit_code != validation.exit_code:
+        notes.append(f"exit code {result.exit_code}, expected {validation.exit_code}")
+    if report is None:
+        notes.append("no JUnit report was written: no evidence that any test ran")
+    else:
+        try:
+            counts, classnames = parse_junit(report)
+        except ReportError as exc:
+            notes.append(f"unreadable JUnit report: {exc}")
+    if counts is not None:
+        notes += _count_problems(validation, counts, summary, classnames, hidden)
+    return not notes, counts, summary, notes
+
+
+def _count_problems(
+    validation: Validation,
+    counts: TestCounts,
+    summary: TestCounts | None,
+    classnames: Sequence[str],
+    hidden: Sequence[str],
+) -> list[str]:
+    notes = []
+    if counts.total == 0:
+        notes.append("the report lists no test case: no test ran")
+    elif validation.exit_code == 0 and counts.failed + counts.errors:
+        notes.append(f"{counts.failed} failed and {counts.errors} errored test case(s) in the report")
+    elif validation.exit_code == 0 and not counts.passed:
+        notes.append("no test case passed (all skipped)")
+    if summary is not None and (summary.passed, summary.failed, summary.errors) != (
+        counts.passed,
+        counts.failed,
+        counts.errors,
+    ):
+        notes.append(
+            f"the printed summary ({summary.passed} passed, {summary.failed} failed, {summary.errors} "
+            f"errors) disagrees with the report ({counts.passed}, {counts.failed}, {counts.errors})"
+        )
+    for path in hidden:
+        name = PurePosixPath(path).name
+        if GlobSet(["test_*.py", "*_test.py"]).matches(name) and not file_ran(path, classnames):
+            notes.append(f"no test case from the hidden test {path} ran")
+    return notes
+
+
+def _infra(notes: str, validation: Validation, **kw: Any) -> HiddenTestResult:
+    return HiddenTestResult(
+        status="infra_error", expected_exit_code=validation.exit_code, notes=[notes], **kw
+    )
+
+
+def grade_change(
+    task: Task,
+    sealed: SealedCheckout,
+    agent_diff: bytes,
+    hidden: Mapping[str, bytes],
+    provider: SandboxProvider,
+    *,
+    spec: SandboxSpec | None = None,
+    workdir: Path | None = None,
+) -> HiddenTestResult:
+    """Run `task`'s hidden tests on `sealed` + the agent's permitted edits, in a new offline sandbox.
+
+    `provider` must be free to create a sandbox (for the local provider: a slot no
+    live sandbox holds). `spec` supplies limits and env (e.g. PATH to an interpreter);
+    its network is always forced to "none". `workdir` holds the temporary checkout.
+    """
+    validation = _validation(task)
+    argv = shlex.split(validation.command)
+    pytest = _is_pytest(argv) and validation.report is None
+    remove = [validation.report] if validation.report else []
+    run_spec = dataclasses.replace(spec or SandboxSpec(), network="none")
+    with tempfile.TemporaryDirectory(prefix="docdelta-grade-", dir=workdir) as tmp:
+        try:
+            applied, dropped = build_checkout(
+                sealed, agent_diff, hidden, Path(tmp, "repo"), protect=validation.protect, remove=remove
+            )
+        except (InfraError, OSError) as exc:
+            return _infra(f"could not build the grading checkout: {exc}", validation)
+        edits: dict[str, Any] = {"applied": applied, "dropped": dropped}
+        try:
+            with provider.create(Path(tmp, "repo"), run_spec) as sandbox:
+                report_path = validation.report or f"{sandbox.tools_dir}/junit-{secrets.token_hex(12)}.xml"
+                run_argv = [*argv, f"--junitxml={report_path}"] if pytest else argv
+                result = sandbox.exec(run_argv, timeout=validation.timeout_s)
+                report = _read_report(sandbox, report_path)
+                isolation = sandbox.isolation
+        except (DocdeltaError, OSError) as exc:
+            return _infra(f"the grading sandbox failed: {exc}", validation, **edits)
+    passed, counts, summary, notes = judge_run(validation, result, report, list(hidden))
+    tail = (result.stdout + result.stderr).decode(errors="replace")[-_TAIL_CHARS:]
+    return HiddenTestResult(
+        status="pass" if passed else "fail",
+        exit_code=result.exit_code,
+        expected_exit_code=validation.exit_code,
+        timed_out=result.timed_out,
+        counts=counts,
+        summary=summary,
+        notes=notes or [f"{counts.passed if counts else 0} test case(s) passed"],
+        isolation=isolation,
+        duration_s=result.duration_s,
+        output_tail=tail,
+        **edits,
+    )
+
+
+def _read_report(sandbox: Sandbox, path: str) -> bytes | None:
+    """The report's bytes, or None when the run wrote none (read_file fails on a missing file)."""
+    try:
+        return sandbox.read_file(path)
+    except SandboxError:
+        return None

@@ -1,0 +1,133 @@
+"""Grader selftest: prove a change task's hidden tests can tell right from wrong before any agent runs.
+
+A task whose tests pass on the untouched checkout measures nothing; one whose
+tests fail on the reference solution measures the task author's mistake; one
+that a planted `conftest.py` turns green measures how well agents cheat. And a
+test that fails one time in five turns noise into "regressions". So each leg
+below must hold, or the task cannot be run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from docdelta.errors import InfraError, TaskError
+from docdelta.grading.hidden import grade_change
+from docdelta.models import HiddenTestResult, SelftestLeg, SelftestReport, Task
+from docdelta.sandbox.base import SandboxProvider, SandboxSpec
+from docdelta.workspace import SealedCheckout
+
+GREEN_CONFTEST = """import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    return True  # every test "passes" without running
+"""
+TRIVIAL_TEST = "def test_tampered():\n    assert True\n"
+
+
+def added_file_diff(path: str, text: str) -> bytes:
+    """A `git diff` that adds one text file: how a tampering agent's edit would look."""
+    lines = text.splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    ).encode()
+
+
+def _tampers(hidden: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Diffs that try to manufacture a pass on the untouched code; each must still fail."""
+    first = sorted(hidden)[0]
+    return {
+        "tampered conftest.py fails": added_file_diff("conftest.py", GREEN_CONFTEST),
+        f"tampered hidden test {first} fails": added_file_diff(first, TRIVIAL_TEST),
+    }
+
+
+def _leg(name: str, result: HiddenTestResult, want: str) -> SelftestLeg:
+    why = "; ".join(result.notes)
+    return SelftestLeg(
+        name=name,
+        passed=result.status == want,
+        note=f"grader said {result.status} (wanted {want}): {why}",
+        result=result,
+    )
+
+
+def selftest(
+    task: Task,
+    sealed: SealedCheckout,
+    hidden: Mapping[str, bytes],
+    reference: bytes | None,
+    provider: SandboxProvider,
+    *,
+    flake_runs: int = 3,
+    spec: SandboxSpec | None = None,
+    workdir: Path | None = None,
+    raise_on_failure: bool = True,
+) -> SelftestReport:
+    """Run every leg for one change task; raise TaskError (or InfraError) unless all hold.
+
+    Legs: hidden files absent from the agent's checkout; reference passes
+    `flake_runs` times out of `flake_runs`; untouched checkout fails; each tamper fails.
+    """
+    if reference is None:
+        raise TaskError(
+            f"task {task.id!r} has no reference solution, so its hidden tests cannot be checked",
+            hint="save the solution as a unified diff at <tasks dir>/<task id>/reference.patch",
+        )
+
+    def grade(diff: bytes) -> HiddenTestResult:
+        return grade_change(task, sealed, diff, hidden, provider, spec=spec, workdir=workdir)
+
+    visible = [p for p in hidden if (sealed.path / p).exists()]
+    legs = [
+        SelftestLeg(
+            name="hidden tests absent from the agent's checkout",
+            passed=not visible,
+            note=f"the agent can read {', '.join(visible)}; add them to `strip` in .docdelta.yml"
+            if visible
+            else "",
+        )
+    ]
+    first = grade(reference)
+    legs.append(_leg("reference passes", first, "pass"))
+    must_fail = {"untouched checkout fails": b"", **_tampers(hidden)}
+    legs += [_leg(name, grade(diff), "fail") for name, diff in must_fail.items()]
+    if first.status == "pass" and flake_runs > 1:
+        again = [grade(reference) for _ in range(flake_runs - 1)]
+        passes = 1 + sum(r.status == "pass" for r in again)
+        bad = next((r for r in again if r.status != "pass"), None)
+        legs.append(
+            SelftestLeg(
+                name=f"flake probe ({flake_runs} runs of the reference)",
+                passed=passes == flake_runs,
+                note=f"{passes}/{flake_runs} passed",
+                result=bad,
+            )
+        )
+    report = SelftestReport(task=task.id, legs=legs)
+    if raise_on_failure:
+        _raise_for(report)
+    return report
+
+
+def _raise_for(report: SelftestReport) -> None:
+    failed = [leg for leg in report.legs if not leg.passed]
+    if not failed:
+        return
+    if any(leg.result is not None and leg.result.status == "infra_error" for leg in failed):
+        raise InfraError(
+            f"selftest of task {report.task!r} could not run: "
+            + "; ".join(f"{leg.name}: {leg.note}" for leg in failed),
+            hint="fix the sandbox (see the message) and rerun `docdelta selftest`",
+        )
+    raise TaskError(
+        f"task {report.task!r} failed its selftest: "
+        + "; ".join(f"{leg.name}: {leg.note}" for leg in failed),
+        hint="fix the hidden tests, the validation command or the reference patch; "
+        "a task whose selftest fails cannot be run",
+    )

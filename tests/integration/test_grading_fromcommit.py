@@ -1,0 +1,88 @@
+"""`task_from_commit`: a past fix-with-tests becomes a reviewed-false change task whose selftest holds."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+from docdelta.detect import InstructionMatcher, Overlay
+from docdelta.errors import ConfigError, TaskError
+from docdelta.git import Repo
+from docdelta.grading.fromcommit import task_from_commit, write_task
+from docdelta.grading.hidden import load_assets
+from docdelta.grading.selftest import selftest
+from docdelta.models import Gold, Task
+from docdelta.sandbox.local import LocalProvider
+from docdelta.tasks import load_tasks
+from docdelta.workspace import seal
+
+TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> tuple[GitRepo, str, str]:
+    repo = GitRepo.init(tmp_path / "proj")
+    parent = repo.commit({"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a - b\n"})
+    fix = repo.commit(
+        {"calc/ops.py": "def add(a, b):\n    return a + b\n", "tests/test_ops.py": TEST},
+        message="Fix add: it subtracted\n\nadd(2, 3) returned -1.",
+    )
+    return repo, parent, fix
+
+
+def test_a_fix_commit_becomes_a_draft_change_task(tmp_path: Path, history: tuple[GitRepo, str, str]) -> None:
+    repo, parent, fix = history
+    task, assets = task_from_commit(Repo(repo.path), fix)
+    assert task.kind == "change" and task.reviewed is False
+    assert task.id == f"fix-add-it-subtracted-{fix[:8]}"
+    assert task.prompt.startswith("Fix add: it subtracted\n\nadd(2, 3) returned -1.")
+    validation = task.gold.validation
+    assert validation is not None
+    assert (validation.source, validation.hidden) == (parent, ["tests/test_ops.py"])
+    assert validation.command == "python3 -m pytest -q tests/test_ops.py"
+    assert assets.hidden == {"tests/test_ops.py": TEST.encode()}
+    assert assets.reference is not None and b"+    return a + b" in assets.reference
+
+    task_file = write_task(task, assets, tmp_path / "tasks")
+    assert "reviewed: false" in task_file.read_text()
+    (loaded,) = load_tasks(tmp_path / "tasks")
+    assert loaded.task == task
+    reread = load_assets(loaded.task, loaded.path, Repo(repo.path), parent)
+    assert reread == assets
+    with pytest.raises(TaskError, match="already exists"):
+        write_task(task, assets, tmp_path / "tasks")
+
+
+def test_the_drafted_task_passes_its_selftest(tmp_path: Path, history: tuple[GitRepo, str, str]) -> None:
+    repo, parent, fix = history
+    task, assets = task_from_commit(Repo(repo.path), fix)
+    assert task.gold.validation is not None
+    # python3 on the sandbox's PATH has no pytest; name this interpreter (see test_grading_hidden).
+    command = task.gold.validation.command.replace("python3", shlex.quote(sys.executable), 1)
+    runnable = task.model_copy(
+        update={"gold": Gold(validation=task.gold.validation.model_copy(update={"command": command}))}
+    )
+    sealed = seal(
+        Repo(repo.path), parent, Overlay(), tmp_path / "sealed", InstructionMatcher(), ["/tests/test_ops.py"]
+    )
+    provider = LocalProvider(root=tmp_path / "boxes")
+    report = selftest(runnable, sealed, assets.hidden, assets.reference, provider, flake_runs=1)
+    assert report.passed, report
+
+
+def test_commits_that_cannot_become_tasks_are_refused(history: tuple[GitRepo, str, str]) -> None:
+    repo, parent, _fix = history
+    with pytest.raises(ConfigError, match="is a root commit"):
+        task_from_commit(Repo(repo.path), parent)
+    no_tests = repo.commit({"README.md": "hi"}, message="docs")
+    with pytest.raises(ConfigError, match="adds or changes no test file"):
+        task_from_commit(Repo(repo.path), no_tests)
+
+
+def test_a_task_file_for_a_change_needs_validation() -> None:
+    with pytest.raises(ValueError, match=r"a change task needs gold\.validation"):
+        Task(id="x", prompt="p", kind="change")
