@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "docker"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import scripted_upstream
 from docker_helpers import gateway_on_loopback

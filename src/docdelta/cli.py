@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from docdelta import __version__
-from docdelta.agents import get_agent
 from docdelta.config import load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_refs
@@ -24,10 +23,10 @@ from docdelta.git import Repo
 from docdelta.models import Summary
 from docdelta.report import badge, render_json, render_markdown, summarize
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
-from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.store import ResultStore
 from docdelta.tasks import task_json_schema
+from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 EXIT_INCOMPLETE = 1
 EXIT_INTERRUPTED = 130
@@ -74,9 +73,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
     demo.add_argument("--repeats", type=int, default=5)
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+
+    g = sub.add_parser("gc", help="remove Docker containers, networks and volumes left by a crashed run")
+    g.add_argument("--yes", action="store_true", help="also remove those of runs that may still be going")
 
     s = sub.add_parser("schema", help="print a JSON Schema, for editors")
     s.add_argument("what", choices=("task",))
+
+    sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_* variables)")
     return p
 
 
@@ -88,8 +93,10 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--source", default="head", help="source commit: head, base or a SHA (default head)")
     r.add_argument("--agent", default="fake", help="fake | command")
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
+    r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
-    r.add_argument("--sandbox", default="local", help="local (default)")
+    r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+    r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
         "--allow-network", action="store_true", help="run without isolation where none is available"
     )
@@ -124,6 +131,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _badge(args)
     if args.command == "demo":
         return _demo(args)
+    if args.command == "gc":
+        return _gc(args)
+    if args.command == "action":
+        from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+
+        return app.main()
     print(json.dumps(task_json_schema(), indent=2))
     return 0
 
@@ -164,17 +177,32 @@ def _run(args: argparse.Namespace) -> int:
 def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, workdir: Path) -> int:
     """Build the real agent, sandbox provider and store, prepare, run, print the scorecard."""
     store = ResultStore(workdir)
-    agent = get_agent(args.agent, **_agent_options(args))
-    provider = get_provider(args.sandbox, **_sandbox_options(args, repo, store.workdir))
+    config = load_project_config(repo, repo.resolve(request.base))
+    agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
+    provider, image_digest = build_provider(
+        SandboxChoice(args.sandbox, allow_network=args.allow_network, extra_ca=args.extra_ca),
+        repo=repo,
+        workdir=store.workdir,
+        config=config,
+        agent=agent,
+    )
     try:
-        exp = prepare(repo, request, store=store, agent=agent, sandbox=args.sandbox)
+        exp = prepare(
+            repo,
+            request,
+            config=config,
+            store=store,
+            agent=agent,
+            sandbox=args.sandbox,
+            image_digest=image_digest,
+        )
         if exp is None:
             print("nothing to evaluate: no agent instruction file changed")
             return 0
         runner = Runner(
             store,
             provider,
-            SandboxSpec(network="none"),
+            SandboxSpec(network=agent.network),
             agent,
             RunLimits(timeout_s=args.timeout, cap_usd=args.cap_usd, reserve_usd=args.reserve_usd),
             progress_for(sys.stderr, ci=bool(os.environ.get("CI"))),
@@ -189,23 +217,6 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 0
-
-
-def _agent_options(args: argparse.Namespace) -> dict[str, object]:
-    if args.agent == "command":
-        if not args.agent_cmd:
-            raise ConfigError(
-                "--agent command needs --agent-cmd", hint='e.g. --agent-cmd "./my-agent --json"'
-            )
-        return {"cmd": args.agent_cmd}
-    return {}
-
-
-def _sandbox_options(args: argparse.Namespace, repo: Repo, workdir: Path) -> dict[str, object]:
-    if args.sandbox == "local":
-        # Hide the user's repository and the results (which name conditions) from the agent.
-        return {"allow_network": args.allow_network, "hide": (str(repo.root), str(workdir.resolve()))}
-    return {}
 
 
 def _load_summary(workdir: Path) -> Summary:
@@ -233,6 +244,20 @@ def _badge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gc(args: argparse.Namespace) -> int:
+    from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415 - Docker only when asked
+
+    if not args.yes:
+        raise ConfigError(
+            "gc removes every docdelta-labelled container, network and volume on this engine, "
+            "including those of runs still in progress",
+            hint="stop other docdelta runs first, then pass --yes",
+        )
+    removed = docker_sandbox.gc(docker_sandbox.engine())
+    print(f"removed {removed} docdelta container(s), network(s) and volume(s)")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     demo = build_demo_repo(args.workdir / "pricebook")
     request = ExperimentRequest(
@@ -245,7 +270,9 @@ def _demo(args: argparse.Namespace) -> int:
     ns = argparse.Namespace(
         agent="fake",
         agent_cmd=None,
-        sandbox="local",
+        model=None,
+        sandbox=args.sandbox,
+        extra_ca=None,
         allow_network=True,
         timeout=60.0,
         cap_usd=None,

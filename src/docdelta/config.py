@@ -11,13 +11,15 @@ Later sections (`docker:`, `github:`, ...) are added as new fields with defaults
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docdelta.detect import GlobSet, InstructionMatcher
 from docdelta.errors import ConfigError, DocdeltaError
+from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 
 CONFIG_PATH = ".docdelta.yml"
@@ -110,6 +112,27 @@ class InstructionsConfig(BaseModel):
     exclude: list[Glob] = []
 
 
+DEFAULT_IMAGE_BASE = "docdelta-base:latest"
+
+
+class DockerImageConfig(BaseModel):
+    """The `docker:` section: how to build the environment image the agent runs in.
+
+    Kept here (pydantic only) rather than in sandbox/images.py so reading the config
+    never imports the Docker SDK."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: str = Field(default=DEFAULT_IMAGE_BASE, description="base image (must hold the agent's runtime)")
+    setup: list[str] = Field(
+        default=[], description="shell commands run as root, with network, when the image is built"
+    )
+    extra_ca: Path | None = Field(
+        default=None,
+        description="PEM bundle added to the image's trust store, for TLS-intercepting proxies",
+    )
+
+
 class ProjectConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -118,6 +141,9 @@ class ProjectConfig(BaseModel):
     instructions: InstructionsConfig = InstructionsConfig()
     strip: list[Glob] = []
     """Extra globs removed from every sealed checkout (hidden tests, private data)."""
+    docker: DockerImageConfig = DockerImageConfig()
+    gateway: GatewayConfig = GatewayConfig()
+    """Which model APIs the gateway may reach, per-run budget, price table."""
 
     @field_validator("tasks")
     @classmethod

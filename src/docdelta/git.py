@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,49 @@ def _run(
         )
     except FileNotFoundError as exc:
         raise InfraError("git is not installed or not on PATH", hint="install git >= 2.30") from exc
+
+
+def run_git(
+    root: Path, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """git in `root` with the controlled environment; the caller decides what a non-zero
+    exit means (the results cache's branch store, tests)."""
+    return _run(args, root, input=input, env=env)
+
+
+def _output(root: Path, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None) -> str:
+    proc = _run(args, root, input=input, env=env)
+    if proc.returncode != 0:
+        raise _failed(proc, f"{args[0]} in {root}")
+    return proc.stdout.decode().strip()
+
+
+_BOT = {
+    "GIT_AUTHOR_NAME": "docdelta",
+    "GIT_AUTHOR_EMAIL": "docdelta@users.noreply.github.com",
+    "GIT_COMMITTER_NAME": "docdelta",
+    "GIT_COMMITTER_EMAIL": "docdelta@users.noreply.github.com",
+}
+
+
+def overlay_commit(root: Path, parent: str, changes: Mapping[str, bytes | None], message: str) -> str:
+    """A commit on top of `parent` whose tree is parent's with `changes` applied
+    (path -> new bytes, or None to delete), made with plumbing only: no work tree, no
+    checkout, no hooks, no ref moved. The bytes are stored as data, never executed —
+    which is how a fork's instruction files are laid on the trusted base commit."""
+    with tempfile.TemporaryDirectory(prefix="docdelta-index-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        if parent:
+            _output(root, "read-tree", parent, env=index)
+        for path, data in sorted(changes.items()):
+            if data is None:
+                _output(root, "update-index", "--force-remove", "--", path, env=index)
+                continue
+            blob = _output(root, "hash-object", "-w", "--stdin", input=data)
+            _output(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=index)
+        tree = _output(root, "write-tree", env=index)
+    parents = ["-p", parent] if parent else []
+    return _output(root, "commit-tree", tree, *parents, "-m", message, env=_BOT)
 
 
 def _failed(proc: subprocess.CompletedProcess[bytes], what: str) -> InfraError:

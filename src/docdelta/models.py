@@ -279,6 +279,24 @@ class AgentOutcome(Frozen):
     error: str | None = None
 
 
+class ModelCall(Frozen):
+    """One forwarded (or refused) call, as logged by the gateway; keys never appear here."""
+
+    upstream: str | None
+    method: str
+    path: str
+    status: int
+    latency_s: float
+    streamed: bool = False
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+    error: str | None = Field(default=None, description="'budget', 'refused', 'upstream' or None")
+
+
 # ------------------------------------------------------------------ grading
 class ScoreItem(Frozen):
     kind: Literal["command", "file", "citation", "verdict", "guardrail", "point"]
@@ -325,6 +343,9 @@ class RunResult(Frozen):
     task_sha256: str
     overlay_sha256: str
     tree_sha256: str
+    model_calls: list[ModelCall] = Field(
+        default=[], description="every model call the gateway forwarded or refused for this run"
+    )
 
 
 class ConditionSpec(Frozen):

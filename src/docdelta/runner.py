@@ -17,11 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO, TypeVar
 
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.prompt import build_prompt
-from docdelta.config import load_project_config, matcher
+from docdelta.config import ProjectConfig, matcher
 from docdelta.detect import detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, InfraError
 from docdelta.git import Repo
@@ -32,6 +32,7 @@ from docdelta.models import (
     Cell,
     Detection,
     Manifest,
+    ModelCall,
     RunResult,
     RunStatus,
     sha256_hex,
@@ -93,19 +94,21 @@ def prepare(
     repo: Repo,
     request: ExperimentRequest,
     *,
+    config: ProjectConfig,
     store: ResultStore,
     agent: Agent,
     sandbox: str,
     image_digest: str | None = None,
 ) -> Experiment | None:
     """Resolve refs, detect, load and check tasks, seal one checkout per condition and
-    write the manifest. Returns None when no instruction file changed."""
+    write the manifest. Returns None when no instruction file changed.
+
+    `config` must come from the trusted base ref (`load_project_config(repo, base)`):
+    the PR head, maybe a fork, must not steer its own evaluation."""
     if request.repeats < 1:
         raise ConfigError("--repeats must be at least 1", hint="use --repeats 3 or more for statistics")
     base_sha, head_sha = repo.resolve(request.base), repo.resolve(request.head)
     source_sha = {"head": head_sha, "base": base_sha}.get(request.source) or repo.resolve(request.source)
-    # Config is read from the base ref: the PR head (maybe a fork) must not steer its own evaluation.
-    config = load_project_config(repo, base_sha)
     match = matcher(config)
     detection = detect_refs(repo, base_sha, head_sha, match)
     if detection.empty:
@@ -219,6 +222,37 @@ def progress_for(stream: TextIO, ci: bool) -> Progress:
 
 
 # -------------------------------------------------------------------- runner
+N = TypeVar("N", int, float)
+
+
+def _total(values: Iterable[N | None]) -> N | None:
+    """Sum, or None when any call did not report the value (never a partial guess)."""
+    items = list(values)
+    known = [v for v in items if v is not None]
+    return None if not known or len(known) != len(items) else sum(known[1:], known[0])
+
+
+def with_gateway_telemetry(
+    outcome: AgentOutcome, calls: Sequence[ModelCall], over_budget: bool
+) -> AgentOutcome:
+    """Tokens and cost as the gateway saw them, so every agent is measured the same way;
+    a run whose call was refused for budget is `budget`, whatever the agent made of it."""
+    forwarded = [c for c in calls if c.error is None]
+    metrics = outcome.metrics.model_copy(
+        update={
+            "tokens_in": _total(c.tokens_in for c in forwarded),
+            "tokens_out": _total(c.tokens_out for c in forwarded),
+            "cache_read_tokens": _total(c.cache_read_tokens for c in forwarded),
+            "cache_write_tokens": _total(c.cache_write_tokens for c in forwarded),
+            "cost_usd": _total(c.cost_usd for c in forwarded),
+        }
+    )
+    update: dict[str, Any] = {"metrics": metrics}
+    if over_budget:
+        update["status"] = RunStatus.budget
+    return outcome.model_copy(update=update)
+
+
 @dataclass(frozen=True)
 class RunLimits:
     timeout_s: float = 600.0
@@ -306,10 +340,14 @@ class Runner:
             attempt += 1
             started = datetime.now(UTC)
             isolation = "unknown"
+            calls: list[ModelCall] = []
             try:
                 with self.provider.create(checkout.path, self.spec) as sandbox:
                     isolation = sandbox.isolation
                     outcome = self.agent.run(prompt, sandbox, ctx)
+                    if sandbox.gateway is not None:
+                        calls = sandbox.gateway.calls()
+                        outcome = with_gateway_telemetry(outcome, calls, sandbox.gateway.budget_exceeded())
             except (InfraError, OSError) as exc:
                 outcome = self._infra_outcome(exc)
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
@@ -332,6 +370,7 @@ class Runner:
             task_sha256=loaded.sha256,
             overlay_sha256=checkout.overlay_sha256,
             tree_sha256=checkout.tree_sha256,
+            model_calls=calls,
         )
 
     def _infra_outcome(self, exc: DocdeltaError | OSError) -> AgentOutcome:

@@ -196,6 +196,10 @@ MAX_EXACT_SUPPORT = 200_000
 """Largest bound on the number of distinct stratified deltas for which the permutation
 test enumerates every arrangement; above it, it samples `resamples` seeded shuffles."""
 _DIGITS = 9
+_TIE = 1e-7
+"""Arrangements whose delta is this close to the observed one count as ties: the exact
+enumeration rounds its sums, and distinct deltas of scores in [0, 1] over arms of at
+most a few hundred runs lie much further apart than this."""
 """Sums are merged after rounding to this many decimals, so 0.1 + 0.2 and 0.3 are one value."""
 
 
@@ -296,7 +300,7 @@ def permutation_test(
     observed = stratified_delta(strata)
     if not arms or observed is None:
         return None
-    extreme = abs(observed) - _EPS
+    extreme = abs(observed) - _TIE
     exact = _exact_null(arms)
     if exact is not None:
         support, probs = exact

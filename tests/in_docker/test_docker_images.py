@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from docdelta.config import DockerImageConfig
 from docdelta.errors import SandboxError
-from docdelta.sandbox.images import EXTRA_CA_PATH, DockerImageConfig, environment_image
+from docdelta.sandbox.images import EXTRA_CA_PATH, environment_image
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from docdelta.models import AgentAnswer, AgentOutcome, RunStatus
-from docdelta.sandbox.base import ExecResult, Sandbox
+from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
 _DECODER = json.JSONDecoder()
 _SCAN_LIMIT = 1024 * 1024
@@ -95,6 +95,12 @@ class Agent(ABC):
     @property
     def model(self) -> str | None:
         return None
+
+    @property
+    def network(self) -> NetworkMode:
+        """What the agent needs to reach: "none" for self-contained agents (fake, command),
+        "gateway" for agents that call a model API (only ever through the gateway)."""
+        return "none"
 
     @abstractmethod
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:

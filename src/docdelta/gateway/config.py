@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from docdelta.models import ModelCall
+
+__all__ = ["Budget", "GatewayConfig", "ModelCall", "Price", "Upstream"]
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -84,21 +88,3 @@ class GatewayConfig(_Model):
     budget: Budget = Budget()
     prices: dict[str, Price] = DEFAULT_PRICES
     port: int = Field(default=8080, ge=1, le=65535)
-
-
-class ModelCall(_Model):
-    """One forwarded (or refused) call, as logged by the gateway; keys never appear here."""
-
-    upstream: str | None
-    method: str
-    path: str
-    status: int
-    latency_s: float
-    streamed: bool = False
-    model: str | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    cost_usd: float | None = None
-    error: str | None = Field(default=None, description="'budget', 'refused', 'upstream' or None")

@@ -2,8 +2,8 @@
 
 Modelled on inspect_ai's sandbox environments: a live sandbox holds one sealed
 checkout and offers exec / read_file / write_file plus a lifecycle. Providers are
-chosen by name (see `docdelta.sandbox.provider`) and all pass one conformance
-suite (tests/sandbox_conformance.py).
+chosen by name (see `docdelta.sandbox.get_provider`) and all pass one conformance
+suite (tests/conformance/).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar, Literal, Self
+from typing import ClassVar, Literal, Protocol, Self
+
+from docdelta.models import ModelCall
 
 NetworkMode = Literal["none", "gateway", "open"]
 """none: no network at all; gateway: only the model gateway is reachable;
@@ -50,6 +52,18 @@ class ExecResult:
     """True when stdout or stderr exceeded the spec's cap and was cut."""
 
 
+class ModelTelemetry(Protocol):
+    """What a sandbox's model gateway reports: the same telemetry for every agent."""
+
+    def calls(self) -> list[ModelCall]:
+        """Every model call forwarded or refused for this run, oldest first."""
+        ...
+
+    def budget_exceeded(self) -> bool:
+        """True when the gateway refused a call because the run's budget was spent."""
+        ...
+
+
 class Sandbox(ABC):
     """A live sandbox holding one sealed checkout.
 
@@ -61,6 +75,8 @@ class Sandbox(ABC):
     workspace: str
     tools_dir: str
     isolation: str
+    gateway: ModelTelemetry | None = None
+    """Set by providers that route the agent's model calls through a gateway."""
 
     @abstractmethod
     def exec(

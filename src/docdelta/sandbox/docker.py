@@ -51,8 +51,8 @@ _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) proce
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 
 
-def from_env(image: str, *, gateway: Gateway | None = None) -> DockerProvider:
-    """The provider on the engine named by DOCKER_HOST (or the default socket); for cli.py."""
+def engine() -> DockerClient:
+    """A client for the engine named by DOCKER_HOST (or the default socket); for cli.py."""
     try:
         client = docker.from_env()
         client.ping()
@@ -62,7 +62,12 @@ def from_env(image: str, *, gateway: Gateway | None = None) -> DockerProvider:
             hint="start dockerd (scripts/provision-docker.sh does it) or set DOCKER_HOST; "
             "or run with --sandbox local",
         ) from exc
-    return DockerProvider(client, image, gateway=gateway)
+    return client
+
+
+def from_env(image: str, *, gateway: Gateway | None = None) -> DockerProvider:
+    """The provider on the default engine."""
+    return DockerProvider(engine(), image, gateway=gateway)
 
 
 class DockerProvider(SandboxProvider):

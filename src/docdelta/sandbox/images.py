@@ -13,34 +13,18 @@ import io
 import json
 import tarfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import docker.errors
 from docker import DockerClient
 from pydantic import BaseModel, ConfigDict, Field
 
+from docdelta.config import DockerImageConfig
 from docdelta.errors import ConfigError, SandboxError
 from docdelta.models import sha256_hex
 
-DEFAULT_BASE = "docdelta-base:latest"
 EXTRA_CA_PATH = "/usr/local/share/docdelta/extra-ca.pem"
 _LABEL = "org.docdelta.image"
 _BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-
-
-class DockerImageConfig(BaseModel):
-    """The `docker:` section of the project config: how to build the environment image."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base: str = Field(default=DEFAULT_BASE, description="base image (must hold the agent's runtime)")
-    setup: list[str] = Field(
-        default=[], description="shell commands run as root, with network, when the image is built"
-    )
-    extra_ca: Path | None = Field(
-        default=None,
-        description="PEM bundle added to the image's trust store, for TLS-intercepting proxies",
-    )
 
 
 class BuiltImage(BaseModel):

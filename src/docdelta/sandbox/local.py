@@ -84,8 +84,10 @@ def _prefix(unshare: str, tier: str, hide: Sequence[str]) -> list[str]:
 class LocalProvider(SandboxProvider):
     """Creates local sandboxes in `<root>/slot-<slot>`.
 
-    Options: `root` (default: a docdelta dir under the system temp dir), `slot` (one
-    per parallel job), `hide` (host directories the agent must not read, e.g. the
+    Options: `root` (default: a fresh private directory under the system temp dir,
+    removed by `close()`, so concurrent docdelta processes never share a slot; every
+    condition of one experiment still sees the same workspace path), `slot` (one per
+    parallel job), `hide` (host directories the agent must not read, e.g. the
     user's repository and the results workdir), `allow_network` (run without
     isolation where namespaces are unavailable, or when a spec asks for network),
     `unshare` (the binary to use).
@@ -102,7 +104,8 @@ class LocalProvider(SandboxProvider):
         allow_network: bool = False,
         unshare: str = "unshare",
     ) -> None:
-        base = Path(root) if root is not None else Path(tempfile.gettempdir()) / f"docdelta-{os.getuid()}"
+        self._own_root = root is None
+        base = Path(tempfile.mkdtemp(prefix="docdelta-sandbox-")) if root is None else Path(root)
         self.root = base.resolve()
         self.slot = slot
         self.allow_network = allow_network
@@ -115,6 +118,12 @@ class LocalProvider(SandboxProvider):
                     hint="choose a sandbox root outside the repository and the results workdir",
                 )
         self._live: LocalSandbox | None = None
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.close()
+        if self._own_root:
+            _remove(self.root)
 
     def _tier(self, spec: SandboxSpec) -> str:
         if spec.network != "none":

@@ -1,0 +1,86 @@
+"""Build the real agent and sandbox provider: the one place the CLI and the Action share.
+
+Only cli.py and app.py call this module; everything else receives what it builds.
+The Docker SDK is imported only when Docker is asked for, so local runs (and the
+demo) never pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from docdelta.agents import Agent, get_agent
+from docdelta.config import ProjectConfig
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.sandbox import get_provider
+from docdelta.sandbox.base import SandboxProvider
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    name: str
+    cmd: str | None = None
+    model: str | None = None
+
+
+def build_agent(choice: AgentChoice) -> Agent:
+    """The agent adapter, with a clear error for options it needs and did not get."""
+    options: dict[str, object] = {}
+    if choice.name == "command":
+        if not choice.cmd:
+            raise ConfigError(
+                "the command agent needs a command to run",
+                hint='pass --agent-cmd "./my-agent --json" (Action input: agent-command)',
+            )
+        options["cmd"] = choice.cmd
+    elif choice.cmd:
+        raise ConfigError(
+            f"--agent-cmd is only for the command agent, not {choice.name!r}",
+            hint="drop --agent-cmd or use --agent command",
+        )
+    if choice.model:
+        options["model"] = choice.model
+    return get_agent(choice.name, **options)
+
+
+@dataclass(frozen=True)
+class SandboxChoice:
+    name: str = "local"
+    allow_network: bool = False
+    extra_ca: Path | None = None
+
+
+def build_provider(
+    choice: SandboxChoice,
+    *,
+    repo: Repo,
+    workdir: Path,
+    config: ProjectConfig,
+    agent: Agent,
+    environ: Mapping[str, str] = os.environ,
+) -> tuple[SandboxProvider, str | None]:
+    """The sandbox provider, and the digest of the image the agent runs in (docker only;
+    it is part of the experiment's identity and of the results cache key)."""
+    if choice.name == "docker":
+        from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
+        from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
+        from docdelta.sandbox.images import environment_image  # noqa: PLC0415
+
+        client = docker_sandbox.engine()
+        image_config = config.docker
+        if choice.extra_ca is not None:
+            image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
+        built = environment_image(client, image_config)
+        gateway = None
+        if agent.network == "gateway":
+            # Keys are read from the environment here and handed to the gateway over stdin.
+            image = gateway_image(client, image_config.base).tag
+            gateway = Gateway.from_environ(config.gateway, image, environ)
+        return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
+    # Hide the user's repository and the results (which name conditions) from the agent.
+    hide = (str(repo.root), str(workdir.resolve()))
+    return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
