@@ -1,0 +1,64 @@
+# The docdelta GitHub Action image: Python, git and docdelta in a virtualenv.
+#
+# BASE_IMAGE defaults to the official Python slim image; any Debian-like image with
+# python3 (>= 3.11) works, with or without pip (pip is bootstrapped from its wheel), so
+# the tests can build on a locally imported base where no container registry is reachable.
+# EXTRA_CA_CERT (PEM text, public: a CA certificate is not a secret) is trusted during the
+# build and at run time, for networks that intercept TLS (corporate proxies, GHES).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+
+ARG EXTRA_CA_CERT=""
+ARG PIP_VERSION=24.3.1
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    PATH=/opt/docdelta/bin:$PATH
+
+# The extra CA first: everything after it may download through the intercepting proxy.
+RUN set -eu; \
+    if [ -n "$EXTRA_CA_CERT" ]; then \
+        mkdir -p /usr/local/share/ca-certificates; \
+        printf '%s\n' "$EXTRA_CA_CERT" > /usr/local/share/ca-certificates/docdelta-extra.crt; \
+        update-ca-certificates >/dev/null; \
+    fi
+
+# git is what docdelta reads repositories with; the slim images do not ship it.
+RUN set -eu; \
+    if ! command -v git >/dev/null; then \
+        apt-get update -qq; \
+        apt-get install -y -qq --no-install-recommends git ca-certificates >/dev/null; \
+        rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    git config --system --add safe.directory '*'
+
+# A virtualenv without ensurepip (Debian's python3 has none) and pip run from its own
+# wheel, fetched from the package index and checked against the index's sha256: the
+# same steps work on every base image.
+RUN set -eu; \
+    python3 -m venv --without-pip /opt/docdelta; \
+    wheel="/tmp/pip-${PIP_VERSION}-py3-none-any.whl"; \
+    python3 -c "import hashlib, re, sys, urllib.request as u; \
+page = u.urlopen('https://pypi.org/simple/pip/').read().decode(); \
+url, digest = re.search(r'href=\"([^\"#]*/pip-' + re.escape(sys.argv[1]) + r'-py3-none-any\.whl)#sha256=([0-9a-f]+)', page).groups(); \
+data = u.urlopen(url).read(); \
+assert hashlib.sha256(data).hexdigest() == digest, 'pip wheel hash mismatch'; \
+open(sys.argv[2], 'wb').write(data)" "$PIP_VERSION" "$wheel"; \
+    /opt/docdelta/bin/python "$wheel/pip" install -q "$wheel"; \
+    rm "$wheel"
+
+# Dependencies first, from pyproject.toml alone, so editing the source reuses this layer.
+COPY pyproject.toml /src/docdelta/
+RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('/src/docdelta/pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install -q -r /tmp/requirements.txt && rm /tmp/requirements.txt
+
+COPY . /src/docdelta
+RUN pip install -q --no-deps /src/docdelta && rm -rf /src/docdelta && docdelta --version
+
+ENTRYPOINT ["docdelta", "action"]

@@ -1,0 +1,562 @@
+"""The GitHub Action: event -> activity -> matrix -> comment, check and outputs.
+
+`main()` is thin glue: it masks the secrets, parses the settings and the event, and
+builds the one real GitHub client; `action()` receives them and does the work, so the
+tests drive it against the fake GitHub server with the same code the image runs.
+
+The event decides the activity in one place (`choose`):
+* a pull request (`pull_request`, `pull_request_target`, or `workflow_run` of one) is
+  evaluated: no instruction file changed -> a `neutral` check and no comment; a fork
+  without a maintainer's approval -> `action_required` and no agent run; otherwise the
+  matrix runs and the sticky comment, the check (the gate's conclusion), the job
+  summary and the outputs are published;
+* a push to the default branch (or a manual dispatch) refreshes the base-arm results
+  in the results store, so later PRs on that base reuse them.
+
+Trust: tasks and project config always come from the base commit. A fork's code never
+runs on the runner: its instruction files are read as data through the API and laid on
+the base commit (`overlay_commit`), so a fork PR is judged on the base's code with the
+fork's instructions. Approval is a label applied by a user with write access; a new
+push removes it, so every revision is read by a maintainer before it meets the key.
+
+Failures never surface as a traceback or a secret: every error becomes one log line
+and a check whose text says what went wrong and what to do, with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import certifi
+from pydantic import ValidationError
+
+from docdelta import stats
+from docdelta.cache import open_store, restore, save
+from docdelta.config import load_project_config, matcher
+from docdelta.detect import InstructionMatcher, instruction_files
+from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError
+from docdelta.git import Repo, overlay_commit
+from docdelta.github.actions import ActionsRuntime
+from docdelta.github.comment import marker, render_comment
+from docdelta.github.events import EventContext, load_event
+from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
+from docdelta.github.pygithub import PyGithubPort
+from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary
+from docdelta.report import render_markdown, summarize
+from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
+from docdelta.sandbox.base import SandboxSpec
+from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings
+from docdelta.store import ResultStore
+from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
+
+PR_EVENTS = ("pull_request", "pull_request_target")
+EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
+NO_CHANGE_TITLE = "no agent instruction files changed"
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+# ------------------------------------------------------------------- results
+@dataclass
+class ActionResult:
+    """What the run concluded; `outputs` are also written to `$GITHUB_OUTPUT`."""
+
+    activity: str
+    conclusion: Conclusion | None = None
+    title: str = ""
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """The step fails only when docdelta itself could not do its job; a failed gate is
+        the check's business (a required check blocks the merge, the job stays green)."""
+        return EXIT_ERROR if self.activity == "error" else EXIT_OK
+
+
+class PrHandoff(Frozen):
+    """pr.json, written by the untrusted `pull_request` job for the trusted `workflow_run` job.
+
+    It is validated here and must name the same head commit GitHub reports for the run,
+    so an artifact cannot point the trusted job at another commit.
+    """
+
+    number: int
+    base_sha: str
+    head_sha: str
+
+
+def _redactor(secrets: list[str]) -> Callable[[str], str]:
+    def redact(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    return redact
+
+
+# ------------------------------------------------------------------- choose
+def choose(event: EventContext, settings: ActionSettings) -> tuple[str, str]:
+    """(activity, why): `evaluate`, `refresh` or `skip`. The one place events are told apart."""
+    if event.event in PR_EVENTS or (event.event == "workflow_run" and event.pr_number is not None):
+        if event.action in ("labeled", "unlabeled") and event.label != settings.approve_label:
+            return "skip", f"label {event.label!r} is not the approval label {settings.approve_label!r}"
+        if event.event in PR_EVENTS and event.action not in EVALUATED_ACTIONS:
+            return "skip", f"nothing to do when a pull request is {event.action}"
+        return "evaluate", f"pull request #{event.pr_number}"
+    if event.event == "workflow_run":
+        return "skip", "the workflow run belongs to no pull request (pass `pr-handoff` for fork PRs)"
+    if event.event == "push":
+        if event.default_branch and event.head_ref == f"refs/heads/{event.default_branch}":
+            return "refresh", f"push to the default branch {event.default_branch}"
+        return "skip", f"push to {event.head_ref}, not the default branch: nothing to refresh"
+    if event.event == "workflow_dispatch":
+        return "refresh", f"manual run on {event.head_ref}"
+    return "skip", f"event {event.event} is not handled"
+
+
+def apply_handoff(event: EventContext, path: Path) -> EventContext:
+    """Fill a `workflow_run` event's PR from the untrusted job's pr.json, after checking it."""
+    try:
+        handoff = PrHandoff.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"cannot read the PR handoff {path}: {exc.strerror}", hint=_HANDOFF_HINT) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "(top level)"
+        raise ConfigError(f"PR handoff {path}: {where}: {first['msg']}", hint=_HANDOFF_HINT) from None
+    if handoff.head_sha != event.head_sha:
+        raise ConfigError(
+            f"PR handoff {path} names head {handoff.head_sha[:12]}, but the workflow run is for "
+            f"{event.head_sha[:12]}",
+            hint="the artifact must come from the run that triggered this workflow_run",
+        )
+    return event.model_copy(update={"pr_number": handoff.number, "base_sha": handoff.base_sha})
+
+
+_HANDOFF_HINT = "upload pr.json ({number, base_sha, head_sha}) from the pull_request job, as in the example"
+
+
+# -------------------------------------------------------------------- action
+@dataclass
+class _Context:
+    settings: ActionSettings
+    event: EventContext
+    port: GitHubPort
+    runtime: ActionsRuntime
+    redact: Callable[[str], str]
+
+    def say(self, message: str) -> None:
+        self.runtime.stream.write(self.redact(message) + "\n")
+        self.runtime.stream.flush()
+
+    def publish(self, conclusion: Conclusion | None, title: str, summary: str) -> str:
+        ref = self.port.publish_check(
+            CheckReport(
+                name=self.settings.check_name,
+                head_sha=self.event.head_sha,
+                conclusion=conclusion,
+                title=self.redact(title)[:200],
+                summary=self.redact(summary),
+                details_url=self.settings.github.run_url,
+            )
+        )
+        if ref.note:
+            self.say(f"docdelta: {ref.note}")
+        return ref.url or ""
+
+
+def action(
+    settings: ActionSettings,
+    event: EventContext,
+    port: GitHubPort,
+    runtime: ActionsRuntime,
+) -> ActionResult:
+    """Do what the event asks, publish the result, set the outputs. Never raises a DocdeltaError."""
+    ctx = _Context(settings, event, port, runtime, _redactor(settings.secrets()))
+    result = ActionResult(activity="error")
+    try:
+        if event.event == "workflow_dispatch" and settings.github.sha:
+            ctx.event = event.model_copy(update={"head_sha": settings.github.sha})  # the payload has no sha
+        if settings.pr_handoff is not None and event.event == "workflow_run":
+            ctx.event = apply_handoff(event, settings.pr_handoff)
+        activity, why = choose(ctx.event, settings)
+        ctx.say(f"docdelta: {activity}: {why}")
+        if activity == "evaluate":
+            result = _evaluate(ctx)
+        elif activity == "refresh":
+            result = _refresh(ctx)
+        else:
+            result = ActionResult(activity="skip", title=why)
+    except DocdeltaError as exc:
+        result = _fail(ctx, exc)
+    except Exception as exc:  # a bug: still no traceback in the PR, and a check that says so
+        result = _fail(
+            ctx,
+            InfraError(
+                f"internal error ({type(exc).__name__}: {exc})",
+                hint="this is a docdelta bug; please report it with the workflow log",
+            ),
+        )
+    result.outputs.setdefault("activity", result.activity)
+    result.outputs.setdefault("conclusion", result.conclusion.value if result.conclusion else "")
+    for name, value in result.outputs.items():
+        runtime.set_output(name, ctx.redact(value))
+    return result
+
+
+def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
+    """One log line, and a check that explains: our machinery failing is `neutral` (it says
+    nothing about the PR), anything the workflow or repository must fix is `failure`."""
+    text = ctx.redact(str(exc))
+    ctx.runtime.annotate("error", text, title="docdelta")
+    conclusion = Conclusion.neutral if isinstance(exc, InfraError | SandboxError) else Conclusion.failure
+    first = ctx.redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
+    title = f"docdelta could not run: {first}"
+    hint = f"\n\n**What to do:** {ctx.redact(exc.hint)}" if exc.hint else ""
+    try:
+        ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
+    except DocdeltaError as publish_exc:
+        ctx.say(f"docdelta: could not publish the check either: {publish_exc}")
+    return ActionResult(activity="error", conclusion=conclusion, title=title, outputs={"error": first})
+
+
+# ------------------------------------------------------------------ evaluate
+def detection_from_files(files: list[PrFile], match: InstructionMatcher, base: str, head: str) -> Detection:
+    """The PR's changed instruction files from the API's file list (no checkout of head needed)."""
+    changed = [
+        ChangedFile(path=f.path, status=f.status, old_path=f.old_path, families=match.families(f.path))
+        for f in files
+        if match.matches(f.path) or (f.old_path is not None and match.matches(f.old_path))
+    ]
+    return Detection(base=base, head=head, changed=changed)
+
+
+def _evaluate(ctx: _Context) -> ActionResult:
+    event, settings = ctx.event, ctx.settings
+    number, head_sha = event.pr_number, event.head_sha
+    if number is None or not event.base_sha:
+        raise ConfigError(
+            f"the {event.event} event names no pull request and base commit",
+            hint="run docdelta on pull_request / pull_request_target, or pass `pr-handoff` on workflow_run",
+        )
+    repo = Repo(settings.github.workspace)
+    base_sha = _local(repo, event.base_sha, "base")
+    match = matcher(load_project_config(repo, base_sha))
+    detection = detection_from_files(ctx.port.pr_files(number, base_sha, head_sha), match, base_sha, head_sha)
+    if detection.empty:
+        url = ctx.publish(
+            Conclusion.neutral,
+            NO_CHANGE_TITLE,
+            "This pull request changes no agent instruction file (AGENTS.md, CLAUDE.md, Cursor or "
+            "Copilot rules, ...), so there is nothing for docdelta to evaluate.",
+        )
+        ctx.say(f"docdelta: {NO_CHANGE_TITLE}")
+        return ActionResult(
+            "no_change", Conclusion.neutral, NO_CHANGE_TITLE, {"verdict": "skipped", "check-url": url}
+        )
+
+    if event.is_fork:
+        approval = _fork_approval(ctx, number)
+        if approval is None:
+            return ActionResult(
+                "awaiting_approval", Conclusion.action_required, _WAITING, {"verdict": "pending"}
+            )
+        head = _fork_head(ctx, repo, base_sha, detection)
+        provenance = (
+            f"Instruction files of fork `{event.head_repo or 'deleted fork'}` were read as data at "
+            f"`{head_sha[:12]}` and laid on the base commit; evaluation approved by @{approval}."
+        )
+    else:
+        head = _local(repo, head_sha, "head")
+        provenance = ""
+    ctx.publish(None, "evaluating the instruction-file change", f"Running the matrix on {head_sha[:12]}.")
+    return _run_and_report(ctx, repo, base_sha, head, provenance)
+
+
+_WAITING = "waiting for a maintainer to approve this fork's instruction files"
+
+
+def _fork_approval(ctx: _Context, number: int) -> str | None:
+    """The approving maintainer, or None after publishing `action_required`."""
+    event, label = ctx.event, ctx.settings.approve_label
+    if event.event == "pull_request":
+        reason = (
+            "Pull requests from forks get no secrets on `pull_request`, so the agent cannot run here. "
+            "Use the fork-safe workflow (`pull_request_target` + an approval label), see the README."
+        )
+    else:
+        if event.action == "synchronize" and ctx.port.remove_label(number, label):
+            ctx.say(f"docdelta: new commits on the fork: approval label {label!r} removed")
+        approver = ctx.port.label_approver(number, label)
+        if approver is not None:
+            ctx.say(f"docdelta: fork evaluation approved by @{approver}")
+            return approver
+        reason = (
+            f"This pull request comes from a fork, and its instruction files would be fed to an agent "
+            f"that holds the model API key. A maintainer with write access should read the changed "
+            f"instruction files and then apply the label `{label}`; the evaluation starts then. "
+            "The label is removed again when new commits are pushed."
+        )
+    ctx.publish(Conclusion.action_required, _WAITING, reason)
+    ctx.say(f"docdelta: {_WAITING}")
+    return None
+
+
+def _fork_head(ctx: _Context, repo: Repo, base_sha: str, detection: Detection) -> str:
+    """Base commit + the fork's instruction files, read through the API as bytes."""
+    changes: dict[str, bytes | None] = {}
+    for f in detection.changed:
+        if f.old_path:
+            changes[f.old_path] = None
+        if f.status is FileStatus.deleted:
+            changes[f.path] = None
+            continue
+        data = ctx.port.read_file(f.path, ctx.event.head_sha)
+        if data is None:
+            raise ConfigError(
+                f"{f.path} is missing at the PR's head {ctx.event.head_sha[:12]}",
+                hint="the head commit was probably force-pushed away; the run for the new head evaluates it",
+            )
+        changes[f.path] = data
+    return overlay_commit(repo.root, base_sha, changes, "docdelta: fork instruction files")
+
+
+def _local(repo: Repo, sha: str, what: str) -> str:
+    try:
+        return repo.resolve(sha)
+    except ConfigError:
+        raise ConfigError(
+            f"the {what} commit {sha[:12]} is not in the checkout",
+            hint="use actions/checkout with `fetch-depth: 0`; if the PR was force-pushed, the run for "
+            "the new head replaces this one",
+        ) from None
+
+
+# --------------------------------------------------------------------- matrix
+@dataclass(frozen=True)
+class _Matrix:
+    summary: Summary
+    notes: list[str]
+    stopped: str | None
+    cost_usd: float
+
+
+def _export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
+    """The task files as committed at `sha` (the trusted base), never as a PR left them."""
+    entries = [e for e in repo.tree(sha, [path]) if e.is_blob and not e.is_symlink]
+    if not entries:
+        raise ConfigError(
+            f"no task files under {path}/ at {sha[:12]}",
+            hint="commit reviewed task files on the base branch, or set the `tasks` input",
+        )
+    oids = {e.oid: [x for x in entries if x.oid == e.oid] for e in entries}
+    for oid, data in repo.read_blobs(list(oids)):
+        for e in oids[oid]:
+            target = dest / Path(e.path).relative_to(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return dest
+
+
+def _run_matrix(
+    ctx: _Context,
+    repo: Repo,
+    base_sha: str,
+    head: str,
+    conditions: tuple[str, ...],
+    source: str,
+    trusted: bool,
+) -> _Matrix:
+    """Build the agent, sandbox and stores, prepare, reuse cached arms, run, save, summarize."""
+    settings = ctx.settings
+    config = load_project_config(repo, base_sha)
+    tasks_path = settings.tasks or config.tasks
+    workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}"
+    shutil.rmtree(workdir / "tasks", ignore_errors=True)
+    tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
+    store = ResultStore(workdir / "results")
+    agent = build_agent(AgentChoice(settings.agent, cmd=settings.agent_command, model=settings.model))
+    provider, image_digest = build_provider(
+        SandboxChoice(settings.sandbox, allow_network=settings.allow_network, extra_ca=settings.ca_bundle),
+        repo=repo,
+        workdir=workdir,
+        config=config,
+        agent=agent,
+    )
+    backend = open_store(settings.results_store.kind, settings.results_store.location, repo.root)
+    notes: list[str] = []
+    try:
+        request = ExperimentRequest(
+            base=base_sha, head=head, tasks_dir=tasks_dir, conditions=conditions,
+            repeats=settings.repeats, seed=settings.seed, source=source,
+        )  # fmt: skip
+        exp = prepare(
+            repo, request, config=config, store=store, agent=agent, sandbox=settings.sandbox,
+            image_digest=image_digest,
+        )  # fmt: skip
+        if exp is None:
+            raise ConfigError(
+                "the checkout shows no instruction-file change although GitHub lists one",
+                hint="check that `.docdelta.yml` on the base branch does not exclude the changed files",
+            )
+        if backend is not None:
+            reuse = restore(backend, exp, store, "base")
+            if reuse is not None:
+                notes.append(
+                    f"**From cache:** the `base` arm ({reuse.runs} runs) was reused from the results store "
+                    f"(key `{reuse.digest[:12]}`, run on `{reuse.source_commit[:12]}`); other arms ran now."
+                )
+                ctx.say(f"docdelta: base arm reused from cache ({reuse.runs} runs)")
+        runner = Runner(
+            store, provider, SandboxSpec(network="none"), agent,
+            RunLimits(timeout_s=settings.timeout_s, cap_usd=settings.cap_usd), LineProgress(out=sys.stderr),
+        )  # fmt: skip
+        report = runner.run(exp)
+    finally:
+        provider.close()
+    if backend is not None and trusted and save(backend, exp, report.results, "base"):
+        ctx.say(f"docdelta: base arm saved to the results store ({settings.results_store.kind})")
+    summary = summarize(
+        exp.manifest, exp.detection, report.results, noise=settings.noise_band, alpha=settings.alpha
+    )
+    cost = sum(r.outcome.metrics.cost_usd or 0.0 for r in report.results)
+    return _Matrix(summary, notes, report.stopped, cost)
+
+
+def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provenance: str) -> ActionResult:
+    settings = ctx.settings
+    trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
+    matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, "head", trusted)
+    summary = matrix.summary
+    decision = stats.gate(summary.verdict, settings.fail_on)
+    conclusion = Conclusion(decision.conclusion)
+    notes = [
+        f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {decision.reason}",
+        *matrix.notes,
+    ]
+    if provenance:
+        notes.append(provenance)
+    if matrix.stopped:
+        notes.append(f"**Incomplete:** the matrix stopped early ({matrix.stopped}); re-run to resume.")
+    body = render_markdown(summary) + "\n" + "\n\n".join(ctx.redact(n) for n in notes) + "\n"
+    body += f"\n[Full report and logs]({settings.github.run_url})\n"
+    ctx.runtime.append_summary(body)
+    outputs = _outputs(summary, matrix.cost_usd, settings)
+    if settings.comment:
+        assert ctx.event.pr_number is not None
+        comment = render_comment(settings.config_id, body, full_report_url=settings.github.run_url)
+        ref = ctx.port.upsert_comment(ctx.event.pr_number, marker(settings.config_id), comment)
+        outputs["comment-url"] = ref.url
+        ctx.say(f"docdelta: comment {'posted' if ref.created else 'updated'}: {ref.url}")
+    kind = summary.verdict.kind if summary.verdict else "no verdict"
+    delta = summary.head_vs_base.value
+    title = f"{kind.replace('_', ' ')}: head - base {delta:+.2f}" if delta is not None else kind
+    outputs["check-url"] = ctx.publish(conclusion, title, body)
+    ctx.say(f"docdelta: {conclusion.value}: {decision.reason}")
+    return ActionResult("evaluate", conclusion, title, outputs)
+
+
+def _outputs(summary: Summary, cost: float, settings: ActionSettings) -> dict[str, str]:
+    def num(value: float | None) -> str:
+        return "" if value is None else f"{value:.4f}"
+
+    return {
+        "verdict": summary.verdict.kind if summary.verdict else "none",
+        "head-vs-base": num(summary.head_vs_base.value),
+        "head-vs-none": num(summary.head_vs_none.value),
+        "cost-usd": f"{cost:.4f}",
+        "results-path": str(settings.results_path),
+    }
+
+
+# ------------------------------------------------------------------- refresh
+def _refresh(ctx: _Context) -> ActionResult:
+    """Run only the base arm on this commit and store it for the PRs that will branch from it."""
+    settings = ctx.settings
+    if settings.results_store.kind == "none":
+        return ActionResult("skip", title="results-store is none: there is nowhere to keep base results")
+    repo = Repo(settings.github.workspace)
+    sha = _local(repo, settings.github.sha or ctx.event.head_sha, "pushed")
+    docs = instruction_files(repo, sha, matcher(load_project_config(repo, sha)))
+    paths = sorted({*docs.files, *docs.symlinks})
+    if not paths:
+        return ActionResult("skip", title=f"no instruction files at {sha[:12]}: no base arm to refresh")
+    # A stand-in head without any instruction file, so the experiment has a change to plan
+    # around; only the base arm runs, and only its results are stored.
+    bare = overlay_commit(repo.root, sha, dict.fromkeys(paths), "docdelta: no instruction files")
+    matrix = _run_matrix(ctx, repo, sha, bare, ("base",), "base", trusted=True)
+    body = render_markdown(matrix.summary) + "\n" + "\n\n".join(matrix.notes) + "\n"
+    ctx.runtime.append_summary(body)
+    return ActionResult(
+        "refresh",
+        title=f"base arm refreshed on {sha[:12]}",
+        outputs=_outputs(matrix.summary, matrix.cost_usd, settings),
+    )
+
+
+# ---------------------------------------------------------------------- main
+def _trust_extra_ca(bundle: Path, results: Path) -> None:
+    """Requests (PyGithub) and httpx read one CA file: write system/certifi roots + the extra one."""
+    current = os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()
+    combined = results / "ca-bundle.pem"
+    combined.parent.mkdir(parents=True, exist_ok=True)
+    combined.write_bytes(Path(current).read_bytes() + b"\n" + bundle.read_bytes())
+    os.environ["REQUESTS_CA_BUNDLE"] = os.environ["SSL_CERT_FILE"] = str(combined)
+
+
+def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> int:
+    """The container's entry point (`docdelta action`): build the real clients, then `action()`."""
+    env = os.environ if env is None else env
+    runtime = ActionsRuntime.from_env(env, stream)
+    for name in SECRET_INPUTS:
+        secret = env.get(f"INPUT_{name.upper().replace('-', '_')}", "")
+        if secret.strip():
+            runtime.mask(secret.strip())
+    try:
+        event = load_event(env.get("GITHUB_EVENT_NAME", ""), Path(env.get("GITHUB_EVENT_PATH", "")))
+        token = env.get("INPUT_GITHUB_TOKEN", "").strip()
+        port = PyGithubPort(
+            token,
+            env.get("GITHUB_REPOSITORY", ""),
+            api_url=env.get("GITHUB_API_URL") or "https://api.github.com",
+        )
+    except DocdeltaError as exc:
+        runtime.annotate("error", str(exc), title="docdelta")
+        return exc.exit_code
+    try:
+        settings = ActionSettings.from_env(env)
+    except ConfigError as exc:
+        return _bad_settings(exc, env, event, port, runtime)
+    if settings.ca_bundle is not None:
+        _trust_extra_ca(settings.ca_bundle, settings.results_path)
+    return action(settings, event, port, runtime).exit_code
+
+
+def _bad_settings(
+    exc: ConfigError, env: Mapping[str, str], event: EventContext, port: GitHubPort, runtime: ActionsRuntime
+) -> int:
+    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
+    secrets = [env.get(f"INPUT_{n.upper().replace('-', '_')}", "").strip() for n in SECRET_INPUTS]
+    redact = _redactor([s for s in secrets if s])
+    text = redact(str(exc))
+    runtime.annotate("error", text, title="docdelta")
+    name = env.get("INPUT_CHECK_NAME", "").strip() or DEFAULT_CHECK_NAME
+    hint = f"\n\n**What to do:** {redact(exc.hint)}" if exc.hint else ""
+    try:
+        port.publish_check(
+            CheckReport(
+                name=name,
+                head_sha=event.head_sha,
+                conclusion=Conclusion.failure,
+                title=redact(f"docdelta could not run: {exc.message}")[:200],
+                summary=redact(exc.message) + hint,
+            )
+        )
+    except DocdeltaError as publish_exc:
+        runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
+    return exc.exit_code

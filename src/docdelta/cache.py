@@ -1,0 +1,265 @@
+"""Results across PRs: reuse an arm's runs when nothing that could change them changed.
+
+Most PRs that touch AGENTS.md share their base with many others, and the base arm is
+the same experiment every time. An arm is identified by `ArmKey`: the sealed source
+(the source commit's files without any instruction file), the arm's instruction-file
+overlay, every task file, the agent and its version, the model, the sandbox and image
+digest, the seed and the repeat count. Its sha256 names a `CachedArm` entry.
+
+Two backends store entries as bytes under that name (`ArmStore`):
+* `DirectoryStore`: a directory, for `actions/cache` or an artifact;
+* `BranchStore`: an orphan git branch (`docdelta-results`), appended to by trusted runs
+  only (the caller decides which run is trusted; PR runs only read).
+
+Reuse = `restore` copies the cached results into the run's `ResultStore` before the
+runner starts, so its resume logic skips those cells. Everything read from a backend
+is validated with pydantic and checked against the experiment before it is used: a
+stale or tampered entry is ignored, never trusted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import Field, ValidationError
+
+from docdelta.errors import InfraError
+from docdelta.git import overlay_commit, run_git
+from docdelta.models import SCHEMA_VERSION, AgentInfo, Frozen, RunResult, RunStatus, sha256_hex
+from docdelta.runner import Experiment
+from docdelta.store import ResultStore, atomic_write
+
+log = logging.getLogger("docdelta.cache")
+
+
+# ------------------------------------------------------------------- the key
+class ArmKey(Frozen):
+    """Everything that makes two runs of one arm the same experiment."""
+
+    schema_version: int = SCHEMA_VERSION
+    condition: str
+    source_sha256: str = Field(description="the sealed source without instruction files")
+    overlay_sha256: str
+    tasks: dict[str, str]
+    agent: AgentInfo
+    sandbox: str
+    image_digest: str | None
+    seed: int
+    repeats: int
+
+    @property
+    def digest(self) -> str:
+        return sha256_hex(self.model_dump_json().encode())
+
+
+def arm_key(exp: Experiment, condition: str) -> ArmKey:
+    m = exp.manifest
+    checkout = exp.checkouts[condition]
+    return ArmKey(
+        condition=condition,
+        source_sha256=checkout.source_sha256,
+        overlay_sha256=checkout.overlay_sha256,
+        tasks=m.tasks,
+        agent=m.agent,
+        sandbox=m.sandbox,
+        image_digest=m.image_digest,
+        seed=m.seed,
+        repeats=m.repeats,
+    )
+
+
+class CachedArm(Frozen):
+    """One stored entry: the key it was saved under and the arm's complete results."""
+
+    schema_version: int = SCHEMA_VERSION
+    key: ArmKey
+    source_commit: str = Field(description="the commit the runs were made on, for the report")
+    results: list[RunResult]
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """What `restore` took from the cache, for the comment."""
+
+    condition: str
+    digest: str
+    source_commit: str
+    runs: int
+
+
+# ------------------------------------------------------------------ backends
+class ArmStore(Protocol):
+    """Bytes by name; validation is the caller's (`restore`)."""
+
+    def get(self, digest: str) -> bytes | None: ...
+    def put(self, digest: str, data: bytes) -> None: ...
+
+
+class DirectoryStore:
+    """`<root>/arms/<digest>.json`, written atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, digest: str) -> Path:
+        return self.root / "arms" / f"{digest}.json"
+
+    def get(self, digest: str) -> bytes | None:
+        path = self._path(digest)
+        return path.read_bytes() if path.is_file() else None
+
+    def put(self, digest: str, data: bytes) -> None:
+        try:
+            atomic_write(self._path(digest), data)
+        except OSError as exc:
+            raise InfraError(
+                f"cannot write the results cache {self.root}: {exc}", hint="check disk space"
+            ) from exc
+
+
+class BranchStore:
+    """`arms/<digest>.json` on an orphan branch of `remote`, one commit per entry.
+
+    Reads fetch the branch once into a private ref (`refs/docdelta/<branch>`); a write
+    appends a commit and pushes without force, fetching again and retrying when another
+    run pushed first, so concurrent writers never lose each other's entries.
+    """
+
+    def __init__(self, repo_root: Path, branch: str, *, remote: str = "origin", attempts: int = 3) -> None:
+        self.root, self.branch, self.remote, self.attempts = repo_root, branch, remote, attempts
+        self.ref = f"refs/docdelta/{branch}"
+        self._fetched = False
+
+    def _fetch(self) -> bool:
+        """Update the private ref; False when the branch does not exist yet."""
+        proc = run_git(
+            self.root, "fetch", "--quiet", "--no-tags", self.remote, f"+refs/heads/{self.branch}:{self.ref}"
+        )
+        self._fetched = True
+        if proc.returncode == 0:
+            return True
+        err = proc.stderr.decode(errors="replace").strip()
+        if "couldn't find remote ref" in err:
+            return False
+        raise InfraError(
+            f"cannot fetch the results branch {self.branch!r} from {self.remote}: {err}",
+            hint="check that the workflow's token may read the repository (contents: read)",
+        )
+
+    def _tip(self) -> str:
+        proc = run_git(self.root, "rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}")
+        return proc.stdout.decode().strip() if proc.returncode == 0 else ""
+
+    def get(self, digest: str) -> bytes | None:
+        if not self._fetched:
+            self._fetch()
+        if not self._tip():
+            return None
+        proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:arms/{digest}.json")
+        return proc.stdout if proc.returncode == 0 else None
+
+    def put(self, digest: str, data: bytes) -> None:
+        err = ""
+        for _ in range(self.attempts):
+            self._fetch()
+            parent = self._tip()
+            commit = overlay_commit(
+                self.root, parent, {f"arms/{digest}.json": data}, f"docdelta: {digest[:12]}"
+            )
+            proc = run_git(self.root, "push", "--quiet", self.remote, f"{commit}:refs/heads/{self.branch}")
+            if proc.returncode == 0:
+                return
+            err = proc.stderr.decode(errors="replace").strip()
+            log.warning("push to %s was rejected (%s); fetching and retrying", self.branch, err)
+        raise InfraError(
+            f"cannot push to the results branch {self.branch!r}: {err}",
+            hint="give the workflow `permissions: contents: write` and run it on trusted events only",
+        )
+
+
+# ----------------------------------------------------------- restore / save
+def _usable(entry: CachedArm, exp: Experiment, key: ArmKey) -> list[RunResult]:
+    """The entry's results if every one belongs to this arm of this experiment, else []."""
+    planned = {c.key for c in exp.manifest.order if c.condition == key.condition}
+    tree = exp.checkouts[key.condition].tree_sha256
+    seen: set[str] = set()
+    for r in entry.results:
+        ok = (
+            r.cell.key in planned
+            and r.cell.key not in seen
+            and r.status is not RunStatus.infra_error
+            and r.task_sha256 == key.tasks.get(r.cell.task)
+            and r.overlay_sha256 == key.overlay_sha256
+            and r.tree_sha256 == tree
+        )
+        if not ok:
+            log.warning(
+                "cache entry %s does not match this experiment (%s); ignored", key.digest[:12], r.cell.key
+            )
+            return []
+        seen.add(r.cell.key)
+    return list(entry.results) if seen == planned else []
+
+
+def restore(backend: ArmStore, exp: Experiment, store: ResultStore, condition: str) -> Reuse | None:
+    """Copy a matching cached arm into `store` (cells already there are kept); None on a miss."""
+    key = arm_key(exp, condition)
+    data = backend.get(key.digest)
+    if data is None:
+        return None
+    try:
+        entry = CachedArm.model_validate_json(data)
+    except ValidationError as exc:
+        log.warning("cache entry %s is not valid (%s); ignored", key.digest[:12], exc.errors()[0]["msg"])
+        return None
+    if entry.key != key:
+        log.warning("cache entry %s was saved under another key; ignored", key.digest[:12])
+        return None
+    results = _usable(entry, exp, key)
+    if not results:
+        return None
+    for r in results:
+        if store.load(exp.repo_name, r.cell) is None:
+            store.save(exp.repo_name, r)
+    return Reuse(condition, key.digest, entry.source_commit, len(results))
+
+
+def save(backend: ArmStore, exp: Experiment, results: Sequence[RunResult], condition: str) -> bool:
+    """Store the arm when it is complete (every planned cell graded, no infra error)."""
+    key = arm_key(exp, condition)
+    arm = [r for r in results if r.cell.condition == condition and r.status is not RunStatus.infra_error]
+    planned = {c.key for c in exp.manifest.order if c.condition == condition}
+    if {r.cell.key for r in arm} != planned:
+        return False
+    entry = CachedArm(
+        key=key, source_commit=exp.manifest.source_sha, results=sorted(arm, key=lambda r: r.cell.key)
+    )
+    backend.put(key.digest, entry.model_dump_json().encode())
+    return True
+
+
+def open_store(kind: str, location: str, repo_root: Path) -> ArmStore | None:
+    """The backend a `results-store` setting names (None for `none`)."""
+    if kind == "directory":
+        return DirectoryStore(Path(location) if Path(location).is_absolute() else repo_root / location)
+    if kind == "branch":
+        return BranchStore(repo_root, location)
+    return None
+
+
+__all__ = [
+    "ArmKey",
+    "ArmStore",
+    "BranchStore",
+    "CachedArm",
+    "DirectoryStore",
+    "Reuse",
+    "arm_key",
+    "open_store",
+    "restore",
+    "save",
+]

@@ -1,0 +1,335 @@
+"""The Action end to end: a real webhook payload -> comment, check run and outputs.
+
+Every test drives `docdelta.app` with the real PyGithub client against the fake GitHub
+server on loopback, the bundled demo repository as the runner's checkout, the fake
+agent and the local sandbox. Payloads are the recorded ones from tests/fakegithub/events,
+copied and edited in `_event` so each edit is visible here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakegithub import FakeGitHub, event_path
+
+from docdelta import app
+from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.github.actions import ActionsRuntime
+from docdelta.github.events import load_event
+from docdelta.github.pygithub import PyGithubPort
+from docdelta.settings import ActionSettings
+
+API_KEY = "sk-test-SECRET-api-key-0123456789"
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRepo:
+    return build_demo_repo(tmp_path_factory.mktemp("ws") / "repo")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+
+
+def _changed(demo: DemoRepo) -> list[tuple[str, str]]:
+    out = subprocess.run(
+        ["git", "-c", "safe.directory=*", "diff", "--name-status", demo.base_sha, demo.head_sha],
+        cwd=demo.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    status = {"M": "modified", "A": "added", "D": "removed"}
+    return [(line.split("\t")[1], status[line[0]]) for line in out.splitlines()]
+
+
+def _files_at(demo: DemoRepo, sha: str) -> dict[str, bytes]:
+    names = subprocess.run(
+        ["git", "-c", "safe.directory=*", "ls-tree", "-r", "--name-only", sha],
+        cwd=demo.path, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    return {
+        n: subprocess.run(
+            ["git", "-c", "safe.directory=*", "show", f"{sha}:{n}"],
+            cwd=demo.path,
+            capture_output=True,
+            check=True,
+        ).stdout
+        for n in names
+    }
+
+
+def _event(
+    tmp: Path, demo: DemoRepo, *, base: str | None = None, head: str | None = None, **edits: Any
+) -> Path:
+    """pull_request.opened, edited: the demo's base/head shas, plus `edits` (fork, action)."""
+    payload = json.loads(event_path("pull_request.opened").read_text())
+    pr = payload["pull_request"]
+    pr["base"]["sha"] = base or demo.base_sha  # EDIT: the demo repository's commits
+    pr["head"]["sha"] = head or demo.head_sha
+    if edits.get("fork"):
+        pr["head"]["repo"]["full_name"] = "forker/Hello-World"  # EDIT: the head lives in a fork
+    if "action" in edits:
+        payload["action"] = edits["action"]  # EDIT: e.g. synchronize
+    path = tmp / f"event-{len(list(tmp.glob('event-*')))}.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def _env(tmp: Path, demo: DemoRepo, fake: FakeGitHub, event: Path, **inputs: str) -> dict[str, str]:
+    env = {
+        "GITHUB_REPOSITORY": fake.repo,
+        "GITHUB_EVENT_NAME": inputs.pop("event_name", "pull_request"),
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_WORKSPACE": str(demo.path),
+        "GITHUB_API_URL": fake.base_url,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_RUN_ID": "77",
+        "GITHUB_OUTPUT": str(tmp / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
+        "INPUT_GITHUB_TOKEN": fake.token,
+        "INPUT_AGENT": "fake",
+        "INPUT_API_KEY": API_KEY,
+        "INPUT_REPEATS": "2",
+        "INPUT_SANDBOX": "local",
+        "INPUT_RESULTS_PATH": str(tmp / "results"),
+    }
+    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    return env
+
+
+def _run(env: dict[str, str], fake: FakeGitHub) -> tuple[app.ActionResult, str]:
+    """`action()` as `main()` wires it, with the port's politeness delays off for speed."""
+    out = io.StringIO()
+    settings = ActionSettings.from_env(env)
+    event = load_event(env["GITHUB_EVENT_NAME"], Path(env["GITHUB_EVENT_PATH"]))
+    port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
+    result = app.action(settings, event, port, ActionsRuntime.from_env(env, out))
+    return result, out.getvalue()
+
+
+def _outputs(tmp: Path) -> dict[str, str]:
+    lines = (tmp / "output.txt").read_text().splitlines()
+    out, i = {}, 0
+    while i < len(lines):
+        name, _, delim = lines[i].partition("<<")
+        end = lines.index(delim, i + 1)
+        out[name] = "\n".join(lines[i + 1 : end])
+        i = end + 1
+    return out
+
+
+def _latest_check(fake: FakeGitHub) -> dict[str, Any]:
+    return fake.check_runs[-1]
+
+
+# ------------------------------------------------------------------- the PR
+def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun_edits_the_comment(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo))
+
+    result, log = _run(env, fake)
+
+    assert result.activity == "evaluate"
+    assert len(fake.comments) == 1
+    body = fake.comments[0]["body"]
+    assert body.startswith("<!-- docdelta:docdelta -->")
+    assert "docdelta scorecard" in body and "| **all tasks** |" in body
+    assert "**Gate** (`fail-on: regression`)" in body
+    check = _latest_check(fake)
+    assert check["name"] == "docdelta" and check["head_sha"] == demo.head_sha
+    assert check["status"] == "completed"
+    assert check["conclusion"] == result.conclusion and check["conclusion"] in (
+        "success",
+        "neutral",
+        "failure",
+    )
+    assert check["output"]["summary"].startswith("## docdelta scorecard")
+    outputs = _outputs(tmp_path)
+    assert outputs["verdict"] == result.outputs["verdict"] != ""
+    assert float(outputs["head-vs-base"]) > 0  # the demo's head docs do help the fake agent
+    assert outputs["comment-url"].endswith(f"#issuecomment-{fake.comments[0]['id']}")
+    assert Path(outputs["results-path"]) == tmp_path / "results"
+    assert "docdelta scorecard" in (tmp_path / "summary.md").read_text()
+    assert API_KEY not in log and fake.token not in log
+
+    # synchronize: same PR, run again -> the one comment is edited, never a second one
+    env["GITHUB_EVENT_PATH"] = str(_event(tmp_path, demo, action="synchronize"))
+    again, _ = _run(env, fake)
+    assert again.activity == "evaluate"
+    assert len(fake.comments) == 1
+    assert len(fake.requests("PATCH", r"/issues/comments/\d+")) <= 1  # edited only if the text changed
+    assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+
+
+def test_no_instruction_file_changed_gives_a_neutral_check_and_no_comment(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(
+        2, demo.base_sha, demo.head_sha, [("pricebook/format.py", "modified"), ("README.md", "modified")]
+    )
+
+    result, _ = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo)), fake)
+
+    assert result.activity == "no_change"
+    check = _latest_check(fake)
+    assert (check["conclusion"], check["output"]["title"]) == (
+        "neutral",
+        "no agent instruction files changed",
+    )
+    assert fake.comments == []
+    assert not (tmp_path / "results").exists()  # no agent ran
+
+
+# ------------------------------------------------------------------- forks
+def test_a_fork_without_approval_runs_no_agent_and_asks_for_action(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo, fork=True), event_name="pull_request_target")
+
+    result, _ = _run(env, fake)
+
+    assert result.activity == "awaiting_approval"
+    check = _latest_check(fake)
+    assert check["conclusion"] == "action_required"
+    assert "docdelta:approved" in check["output"]["summary"]
+    assert fake.comments == []
+    assert not (tmp_path / "results").exists()
+    assert fake.requests("GET", r"/contents/.*") == []  # not even the fork's files were read
+
+
+def test_an_approved_fork_is_evaluated_from_its_instruction_files_read_as_data(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fork_head = "f" * 40  # a commit that exists only on GitHub, never in the runner's checkout
+    fake.add_commit(fork_head, _files_at(demo, demo.head_sha))
+    fake.add_pull(2, demo.base_sha, fork_head, _changed(demo))
+    fake.permissions["maintainer"] = "write"
+    fake.apply_label(2, "docdelta:approved", "maintainer")
+    event = _event(tmp_path, demo, head=fork_head, fork=True)
+    env = _env(tmp_path, demo, fake, event, event_name="pull_request_target")
+
+    result, _ = _run(env, fake)
+
+    assert result.activity == "evaluate", result.title
+    assert float(result.outputs["head-vs-base"]) > 0  # the fork's AGENTS.md reached the head arm
+    body = fake.comments[0]["body"]
+    assert "read as data" in body and "approved by @maintainer" in body
+    assert _latest_check(fake)["head_sha"] == fork_head
+
+    # a new push removes the approval: the next revision waits for a maintainer again
+    env["GITHUB_EVENT_PATH"] = str(_event(tmp_path, demo, head=fork_head, fork=True, action="synchronize"))
+    again, _ = _run(env, fake)
+    assert again.activity == "awaiting_approval"
+    assert fake.pulls[2].labels == []
+
+
+def test_an_approval_label_from_a_reader_does_not_count(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    fake.permissions["drive-by"] = "read"
+    fake.apply_label(2, "docdelta:approved", "drive-by")
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo, fork=True), event_name="pull_request_target")
+
+    result, _ = _run(env, fake)
+
+    assert result.activity == "awaiting_approval"
+    assert _latest_check(fake)["conclusion"] == "action_required"
+
+
+# -------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("inputs", "named"),
+    [
+        ({"INPUT_REPEATS": "many"}, "input 'repeats'"),
+        ({"INPUT_FAIL_ON": "sometimes"}, "input 'fail-on'"),
+        ({"INPUT_RESULTS_STORE": "s3:bucket"}, "input 'results-store'"),
+    ],
+)
+def test_bad_inputs_fail_the_check_with_the_input_named_and_no_traceback_or_secret(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub, inputs: dict[str, str], named: str
+) -> None:
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo)) | inputs
+    out = io.StringIO()
+
+    code = app.main(env, out)
+
+    log = out.getvalue()
+    assert code == 2
+    assert named in log and "Traceback" not in log
+    assert f"::add-mask::{API_KEY}" in log  # masked before anything else is printed
+    assert log.count(API_KEY) == 1 and fake.token not in log.replace(f"::add-mask::{fake.token}", "")
+    check = _latest_check(fake)
+    assert check["conclusion"] == "failure" and named in check["output"]["title"]
+    assert API_KEY not in json.dumps(fake.check_runs)
+
+
+def test_an_unknown_agent_and_a_gone_head_commit_are_explained_in_the_check(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo), agent="gpt-nonexistent")
+    result, log = _run(env, fake)
+    assert result.activity == "error"
+    assert "unknown agent 'gpt-nonexistent'" in _latest_check(fake)["output"]["title"]
+    assert "Traceback" not in log
+
+    gone = "d" * 40  # force-pushed away: GitHub still sends the old head in a late event
+    fake.add_pull(3, demo.base_sha, gone, _changed(demo))
+    payload = json.loads(_event(tmp_path, demo, head=gone).read_text())
+    payload["number"] = payload["pull_request"]["number"] = 3  # EDIT: PR 3
+    (tmp_path / "gone.json").write_text(json.dumps(payload))
+    env = _env(tmp_path, demo, fake, tmp_path / "gone.json")
+    result, log = _run(env, fake)
+    assert result.activity == "error"
+    check = _latest_check(fake)
+    assert check["head_sha"] == gone and check["conclusion"] == "failure"
+    assert (
+        "is not in the checkout" in check["output"]["summary"]
+        and "force-pushed" in check["output"]["summary"]
+    )
+
+
+def test_a_malformed_event_is_one_clear_log_line(tmp_path: Path, demo: DemoRepo, fake: FakeGitHub) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"action": "opened", "number": 2}')
+    out = io.StringIO()
+
+    code = app.main(_env(tmp_path, demo, fake, broken), out)
+
+    assert code == 2
+    assert "::error" in out.getvalue() and "field 'pull_request'" in out.getvalue()
+    assert "Traceback" not in out.getvalue()
+    assert fake.check_runs == []
+
+
+def test_a_workflow_run_handoff_must_name_the_runs_own_head_commit(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    payload = json.loads(event_path("workflow_run.completed").read_text())
+    run_head = payload["workflow_run"]["head_sha"]
+    handoff = tmp_path / "pr.json"
+    handoff.write_text(json.dumps({"number": 2, "base_sha": demo.base_sha, "head_sha": "e" * 40}))
+    env = _env(tmp_path, demo, fake, event_path("workflow_run.completed"), event_name="workflow_run")
+    env["INPUT_PR_HANDOFF"] = str(handoff)
+
+    result, log = _run(env, fake)
+
+    assert result.activity == "error"
+    check = _latest_check(fake)
+    assert check["head_sha"] == run_head and check["conclusion"] == "failure"
+    assert "names head eeeeeeeeeeee" in check["output"]["title"]
+    assert "Traceback" not in log

@@ -1,0 +1,95 @@
+"""The action image: `docker build` from the Dockerfile, then `docdelta action` inside it.
+
+The container gets what the Actions runner gives a Docker action: the workspace
+mounted at /github/workspace, the event payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`
+files, and `INPUT_*` variables as action.yml maps them. It talks to the fake GitHub
+server on the host's loopback (host network). The agent is the fake one in the *local*
+sandbox inside the container, unisolated (`allow-network`): this engine refuses the
+namespaces (and --privileged) a nested sandbox needs, and the Docker sandbox as sibling
+containers is not wired into the action yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from fakegithub import FakeGitHub, event_path
+
+from docdelta.demo import build_demo_repo
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
+IMAGE = "docdelta-action:test"
+CA_DIR = Path("/usr/local/share/ca-certificates")
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+
+def _build() -> None:
+    """Build on the local base image, trusting this machine's extra CAs (TLS-intercepting proxy)."""
+    extra = "".join(p.read_text() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else ""
+    proc = subprocess.run(
+        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
+         "--build-arg", f"EXTRA_CA_CERT={extra}", str(ROOT)],
+        capture_output=True, text=True, timeout=840, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: Path) -> None:
+    _build()
+    demo = build_demo_repo(tmp_path / "workspace")
+    payload = json.loads(event_path("pull_request.opened").read_text())
+    payload["pull_request"]["base"]["sha"] = demo.base_sha  # EDIT: the demo repository's commits
+    payload["pull_request"]["head"]["sha"] = demo.head_sha
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "event.json").write_text(json.dumps(payload))
+    (home / "output").touch()
+    (home / "summary.md").touch()
+
+    with FakeGitHub() as fake:
+        fake.add_pull(2, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+        env = {
+            "GITHUB_REPOSITORY": fake.repo,
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": "/github/home/event.json",
+            "GITHUB_WORKSPACE": "/github/workspace",
+            "GITHUB_API_URL": fake.base_url,
+            "GITHUB_RUN_ID": "1",
+            "GITHUB_OUTPUT": "/github/home/output",
+            "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
+            "INPUT_GITHUB_TOKEN": fake.token,
+            "INPUT_AGENT": "fake",
+            "INPUT_API_KEY": "sk-image-test-secret",
+            "INPUT_REPEATS": "1",
+            "INPUT_SANDBOX": "local",
+            "INPUT_ALLOW_NETWORK": "true",
+            "INPUT_RESULTS_PATH": "/github/home/results",
+        }
+        args = ["docker", "run", "--rm", "--network", "host",
+                "-v", f"{demo.path}:/github/workspace", "-v", f"{home}:/github/home"]  # fmt: skip
+        for key in env:
+            args += ["-e", key]
+        proc = subprocess.run(
+            [*args, IMAGE],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 0, log[-3000:]
+        assert "Traceback" not in log and log.count("sk-image-test-secret") == 1  # only in ::add-mask::
+        assert len(fake.comments) == 1 and fake.comments[0]["body"].startswith("<!-- docdelta:docdelta -->")
+        check = fake.check_runs[-1]
+        assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral", "failure")
+        outputs = (home / "output").read_text()
+        assert "verdict<<" in outputs and "comment-url<<" in outputs
+        assert "docdelta scorecard" in (home / "summary.md").read_text()

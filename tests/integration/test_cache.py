@@ -1,0 +1,203 @@
+"""Results across PRs: a push refreshes the base arm, later PRs on that base reuse it.
+
+Driven through the Action (`docdelta.app.action`) with real git: the data-branch backend
+pushes to a bare repository standing in for GitHub, the directory backend writes files.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakegithub import FakeGitHub, event_path
+
+from docdelta import app
+from docdelta.cache import BranchStore, CachedArm, DirectoryStore
+from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.git import overlay_commit, run_git
+from docdelta.github.actions import ActionsRuntime
+from docdelta.github.events import load_event
+from docdelta.github.pygithub import PyGithubPort
+from docdelta.settings import ActionSettings
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    proc = run_git(cwd, *args)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode().strip()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> tuple[Path, DemoRepo]:
+    """A clone of the demo repository whose `origin` is a bare repository (GitHub's stand-in)."""
+    demo = build_demo_repo(tmp_path / "demo")
+    origin = tmp_path / "origin.git"
+    _git(tmp_path, "clone", "--quiet", "--bare", str(demo.path), str(origin))
+    _git(tmp_path, "clone", "--quiet", str(origin), str(tmp_path / "ws"))
+    return tmp_path / "ws", demo
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+
+
+def _push_event(tmp: Path, sha: str) -> Path:
+    payload = json.loads(event_path("push").read_text())
+    payload.update(ref="refs/heads/master", after=sha, deleted=False)  # EDIT: a push to the default branch
+    path = tmp / "push.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def _pr_event(tmp: Path, number: int, base: str, head: str) -> Path:
+    payload = json.loads(event_path("pull_request.opened").read_text())
+    payload["number"] = payload["pull_request"]["number"] = number  # EDIT: PR number
+    payload["pull_request"]["base"]["sha"] = base  # EDIT: the demo's commits
+    payload["pull_request"]["head"]["sha"] = head
+    path = tmp / f"pr-{number}.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def _act(
+    tmp: Path, ws: Path, fake: FakeGitHub, event: str, path: Path, store: str, sha: str = ""
+) -> tuple[app.ActionResult, str]:
+    env = {
+        "GITHUB_REPOSITORY": fake.repo,
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(path),
+        "GITHUB_WORKSPACE": str(ws),
+        "GITHUB_SHA": sha,
+        "INPUT_GITHUB_TOKEN": fake.token,
+        "INPUT_AGENT": "fake",
+        "INPUT_REPEATS": "2",
+        "INPUT_SANDBOX": "local",
+        "INPUT_RESULTS_STORE": store,
+        "INPUT_RESULTS_PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
+    }
+    out = io.StringIO()
+    port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
+    result = app.action(
+        ActionSettings.from_env(env), load_event(event, path), port, ActionsRuntime.from_env(env, out)
+    )
+    return result, out.getvalue()
+
+
+def _docs_only_head(ws: Path, base: str, text: bytes) -> str:
+    """A PR that only adds CLAUDE.md (AGENTS.md stays: the demo's gold answers cite its lines)."""
+    return overlay_commit(ws, base, {"CLAUDE.md": text}, "docs-only change")
+
+
+def test_a_push_stores_the_base_arm_on_a_data_branch_and_a_pr_on_that_base_reuses_it(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    ws, demo = workspace
+    refreshed, log = _act(
+        tmp_path,
+        ws,
+        fake,
+        "push",
+        _push_event(tmp_path, demo.head_sha),
+        "branch:docdelta-results",
+        demo.head_sha,
+    )
+    assert refreshed.activity == "refresh", log
+    origin = tmp_path / "origin.git"
+    listing = _git(origin, "ls-tree", "-r", "--name-only", "refs/heads/docdelta-results").split()
+    assert len(listing) == 1 and listing[0].startswith("arms/")
+    entry = CachedArm.model_validate_json(_git(origin, "show", f"refs/heads/docdelta-results:{listing[0]}"))
+    assert {r.cell.condition for r in entry.results} == {"base"}
+    assert entry.source_commit == demo.head_sha
+
+    head = _docs_only_head(ws, demo.head_sha, b"# Agents\nRun `make test` before you push.\n")
+    fake.add_pull(4, demo.head_sha, head, [("CLAUDE.md", "added")])
+    result, log = _act(
+        tmp_path,
+        ws,
+        fake,
+        "pull_request",
+        _pr_event(tmp_path, 4, demo.head_sha, head),
+        "branch:docdelta-results",
+    )
+
+    assert result.activity == "evaluate", log
+    body = fake.comments[0]["body"]
+    assert "**From cache:** the `base` arm" in body and listing[0][5:17] in body
+    # a PR run only reads the shared branch: still the one entry the trusted push wrote
+    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == "1"
+
+
+def test_a_second_pr_with_the_same_base_reuses_the_first_prs_base_arm_from_a_directory(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    ws, demo = workspace
+    store = f"dir:{tmp_path / 'cache'}"
+    first = _docs_only_head(ws, demo.head_sha, b"# Agents\nUse `uv run pytest`.\n")
+    second = _docs_only_head(ws, demo.head_sha, b"# Agents\nUse `tox -e py311`.\n")
+    fake.add_pull(5, demo.head_sha, first, [("CLAUDE.md", "added")])
+    fake.add_pull(6, demo.head_sha, second, [("CLAUDE.md", "added")])
+
+    one, _ = _act(tmp_path, ws, fake, "pull_request", _pr_event(tmp_path, 5, demo.head_sha, first), store)
+    two, _ = _act(tmp_path, ws, fake, "pull_request", _pr_event(tmp_path, 6, demo.head_sha, second), store)
+
+    assert one.activity == two.activity == "evaluate"
+    bodies = {c["issue"]: c["body"] for c in fake.comments}
+    assert "From cache" not in bodies[5]
+    assert "**From cache:** the `base` arm (8 runs)" in bodies[6]
+    assert len(list((tmp_path / "cache" / "arms").glob("*.json"))) == 1
+
+
+def test_an_entry_saved_under_another_key_is_ignored(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    ws, demo = workspace
+    cache = tmp_path / "cache"
+    store = f"dir:{cache}"
+    head = _docs_only_head(ws, demo.head_sha, b"# Agents\nUse `nox`.\n")
+    fake.add_pull(7, demo.head_sha, head, [("CLAUDE.md", "added")])
+    _act(tmp_path, ws, fake, "pull_request", _pr_event(tmp_path, 7, demo.head_sha, head), store)
+    (entry_path,) = (cache / "arms").glob("*.json")
+    data: dict[str, Any] = json.loads(entry_path.read_text())
+    data["key"]["repeats"] = 9  # tampered: the entry claims another experiment
+    entry_path.write_text(json.dumps(data))
+    entry_path.with_name("garbage.json").write_text("{not json")
+
+    result, _ = _act(tmp_path, ws, fake, "pull_request", _pr_event(tmp_path, 7, demo.head_sha, head), store)
+
+    assert result.activity == "evaluate"
+    assert "From cache" not in fake.comments[0]["body"]
+
+
+def test_backends_miss_cleanly_and_branch_writes_never_lose_a_concurrent_entry(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo]
+) -> None:
+    ws, _ = workspace
+    assert DirectoryStore(tmp_path / "none").get("abc") is None
+    assert BranchStore(ws, "docdelta-results").get("abc") is None  # the branch does not exist yet
+
+    other = tmp_path / "other"
+    _git(tmp_path, "clone", "--quiet", str(tmp_path / "origin.git"), str(other))
+    mine, theirs = BranchStore(ws, "docdelta-results"), BranchStore(other, "docdelta-results")
+    mine.put("a" * 64, b"mine")
+    theirs.put("b" * 64, b"theirs")  # pushed on top of mine after a fetch
+    mine.put("c" * 64, b"mine again")  # mine is now behind: fetch, append, push
+
+    fresh = BranchStore(ws, "docdelta-results")
+    assert (fresh.get("a" * 64), fresh.get("b" * 64), fresh.get("c" * 64)) == (
+        b"mine",
+        b"theirs",
+        b"mine again",
+    )
+    assert subprocess.run(
+        ["git", "-C", str(tmp_path / "origin.git"), "rev-list", "--count", "refs/heads/docdelta-results"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip() == "3"  # fmt: skip
