@@ -11,21 +11,25 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from docdelta import __version__
-from docdelta.config import load_project_config, matcher
+from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.demo import build_demo_repo
-from docdelta.detect import detect_refs
+from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.git import Repo
+from docdelta.grading.fromcommit import task_from_commit, write_task
+from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import Summary
 from docdelta.report import badge, render_json, render_markdown, summarize
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
+from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.store import ResultStore
-from docdelta.tasks import task_json_schema
+from docdelta.tasks import load_tasks, task_json_schema
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 EXIT_INCOMPLETE = 1
@@ -47,10 +51,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"docdelta {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("detect", help="list the agent instruction files changed between two refs")
+    d = sub.add_parser(
+        "detect", help="list the agent instruction files changed between two refs, or in a unified diff"
+    )
     d.add_argument("--repo", type=Path, default=Path())
-    d.add_argument("--base", required=True)
-    d.add_argument("--head", required=True)
+    d.add_argument("--base", help="base ref (with --head)")
+    d.add_argument("--head", help="head ref (with --base)")
+    d.add_argument(
+        "--diff",
+        type=argparse.FileType("r"),
+        help="a unified diff ('-' for stdin) instead of two refs; the built-in file table is used",
+    )
     d.add_argument("--json", action="store_true", help="print the detection as JSON")
 
     r = sub.add_parser("run", help="run the matrix of tasks x conditions x repeats and print the scorecard")
@@ -74,6 +85,20 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--repeats", type=int, default=5)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+
+    t = sub.add_parser("tasks", help="work with task files")
+    tsub = t.add_subparsers(dest="tasks_command", required=True)
+    fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
+    fc.add_argument("sha")
+    fc.add_argument("--repo", type=Path, default=Path())
+    fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+
+    st = sub.add_parser("selftest", help="prove each change task's hidden tests tell right from wrong")
+    st.add_argument("--repo", type=Path, default=Path())
+    st.add_argument("--tasks", type=Path, required=True)
+    st.add_argument("--source", default="HEAD", help="source commit for tasks that do not name one")
+    st.add_argument("--flake-runs", type=int, default=3, help="runs of the reference (flake probe)")
+    st.add_argument("--workdir", type=Path, help="scratch directory (default: a temporary one)")
 
     g = sub.add_parser("gc", help="remove Docker containers, networks and volumes left by a crashed run")
     g.add_argument("--yes", action="store_true", help="also remove those of runs that may still be going")
@@ -131,6 +156,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _badge(args)
     if args.command == "demo":
         return _demo(args)
+    if args.command == "tasks":
+        return _tasks_from_commit(args)
+    if args.command == "selftest":
+        return _selftest(args)
     if args.command == "gc":
         return _gc(args)
     if args.command == "action":
@@ -142,9 +171,18 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _detect(args: argparse.Namespace) -> int:
-    repo = Repo(args.repo)
-    base = repo.resolve(args.base)
-    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+    if args.diff is not None:
+        if args.base or args.head:
+            raise ConfigError("--diff and --base/--head are alternatives", hint="pass one or the other")
+        detection = detect_diff(args.diff.read(), matcher(ProjectConfig()))
+    elif args.base and args.head:
+        repo = Repo(args.repo)
+        base = repo.resolve(args.base)
+        detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+    else:
+        raise ConfigError(
+            "detect needs --base and --head, or --diff FILE", hint="e.g. --base origin/main --head HEAD"
+        )
     if args.json:
         print(detection.model_dump_json(indent=2))
         return 0
@@ -242,6 +280,43 @@ def _badge(args: argparse.Namespace) -> int:
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"badge written to {args.out}: {data['message']}")
     return 0
+
+
+def _tasks_from_commit(args: argparse.Namespace) -> int:
+    task, assets = task_from_commit(Repo(args.repo), args.sha)
+    path = write_task(task, assets, args.tasks)
+    print(f"wrote {path} (+ {len(assets.hidden)} hidden test file(s), reference.patch)")
+    print("the task is `reviewed: false`: read its prompt and validation, then set `reviewed: true`")
+    return 0
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    repo = Repo(args.repo)
+    config = load_project_config(repo, repo.resolve(args.source))
+    loaded = load_tasks(args.tasks)
+    with tempfile.TemporaryDirectory(prefix="docdelta-selftest-") as tmp:
+        scratch = args.workdir or Path(tmp)
+        provider = get_provider("local", hide=(str(repo.root),))
+        try:
+            reports = selftest_tasks(
+                repo,
+                loaded,
+                source=args.source,
+                strip=config.checkout_strip,
+                matcher=matcher(config),
+                provider=provider,
+                scratch=scratch,
+                flake_runs=args.flake_runs,
+            )
+        finally:
+            provider.close()
+    if not reports:
+        print("no change tasks to selftest")
+    for report in reports:
+        print(f"{'ok  ' if report.passed else 'FAIL'} {report.task}")
+        for leg in report.legs:
+            print(f"     {'ok  ' if leg.passed else 'FAIL'} {leg.name}{': ' + leg.note if leg.note else ''}")
+    return 0 if all(r.passed for r in reports) else 2
 
 
 def _gc(args: argparse.Namespace) -> int:

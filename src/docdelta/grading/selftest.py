@@ -9,14 +9,18 @@ below must hold, or the task cannot be run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import InfraError, TaskError
-from docdelta.grading.hidden import grade_change
+from docdelta.git import Repo
+from docdelta.grading.hidden import grade_change, load_assets
 from docdelta.models import HiddenTestResult, SelftestLeg, SelftestReport, Task
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
-from docdelta.workspace import SealedCheckout
+from docdelta.tasks import LoadedTask
+from docdelta.workspace import SealedCheckout, seal
 
 GREEN_CONFTEST = """import pytest
 
@@ -131,3 +135,46 @@ def _raise_for(report: SelftestReport) -> None:
         hint="fix the hidden tests, the validation command or the reference patch; "
         "a task whose selftest fails cannot be run",
     )
+
+
+def selftest_tasks(
+    repo: Repo,
+    loaded: Sequence[LoadedTask],
+    *,
+    source: str,
+    strip: Sequence[str],
+    matcher: InstructionMatcher,
+    provider: SandboxProvider,
+    scratch: Path,
+    flake_runs: int = 3,
+) -> list[SelftestReport]:
+    """Selftest every change task of `loaded` against a sealed checkout of its source.
+
+    A task drafted from a commit names its own source (`gold.validation.source`);
+    others use `source`. The checkout holds no instruction files: the selftest is
+    about the task and the grader, not the docs. Reports come back for every task
+    (none raises), so `docdelta selftest` can show all failures at once.
+    """
+    reports = []
+    for lt in loaded:
+        task = lt.task
+        if task.kind != "change" or task.gold.validation is None:
+            continue
+        sha = repo.resolve(task.gold.validation.source or source)
+        assets = load_assets(task, lt.path, repo, sha)
+        dest = scratch / task.id
+        shutil.rmtree(dest, ignore_errors=True)
+        sealed = seal(repo, sha, Overlay(), dest, matcher, [*strip, *(f"/{p}" for p in assets.hidden)])
+        reports.append(
+            selftest(
+                task,
+                sealed,
+                assets.hidden,
+                assets.reference,
+                provider,
+                flake_runs=flake_runs,
+                workdir=scratch,
+                raise_on_failure=False,
+            )
+        )
+    return reports
