@@ -1,8 +1,8 @@
 # The docdelta GitHub Action image: Python, git and docdelta in a virtualenv.
 #
 # BASE_IMAGE defaults to the official Python slim image; any Debian-like image with
-# python3 (>= 3.11) works, with or without pip (pip is bootstrapped from its wheel), so
-# the tests can build on a locally imported base where no container registry is reachable.
+# python3 (>= 3.11) works, with or without pip (python3-venv comes from apt), so the tests
+# can build on a locally imported base where no container registry is reachable.
 # EXTRA_CA_CERT (PEM text, public: a CA certificate is not a secret) is trusted during the
 # build and at run time, for networks that intercept TLS (corporate proxies, GHES).
 ARG BASE_IMAGE=python:3.11-slim
@@ -28,29 +28,17 @@ RUN set -eu; \
         update-ca-certificates >/dev/null; \
     fi
 
-# git is what docdelta reads repositories with; the slim images do not ship it.
+# git is what docdelta reads repositories with (the slim images do not ship it), and
+# a virtualenv needs ensurepip (Debian's own python3 ships it in python3-venv).
 RUN set -eu; \
-    if ! command -v git >/dev/null; then \
+    if ! command -v git >/dev/null || ! python3 -c "import ensurepip" 2>/dev/null; then \
         apt-get update -qq; \
-        apt-get install -y -qq --no-install-recommends git ca-certificates >/dev/null; \
+        apt-get install -y -qq --no-install-recommends git ca-certificates python3-venv >/dev/null; \
         rm -rf /var/lib/apt/lists/*; \
     fi; \
-    git config --system --add safe.directory '*'
-
-# A virtualenv without ensurepip (Debian's python3 has none) and pip run from its own
-# wheel, fetched from the package index and checked against the index's sha256: the
-# same steps work on every base image.
-RUN set -eu; \
-    python3 -m venv --without-pip /opt/docdelta; \
-    wheel="/tmp/pip-${PIP_VERSION}-py3-none-any.whl"; \
-    python3 -c "import hashlib, re, sys, urllib.request as u; \
-page = u.urlopen('https://pypi.org/simple/pip/').read().decode(); \
-url, digest = re.search(r'href=\"([^\"#]*/pip-' + re.escape(sys.argv[1]) + r'-py3-none-any\.whl)#sha256=([0-9a-f]+)', page).groups(); \
-data = u.urlopen(url).read(); \
-assert hashlib.sha256(data).hexdigest() == digest, 'pip wheel hash mismatch'; \
-open(sys.argv[2], 'wb').write(data)" "$PIP_VERSION" "$wheel"; \
-    /opt/docdelta/bin/python "$wheel/pip" install -q "$wheel"; \
-    rm "$wheel"
+    git config --system --add safe.directory '*'; \
+    python3 -m venv /opt/docdelta; \
+    pip install -q --upgrade "pip==${PIP_VERSION}"
 
 # Dependencies first, from pyproject.toml alone, so editing the source reuses this layer.
 COPY pyproject.toml /src/docdelta/

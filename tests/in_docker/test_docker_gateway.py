@@ -46,7 +46,7 @@ probes = {
     "by_ip": lambda: reach(server_ip),
     "by_name": lambda: reach(server_name),
     "resolves_server": lambda: resolves(server_name),
-    "resolves_outside": lambda: resolves("pypi.org"),
+    "resolves_outside": lambda: resolves("example.com"),
     "gateway": lambda: urllib.request.urlopen(os.environ["OPENAI_BASE_URL"] + "/models", timeout=10).status,
     "absolute_form": lambda: via_gateway("http://" + server_ip + ":" + sys.argv[2] + "/"),
     "unknown_route": lambda: via_gateway("/elsewhere/v1/chat"),

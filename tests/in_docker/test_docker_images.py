@@ -16,9 +16,11 @@ from docdelta.sandbox.images import EXTRA_CA_PATH, environment_image
 pytestmark = pytest.mark.docker
 
 SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-# A setup step that needs the network and a trusted TLS chain to a registry.
+# A setup step that needs the network and a trusted TLS chain to a package registry:
+# pip (from Debian) downloads a package from its default index over HTTPS.
 FETCH_FROM_REGISTRY = (
-    "python3 -c \"import urllib.request; urllib.request.urlopen('https://pypi.org/simple/pip/', timeout=30)\""
+    "apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-pip >/dev/null"
+    " && python3 -m pip download -q --no-deps -d /tmp/dl six"
     " && echo fetched > /etc/docdelta-setup-ran"
 )
 
