@@ -3,10 +3,10 @@
 The container gets what the Actions runner gives a Docker action: the workspace
 mounted at /github/workspace, the event payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`
 files, and `INPUT_*` variables as action.yml maps them. It talks to the fake GitHub
-server on the host's loopback (host network). The agent is the fake one in the *local*
-sandbox inside the container, unisolated (`allow-network`): this engine refuses the
-namespaces (and --privileged) a nested sandbox needs, and the Docker sandbox as sibling
-containers is not wired into the action yet.
+server on the host's loopback (host network). The agent is the fake one in the Docker
+sandbox: with the daemon's socket mounted, as on a GitHub runner, its containers are
+siblings of the action's, and the checkout reaches them by `put_archive`, never by a
+bind mount of a path the daemon could not see.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
 IMAGE = "docdelta-action:test"
 CA_DIR = Path("/usr/local/share/ca-certificates")
+SOCKET = "/var/run/docker.sock"
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -67,11 +68,11 @@ def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: 
             "INPUT_AGENT": "fake",
             "INPUT_API_KEY": "sk-image-test-secret",
             "INPUT_REPEATS": "1",
-            "INPUT_SANDBOX": "local",
-            "INPUT_ALLOW_NETWORK": "true",
+            "INPUT_SANDBOX": "docker",
             "INPUT_RESULTS_PATH": "/github/home/results",
         }
-        args = ["docker", "run", "--rm", "--network", "host",
+        # As on a runner: the Docker socket is mounted, so agent containers are siblings.
+        args = ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",
                 "-v", f"{demo.path}:/github/workspace", "-v", f"{home}:/github/home"]  # fmt: skip
         for key in env:
             args += ["-e", key]
@@ -93,3 +94,4 @@ def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: 
         outputs = (home / "output").read_text()
         assert "verdict<<" in outputs and "comment-url<<" in outputs
         assert "docdelta scorecard" in (home / "summary.md").read_text()
+        assert "isolation: docker-none" in fake.comments[0]["body"]

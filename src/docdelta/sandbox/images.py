@@ -46,13 +46,7 @@ def ensure_image(
     """The image `FROM base` + `steps` with `files` in the build context, built only if no
     image with the same content hash exists. `network` is the build's network mode."""
     files = dict(files or {})
-    try:
-        base_id = client.images.get(base).id
-    except docker.errors.ImageNotFound as exc:
-        raise SandboxError(
-            f"base image {base!r} is not present on the Docker engine",
-            hint="build or pull it first (scripts/provision-docker.sh builds docdelta-base:latest)",
-        ) from exc
+    base_id = _base_id(client, base)
     identity = json.dumps(
         {"base": base_id, "steps": list(steps), "files": {k: sha256_hex(v) for k, v in files.items()}},
         sort_keys=True,
@@ -75,6 +69,23 @@ def ensure_image(
             hint="fix the failing docker.setup command in the project config (the build log is above)",
         ) from exc
     return BuiltImage(tag=tag, digest=str(image.id))
+
+
+def _base_id(client: DockerClient, base: str) -> str:
+    """The base image's ID, pulled first when the engine lacks it (a runner pulls
+    `python:3.11-slim`; where no registry answers, the error says what to do)."""
+    try:
+        return str(client.images.get(base).id)
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        return str(client.images.pull(base).id)
+    except docker.errors.DockerException as exc:
+        raise SandboxError(
+            f"base image {base!r} is not present on the Docker engine and could not be pulled: {exc}",
+            hint="set docker.base in .docdelta.yml to an image you can pull, or build one locally "
+            "(scripts/provision-docker.sh builds docdelta-base:latest)",
+        ) from exc
 
 
 def environment_image(client: DockerClient, config: DockerImageConfig) -> BuiltImage:
