@@ -5,11 +5,11 @@ Adapters are imported only when asked for; registering one is a line in `_AGENTS
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, extract_last_json, parse_answer
 from docdelta.errors import AgentError
+from docdelta.registry import build
 
 __all__ = [
     "Agent",
@@ -25,6 +25,7 @@ __all__ = [
 _AGENTS: dict[str, str] = {
     "fake": "docdelta.agents.fake:FakeAgent",
     "command": "docdelta.agents.command:CommandAgent",
+    "openai": "docdelta.agents.openai_loop:OpenAIAgent",
 }
 
 
@@ -34,12 +35,5 @@ def agent_names() -> list[str]:
 
 def get_agent(name: str, **options: Any) -> Agent:
     """Build the agent registered as `name` (e.g. `get_agent("command", cmd="./my-agent")`)."""
-    target = _AGENTS.get(name)
-    if target is None:
-        raise AgentError(f"unknown agent {name!r}", hint=f"choose one of: {', '.join(agent_names())}")
-    module, _, attr = target.partition(":")
-    cls: type[Agent] = getattr(importlib.import_module(module), attr)
-    try:
-        return cls(**options)
-    except TypeError as exc:
-        raise AgentError(f"bad options for agent {name!r}: {exc}", hint="check the agent settings") from exc
+    # mypy refuses an abstract class for type[T] (python/mypy#4717); it is only an isinstance check.
+    return build(_AGENTS, name, options, base=Agent, kind="agent", error=AgentError)  # type: ignore[type-abstract]

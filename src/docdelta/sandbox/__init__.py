@@ -6,10 +6,10 @@ the Docker SDK. Registering a provider is one line in `_PROVIDERS`.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from docdelta.errors import ConfigError
+from docdelta.registry import build
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 
 __all__ = ["ExecResult", "Sandbox", "SandboxProvider", "SandboxSpec", "get_provider", "provider_names"]
@@ -26,17 +26,5 @@ def provider_names() -> list[str]:
 
 def get_provider(name: str, **options: Any) -> SandboxProvider:
     """Build the provider registered as `name` with its options (e.g. `allow_network=True`)."""
-    target = _PROVIDERS.get(name)
-    if target is None:
-        raise ConfigError(
-            f"unknown sandbox {name!r}",
-            hint=f"choose one of: {', '.join(provider_names())}",
-        )
-    module, _, attr = target.partition(":")
-    cls: type[SandboxProvider] = getattr(importlib.import_module(module), attr)
-    try:
-        return cls(**options)
-    except TypeError as exc:
-        raise ConfigError(
-            f"bad options for sandbox {name!r}: {exc}", hint="check the sandbox settings"
-        ) from exc
+    # mypy refuses an abstract class for type[T] (python/mypy#4717); it is only an isinstance check.
+    return build(_PROVIDERS, name, options, base=SandboxProvider, kind="sandbox", error=ConfigError)  # type: ignore[type-abstract]
