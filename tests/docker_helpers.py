@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from docdelta.gateway.config import GatewayConfig
+from docdelta.agents.base import Agent, AgentContext
+from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import PLACEHOLDER_KEY
 from docdelta.gateway.server import Gateway, build, setup_message
+from docdelta.models import AgentOutcome, ModelCall
+from docdelta.modelserver.script import Script
+from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 UPSTREAM_PORT = 8000
@@ -34,7 +41,9 @@ def control(client: Any, image: str, network: str, url: str) -> str:
         "import sys, time, urllib.request\n"
         "for _ in range(100):\n"
         "    try:\n"
-        "        sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()); break\n"
+        "        body = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()\n"
+        # A last line without a newline can be lost from the container's log: end with one.
+        "        sys.stdout.write(body if body.endswith('\\n') else body + '\\n'); break\n"
         "    except OSError:\n"
         "        time.sleep(0.1)\n"
     )
@@ -42,6 +51,13 @@ def control(client: Any, image: str, network: str, url: str) -> str:
         image, ["python3", "-c", probe, url], network=network, remove=True, labels={LABEL: "1"}
     )
     return out.decode()
+
+
+def requests_seen(client: Any, image: str, network: str) -> list[dict[str, Any]]:
+    """Every request the egress network's scripted model server received (conftest `egress`)."""
+    url = f"http://{network}-modelserver:{UPSTREAM_PORT}/_docdelta/requests"
+    log: list[dict[str, Any]] = json.loads(control(client, image, network, url))["requests"]
+    return log
 
 
 def wait_gone(client: Any, run_id: str, timeout: float = 10.0) -> list[str]:
@@ -70,3 +86,116 @@ def gateway_on_loopback(
         server.close()
         loop.run_until_complete(gateway.client.aclose())
         loop.close()
+
+
+# ------------------------------------------------- real agent CLIs (issue 5)
+@dataclass(frozen=True)
+class ScriptedRun:
+    """One agent run against the scripted model server through a real gateway."""
+
+    outcome: AgentOutcome
+    result: ExecResult
+    calls: list[ModelCall]
+    requests: list[dict[str, Any]]
+    """Every request the scripted server received (its `/_docdelta/requests` log)."""
+
+
+def modelserver_image(client: Any, base_image: str) -> str:
+    """`base_image` plus the stdlib scripted model server (`python3 -m docdelta.modelserver`)."""
+    from docdelta.modelserver.script import site_files  # noqa: PLC0415
+    from docdelta.sandbox.images import ensure_image  # noqa: PLC0415
+
+    files = {f"site/{rel}": data for rel, data in site_files().items()}
+    steps = ["COPY site /opt/docdelta-modelserver", "ENV PYTHONPATH=/opt/docdelta-modelserver"]
+    return ensure_image(client, name="docdelta-modelserver", base=base_image, steps=steps, files=files).tag
+
+
+def with_home_files(client: Any, image: str, files: Mapping[str, str]) -> str:
+    """`image` with `files` (paths relative to the agent user's home, /home/agent) planted,
+    owned by the agent user: what a developer's machine would hold in ~."""
+    from docdelta.sandbox.images import ensure_image  # noqa: PLC0415
+
+    steps = ["USER root", "COPY home /home/agent", "RUN chown -R 1000:1000 /home/agent"]
+    context = {f"home/{rel}": text.encode() for rel, text in files.items()}
+    return ensure_image(client, name="docdelta-test-home", base=image, steps=steps, files=context).tag
+
+
+def run_scripted_agent(
+    client: Any,
+    *,
+    agent: Agent,
+    image: str,
+    server_image: str,
+    gateway_image: str,
+    network: str,
+    upstream: Upstream,
+    script: Script,
+    checkout: Path,
+    prompt: str,
+    key: str,
+    prepare: Sequence[str] = (),
+    ctx: AgentContext | None = None,
+) -> ScriptedRun:
+    """Serve `script` on `network` as `<network>-scripted:8000`, route `upstream` (whose
+    base_url may use `{server}` for that address) through a real gateway holding `key`,
+    run `agent` in a gateway-mode sandbox of `image` (after the shell commands `prepare`)
+    and return what it did, what the gateway logged and what the server received."""
+    from docdelta.gateway.runtime import Gateway as RuntimeGateway  # noqa: PLC0415
+    from docdelta.sandbox.docker import DockerProvider  # noqa: PLC0415
+
+    name = f"{network}-scripted"
+    server = client.containers.run(
+        server_image,
+        ["sh", "-c", 'printf %s "$SCRIPT" | python3 -m docdelta.modelserver --host 0.0.0.0 --port 8000'],
+        environment={"SCRIPT": script.model_dump_json(exclude_none=True)},
+        name=name,
+        network=network,
+        labels={LABEL: "1", RUN_LABEL: name},
+        detach=True,
+    )
+    try:
+        base_url = f"http://{name}:8000"
+        _server_log(server)  # waits until it listens
+        route = upstream.model_copy(update={"base_url": upstream.base_url.format(server=base_url)})
+        gateway = RuntimeGateway(
+            config=GatewayConfig(upstreams=[route]),
+            image=gateway_image,
+            keys={route.name: key},
+            egress_network=network,
+        )
+        ctx = ctx or AgentContext(seed=1, timeout_s=300)
+        with DockerProvider(client, image, gateway=gateway).create(
+            checkout, SandboxSpec(network="gateway")
+        ) as sandbox:
+            for command in prepare:
+                done = sandbox.exec(["sh", "-c", command])
+                assert done.exit_code == 0, done.stderr
+            invocation = agent.invocation(prompt, sandbox, ctx)
+            for path, data in invocation.files.items():
+                sandbox.write_file(path, data)
+            result = sandbox.exec(
+                invocation.argv, stdin=invocation.stdin, env=invocation.env, timeout=ctx.timeout_s
+            )
+            outcome = agent.parse(result, sandbox, ctx)
+            assert sandbox.gateway is not None
+            calls = sandbox.gateway.calls()
+        return ScriptedRun(outcome=outcome, result=result, calls=calls, requests=_server_log(server))
+    finally:
+        server.remove(force=True)
+
+
+def _server_log(server: Any) -> list[dict[str, Any]]:
+    """The scripted server's request log, read inside its container (retrying while it starts)."""
+    fetch = (
+        "import time, urllib.request\n"
+        "for _ in range(100):\n"
+        "    try:\n"
+        "        url = 'http://127.0.0.1:8000/_docdelta/requests'\n"
+        "        print(urllib.request.urlopen(url).read().decode()); break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.1)\n"
+    )
+    done = server.exec_run(["python3", "-c", fetch])
+    assert done.exit_code == 0 and done.output.startswith(b"{"), done.output
+    requests: list[dict[str, Any]] = json.loads(done.output)["requests"]
+    return requests

@@ -75,6 +75,10 @@ def build_provider(
         if choice.extra_ca is not None:
             image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
         built = environment_image(client, image_config)
+        if agent.npm:
+            from docdelta.agents.images import agent_image  # noqa: PLC0415
+
+            built = agent_image(client, base=built.tag, npm=agent.npm, extra_ca=image_config.extra_ca)
         gateway = None
         if agent.network == "gateway":
             # Keys are read from the environment here and handed to the gateway over stdin.

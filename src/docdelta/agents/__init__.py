@@ -26,6 +26,10 @@ _AGENTS: dict[str, str] = {
     "fake": "docdelta.agents.fake:FakeAgent",
     "command": "docdelta.agents.command:CommandAgent",
     "openai": "docdelta.agents.openai_loop:OpenAIAgent",
+    "claude_code": "docdelta.agents.claude_code:ClaudeCodeAgent",
+    "codex": "docdelta.agents.codex:CodexAgent",
+    "opencode": "docdelta.agents.opencode:OpenCodeAgent",
+    "gemini": "docdelta.agents.gemini:GeminiAgent",
 }
 
 

@@ -8,12 +8,14 @@ running it inside a sandbox, enforcing the timeout and classifying kills is shar
 from __future__ import annotations
 
 import json
+import posixpath
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from docdelta.detect import BUILTIN_PATTERNS
 from docdelta.models import AgentAnswer, AgentOutcome, RunStatus
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
@@ -44,6 +46,21 @@ def extract_last_json(text: str) -> dict[str, Any] | None:
     return found
 
 
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL stream (stream-json, `--json`), skipping any other line:
+    CLIs interleave warnings and progress with their events."""
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                events.append(value)
+    return events
+
+
 def parse_answer(text: str) -> tuple[AgentAnswer | None, str | None]:
     """The agent's answer from its final text, or None and why not."""
     data = extract_last_json(text)
@@ -66,6 +83,29 @@ def classify(result: ExecResult, answer: AgentAnswer | None) -> RunStatus:
     return RunStatus.ok
 
 
+def status_for_api_error(status_code: Any) -> RunStatus:
+    """How a run that ended on a model-API error ended, by the HTTP status the CLI reports.
+
+    429 is a rate limit and 402 the gateway's budget refusal; a request the agent made
+    too big or malformed (400, 413, 422) is the agent's failure; anything else (5xx,
+    auth, routing, or no status: the connection failed) is our machinery's or the
+    provider's fault, never the agent's, so it is `infra_error` and retried.
+    """
+    if status_code == 429:
+        return RunStatus.rate_limited
+    if status_code == 402:
+        return RunStatus.budget
+    if status_code in (400, 413, 422):
+        return RunStatus.agent_error
+    return RunStatus.infra_error
+
+
+def workspace_relative(path: str, workspace: str) -> str:
+    """A path an agent's tool named, relative to the checkout when it lies inside it."""
+    relative = posixpath.relpath(path, workspace) if path.startswith("/") else path
+    return path if relative.startswith("..") else relative
+
+
 @dataclass(frozen=True)
 class AgentContext:
     """Per-run knobs, identical across conditions except for the seed's repeat part."""
@@ -86,6 +126,10 @@ class Invocation:
 
 class Agent(ABC):
     name: ClassVar[str]
+    npm: ClassVar[tuple[str, ...]] = ()
+    """Pinned npm packages (`name@X.Y.Z`) the agent's image needs; the Docker sandbox
+    builds an image with Node.js and exactly these (agents/images.py). Empty for agents
+    that are Python scripts (fake, openai) or bring their own executable (command)."""
 
     @property
     @abstractmethod
@@ -101,6 +145,12 @@ class Agent(ABC):
         """What the agent needs to reach: "none" for self-contained agents (fake, command),
         "gateway" for agents that call a model API (only ever through the gateway)."""
         return "none"
+
+    @property
+    def instruction_files(self) -> list[str]:
+        """Globs of the instruction files this agent loads natively (detection's table,
+        so the report can say when a PR edits only files the agent never reads)."""
+        return [glob for glob, families in BUILTIN_PATTERNS if self.name in families]
 
     @abstractmethod
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:

@@ -1,0 +1,223 @@
+"""`claude_code`: Anthropic's Claude Code CLI, headless (`claude -p`), through the gateway.
+
+Isolation: a fresh `CLAUDE_CONFIG_DIR` and HOME per run (so no user CLAUDE.md, settings,
+memory, credentials or session history reach it), only project and local settings
+(`--setting-sources project,local`), no MCP servers (`--strict-mcp-config` with an empty
+list), auto memory and every non-essential network call off. Not `--bare`: that would
+also skip the repository's CLAUDE.md, which is what is being measured. Claude Code does
+not read AGENTS.md natively (see `instruction_files`).
+
+Telemetry comes from its stream-json events: the final `result` event carries the answer
+text, `num_turns`, usage and `total_cost_usd`; tool calls and commands come from the
+assistant's `tool_use` blocks and their `tool_result`s.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from docdelta.agents.base import Agent, AgentContext, Invocation, classify, json_lines, parse_answer
+from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
+from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
+
+VERSION = "2.1.332"
+PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+DEFAULT_MAX_TURNS = 50
+
+_SETTINGS = {"autoMemoryEnabled": False, "includeCoAuthoredBy": False, "cleanupPeriodDays": 1}
+_ENV = {
+    # Everything a headless, measured run must not do: update itself, phone home, or
+    # spend model calls on anything but the task.
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+    "IS_SANDBOX": "1",
+}
+_EXIT_CODE = re.compile(r"(?:^|\n)(?:Error: )?Exit code (\d+)")
+_RATE_LIMITED = re.compile(r"\b429\b|rate[ _-]?limit", re.IGNORECASE)
+
+
+class ClaudeCodeAgent(Agent):
+    name: ClassVar[str] = "claude_code"
+    npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
+    """What `agents.images.agent_image` installs for this agent."""
+
+    def __init__(
+        self, model: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, max_retries: int | None = None
+    ) -> None:
+        """`max_retries` caps the CLI's own API retries (its back-off on 429/5xx); None keeps
+        its default. `--rate-limit stop` wants 0, so a rate limit ends the run at once."""
+        self._model = model
+        self.max_turns = max_turns
+        self.max_retries = max_retries
+
+    @property
+    def version(self) -> str:
+        return VERSION
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    @property
+    def network(self) -> NetworkMode:
+        return "gateway"
+
+    def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
+        home = f"{sandbox.tools_dir}/claude-home"
+        config = f"{sandbox.tools_dir}/claude-config"
+        argv = [
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-turns",
+            str(ctx.max_turns or self.max_turns),
+            # The container is the sandbox: no permission prompt can be answered headless.
+            "--permission-mode",
+            "bypassPermissions",
+            "--no-session-persistence",
+            "--setting-sources",
+            "project,local",
+            "--strict-mcp-config",
+            "--mcp-config",
+            json.dumps({"mcpServers": {}}),
+            "--settings",
+            json.dumps(_SETTINGS),
+        ]
+        if self._model:
+            argv += ["--model", self._model]
+        # Key and base URL come from the sandbox's gateway env (ANTHROPIC_BASE_URL and a
+        # placeholder ANTHROPIC_API_KEY); nothing here names either.
+        env = {**_ENV, "HOME": home, "CLAUDE_CONFIG_DIR": config}
+        if self.max_retries is not None:
+            env["CLAUDE_CODE_MAX_RETRIES"] = str(self.max_retries)
+        # Writing a file creates the fresh directories; the config dir starts empty.
+        files = {f"{home}/.keep": b"", f"{config}/.keep": b""}
+        return Invocation(argv=argv, env=env, stdin=prompt.encode(), files=files)
+
+    def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
+        events = json_lines(result.stdout.decode("utf-8", errors="replace"))
+        return outcome_from_events(events, result, workspace=sandbox.workspace, agent=self)
+
+
+def outcome_from_events(
+    events: Sequence[Mapping[str, Any]], result: ExecResult, *, workspace: str, agent: Agent
+) -> AgentOutcome:
+    """The normalized outcome of one `claude -p --output-format stream-json` run."""
+    uses: list[Mapping[str, Any]] = []
+    outputs: dict[str, Mapping[str, Any]] = {}
+    texts: list[str] = []
+    final: Mapping[str, Any] = {}
+    model: str | None = agent.model
+    for event in events:
+        kind = event.get("type")
+        content = (event.get("message") or {}).get("content")
+        blocks: list[Any] = content if isinstance(content, list) else []
+        if kind == "system" and event.get("subtype") == "init":
+            model = model or event.get("model")
+        elif kind == "assistant":
+            uses += [b for b in blocks if b.get("type") == "tool_use"]
+            texts += [b.get("text", "") for b in blocks if b.get("type") == "text"]
+        elif kind == "user":
+            outputs |= {b.get("tool_use_id", ""): b for b in blocks if b.get("type") == "tool_result"}
+        elif kind == "result":
+            final = event
+    last = final.get("result")
+    text = last if isinstance(last, str) else "\n".join(texts)
+    answer, why = parse_answer(text)
+    error = _error(final, result)
+    status = _status(final, error, classify(result, answer))
+    return AgentOutcome(
+        agent=agent.name,
+        agent_version=agent.version,
+        model=model,
+        status=status,
+        answer=answer,
+        final_text=text,
+        metrics=_metrics(final, uses, outputs, workspace),
+        exit_code=result.exit_code,
+        error=error or (why if answer is None else None),
+    )
+
+
+def _metrics(
+    final: Mapping[str, Any],
+    uses: Sequence[Mapping[str, Any]],
+    outputs: Mapping[str, Mapping[str, Any]],
+    workspace: str,
+) -> AgentMetrics:
+    usage = final.get("usage") or {}
+    commands = [
+        CommandRun(command=str(u["input"]["command"]), exit_code=_exit_code(outputs.get(u.get("id", ""))))
+        for u in uses
+        if u.get("name") == "Bash" and isinstance((u.get("input") or {}).get("command"), str)
+    ]
+    reads = [
+        _relative(str(u["input"]["file_path"]), workspace)
+        for u in uses
+        if u.get("name") == "Read" and isinstance((u.get("input") or {}).get("file_path"), str)
+    ]
+    duration = final.get("duration_ms")
+    return AgentMetrics(
+        tokens_in=usage.get("input_tokens"),
+        tokens_out=usage.get("output_tokens"),
+        cache_read_tokens=usage.get("cache_read_input_tokens"),
+        cache_write_tokens=usage.get("cache_creation_input_tokens"),
+        cost_usd=final.get("total_cost_usd"),
+        turns=final.get("num_turns"),
+        tool_calls=len(uses),
+        commands=commands,
+        files_read=list(dict.fromkeys(reads)),
+        duration_s=duration / 1000 if isinstance(duration, int | float) else 0.0,
+    )
+
+
+def _exit_code(output: Mapping[str, Any] | None) -> int | None:
+    """A Bash tool_result's exit code: 0 unless flagged as an error, whose text names it."""
+    if output is None:
+        return None
+    if not output.get("is_error"):
+        return 0
+    match = _EXIT_CODE.search(_text(output.get("content")))
+    return int(match.group(1)) if match else None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return str(content or "")
+
+
+def _relative(path: str, workspace: str) -> str:
+    relative = posixpath.relpath(path, workspace) if path.startswith("/") else path
+    return path if relative.startswith("..") else relative
+
+
+def _status(final: Mapping[str, Any], error: str | None, fallback: RunStatus) -> RunStatus:
+    """The sharpest status the events support; `fallback` (from the answer and exit code)
+    when the run ended normally."""
+    if final.get("subtype") == "error_max_turns":
+        return RunStatus.max_turns
+    if error is not None and _RATE_LIMITED.search(error):
+        return RunStatus.rate_limited
+    if error is not None and fallback is RunStatus.ok:
+        return RunStatus.agent_error  # an answer was printed, but the CLI says the run failed
+    return fallback
+
+
+def _error(final: Mapping[str, Any], result: ExecResult) -> str | None:
+    """What went wrong, from the result event, else from stderr when the CLI failed."""
+    if final.get("is_error") or final.get("subtype", "success") != "success":
+        return str(final.get("result") or final.get("subtype"))[-2000:]
+    if result.exit_code not in (0, None) and result.stderr:
+        return result.stderr.decode("utf-8", errors="replace")[-2000:]
+    return None
