@@ -1,0 +1,86 @@
+"""The Gemini CLI adapter: its command line, isolation and recorded `context.fileName`, and
+its parser on the output of the real CLI (0.61.0).
+
+Gemini CLI speaks only the Gemini API, which the scripted model server does not serve, so
+the one recording (tests/fixtures/agents/gemini/not_found/) is the real CLI run against the
+scripted server and failing with the server's 404: stdout, stderr and the exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import cast
+
+from docdelta.agents import AgentContext, get_agent
+from docdelta.agents.gemini import GEMINI, PACKAGE, VERSION, GeminiAgent
+from docdelta.models import RunStatus
+from docdelta.sandbox.base import ExecResult, Sandbox
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "gemini"
+
+
+class _Sandbox:
+    workspace = "/workspace/repo"
+    tools_dir = "/workspace/tools"
+
+
+SANDBOX = cast(Sandbox, _Sandbox())
+
+
+def recorded(case: str) -> ExecResult:
+    folder = FIXTURES / case
+    meta = json.loads((folder / "exec.json").read_text())
+    stdout, stderr = (folder / "stdout.json").read_bytes(), (folder / "stderr.txt").read_bytes()
+    return ExecResult(meta["exit_code"], stdout, stderr, meta["duration_s"])
+
+
+def test_an_api_error_is_read_from_the_object_the_cli_prints_to_stderr() -> None:
+    outcome = GeminiAgent().parse(recorded("not_found"), SANDBOX, AgentContext(seed=1))
+    # A 404 from the model API is a routing failure of ours, not the agent's: retried, not scored.
+    assert outcome.status is RunStatus.infra_error
+    assert outcome.error is not None and outcome.error.startswith("Error (404): ")
+    assert "no route for POST /v1beta/models/gemini-2.5-flash:streamGenerateContent" in outcome.error
+    assert outcome.answer is None and outcome.exit_code == 148
+    assert (outcome.agent_version, outcome.model) == (VERSION, "gemini-2.5-flash")
+
+
+def test_a_cli_that_prints_nothing_parseable_is_an_agent_error_with_its_stderr() -> None:
+    outcome = GeminiAgent().parse(
+        ExecResult(1, b"", b"FATAL: settings.json is invalid", 0.3), SANDBOX, AgentContext(seed=1)
+    )
+    assert outcome.status is RunStatus.agent_error
+    assert outcome.error == "FATAL: settings.json is invalid"
+
+
+def test_the_command_line_is_headless_isolated_keyless_and_reads_only_gemini_md() -> None:
+    agent = get_agent("gemini", model="gemini-x", max_turns=9)
+    assert isinstance(agent, GeminiAgent) and agent.network == "gateway"
+    inv = agent.invocation("the prompt", SANDBOX, AgentContext(seed=1))
+    assert inv.argv == [
+        "gemini",
+        "-p",
+        "",
+        "-o",
+        "json",
+        "-m",
+        "gemini-x",
+        "-e",
+        "none",
+        "--approval-mode",
+        "yolo",
+    ]
+    assert inv.stdin == b"the prompt"
+    home = "/workspace/tools/gemini-home"
+    assert inv.env == {"HOME": home, "GEMINI_CLI_HOME": home}  # key and URL come from the gateway env
+    settings = json.loads(inv.files[f"{home}/.gemini/settings.json"])
+    # Recorded on purpose: the CLI's default, and no AGENTS.md added behind the repo's back.
+    assert settings["context"] == {"fileName": ["GEMINI.md"]}
+    assert settings["model"] == {"maxSessionTurns": 9}
+    assert settings["telemetry"] == {"enabled": False}
+    assert agent.instruction_files == ["GEMINI.md"]
+
+
+def test_the_gateway_route_carries_the_key_in_googles_header() -> None:
+    assert (GEMINI.auth_header, GEMINI.auth_prefix) == ("x-goog-api-key", "")
+    assert (GEMINI.base_url_env, GEMINI.key_env) == (["GOOGLE_GEMINI_BASE_URL"], ["GEMINI_API_KEY"])
+    assert GeminiAgent.npm == (PACKAGE,)
