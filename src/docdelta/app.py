@@ -433,7 +433,7 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
     matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, "head", trusted)
     summary = matrix.summary
-    decision = stats.gate(summary.verdict, settings.fail_on)
+    decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     conclusion = Conclusion(decision.conclusion)
     notes = [
         f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {decision.reason}",

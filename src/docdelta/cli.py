@@ -2,7 +2,7 @@
 
 This is one of the two places (with app.py) that construct real clients; every
 other module receives them. Exit codes: 0 done, 1 matrix stopped before it was
-complete (spend cap), 2 bad input, 3 infrastructure failure, 130 interrupted.
+complete (spend cap, rate limit), 2 bad input, 3 infrastructure failure, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+
+import httpx
 
 from docdelta import __version__
 from docdelta.config import ProjectConfig, load_project_config, matcher
@@ -21,10 +24,16 @@ from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.git import Repo
+from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
 from docdelta.grading.fromcommit import task_from_commit, write_task
+from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
+from docdelta.grading.judged import judge_workdir, load_judged, with_judgements
+from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
-from docdelta.models import Summary
+from docdelta.instruction_usage import read_docs
+from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown, summarize
+from docdelta.report.html import render_html
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
@@ -41,6 +50,18 @@ def _conditions(value: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("expected a comma-separated list such as base,head,none")
     return names
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type for whole numbers >= low, so a bad limit is a usage error up front."""
+
+    def parse(value: str) -> int:
+        number = int(value)
+        if number < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
+        return number
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,7 +95,12 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="render the scorecard of a workdir")
     rep.add_argument("--workdir", type=Path, required=True)
-    rep.add_argument("--format", choices=("md", "json"), default="md")
+    rep.add_argument(
+        "--format",
+        choices=("md", "json", "html"),
+        default="md",
+        help="html: one self-contained page; its links to run files are relative to the current directory",
+    )
 
     b = sub.add_parser("badge", help="write a shields.io endpoint JSON badge")
     b.add_argument("--workdir", type=Path, required=True)
@@ -99,6 +125,15 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--source", default="HEAD", help="source commit for tasks that do not name one")
     st.add_argument("--flake-runs", type=int, default=3, help="runs of the reference (flake probe)")
     st.add_argument("--workdir", type=Path, help="scratch directory (default: a temporary one)")
+
+    jd = sub.add_parser("judge", help="rule on key points with a calibrated LLM judge (writes judged.json)")
+    jd.add_argument("--workdir", type=Path, required=True)
+    _add_judge_options(jd)
+    cal = sub.add_parser("calibrate", help="measure a judge on each rubric's labeled pass/fail fixtures")
+    cal.add_argument(
+        "--fixtures", type=Path, help="labeled fixtures, <task id>.yaml (default: .docdelta/rubrics)"
+    )
+    _add_judge_options(cal)
 
     g = sub.add_parser("gc", help="remove Docker containers, networks and volumes left by a crashed run")
     g.add_argument("--yes", action="store_true", help="also remove those of runs that may still be going")
@@ -127,7 +162,34 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
     r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
-    r.add_argument("--reserve-usd", type=float, default=0.0, help="spend reserved per run for the cap check")
+    r.add_argument(
+        "--reserve-usd",
+        type=float,
+        default=0.0,
+        help="spend reserved per run for the cap check; behind the gateway also each run's dollar budget",
+    )
+    r.add_argument("--max-turns", type=_at_least(1), help="turn cap per run, for agents that take one")
+    r.add_argument(
+        "--infra-retries",
+        type=_at_least(0),
+        default=2,
+        help="reruns of a run our own machinery failed (default 2)",
+    )
+    r.add_argument(
+        "--rate-limit",
+        choices=("stop", "wait"),
+        default="stop",
+        help="stop: a rate-limited run stops the matrix (default); wait: retry it after 5, 15 and 45 "
+        "minutes first (logged in <workdir>/ratelimit.log)",
+    )
+
+
+def _add_judge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    p.add_argument("--judge-model", required=True, help="must differ from the agent's model")
+    p.add_argument("--provider", choices=("openai", "anthropic"), default="openai", help="default: openai")
+    p.add_argument("--base-url", help="model API (or gateway route) base URL; default: the provider's")
+    p.add_argument("--calibration", type=Path, help="calibration records (default: .docdelta/calibration)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,6 +224,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _selftest(args)
     if args.command == "gc":
         return _gc(args)
+    if args.command in ("judge", "calibrate"):
+        return _judge(args)
     if args.command == "action":
         from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
 
@@ -242,13 +306,21 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
             provider,
             SandboxSpec(network=agent.network),
             agent,
-            RunLimits(timeout_s=args.timeout, cap_usd=args.cap_usd, reserve_usd=args.reserve_usd),
+            RunLimits(
+                timeout_s=args.timeout,
+                max_turns=args.max_turns,
+                cap_usd=args.cap_usd,
+                reserve_usd=args.reserve_usd,
+                infra_retries=args.infra_retries,
+                rate_limit=args.rate_limit,
+            ),
             progress_for(sys.stderr, ci=bool(os.environ.get("CI"))),
         )
         report = runner.run(exp)
     finally:
         provider.close()
-    summary = summarize(exp.manifest, exp.detection, report.results)
+    docs = read_docs(store.workdir, exp.manifest, exp.detection)
+    summary = summarize(exp.manifest, exp.detection, report.results, docs=docs)
     print(render_markdown(summary))
     print(f"results: {store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
     if report.stopped:
@@ -258,6 +330,11 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
 
 
 def _load_summary(workdir: Path) -> Summary:
+    return _load_experiment(workdir)[3]
+
+
+def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
+    """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
     if manifest is None or detection is None:
@@ -265,11 +342,17 @@ def _load_summary(workdir: Path) -> Summary:
             f"{workdir} holds no docdelta experiment (manifest.json or detection.json missing)",
             hint="pass the --workdir you gave to `docdelta run`",
         )
-    return summarize(manifest, detection, store.results(manifest.repo))
+    results = with_judgements(store.results(manifest.repo), load_judged(store, manifest.repo))
+    docs = read_docs(store.workdir, manifest, detection)
+    return store, manifest, results, summarize(manifest, detection, results, docs=docs)
 
 
 def _report(args: argparse.Namespace) -> int:
-    summary = _load_summary(args.workdir)
+    store, manifest, results, summary = _load_experiment(args.workdir)
+    if args.format == "html":
+        cell_dir = partial(store.cell_dir, manifest.repo)
+        sys.stdout.write(render_html(summary, results, cell_dir=cell_dir, link_root=Path.cwd()))
+        return 0
     print(render_json(summary) if args.format == "json" else render_markdown(summary))
     return 0
 
@@ -319,6 +402,33 @@ def _selftest(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in reports) else 2
 
 
+def _judge(args: argparse.Namespace) -> int:
+    """`judge` and `calibrate`: both build the judge's HTTP client here, with the key from the env."""
+    tasks = [t.task for t in load_tasks(args.tasks)]
+    fixtures_dir, calibration_dir = default_dirs(args.tasks)
+    calibration_dir = args.calibration or calibration_dir
+    judge = JudgeInfo(provider=args.provider, model=args.judge_model)
+    api = JudgeAPI(endpoint_from_env(judge, args.base_url, os.environ), httpx.Client(timeout=120.0))
+    try:
+        if args.command == "judge":
+            done = judge_workdir(ResultStore(args.workdir), tasks, api, calibration_dir)
+            print(f"judge {judge}: {done.judged} run(s) judged, {done.reused} reused, {done.skipped} skipped")
+            return 0
+        rubrics = [rubric_of(t) for t in tasks]
+        saved = calibrate_tasks(api, rubrics, args.fixtures or fixtures_dir, calibration_dir)
+    finally:
+        api.close()
+    for record, path in saved:
+        low = below_threshold(record)
+        print(
+            f"{'FAIL' if low else 'ok  '} {record.task}: pass-class {record.pass_accuracy:.2f} "
+            f"({record.pass_labels}), fail-class {record.fail_accuracy:.2f} ({record.fail_labels}) -> {path}"
+        )
+        for line in [*low, *record.errors]:
+            print(f"     {line}")
+    return 2 if any(below_threshold(r) for r, _ in saved) else 0
+
+
 def _gc(args: argparse.Namespace) -> int:
     from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415 - Docker only when asked
 
@@ -352,5 +462,8 @@ def _demo(args: argparse.Namespace) -> int:
         timeout=60.0,
         cap_usd=None,
         reserve_usd=0.0,
+        max_turns=None,
+        infra_retries=2,
+        rate_limit="stop",
     )
     return _execute(Repo(demo.path), request, ns, args.workdir / "results")

@@ -295,11 +295,46 @@ class ModelCall(Frozen):
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
     error: str | None = Field(default=None, description="'budget', 'refused', 'upstream' or None")
+    instructions: dict[str, Literal["injected", "tool"]] = Field(
+        default={},
+        description="audit fingerprint id -> how that file's text reached this request: in the "
+        "prompt the agent built ('injected') or only in a tool's output ('tool')",
+    )
+
+
+# -------------------------------------------------------------------- audit
+class InstructionAudit(Frozen):
+    """Which instruction files' text reached the model in one run, as the gateway saw the
+    requests (see docdelta.audit). Files are named `path`, or `condition:path` /
+    `near-miss:path` for files that are not this condition's."""
+
+    seen: list[str] = Field(default=[], description="this condition's instruction files that reached it")
+    missing: list[str] = Field(
+        default=[], description="this condition's changed instruction files that never reached it"
+    )
+    foreign: list[str] = Field(
+        default=[], description="files that reached it although they are not this condition's"
+    )
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.missing or self.foreign)
+
+
+class InstructionFlag(Frozen):
+    """Runs of one condition where a file did not reach the model (`missing`) or a file
+    that is not the condition's did (`foreign`)."""
+
+    condition: str
+    kind: Literal["missing", "foreign"]
+    file: str
+    runs: int
+    audited: int = Field(description="runs of the condition whose requests were audited")
 
 
 # ------------------------------------------------------------------ grading
 class ScoreItem(Frozen):
-    kind: Literal["command", "file", "citation", "verdict", "guardrail", "point"]
+    kind: Literal["command", "file", "citation", "verdict", "guardrail", "point", "rule"]
     expected: str
     hit: bool | None = Field(description="None: not scored (e.g. key points before a judge exists)")
     note: str = ""
@@ -345,6 +380,9 @@ class RunResult(Frozen):
     tree_sha256: str
     model_calls: list[ModelCall] = Field(
         default=[], description="every model call the gateway forwarded or refused for this run"
+    )
+    instructions_seen: InstructionAudit | None = Field(
+        default=None, description="None: no gateway saw the run's requests, so nothing was audited"
     )
 
 
@@ -470,6 +508,30 @@ class Confounds(Frozen):
     unscored_points: int = Field(default=0, description="distinct (task, key point) pairs left to the judge")
     missing_conditions: list[str] = []
     missing_runs: int = Field(default=0, description="planned cells with no result at all")
+    instruction_flags: list[InstructionFlag] = Field(
+        default=[], description="the injected-instruction audit's findings, per condition and file"
+    )
+
+
+class ArmUse(Frozen):
+    """How many graded runs of one arm used a reference (ran, read or named it)."""
+
+    used: int
+    runs: int
+
+
+class InstructionRef(Frozen):
+    """A command or path named by one added or removed line of the docs diff (head vs base
+    instruction files), and per arm how many runs used it: did the edit change behaviour?"""
+
+    file: str
+    line: int = Field(ge=1, description="line number in the head file (added) or the base file (removed)")
+    change: Literal["added", "removed"]
+    text: str = Field(description="the changed line, stripped")
+    kind: Literal["command", "path"]
+    ref: str = Field(description="the command or path as the line names it")
+    arms: dict[str, ArmUse] = Field(default={}, description="condition -> runs that used it")
+    p_value: float | None = Field(default=None, description="Fisher exact test of using runs, head vs base")
 
 
 class Summary(Frozen):
@@ -497,6 +559,12 @@ class Summary(Frozen):
     power: PowerSummary | None = None
     usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")
     infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
+    verdict_refused: str | None = Field(
+        default=None, description="why no verdict is given although arms have runs (too many infra errors)"
+    )
+    instruction_usage: list[InstructionRef] = Field(
+        default=[], description="commands and paths named by changed instruction lines, and who used them"
+    )
 
 
 class VerdictSummary(Frozen):
@@ -626,3 +694,81 @@ class SelftestReport(Frozen):
     @property
     def passed(self) -> bool:
         return all(leg.passed for leg in self.legs)
+
+
+# -------------------------------------------------------------------- judge
+JudgeProvider = Literal["openai", "anthropic"]
+
+
+class JudgeInfo(Frozen):
+    """Which judge ruled: the API family it speaks and its model id."""
+
+    provider: JudgeProvider
+    model: str = Field(min_length=1)
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+class JudgeRuling(Frozen):
+    """The judge's ruling on one criterion of one answer, after the quote was checked.
+
+    A point is credited only when the judge says it is made AND its quote stands
+    verbatim (whitespace-normalized) in the answer; a rule is broken only on the
+    judge's word, but that word must also come with a quote. A ruling whose quote is
+    missing or not in the answer is `supported=False` and never earns credit.
+    """
+
+    kind: Literal["point", "rule"]
+    expected: str = Field(description="the key point or rule, as the task states it")
+    met: bool = Field(description="the judge's claim: the point is made / the rule is respected")
+    quote: str = ""
+    supported: bool = Field(description="False: the quote the claim needs is not in the answer")
+    hit: bool = Field(description="the scored outcome")
+    reason: str = ""
+
+
+class JudgedResult(Frozen):
+    """judged.json, beside result.json: the judge's rulings on one run's answer.
+
+    Reused while the rubric, the judge and the answer are the same; rewritten (the
+    run itself never is) when any of them changed.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    cell: Cell
+    judge: JudgeInfo
+    rubric_sha256: str
+    answer_sha256: str = Field(description="of the text the judge read and the quotes were checked against")
+    rulings: list[JudgeRuling]
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    judged_at: datetime
+
+
+class CalibrationRecord(Frozen):
+    """How one judge did on one rubric's labeled fixtures, per class.
+
+    `pass_accuracy`: share of pass-labeled (fixture, criterion) pairs the judge credited;
+    `fail_accuracy`: share of fail-labeled pairs it did not. Both are needed: a judge
+    that credits everything is perfect on the first and useless.
+    """
+
+    task: str
+    judge: JudgeInfo
+    rubric_sha256: str
+    fixtures_sha256: str
+    pass_accuracy: float = Field(ge=0.0, le=1.0)
+    fail_accuracy: float = Field(ge=0.0, le=1.0)
+    pass_labels: int = Field(ge=1)
+    fail_labels: int = Field(ge=1)
+    errors: list[str] = Field(default=[], description="fixture #, criterion and what the judge got wrong")
+    calibrated_at: datetime
+
+
+class CalibrationFile(Frozen):
+    """`<calibration dir>/<task id>.json`: one record per judge that was calibrated on the task."""
+
+    schema_version: int = SCHEMA_VERSION
+    task: str
+    records: list[CalibrationRecord] = []

@@ -6,6 +6,14 @@ of cells is a callable unit (adaptive repeats and sharding will call it with
 subsets). The runner holds no global state: each cell writes its own directory,
 atomically, and a saved complete result is reused, so an interrupted matrix
 resumes where it stopped.
+
+Run control: infrastructure errors (ours) are retried `RunLimits.infra_retries` times and
+never graded; a rate-limited run stops the matrix (`rate_limit="stop"`) or is retried
+after the waits of `rate_limit_waits` (`"wait"`, each logged in `<workdir>/ratelimit.log`)
+before it does; either way it is kept beside the cell as history, not as its result, so a
+rerun resumes with that cell. Behind a gateway the per-run dollar reserve becomes the
+gateway's cost budget, and every run is audited for which instruction files reached the
+model (`docdelta.audit`).
 """
 
 from __future__ import annotations
@@ -13,14 +21,17 @@ from __future__ import annotations
 import random
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, TextIO, TypeVar
+from typing import Any, Literal, Protocol, TextIO, TypeVar
 
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.prompt import build_prompt
+from docdelta.audit import AuditIndex, audit_run, build_index
 from docdelta.config import ProjectConfig, matcher
 from docdelta.detect import detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, InfraError
@@ -54,6 +65,12 @@ class Experiment:
     detection: Detection
     tasks: dict[str, LoadedTask]
     checkouts: dict[str, SealedCheckout]
+
+    @cached_property
+    def audit_index(self) -> AuditIndex:
+        """Fingerprints of every condition's instruction files, for the gateway's audit."""
+        paths = {name: c.path for name, c in self.checkouts.items()}
+        return build_index(self.manifest.conditions, paths, self.detection)
 
 
 @dataclass(frozen=True)
@@ -232,11 +249,15 @@ def _total(values: Iterable[N | None]) -> N | None:
     return None if not known or len(known) != len(items) else sum(known[1:], known[0])
 
 
+RATE_LIMITED = 429
+
+
 def with_gateway_telemetry(
     outcome: AgentOutcome, calls: Sequence[ModelCall], over_budget: bool
 ) -> AgentOutcome:
     """Tokens and cost as the gateway saw them, so every agent is measured the same way;
-    a run whose call was refused for budget is `budget`, whatever the agent made of it."""
+    a run whose call was refused for budget is `budget`, and a failed run whose last model
+    call was answered 429 is `rate_limited`, whatever the agent made of either."""
     forwarded = [c for c in calls if c.error is None]
     metrics = outcome.metrics.model_copy(
         update={
@@ -250,7 +271,18 @@ def with_gateway_telemetry(
     update: dict[str, Any] = {"metrics": metrics}
     if over_budget:
         update["status"] = RunStatus.budget
+    elif outcome.status is not RunStatus.ok and calls and calls[-1].status == RATE_LIMITED:
+        update["status"] = RunStatus.rate_limited
     return outcome.model_copy(update=update)
+
+
+RateLimitPolicy = Literal["stop", "wait"]
+RATE_LIMIT_WAITS = (300.0, 900.0, 2700.0)
+"""5, 15 and 45 minutes: long enough for per-minute and most hourly limits to reset."""
+RATE_LIMIT_LOG = "ratelimit.log"
+INCOMPLETE = {RunStatus.infra_error: "infra", RunStatus.rate_limited: "rate_limited"}
+"""Statuses that say nothing about the agent: such a saved result is never reused or
+graded, but kept beside the cell under this name when the cell runs again."""
 
 
 @dataclass(frozen=True)
@@ -259,7 +291,10 @@ class RunLimits:
     max_turns: int | None = None
     cap_usd: float | None = None
     reserve_usd: float = 0.0
+    """Checked against the cap before each run, and each run's dollar budget at the gateway."""
     infra_retries: int = 2
+    rate_limit: RateLimitPolicy = "stop"
+    rate_limit_waits: tuple[float, ...] = RATE_LIMIT_WAITS
 
 
 @dataclass
@@ -281,13 +316,16 @@ class Runner:
         agent: Agent,
         limits: RunLimits,
         progress: Progress,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store, self.provider, self.spec, self.agent = store, provider, spec, agent
-        self.limits, self.progress = limits, progress
+        self.limits, self.progress, self.sleep = limits, progress, sleep
 
     def run(self, exp: Experiment, cells: Iterable[Cell] | None = None) -> MatrixReport:
         """Run one round of cells (default: the whole plan). Complete results are reused;
-        the spend cap is checked before every run and stops the round cleanly."""
+        the spend cap is checked before every run, and it and rate limits stop the round
+        cleanly (`MatrixReport.stopped` says why)."""
         todo = list(exp.manifest.order if cells is None else cells)
         report = MatrixReport()
         spent = sum(r.outcome.metrics.cost_usd or 0.0 for r in self.store.results(exp.repo_name))
@@ -295,7 +333,7 @@ class Runner:
         try:
             for cell in todo:
                 existing = self.store.load(exp.repo_name, cell)
-                if existing is not None and existing.status is not RunStatus.infra_error:
+                if existing is not None and existing.status not in INCOMPLETE:
                     report.reused += 1
                     report.results.append(existing)
                     self.progress.advance(cell, "reused")
@@ -308,10 +346,15 @@ class Runner:
                     )
                     break
                 if existing is not None:
-                    self._archive_infra_failure(exp.repo_name, cell)
-                result = self.run_cell(exp, cell)
+                    self._set_aside(exp.repo_name, existing)
+                result, cost = self._run_patiently(exp, cell)
+                spent += cost
                 self.store.save(exp.repo_name, result)
-                spent += result.outcome.metrics.cost_usd or 0.0
+                if result.status is RunStatus.rate_limited:
+                    self._set_aside(exp.repo_name, result)
+                    self.progress.advance(cell, result.status.value)
+                    report.stopped = self._rate_limit_stop(cell, result)
+                    break
                 report.ran += 1
                 report.results.append(result)
                 self.progress.advance(cell, result.status.value)
@@ -319,11 +362,45 @@ class Runner:
             self.progress.finish()
         return report
 
-    def _archive_infra_failure(self, repo: str, cell: Cell) -> None:
-        """An infra_error result is not complete: keep it as history, then rerun the cell."""
-        cell_dir = self.store.cell_dir(repo, cell)
-        n = len(list(cell_dir.glob("infra-*.json"))) + 1
-        (cell_dir / "result.json").rename(cell_dir / f"infra-{n}.json")
+    def _run_patiently(self, exp: Experiment, cell: Cell) -> tuple[RunResult, float]:
+        """Run a cell; under `rate_limit="wait"` a rate-limited run is kept as history and
+        the cell rerun after each wait. Returns the last result and what all attempts cost."""
+        waits = self.limits.rate_limit_waits if self.limits.rate_limit == "wait" else ()
+        result = self.run_cell(exp, cell)
+        cost = result.outcome.metrics.cost_usd or 0.0
+        for n, wait in enumerate(waits, 1):
+            if result.status is not RunStatus.rate_limited:
+                break
+            self.store.save(exp.repo_name, result)
+            self._set_aside(exp.repo_name, result)
+            self._log_rate_limit(
+                f"{cell.key}: rate limited; waiting {wait:g}s before retry {n} of {len(waits)}"
+            )
+            self.sleep(wait)
+            result = self.run_cell(exp, cell)
+            cost += result.outcome.metrics.cost_usd or 0.0
+        return result, cost
+
+    def _rate_limit_stop(self, cell: Cell, result: RunResult) -> str:
+        why = f"rate limited at {cell.key}" + (f" ({result.outcome.error})" if result.outcome.error else "")
+        if self.limits.rate_limit == "stop":
+            return f"{why}; wait for the limit to reset, or pass --rate-limit wait"
+        waits = ", ".join(f"{w:g}s" for w in self.limits.rate_limit_waits)
+        self._log_rate_limit(f"{cell.key}: still rate limited after waits of {waits}; matrix stopped")
+        return f"{why} after waits of {waits} (see {self.store.workdir / RATE_LIMIT_LOG})"
+
+    def _log_rate_limit(self, line: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        with (self.store.workdir / RATE_LIMIT_LOG).open("a", encoding="utf-8") as log:
+            log.write(f"{stamp} {line}\n")
+
+    def _set_aside(self, repo: str, result: RunResult) -> None:
+        """A saved result that is not complete (see INCOMPLETE) becomes history beside the
+        cell (`infra-1.json`, `rate_limited-1.json`, ...), so the cell runs again."""
+        kind = INCOMPLETE[result.status]
+        cell_dir = self.store.cell_dir(repo, result.cell)
+        n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
+        (cell_dir / "result.json").rename(cell_dir / f"{kind}-{n}.json")
 
     def run_cell(self, exp: Experiment, cell: Cell) -> RunResult:
         """One run of one cell; our own failures are retried and never graded as agent failures."""
@@ -335,19 +412,27 @@ class Runner:
             max_turns=self.limits.max_turns,
         )
         prompt = build_prompt(loaded.task)
+        reserve = self.limits.reserve_usd
+        spec = replace(
+            self.spec,
+            max_cost_usd=reserve if reserve > 0 else None,
+            fingerprints=exp.audit_index.fingerprints,
+        )
         attempt = 0
         while True:
             attempt += 1
             started = datetime.now(UTC)
             isolation = "unknown"
             calls: list[ModelCall] = []
+            audit = None
             try:
-                with self.provider.create(checkout.path, self.spec) as sandbox:
+                with self.provider.create(checkout.path, spec) as sandbox:
                     isolation = sandbox.isolation
                     outcome = self.agent.run(prompt, sandbox, ctx)
                     if sandbox.gateway is not None:
                         calls = sandbox.gateway.calls()
                         outcome = with_gateway_telemetry(outcome, calls, sandbox.gateway.budget_exceeded())
+                        audit = audit_run(exp.audit_index, cell.condition, calls)
             except (InfraError, OSError) as exc:
                 outcome = self._infra_outcome(exc)
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
@@ -371,6 +456,7 @@ class Runner:
             overlay_sha256=checkout.overlay_sha256,
             tree_sha256=checkout.tree_sha256,
             model_calls=calls,
+            instructions_seen=audit,
         )
 
     def _infra_outcome(self, exc: DocdeltaError | OSError) -> AgentOutcome:

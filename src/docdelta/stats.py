@@ -412,11 +412,13 @@ class GateDecision:
     reason: str
 
 
-def gate(result: _HasVerdict | None, policy: GatePolicy) -> GateDecision:
+def gate(result: _HasVerdict | None, policy: GatePolicy, *, refused: str | None = None) -> GateDecision:
     """What a required check concludes. It fails only on a confident result the policy
     rejects: `regression` fails a significant regression, `no-improvement` also fails a
-    confident no-change; `never` fails nothing. An inconclusive (or missing) verdict is
-    `neutral`, because noise must not fail a PR."""
+    confident no-change; `never` fails nothing. An inconclusive (or missing, or `refused`)
+    verdict is `neutral`, because noise must not fail a PR."""
+    if refused is not None:
+        return GateDecision("neutral", f"verdict refused: {refused}")
     if result is None:
         return GateDecision("neutral", "no verdict: head and base share no task with graded runs")
     rejected = {"regression": {"regressed"}, "no-improvement": {"regressed", "no_change"}, "never": set()}

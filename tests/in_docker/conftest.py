@@ -1,9 +1,11 @@
 """Fixtures of the Docker tests: the engine, the base image, the gateway image and an
-egress network with the scripted model API on it (all created here and removed after)."""
+egress network with the scripted model server on it (all created here and removed after).
+
+The server is the real one (`python3 -m docdelta.modelserver`); a test module picks what
+it replays by overriding the module-scoped `modelserver_script` fixture."""
 
 from __future__ import annotations
 
-import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -11,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scripted_upstream
-from docker_helpers import UPSTREAM_PORT, control
+from docker_helpers import UPSTREAM_PORT, control, modelserver_image
 
+from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
+
+MODEL = "gpt-4o-mini-2024-07-18"
 
 CheckoutFactory = Callable[..., Path]
 """Same alias as tests/conftest.py: both files are imported as `conftest`, so whichever
@@ -41,15 +45,31 @@ def gateway_image(client: Any, base_image: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def egress(client: Any, base_image: str) -> Iterator[str]:
-    """A bridge network created by this test module, holding the scripted model API as
-    `modelserver` (it doubles as the HTTP server the egress tests try to reach)."""
+def modelserver_script() -> Script:
+    """What the egress network's model server replays: a streamed answer whose usage has
+    cached input (7 fresh + 4 cached in, 2 out), then a plain one (100 in, 20 out)."""
+    return Script(
+        name="docker-gateway",
+        model=MODEL,
+        turns=[
+            TextTurn(text="Hello", usage=TurnUsage(input_tokens=7, cache_read_tokens=4, output_tokens=2)),
+            TextTurn(text="Hello", usage=TurnUsage(input_tokens=100, output_tokens=20)),
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def egress(client: Any, base_image: str, modelserver_script: Script) -> Iterator[str]:
+    """A bridge network created by this test module, holding the scripted model server as
+    `<network>-modelserver` (it doubles as the HTTP server the egress tests try to reach)."""
     name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
     labels = {LABEL: "1", RUN_LABEL: name}
     network = client.networks.create(name, labels=labels)
+    command = f'printf %s "$SCRIPT" | python3 -m docdelta.modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
     server = client.containers.run(
-        base_image,
-        ["python3", "-c", inspect.getsource(scripted_upstream), str(UPSTREAM_PORT)],
+        modelserver_image(client, base_image),
+        ["sh", "-c", command],
+        environment={"SCRIPT": modelserver_script.model_dump_json(exclude_none=True)},
         name=f"{name}-modelserver",
         network=name,
         labels=labels,
@@ -57,7 +77,8 @@ def egress(client: Any, base_image: str) -> Iterator[str]:
     )
     try:
         network.reload()
-        assert control(client, base_image, name, f"http://{server.name}:{UPSTREAM_PORT}/") == "target ok\n"
+        models = control(client, base_image, name, f"http://{server.name}:{UPSTREAM_PORT}/v1/models")
+        assert models.startswith("{"), f"the model server did not answer: {server.logs().decode()}"
         yield name
     finally:
         server.remove(force=True)

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scripted_upstream
 from conftest import CheckoutFactory
-from docker_helpers import UPSTREAM_PORT, control, leftovers
+from docker_helpers import UPSTREAM_PORT, control, leftovers, requests_seen
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.runtime import PLACEHOLDER_KEY, Gateway
@@ -59,16 +58,21 @@ print(json.dumps({name: future.result() for name, future in futures.items()}))
 AGENT_CALLS = """
 import json, os, urllib.request, urllib.error
 def call(stream):
+    body = {"model": "gpt-4o-mini", "stream": stream, "stream_options": {"include_usage": True}}
     request = urllib.request.Request(
         os.environ["OPENAI_BASE_URL"] + "/chat/completions",
-        data=json.dumps({"model": "gpt-4o-mini", "stream": stream}).encode(),
-        headers={"authorization": "Bearer " + os.environ["OPENAI_API_KEY"]},
+        data=json.dumps(body).encode(),
+        headers={
+            "authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+            "x-api-key": os.environ["OPENAI_API_KEY"],
+            "content-type": "application/json",
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.headers["x-auth-sha256"], response.read().decode()
+            return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
-        return error.code, None, error.read().decode()
+        return error.code, error.read().decode()
 results = [call(True), call(False), call(False)]
 open("agent-output.json", "w").write(json.dumps(results))
 print(json.dumps(results))
@@ -116,7 +120,9 @@ def test_the_agent_reaches_the_gateway_and_nothing_else(
     server = client.containers.get(f"{egress}-modelserver")
     server_ip = server.attrs["NetworkSettings"]["Networks"][egress]["IPAddress"]
     # The server is up and reachable from an unrestricted container on the same network...
-    assert control(client, base_image, egress, f"http://{server_ip}:{UPSTREAM_PORT}/") == "target ok\n"
+    assert '"object": "list"' in control(
+        client, base_image, egress, f"http://{server_ip}:{UPSTREAM_PORT}/v1/models"
+    )
     # ...but not from the agent's container.
     out = gated.exec(["python3", "-c", EGRESS_PROBE, server_ip, str(UPSTREAM_PORT), server.name], timeout=60)
     assert out.exit_code == 0, out.stderr
@@ -133,15 +139,22 @@ def test_the_agent_reaches_the_gateway_and_nothing_else(
 
 
 @pytest.mark.parametrize("gated", [Budget(max_requests=2)], indirect=True)
-def test_the_key_never_leaves_the_gateway_and_calls_are_logged(gated: DockerSandbox, client: Any) -> None:
+def test_the_key_never_leaves_the_gateway_and_calls_are_logged(
+    gated: DockerSandbox, client: Any, base_image: str, egress: str
+) -> None:
     assert gated.gateway is not None
     out = gated.exec(["python3", "-c", AGENT_CALLS], timeout=60)
     assert out.exit_code == 0, out.stderr
-    (s_status, s_auth, s_body), (j_status, j_auth, _), (b_status, _, b_body) = json.loads(out.stdout)
-    real_auth = hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()
-    assert (s_status, s_auth, s_body) == (200, real_auth, scripted_upstream.sse_body().decode())
-    assert (j_status, j_auth) == (200, real_auth)
+    (s_status, s_body), (j_status, j_body), (b_status, b_body) = json.loads(out.stdout)
+    events = [json.loads(line[6:]) for line in s_body.splitlines() if line.startswith("data: {")]
+    assert s_status == 200 and s_body.endswith("data: [DONE]\n\n")
+    assert "".join(e["choices"][0]["delta"].get("content", "") for e in events if e["choices"]) == "Hello"
+    assert (j_status, json.loads(j_body)["choices"][0]["message"]["content"]) == (200, "Hello")
     assert b_status == 402 and json.loads(b_body)["error"]["type"] == "budget_exceeded"
+    # The upstream got the real key, once, in the configured header, and no placeholder.
+    real_auth = hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()
+    forwarded = [r for r in requests_seen(client, base_image, egress) if r["method"] == "POST"]
+    assert [r["auth"] for r in forwarded] == [[["authorization", real_auth]]] * 2
     assert gated.gateway.budget_exceeded()
 
     calls = gated.gateway.calls()

@@ -1,4 +1,4 @@
-"""The gateway process in-process on 127.0.0.1 against the scripted upstream: routing,
+"""The gateway process in-process on 127.0.0.1 against the scripted model server: routing,
 auth replacement, byte-exact streaming, usage and cost, budget and refusals.
 No Docker: these pin the proxy's behaviour fast; test_docker_gateway.py runs it in
 containers."""
@@ -9,29 +9,31 @@ import hashlib
 import io
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import scripted_upstream
 from docker_helpers import gateway_on_loopback
 
 from docdelta.gateway.config import Budget, GatewayConfig, ModelCall, Upstream
 from docdelta.gateway.runtime import PLACEHOLDER_KEY
+from docdelta.modelserver import ScriptedModelServer, wire
+from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 
 KEY = "sk-test-real-key-0123456789"
+MODEL = "gpt-4o-mini-2024-07-18"
+CACHED = TurnUsage(input_tokens=7, cache_read_tokens=4, output_tokens=2)
+"""11 tokens in through the OpenAI APIs, 4 of them cached; 2 out."""
+PLAIN = TurnUsage(input_tokens=100, output_tokens=20)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def upstream() -> Iterator[str]:
-    server = scripted_upstream.serve("127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    """A scripted model server answering "Hello" (100 tokens in, 20 out) a few times."""
+    turns = [TextTurn(text="Hello", usage=PLAIN)] * 3
+    with ScriptedModelServer(Script(name="gateway", model=MODEL, turns=turns)) as server:
+        yield server.url
 
 
 def config_for(base_url: str, **kw: Any) -> GatewayConfig:
@@ -53,28 +55,30 @@ def calls(log: io.StringIO) -> list[ModelCall]:
 PLACEHOLDER_AUTH = {"authorization": f"Bearer {PLACEHOLDER_KEY}", "x-api-key": PLACEHOLDER_KEY}
 
 
-def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged(upstream: str) -> None:
+def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged() -> None:
+    script = Script(name="gateway", model=MODEL, turns=[TextTurn(text="Hello, gateway", usage=CACHED)])
     with (
-        gateway_on_loopback(config_for(upstream), {"openai": KEY}) as (url, _, log),
+        ScriptedModelServer(script) as scripted,
+        gateway_on_loopback(config_for(scripted.url), {"openai": KEY}) as (url, _, log),
         httpx.stream(
             "POST",
             f"{url}/openai/chat/completions",
-            json={"model": "gpt-4o-mini", "stream": True, "messages": []},
+            json={"model": "gpt-4o-mini", "stream": True, "stream_options": {"include_usage": True}},
             headers=PLACEHOLDER_AUTH,
         ) as response,
     ):
         body = response.read()
     assert response.status_code == 200
-    assert body == scripted_upstream.sse_body()
-    assert response.headers["x-auth-sha256"] == hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()
-    assert (response.headers["x-auth-headers"], response.headers["x-api-key-seen"]) == ("1", "no")
+    # The bytes the server's own encoder makes for this turn (its timestamp read from the stream).
+    created = json.loads(body.split(b"\n", 1)[0].removeprefix(b"data: "))["created"]
+    usage = wire.Usage(input=7, output=2, cache_read=4)
+    reply = wire.Reply("gateway_0", MODEL, created, usage, "Hello, gateway")
+    assert body == b"".join(wire.sse(wire.chat_events(reply, include_usage=True)))
+    # One auth header reached the upstream, holding the real key; the placeholders did not.
+    [seen] = scripted.requests
+    assert seen["auth"] == [["authorization", hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()]]
     [call] = calls(log)
-    assert (call.upstream, call.status, call.streamed, call.model) == (
-        "openai",
-        200,
-        True,
-        scripted_upstream.MODEL,
-    )
+    assert (call.upstream, call.status, call.streamed, call.model) == ("openai", 200, True, MODEL)
     assert (call.tokens_in, call.tokens_out, call.cache_read_tokens) == (11, 2, 4)
     # gpt-4o-mini: 7 fresh input tokens at 0.15, 4 cached at 0.075, 2 output at 0.60 per million
     assert call.cost_usd == pytest.approx((7 * 0.15 + 4 * 0.075 + 2 * 0.60) / 1e6)
@@ -84,7 +88,7 @@ def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged(
 def test_json_usage_is_logged_and_an_unpriced_model_costs_none(upstream: str) -> None:
     with gateway_on_loopback(config_for(upstream, prices={}), {"openai": KEY}) as (url, _, log):
         response = httpx.post(f"{url}/openai/chat/completions", json={"model": "x"}, headers=PLACEHOLDER_AUTH)
-    assert response.json() == scripted_upstream.JSON_ANSWER
+    assert response.json()["choices"][0]["message"]["content"] == "Hello"
     [call] = calls(log)
     assert (call.tokens_in, call.tokens_out, call.cost_usd, call.streamed) == (100, 20, None, False)
 
@@ -106,7 +110,11 @@ def test_targets_off_the_allowlist_are_refused_and_never_forwarded(upstream: str
     assert (call.status, call.error, call.tokens_in) == (403, "refused", None)
 
 
-@pytest.mark.parametrize("budget", [Budget(max_requests=1), Budget(max_tokens=50)])
+@pytest.mark.parametrize(
+    "budget",
+    # one call: 120 tokens, and at gpt-4o-mini prices (0.15 in, 0.60 out per million) $0.000027
+    [Budget(max_requests=1), Budget(max_tokens=50), Budget(max_cost_usd=0.00002)],
+)
 def test_calls_past_the_budget_get_a_clear_budget_error(upstream: str, budget: Budget) -> None:
     with gateway_on_loopback(config_for(upstream, budget=budget), {"openai": KEY}) as (url, _, log):
         first = httpx.post(f"{url}/openai/chat/completions", json={}, headers=PLACEHOLDER_AUTH)

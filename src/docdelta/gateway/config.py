@@ -7,6 +7,8 @@ and writes one `ModelCall` JSON object per line to its stdout, which the host re
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from docdelta.models import ModelCall
@@ -46,10 +48,13 @@ class Price(_Model):
 
 
 class Budget(_Model):
-    """Per-run caps; a call past either is refused with a `budget` error."""
+    """Per-run caps; a call past any of them is refused with a `budget` error."""
 
     max_requests: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1, description="input + output tokens")
+    max_cost_usd: float | None = Field(
+        default=None, gt=0, description="priced calls only: an unpriced model's calls cost nothing here"
+    )
 
 
 OPENAI = Upstream(
@@ -88,3 +93,17 @@ class GatewayConfig(_Model):
     budget: Budget = Budget()
     prices: dict[str, Price] = DEFAULT_PRICES
     port: int = Field(default=8080, ge=1, le=65535)
+    fingerprints: dict[str, list[str]] = Field(
+        default={},
+        description="set per run, not in .docdelta.yml: audit id -> hashed distinctive lines of one "
+        "instruction file (docdelta.audit); the gateway logs which of them each request holds",
+    )
+
+    def for_run(self, max_cost_usd: float | None, fingerprints: Mapping[str, Sequence[str]]) -> GatewayConfig:
+        """This config with one run's dollar budget (the runner's per-run reserve; None keeps
+        the configured one) and the experiment's instruction-file fingerprints."""
+        budget = self.budget
+        if max_cost_usd is not None:
+            budget = budget.model_copy(update={"max_cost_usd": max_cost_usd})
+        prints = {k: list(v) for k, v in fingerprints.items()}
+        return self.model_copy(update={"budget": budget, "fingerprints": prints})

@@ -9,8 +9,10 @@ Per request: route `/<upstream>/<path>` to the configured upstream if the path i
 (anything else, including absolute-form proxy requests to other hosts, is refused with
 403), drop every client auth header, add the real key, stream the response back byte for
 byte (SSE passes through unchanged), then print one JSON line (a `ModelCall`) to stdout
-with usage and cost. Past the per-run budget, calls are answered 402 with error type
-`budget_exceeded`.
+with usage and cost, and with the instruction files whose fingerprints the request body
+covers (`fingerprint`: hashes only, so neither the config nor the log holds their text).
+Past the per-run budget (requests, tokens or dollars), calls are answered 402 with error
+type `budget_exceeded`.
 
 Stdlib + httpx only (no pydantic): the image it runs in is minimal.
 """
@@ -30,6 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from docdelta.gateway.fingerprint import match, request_lines
 from docdelta.gateway.usage import Usage, cost_usd, extract
 
 READY = "docdelta-gateway listening"
@@ -74,12 +77,14 @@ class Route:
 @dataclass
 class Gateway:
     routes: dict[str, Route]
-    budget: Mapping[str, int | None]
+    budget: Mapping[str, float | None]
     prices: Mapping[str, Mapping[str, Any]]
     secrets: list[str]
     client: httpx.AsyncClient
+    fingerprints: Mapping[str, list[str]] = field(default_factory=dict)
     requests: int = 0
     tokens: int = 0
+    cost: float = 0.0
     log: Any = field(default=sys.stdout)
 
     # ----------------------------------------------------------- routing
@@ -101,6 +106,9 @@ class Gateway:
             raise Refusal(402, "budget", f"run budget exhausted: {self.requests} of {max_requests} requests")
         if max_tokens is not None and self.tokens >= max_tokens:
             raise Refusal(402, "budget", f"run budget exhausted: {self.tokens} of {max_tokens} tokens")
+        max_cost = self.budget.get("max_cost_usd")
+        if max_cost is not None and self.cost >= max_cost:
+            raise Refusal(402, "budget", f"run budget exhausted: ${self.cost:.4f} of ${max_cost:.4f}")
 
     def scrub(self, text: str) -> str:
         for secret in self.secrets:
@@ -122,6 +130,8 @@ class Gateway:
             entry["upstream"] = route.name
             self.check_budget()
             self.requests += 1
+            if self.fingerprints:
+                entry["instructions"] = match(self.fingerprints, *request_lines(body))
             request = self.client.build_request(
                 method, url, headers=_upstream_headers(route, headers), content=body
             )
@@ -173,6 +183,7 @@ class Gateway:
         entry.update(usage)
         self.tokens += usage.get("tokens_in", 0) + usage.get("tokens_out", 0)
         entry["cost_usd"] = cost_usd(self.prices, entry["model"], usage)
+        self.cost += entry["cost_usd"] or 0.0
 
 
 def _upstream_headers(route: Route, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -242,7 +253,9 @@ def build(setup: Mapping[str, Any]) -> Gateway:
         ctx.load_verify_locations(cadata=setup["ca_pem"])
     client = httpx.AsyncClient(verify=ctx, timeout=httpx.Timeout(600.0, connect=30.0), trust_env=False)
     secrets = [s for s in [*keys.values(), setup.get("placeholder", "")] if s]
-    return Gateway(routes, config["budget"], config["prices"], secrets, client)
+    return Gateway(
+        routes, config["budget"], config["prices"], secrets, client, config.get("fingerprints") or {}
+    )
 
 
 async def serve(setup: Mapping[str, Any], host: str = "0.0.0.0") -> None:  # noqa: S104 - container-only

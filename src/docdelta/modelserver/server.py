@@ -8,7 +8,9 @@ Anthropic base URL `http://host:port` and an OpenAI one `http://host:port/v1` wo
   the next script turn, as JSON or as SSE when the body says `"stream": true`;
 - `POST /v1/messages/count_tokens`, `GET /v1/models`: answered without using a turn;
 - `GET /_docdelta/requests`: `{"script": name, "remaining": n, "requests": [...]}`, every
-  request so far as `{"method", "path", "headers", "body", "turn"}` with auth headers dropped.
+  request so far as `{"method", "path", "headers", "auth", "body", "turn"}` with auth headers
+  dropped from `headers`; `auth` lists them as `[name, sha256 of the value]`, so a test can
+  check which key arrived (through a gateway, say) without the log holding any key.
 
 Streams end by closing the connection (no content-length), which every client and the
 gateway handle; JSON answers keep the connection alive.
@@ -16,6 +18,7 @@ gateway handle; JSON answers keep the connection alive.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -90,6 +93,11 @@ class _Handler(BaseHTTPRequestHandler):
             "method": self.command,
             "path": self.path,
             "headers": {k.lower(): v for k, v in self.headers.items() if k.lower() not in _SECRET_HEADERS},
+            "auth": [
+                [k.lower(), hashlib.sha256(v.encode()).hexdigest()]
+                for k, v in self.headers.items()
+                if k.lower() in _SECRET_HEADERS
+            ],
             "body": body,
             "turn": None,
         }

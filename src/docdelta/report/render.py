@@ -7,6 +7,8 @@ GitHub comment wraps with its own marker and header, so both always show the sam
 numbers. The environment is sandboxed and strict: a template typo fails loudly
 instead of printing an empty cell, and text that came from agents or task files
 passes through the `cell`/`inline`/`code` filters so it cannot break the table.
+The HTML report (`report/html.py`) shares this environment; its `*.html.j2`
+templates are autoescaped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from jinja2 import PackageLoader, StrictUndefined
+from jinja2 import PackageLoader, StrictUndefined, select_autoescape
 from jinja2.sandbox import SandboxedEnvironment
 
 from docdelta.models import Delta, Summary, VerdictSummary
@@ -108,7 +110,8 @@ def environment() -> SandboxedEnvironment:
     """The shared template environment (also used by the GitHub comment renderer)."""
     env = SandboxedEnvironment(
         loader=PackageLoader("docdelta.report", "templates"),
-        autoescape=False,
+        # HTML templates (`*.html.j2`) escape everything: answers are untrusted agent text.
+        autoescape=select_autoescape(("html.j2",), default_for_string=False, default=False),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

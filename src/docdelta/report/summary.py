@@ -10,7 +10,9 @@ and only counted in `infra_errors`. Every other status (timeout, no_answer, ...)
 the agent's result and is graded as such.
 
 The verdict compares head with base (and with none) over the tasks where both arms
-have graded runs, seeded with the manifest's seed so a report is reproducible.
+have graded runs, seeded with the manifest's seed so a report is reproducible. It is
+refused (and the gate goes neutral) when more than MAX_INFRA_ERROR_RATE of the runs are
+infra errors: the surviving runs may no longer be a fair sample of either arm.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 
-from docdelta import stats
+from docdelta import audit, instruction_usage, stats
 from docdelta.models import (
     ConditionStats,
     Confounds,
     Delta,
     Detection,
+    InstructionRef,
     Manifest,
     MissedItem,
     PowerSummary,
@@ -46,6 +49,7 @@ FULL_ISOLATION = frozenset({"netns", "netns+mounts", "docker-none", "docker-inte
 MAX_MISSED = 5
 TARGET_EFFECT = 0.2
 """The change the power hint asks about: a fifth of the score scale."""
+MAX_INFRA_ERROR_RATE = 0.10
 
 
 def _graded(run: RunResult) -> bool:
@@ -186,6 +190,7 @@ def _confounds(
         unscored_points=len(unscored),
         missing_conditions=[c for c in _order({BASE, HEAD, NONE, *conditions}) if c not in with_runs],
         missing_runs=sum(1 for cell in manifest.order if cell.key not in done),
+        instruction_flags=audit.flags(graded),
     )
 
 
@@ -196,8 +201,12 @@ def summarize(
     *,
     noise: float = stats.DEFAULT_NOISE_BAND,
     alpha: float = stats.DEFAULT_ALPHA,
+    docs: Sequence[InstructionRef] = (),
 ) -> Summary:
-    """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash."""
+    """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
+
+    `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
+    their use is tallied per arm over the graded runs."""
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -221,6 +230,19 @@ def summarize(
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
     for r in results:
         by_condition_all[r.cell.condition].append(r)
+    infra_rate = sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
+    refused = None
+    if infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
+        refused = (
+            f"{infra_rate:.0%} of runs are infra errors (over {MAX_INFRA_ERROR_RATE:.0%}): the graded "
+            "runs may not be a fair sample of either arm; rerun to retry them"
+        )
+    verdicts: list[VerdictSummary | None] = [
+        None
+        if refused
+        else _verdict(_strata(grid, HEAD, c), HEAD, c, alpha=alpha, band=noise, seed=manifest.seed)
+        for c in (BASE, NONE)
+    ]
 
     return Summary(
         repo=manifest.repo,
@@ -239,13 +261,11 @@ def summarize(
         missed=_missed({c: by_condition_all.get(c, []) for c in conditions}),
         confounds=_confounds(manifest, detection, results, conditions),
         alpha=alpha,
-        verdict=_verdict(vs_base, HEAD, BASE, alpha=alpha, band=noise, seed=manifest.seed),
-        verdict_vs_none=_verdict(
-            _strata(grid, HEAD, NONE), HEAD, NONE, alpha=alpha, band=noise, seed=manifest.seed
-        ),
+        verdict=verdicts[0],
+        verdict_vs_none=verdicts[1],
         power=PowerSummary(**asdict(power)) if compared else None,
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
-        infra_error_rate=(
-            sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
-        ),
+        infra_error_rate=infra_rate,
+        verdict_refused=refused,
+        instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
     )

@@ -37,6 +37,10 @@ class SandboxSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     """Base environment for every exec, merged under the per-exec env. Nothing is
     inherited from the host: the environment is built from scratch."""
+    max_cost_usd: float | None = None
+    """The run's dollar budget, enforced by the model gateway (gateway mode only)."""
+    fingerprints: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Instruction-file fingerprints (docdelta.audit) the gateway matches requests against."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -141,7 +142,8 @@ class DockerSandbox(Sandbox):
             f"docdelta-{self.run_id}-internal", internal=True, labels=self._labels
         )
         self._cleanups.append(internal.remove)
-        self.gateway = provider.gateway.start(self._client, internal, self._labels)
+        config = provider.gateway.config.for_run(self._spec.max_cost_usd, self._spec.fingerprints)
+        self.gateway = replace(provider.gateway, config=config).start(self._client, internal, self._labels)
         self._cleanups.append(self.gateway.close)
         self._env = {**DEFAULT_ENV, **self.gateway.client_env(), **self._spec.env}
         return str(internal.name)

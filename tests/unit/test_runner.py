@@ -1,0 +1,212 @@
+"""Run control in the matrix runner: rate limits stop or wait (with injected sleeps),
+a stopped matrix resumes, infrastructure errors are retried and never graded, and too
+many of them refuse the verdict. Real git, sealed checkouts, the local sandbox and the
+store; only the agent is a test double that ends each run with a chosen status."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from gitrepo import GitRepo
+
+from docdelta import stats
+from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
+from docdelta.config import ProjectConfig
+from docdelta.errors import InfraError
+from docdelta.git import Repo
+from docdelta.models import AgentOutcome, ModelCall, RunStatus
+from docdelta.report import render_markdown, summarize
+from docdelta.runner import (
+    RATE_LIMIT_LOG,
+    Experiment,
+    ExperimentRequest,
+    LineProgress,
+    MatrixReport,
+    RunLimits,
+    Runner,
+    prepare,
+    with_gateway_telemetry,
+)
+from docdelta.sandbox import get_provider
+from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from docdelta.store import ResultStore
+
+TASK = """\
+id: test-cmd
+prompt: How do I run the tests?
+gold:
+  commands: ["make check"]
+reviewed: true
+"""
+ANSWER = '{"answer": "run make check", "commands": ["make check"]}'
+
+Step = RunStatus | InfraError
+
+
+class StatusAgent(Agent):
+    """Runs a real command in the sandbox, then ends the run with the next scripted step
+    (a status, or an InfraError raised as the sandbox would)."""
+
+    name: ClassVar[str] = "status"
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = list(steps)
+        self.current = RunStatus.ok
+
+    @property
+    def version(self) -> str:
+        return "1"
+
+    def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
+        step = self.steps.pop(0)
+        if isinstance(step, InfraError):
+            raise step
+        self.current = step
+        return Invocation(argv=["python3", "-c", f"print({ANSWER!r})"])
+
+    def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
+        answer, _ = parse_answer(result.stdout.decode())
+        error = "429 rate_limit_error from the model API" if self.current is RunStatus.rate_limited else None
+        return AgentOutcome(
+            agent=self.name, agent_version="1", status=self.current, answer=answer, error=error
+        )
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Repo, ExperimentRequest, ResultStore]:
+    git = GitRepo.init(tmp_path / "proj")
+    git.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", ".docdelta/tasks/t.yaml": TASK})
+    git.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
+    request = ExperimentRequest(
+        base="HEAD~1",
+        head="HEAD",
+        tasks_dir=git.path / ".docdelta/tasks",
+        conditions=("base", "head"),
+        repeats=1,
+    )
+    return Repo(git.path), request, ResultStore(tmp_path / "work")
+
+
+def run(
+    setup: tuple[Repo, ExperimentRequest, ResultStore], steps: Sequence[Step], **limits: object
+) -> tuple[MatrixReport, Experiment, list[float]]:
+    repo, request, store = setup
+    agent = StatusAgent(steps)
+    exp = prepare(repo, request, config=ProjectConfig(), store=store, agent=agent, sandbox="local")
+    assert exp is not None
+    slept: list[float] = []
+    provider = get_provider("local", allow_network=True)
+    runner = Runner(
+        store,
+        provider,
+        SandboxSpec(),
+        agent,
+        RunLimits(timeout_s=30, **limits),  # type: ignore[arg-type]
+        LineProgress(out=io.StringIO()),
+        sleep=slept.append,
+    )
+    try:
+        report = runner.run(exp)
+    finally:
+        provider.close()
+    assert agent.steps == [], "every scripted step was used"
+    return report, exp, slept
+
+
+def history(store: ResultStore, exp: Experiment) -> list[str]:
+    """Files in the cell directories other than complete results."""
+    return sorted(p.name for p in store.runs_dir(exp.repo_name).rglob("*.json") if p.name != "result.json")
+
+
+def test_a_rate_limit_stops_the_matrix_without_waiting_and_a_rerun_resumes(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    store = setup[2]
+    report, exp, slept = run(setup, [RunStatus.ok, RunStatus.rate_limited])
+    assert report.stopped is not None and report.stopped.startswith("rate limited at ")
+    assert "429 rate_limit_error" in report.stopped and "--rate-limit wait" in report.stopped
+    assert (report.ran, slept) == (1, [])
+    assert [r.status for r in store.results(exp.repo_name)] == [RunStatus.ok], "never saved as a result"
+    assert history(store, exp) == ["rate_limited-1.json"]
+    assert not (store.workdir / RATE_LIMIT_LOG).exists()
+
+    again, _, _ = run(setup, [RunStatus.ok])
+    assert (again.stopped, again.ran, again.reused) == (None, 1, 1)
+    assert [r.status for r in store.results(exp.repo_name)] == [RunStatus.ok, RunStatus.ok]
+
+
+def test_wait_retries_after_5_15_and_45_minutes_logging_each_wait(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    store = setup[2]
+    steps = [RunStatus.rate_limited] * 3 + [RunStatus.ok, RunStatus.ok]
+    report, exp, slept = run(setup, steps, rate_limit="wait")
+    assert (report.stopped, report.ran, slept) == (None, 2, [300.0, 900.0, 2700.0])
+    log = (store.workdir / RATE_LIMIT_LOG).read_text().splitlines()
+    assert [line.split(" ", 1)[1].split(": ", 1)[1] for line in log] == [
+        "rate limited; waiting 300s before retry 1 of 3",
+        "rate limited; waiting 900s before retry 2 of 3",
+        "rate limited; waiting 2700s before retry 3 of 3",
+    ]
+    assert history(store, exp) == ["rate_limited-1.json", "rate_limited-2.json", "rate_limited-3.json"]
+    assert all(r.status is RunStatus.ok for r in store.results(exp.repo_name))
+
+
+def test_wait_gives_up_after_the_last_wait_and_stops(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    store = setup[2]
+    report, _, slept = run(setup, [RunStatus.rate_limited] * 4, rate_limit="wait")
+    assert slept == [300.0, 900.0, 2700.0]
+    assert report.stopped is not None and "after waits of 300s, 900s, 2700s" in report.stopped
+    assert (report.ran, store.results(setup[0].name)) == (0, [])
+    assert "still rate limited after waits" in (store.workdir / RATE_LIMIT_LOG).read_text()
+
+
+def test_infra_errors_are_retried_then_recorded_ungraded_and_refuse_the_verdict(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    store = setup[2]
+    boom = InfraError("the gateway did not start")
+    report, exp, _ = run(setup, [boom, RunStatus.ok, boom, boom], infra_retries=1)
+    assert report.stopped is None
+    by_status = {r.status: r for r in report.results}
+    recovered = by_status[RunStatus.ok]
+    assert recovered.attempt == 2 and recovered.score is not None and recovered.score.value == 1.0
+    failed = by_status[RunStatus.infra_error]
+    assert (failed.attempt, failed.score, failed.outcome.error) == (2, None, "the gateway did not start")
+
+    summary = summarize(exp.manifest, exp.detection, store.results(exp.repo_name))
+    assert summary.verdict is None and summary.verdict_refused is not None
+    assert "50% of runs are infra errors" in summary.verdict_refused
+    assert "**Verdict: refused** — 50% of runs are infra errors" in render_markdown(summary)
+    decision = stats.gate(summary.verdict, "regression", refused=summary.verdict_refused)
+    assert decision.conclusion == "neutral" and decision.reason.startswith("verdict refused: 50%")
+
+
+def call(status: int, error: str | None = None) -> ModelCall:
+    return ModelCall(
+        upstream="anthropic", method="POST", path="/v1/messages", status=status, latency_s=0.1, error=error
+    )
+
+
+@pytest.mark.parametrize(
+    ("agent_status", "calls", "over_budget", "expected"),
+    [
+        (RunStatus.agent_error, [call(200), call(429)], False, RunStatus.rate_limited),
+        (RunStatus.timeout, [call(429)], False, RunStatus.rate_limited),
+        (RunStatus.ok, [call(429), call(200)], False, RunStatus.ok),  # the agent's own back-off worked
+        (RunStatus.ok, [call(429)], False, RunStatus.ok),
+        (RunStatus.agent_error, [call(200), call(402, "budget")], True, RunStatus.budget),
+        (RunStatus.no_answer, [call(200)], False, RunStatus.no_answer),
+    ],
+)
+def test_gateway_telemetry_classifies_rate_limits_and_budget(
+    agent_status: RunStatus, calls: list[ModelCall], over_budget: bool, expected: RunStatus
+) -> None:
+    outcome = AgentOutcome(agent="a", agent_version="1", status=agent_status)
+    assert with_gateway_telemetry(outcome, calls, over_budget).status is expected
