@@ -1,0 +1,210 @@
+"""The HTML report: one self-contained file for people who would rather look than read.
+
+Same numbers as the markdown scorecard (it renders the same `Summary`), plus what a
+comment has no room for: a bar chart of per-task scores per arm, and every run's
+details (status, score, usage, what it missed, the commands it ran, its answer) with
+links to the files in its cell directory.
+
+Self-contained means it can be attached to a CI run or mailed and still open: inline
+CSS, inline SVG, no scripts, fonts, images or URLs of its own. Agent text is
+untrusted, so the templates (`templates/html/*.html.j2`) are autoescaped by the
+shared environment; a `<script>` in an answer shows as text. Links to run files are
+relative to `link_root` (where the report will be saved), so the report and the
+workdir can move together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from docdelta.models import Cell, RunResult, Summary, TaskSummary
+from docdelta.report.render import environment
+from docdelta.report.summary import BASE, HEAD, NONE
+from docdelta.store import RESULT_FILE
+
+RUN_FILES = (RESULT_FILE, "judged.json", "transcript.txt", "diff.patch")
+"""Files of a cell directory the report links to, each only when it exists."""
+
+COLORS = {BASE: "#8a94a6", HEAD: "#2f6fde", NONE: "#d2a24c", "patched": "#3a9d5d"}
+FALLBACK_COLORS = ("#9b59b6", "#e0607e", "#16a3a3", "#6b6b6b")
+"""Conditions beyond the four known ones take these in order."""
+
+# Chart geometry, in SVG user units (px at 100%).
+LABEL_W, PLOT_W, VALUE_W = 210, 620, 50
+BAR_H, BAR_GAP, GROUP_GAP, TOP, LEGEND_H = 13, 2, 14, 28, 26
+MAX_LABEL = 30
+
+
+@dataclass(frozen=True)
+class Bar:
+    y: float
+    width: float
+    color: str
+    value: str
+    value_x: float
+    """Where the value label starts: past both the bar and its whisker."""
+    title: str
+    whisker: tuple[float, float] | None
+    """x of the lowest and highest run score: the spread behind the mean."""
+
+
+@dataclass(frozen=True)
+class ChartRow:
+    label: str
+    title: str
+    y: float
+    bars: list[Bar]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """Horizontal grouped bars: one group per task, one bar per arm, scores 0..1."""
+
+    width: int
+    height: float
+    plot_x: int
+    plot_w: int
+    bar_h: int
+    top: int
+    rows: list[ChartRow]
+    ticks: list[tuple[float, str]]
+    legend: list[tuple[str, str]]
+
+
+def colors(conditions: Sequence[str]) -> dict[str, str]:
+    extra = iter(FALLBACK_COLORS * (len(conditions) // len(FALLBACK_COLORS) + 1))
+    return {c: COLORS.get(c) or next(extra) for c in conditions}
+
+
+def chart(summary: Summary) -> Chart:
+    """The bar geometry for the template (the template only draws)."""
+    palette = colors(summary.conditions)
+    rows: list[ChartRow] = []
+    y = float(TOP)
+    for t in summary.tasks:
+        bars = []
+        for i, c in enumerate(summary.conditions):
+            st = t.conditions[c]
+            mean = st.mean_score
+            spread = None
+            if st.score_min is not None and st.score_max is not None and st.score_min < st.score_max:
+                spread = (LABEL_W + st.score_min * PLOT_W, LABEL_W + st.score_max * PLOT_W)
+            value = "—" if mean is None else f"{mean:.2f}"
+            width = 0.0 if mean is None else mean * PLOT_W
+            bars.append(
+                Bar(
+                    y=y + i * (BAR_H + BAR_GAP),
+                    width=width,
+                    color=palette[c],
+                    value=value,
+                    value_x=max(LABEL_W + width, spread[1] if spread else 0.0) + 5,
+                    title=f"{t.task} · {c}: mean {value} over {st.runs} graded run(s)",
+                    whisker=spread,
+                )
+            )
+        group_h = len(bars) * (BAR_H + BAR_GAP) - BAR_GAP
+        label = t.task if len(t.task) <= MAX_LABEL else t.task[: MAX_LABEL - 1] + "…"
+        rows.append(ChartRow(label=label, title=t.task, y=y + group_h / 2, bars=bars))
+        y += group_h + GROUP_GAP
+    ticks = [(LABEL_W + v * PLOT_W, f"{v:.2f}".rstrip("0").rstrip(".")) for v in (0, 0.25, 0.5, 0.75, 1)]
+    return Chart(
+        width=LABEL_W + PLOT_W + VALUE_W,
+        height=y + LEGEND_H,
+        plot_x=LABEL_W,
+        plot_w=PLOT_W,
+        bar_h=BAR_H,
+        top=TOP,
+        rows=rows,
+        ticks=ticks,
+        legend=[(c, palette[c]) for c in summary.conditions],
+    )
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as the details table shows it."""
+
+    result: RunResult
+    tokens: int | None
+    missed: list[tuple[str, str]]
+    """(kind, expected) of each scored item the run missed."""
+    ran: list[str]
+    answer: str
+    links: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class TaskView:
+    summary: TaskSummary
+    runs: list[RunView]
+
+
+def _ran(result: RunResult) -> list[str]:
+    return [
+        c.command if c.exit_code is None else f"{c.command}  → exit {c.exit_code}"
+        for c in result.outcome.metrics.commands
+    ]
+
+
+def _links(cell: Cell, cell_dir: Callable[[Cell], Path] | None, link_root: Path) -> list[tuple[str, str]]:
+    if cell_dir is None:
+        return []
+    directory = cell_dir(cell)
+    return [
+        (name, quote(Path(os.path.relpath(directory / name, link_root)).as_posix()))
+        for name in RUN_FILES
+        if (directory / name).is_file()
+    ]
+
+
+def _run_view(result: RunResult, cell_dir: Callable[[Cell], Path] | None, link_root: Path) -> RunView:
+    outcome = result.outcome
+    items = result.score.missed if result.score else []
+    missed: list[tuple[str, str]] = [(i.kind, i.expected) for i in items]
+    m = outcome.metrics
+    tokens = None if m.tokens_in is None or m.tokens_out is None else m.tokens_in + m.tokens_out
+    answer = outcome.answer.answer if outcome.answer and outcome.answer.answer else outcome.final_text
+    return RunView(result, tokens, missed, _ran(result), answer, _links(result.cell, cell_dir, link_root))
+
+
+def task_views(
+    summary: Summary,
+    results: Sequence[RunResult],
+    cell_dir: Callable[[Cell], Path] | None = None,
+    link_root: Path = Path(),
+) -> list[TaskView]:
+    """Tasks with their runs (arm order, then repeat), flips first: the tasks to open first."""
+    order = {c: i for i, c in enumerate(summary.conditions)}
+    views = []
+    for t in summary.tasks:
+        runs = sorted(
+            (r for r in results if r.cell.task == t.task),
+            key=lambda r: (order.get(r.cell.condition, len(order)), r.cell.condition, r.cell.repeat),
+        )
+        views.append(TaskView(t, [_run_view(r, cell_dir, link_root) for r in runs]))
+    return sorted(views, key=lambda v: not v.summary.head_vs_base.flip)
+
+
+def render_html(
+    summary: Summary,
+    results: Sequence[RunResult],
+    *,
+    cell_dir: Callable[[Cell], Path] | None = None,
+    link_root: Path = Path(),
+) -> str:
+    """The report as one HTML document. `cell_dir` maps a cell to its directory (e.g.
+    `partial(store.cell_dir, repo)`); without it the runs are listed without links."""
+    return (
+        environment()
+        .get_template("html/report.html.j2")
+        .render(
+            s=summary,
+            tasks=task_views(summary, results, cell_dir, link_root),
+            chart=chart(summary),
+            colors=colors(summary.conditions),
+        )
+    )

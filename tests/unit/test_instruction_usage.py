@@ -1,0 +1,224 @@
+"""Instruction usage: what changed instruction lines name, and which runs of each arm used it.
+
+The docs diff comes from a real two-commit repository sealed into a workdir by
+`runner.prepare` (the layout `docdelta report` reads); runs are real result models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from factories import result
+from gitrepo import GitRepo
+from unidiff.patch import PatchSet
+
+from docdelta.agents.fake import FakeAgent
+from docdelta.config import load_project_config
+from docdelta.git import Repo
+from docdelta.instruction_usage import docs_diff, read_docs, references, tally
+from docdelta.models import AgentAnswer, AgentMetrics, CommandRun, InstructionRef, RunResult, RunStatus
+from docdelta.report import render_markdown, summarize
+from docdelta.runner import ExperimentRequest, prepare
+from docdelta.store import ResultStore
+
+BASE_DOCS = """\
+# Agents
+- Tests: `python setup.py test`.
+- Be nice.
+"""
+HEAD_DOCS = """\
+# Agents
+- Run `make check` before you commit (see docs/testing.md and e.g. the Makefile).
+- Be nice.
+- Tables live in `pricebook/tables.py` and `tests/`; and/or ask in https://example.invalid/x.py.
+
+```sh
+$ ruff check src/
+# a comment, not a command
+```
+"""
+TASK = """\
+id: t
+prompt: How do I run the tests?
+gold:
+  commands: ["make check"]
+reviewed: true
+"""
+
+
+def run(
+    condition: str, repeat: int, *, ran: Sequence[str] = (), read: Sequence[str] = (), **answer: object
+) -> RunResult:
+    """A graded run that ran `ran`, read `read` and answered with `answer` fields."""
+    r = result("t", condition, 1.0, repeat)
+    metrics = AgentMetrics(commands=[CommandRun(command=c, exit_code=0) for c in ran], files_read=list(read))
+    outcome = r.outcome.model_copy(update={"metrics": metrics, "answer": AgentAnswer.model_validate(answer)})
+    return r.model_copy(update={"outcome": outcome})
+
+
+@pytest.fixture
+def sealed(tmp_path: Path) -> tuple[ResultStore, GitRepo]:
+    """A workdir prepared by the real runner from a repo whose AGENTS.md changed at HEAD."""
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": BASE_DOCS, ".docdelta/tasks/t.yaml": TASK})
+    repo.commit({"AGENTS.md": HEAD_DOCS})
+    store = ResultStore(tmp_path / "work")
+    git_repo = Repo(repo.path)
+    exp = prepare(
+        git_repo,
+        ExperimentRequest(base="HEAD~1", head="HEAD", tasks_dir=repo.path / ".docdelta/tasks", repeats=2),
+        config=load_project_config(git_repo, "HEAD~1"),
+        store=store,
+        agent=FakeAgent(),
+        sandbox="local",
+    )
+    assert exp is not None
+    return store, repo
+
+
+def _refs(store: ResultStore) -> list[InstructionRef]:
+    manifest, detection = store.read_manifest(), store.read_detection()
+    assert manifest is not None and detection is not None
+    return read_docs(store.workdir, manifest, detection)
+
+
+# ---------------------------------------------------------------- extraction
+def test_refs_of_the_real_docs_diff_sit_on_the_lines_git_diff_shows(
+    sealed: tuple[ResultStore, GitRepo],
+) -> None:
+    store, repo = sealed
+    refs = _refs(store)
+    found = {(r.change, r.line, r.kind, r.ref) for r in refs}
+    assert found == {
+        ("removed", 2, "command", "python setup.py test"),
+        ("added", 2, "command", "make check"),
+        ("added", 2, "path", "docs/testing.md"),
+        ("added", 2, "path", "Makefile"),
+        ("added", 4, "path", "pricebook/tables.py"),
+        ("added", 4, "path", "tests/"),
+        ("added", 7, "command", "ruff check src/"),
+    }
+    # every line number is one git itself reports for that added or removed line
+    patch = PatchSet(repo.git("diff", "HEAD~1", "HEAD", "--", "AGENTS.md"))
+    git_lines = {
+        (
+            "added" if ln.is_added else "removed",
+            ln.target_line_no if ln.is_added else ln.source_line_no,
+        ): ln.value
+        for hunk in patch[0]
+        for ln in hunk
+        if ln.is_added or ln.is_removed
+    }
+    for r in refs:
+        assert r.file == "AGENTS.md"
+        assert git_lines[(r.change, r.line)].strip() == r.text
+
+
+def test_no_docs_without_a_base_arm_or_without_the_checkouts(sealed: tuple[ResultStore, GitRepo]) -> None:
+    store, _ = sealed
+    manifest, detection = store.read_manifest(), store.read_detection()
+    assert manifest is not None and detection is not None
+    no_base = manifest.model_copy(update={"conditions": [c for c in manifest.conditions if c.name != "base"]})
+    assert read_docs(store.workdir, no_base, detection) == []
+    assert read_docs(store.workdir / "elsewhere", manifest, detection) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "Run `uv run pytest -q` then `$ make lint`.",
+            [("command", "uv run pytest -q"), ("command", "make lint")],
+        ),
+        (
+            "Edit `src/app/main.py` or `pyproject.toml`.",
+            [("path", "src/app/main.py"), ("path", "pyproject.toml")],
+        ),
+        ("Never pass `--force`; see ``a `b` c``.", [("command", "a `b` c")]),
+        (
+            "Use the Dockerfile and ./scripts/run.sh, not *.cfg files.",
+            [("path", "Dockerfile"), ("path", "./scripts/run.sh")],
+        ),
+        ("Read/write i.e. e.g. Python 3.11 and/or v1.2 at https://x.invalid/a.py", []),
+        ("Keep `docs/*.md` short.", [("path", "docs/*.md")]),
+    ],
+)
+def test_what_a_line_names(line: str, expected: list[tuple[str, str]]) -> None:
+    assert references(line) == expected
+
+
+def test_only_shell_code_blocks_hold_commands() -> None:
+    head = "intro\n```python\nimport os\n```\n```console\n$ make docs\n```\n"
+    refs = docs_diff([("CLAUDE.md", "intro\n", head)])
+    assert [(r.line, r.kind, r.ref) for r in refs] == [(6, "command", "make docs")]
+
+
+# --------------------------------------------------------------------- tally
+def test_a_command_counts_when_its_words_were_run_or_answered_in_order() -> None:
+    [ref] = docs_diff([("AGENTS.md", "", "Run `make check`.\n")])
+    runs = [
+        run("head", 1, ran=["bash -lc 'cd repo && make check -j2'"]),
+        run("head", 2, commands=["make check"]),
+        run("head", 3, ran=["make checkout", "check make"]),
+        run("base", 1, ran=["make test"]),
+    ]
+    [counted] = tally([ref], runs, ["base", "head", "none"])
+    assert {c: (a.used, a.runs) for c, a in counted.arms.items()} == {
+        "base": (0, 1),
+        "head": (2, 3),
+        "none": (0, 0),
+    }
+
+
+def test_a_path_counts_when_read_named_cited_or_mentioned_in_a_command() -> None:
+    refs = docs_diff([("AGENTS.md", "", "See `pricebook/tables.py` and `docs/`.\n")])
+    runs = [
+        run("head", 1, read=["/workspace/repo/pricebook/tables.py"]),
+        run("head", 2, citations=[{"path": "pricebook/tables.py", "lines": "3"}]),
+        run("head", 3, ran=["python -m pytest docs/test_x.py"]),
+        run("head", 4, files=["other/tables.py", "pricebook/tables.pyc"]),
+    ]
+    tables, docs = tally(refs, runs, ["head"])
+    assert (tables.ref, tables.arms["head"].used) == ("pricebook/tables.py", 2)
+    assert (docs.ref, docs.arms["head"].used) == ("docs/", 1)
+
+
+def test_fisher_p_compares_head_with_base() -> None:
+    [ref] = docs_diff([("AGENTS.md", "", "Run `make check`.\n")])
+    runs = [run("head", i, commands=["make check"]) for i in range(1, 6)]
+    runs += [run("base", i) for i in range(1, 6)]
+    [counted] = tally([ref], runs, ["base", "head"])
+    assert counted.p_value == pytest.approx(2 / 252)  # 5/5 vs 0/5, two-sided Fisher
+
+
+# -------------------------------------------------------------------- report
+def test_scorecard_shows_per_changed_line_who_used_what(sealed: tuple[ResultStore, GitRepo]) -> None:
+    store, _ = sealed
+    manifest, detection = store.read_manifest(), store.read_detection()
+    assert manifest is not None and detection is not None
+    runs = [
+        run("head", 1, ran=["make check"]),
+        run("head", 2, commands=["make check"]),
+        run("base", 1, commands=["python setup.py test"]),
+        run("base", 2, ran=["pytest"]),
+        run("none", 1),
+        run("none", 2),
+        result("t", "head", None, 3, status=RunStatus.infra_error),
+    ]
+    s = summarize(manifest, detection, runs, docs=_refs(store))
+    md = render_markdown(s)
+    section = md.split("**Instruction usage**", 1)[1].split("**Confounds**", 1)[0]
+    assert (
+        "- `make check` (added at AGENTS.md:2): base 0/2 · head 2/2 · none 0/2 (head vs base Fisher p = 0.33)"
+        in section
+    )
+    assert "- `python setup.py test` (removed at AGENTS.md:2): base 1/2 · head 0/2 · none 0/2" in section
+    assert "- `ruff check src/` (added at AGENTS.md:7): base 0/2 · head 0/2 · none 0/2" in section
+
+
+def test_scorecard_has_no_usage_section_without_docs(sealed: tuple[ResultStore, GitRepo]) -> None:
+    store, _ = sealed
+    manifest, detection = store.read_manifest(), store.read_detection()
+    assert manifest is not None and detection is not None
+    assert "Instruction usage" not in render_markdown(summarize(manifest, detection, [run("head", 1)]))

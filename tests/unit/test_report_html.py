@@ -1,0 +1,188 @@
+"""The HTML report: self-contained, inert agent text, the chart, every run, links to run files.
+
+Pages are parsed with the standard library's HTML parser, so the assertions are about
+the elements and attributes a browser would see, not about substrings of markup."""
+
+from __future__ import annotations
+
+from functools import partial
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from factories import arm, detection, manifest, result, summary_of
+
+from docdelta.cli import main
+from docdelta.models import (
+    AgentAnswer,
+    ChangedFile,
+    CheckResult,
+    ChecksResult,
+    CommandRun,
+    FileStatus,
+    HiddenTestResult,
+    MistakeHit,
+    RunResult,
+    RunStatus,
+    TestCounts,
+)
+from docdelta.report.html import PLOT_W, render_html
+from docdelta.store import ResultStore
+
+EVIL = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
+
+
+class Page(HTMLParser):
+    """Every start tag with its attributes, and the text a reader sees."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def all(self, tag: str) -> list[dict[str, str]]:
+        return [a for t, a in self.tags if t == tag]
+
+    @property
+    def plain(self) -> str:
+        return "".join(self.text)
+
+
+def with_answer(
+    r: RunResult, answer: str, *, ran: tuple[str, ...] = (), read: tuple[str, ...] = ()
+) -> RunResult:
+    metrics = r.outcome.metrics.model_copy(
+        update={"commands": [CommandRun(command=c, exit_code=1) for c in ran], "files_read": list(read)}
+    )
+    outcome = r.outcome.model_copy(
+        update={"answer": AgentAnswer(answer=answer, commands=list(ran)), "metrics": metrics}
+    )
+    return r.model_copy(update={"outcome": outcome})
+
+
+@pytest.fixture
+def runs() -> list[RunResult]:
+    """Task `zeta` flips (base fails, head passes); task `alpha` does not; one infra error.
+    The flip sorts last by name, so a report that lists it first put it there on purpose."""
+    out = [*arm("zeta", "base", [0.0, 0.0], missed=["make check"]), *arm("zeta", "head", [1.0, 1.0])]
+    out += [*arm("alpha", "base", [1.0, 1.0, 0.25]), *arm("alpha", "head", [1.0, 1.0])]
+    out += [result("alpha", "head", None, 3, status=RunStatus.infra_error)]
+    out[2] = with_answer(
+        out[2], f"Run make check. {EVIL}", ran=("make check && echo '<b>ok</b>'",), read=("AGENTS.md",)
+    )
+    return out
+
+
+def test_page_is_self_contained(runs: list[RunResult]) -> None:
+    html = render_html(summary_of(runs), runs)
+    page = Page(html)
+    assert not page.all("script")
+    assert not page.all("link") and not page.all("img") and not page.all("iframe")
+    urls = [v for _, attrs in page.tags for k, v in attrs.items() if k in ("src", "href", "action", "srcset")]
+    assert all(u.startswith("#") for u in urls), urls
+    assert "http://" not in html and "https://" not in html
+    assert "url(" not in html and "@import" not in html
+    csp = [a["content"] for a in page.all("meta") if a.get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in csp[0]
+
+
+def test_agent_text_is_escaped_and_stays_readable(runs: list[RunResult]) -> None:
+    html = render_html(summary_of(runs), runs)
+    page = Page(html)
+    assert EVIL not in html and "<b>ok</b>" not in html
+    assert not page.all("script")
+    assert not any("onerror" in attrs for _, attrs in page.tags)
+    assert EVIL in page.plain  # shown as text, exactly as the agent wrote it
+    assert "make check && echo '<b>ok</b>'  → exit 1" in page.plain
+
+
+def test_untrusted_file_names_from_the_pr_are_escaped(runs: list[RunResult]) -> None:
+    s = summary_of(runs)
+    evil = ChangedFile(path='x/"><script>alert(1)</script>.md', status=FileStatus.added, families=["codex"])
+    html = render_html(s.model_copy(update={"changed": [evil]}), runs)
+    assert not Page(html).all("script")
+    assert evil.path in Page(html).plain
+
+
+def test_chart_has_one_bar_per_task_and_arm_sized_by_mean_score(runs: list[RunResult]) -> None:
+    page = Page(render_html(summary_of(runs), runs))
+    assert len(page.all("svg")) == 1
+    bars = [a for a in page.all("rect") if a.get("height") == "13"]
+    assert len(bars) == 4  # 2 tasks x 2 arms
+    widths = sorted(float(b["width"]) for b in bars)
+    assert widths == [0.0, 0.75 * PLOT_W, PLOT_W, PLOT_W]  # zeta base 0, alpha base 0.75, heads 1.0
+
+
+def test_every_run_is_listed_with_its_numbers_flips_first(runs: list[RunResult]) -> None:
+    page = Page(render_html(summary_of(runs), runs))
+    rows = [a["id"] for a in page.all("tr") if a.get("id", "").startswith("run-")]
+    assert sorted(rows) == sorted(f"run-{r.cell.task}-{r.cell.condition}-{r.cell.repeat}" for r in runs)
+    details = [a for a in page.all("details") if a.get("class") == "task"]
+    assert [d["id"] for d in details] == ["task-zeta", "task-alpha"]  # the flip first
+    assert "open" in details[0] and "open" not in details[1]
+    assert "infra_error" in page.plain
+    assert "command make check" in " ".join(page.plain.split())  # what the failing base runs missed
+
+
+def test_links_point_at_the_run_files_that_exist(tmp_path: Path, runs: list[RunResult]) -> None:
+    store = ResultStore(tmp_path / "work")
+    for r in runs:
+        store.save("demo", r)
+    transcript = store.cell_dir("demo", runs[0].cell) / "transcript.txt"
+    transcript.write_text("hello")
+    root = tmp_path / "site"
+    root.mkdir()
+    html = render_html(summary_of(runs), runs, cell_dir=partial(store.cell_dir, "demo"), link_root=root)
+    hrefs = [a["href"] for a in Page(html).all("a") if not a["href"].startswith("#")]
+    assert len([h for h in hrefs if h.endswith("/result.json")]) == len(runs)
+    assert [h for h in hrefs if not h.endswith("/result.json")] == [
+        "../work/runs/demo/zeta/base/r1/transcript.txt"
+    ]
+    assert all((root / h).resolve().is_file() for h in hrefs)
+
+
+def test_cli_writes_the_html_report_with_links_relative_to_the_current_directory(
+    tmp_path: Path, runs: list[RunResult], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ResultStore(tmp_path / "results")
+    store.write_manifest(manifest(["zeta", "alpha"], ("base", "head")))
+    store.write_detection(detection())
+    for r in runs:
+        store.save("demo", r)
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--workdir", "results", "--format", "html"]) == 0
+    page = Page(capsys.readouterr().out)
+    hrefs = [a["href"] for a in page.all("a") if not a["href"].startswith("#")]
+    assert len(hrefs) == len(runs)
+    assert all((tmp_path / h).is_file() for h in hrefs)
+    assert "docdelta scorecard: " in page.plain
+
+
+def test_tokens_cost_and_duration_of_a_run_are_shown() -> None:
+    r = result("a", "head", 1.0, tokens=(1200, 34), cost=0.5, duration=12.3)
+    page = Page(render_html(summary_of([r]), [r]))
+    cells = {" ".join(t.split()) for t in page.text}
+    assert {"1,234", "$0.50", "12.3s"} <= cells
+
+
+def test_a_change_runs_hidden_tests_checks_and_mistakes_are_shown() -> None:
+    hidden = HiddenTestResult(status="fail", exit_code=1, counts=TestCounts(passed=3, failed=1))
+    checks = ChecksResult(
+        checks=[
+            CheckResult(name="require_changed", passed=True),
+            CheckResult(name="max_files", passed=False),
+        ],
+        mistakes=[MistakeHit(rule="no-force-push", count=2), MistakeHit(rule="no-sudo", count=0)],
+    )
+    r = result("a", "head", 0.0).model_copy(update={"hidden_tests": hidden, "checks": checks})
+    text = " ".join(Page(render_html(summary_of([r]), [r])).plain.split())
+    assert "hidden tests: fail (3 passed, 1 failed)" in text
+    assert "checks 1/2 passed; mistake no-force-push hit 2x" in text
+    assert "no-sudo" not in text
