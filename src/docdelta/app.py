@@ -48,9 +48,10 @@ from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary
-from docdelta.report import render_markdown, summarize
+from docdelta.report import render_markdown
 from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
 from docdelta.sandbox.base import SandboxSpec
+from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
@@ -421,8 +422,8 @@ def _run_matrix(
         provider.close()
     if backend is not None and trusted and save(backend, exp, report.results, "base"):
         ctx.say(f"docdelta: base arm saved to the results store ({settings.results_store.kind})")
-    summary = summarize(
-        exp.manifest, exp.detection, report.results, noise=settings.noise_band, alpha=settings.alpha
+    summary = scorecard(
+        store, exp.manifest, exp.detection, report.results, noise=settings.noise_band, alpha=settings.alpha
     )
     cost = sum(r.outcome.metrics.cost_usd or 0.0 for r in report.results)
     return _Matrix(summary, notes, report.stopped, cost)

@@ -27,16 +27,16 @@ from docdelta.git import Repo
 from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
 from docdelta.grading.fromcommit import task_from_commit, write_task
 from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
-from docdelta.grading.judged import judge_workdir, load_judged, with_judgements
+from docdelta.grading.judged import judge_workdir
 from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
-from docdelta.instruction_usage import read_docs
 from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
-from docdelta.report import badge, render_json, render_markdown, summarize
+from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
+from docdelta.scorecard import scorecard
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
@@ -319,8 +319,7 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
         report = runner.run(exp)
     finally:
         provider.close()
-    docs = read_docs(store.workdir, exp.manifest, exp.detection)
-    summary = summarize(exp.manifest, exp.detection, report.results, docs=docs)
+    summary = scorecard(store, exp.manifest, exp.detection, report.results)
     print(render_markdown(summary))
     print(f"results: {store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
     if report.stopped:
@@ -342,9 +341,8 @@ def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResu
             f"{workdir} holds no docdelta experiment (manifest.json or detection.json missing)",
             hint="pass the --workdir you gave to `docdelta run`",
         )
-    results = with_judgements(store.results(manifest.repo), load_judged(store, manifest.repo))
-    docs = read_docs(store.workdir, manifest, detection)
-    return store, manifest, results, summarize(manifest, detection, results, docs=docs)
+    results = store.results(manifest.repo)
+    return store, manifest, results, scorecard(store, manifest, detection, results)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from typing import Literal
 
 from docdelta import stats
 from docdelta.models import ArmUse, Detection, InstructionRef, Manifest, RunResult
+from docdelta.store import checkout_dir
 
 RefKind = Literal["command", "path"]
 
@@ -140,11 +141,6 @@ def docs_diff(files: Iterable[tuple[str, str, str]]) -> list[InstructionRef]:
             if op in ("replace", "insert"):
                 out.extend(new.refs(path, "added", j1, j2))
     return out
-
-
-def checkout_dir(workdir: Path, overlay_sha256: str) -> Path:
-    """Where `runner.prepare` seals a condition's checkout: named by its overlay, never its name."""
-    return workdir / "checkouts" / overlay_sha256[:16]
 
 
 def read_docs(workdir: Path, manifest: Manifest, detection: Detection) -> list[InstructionRef]:

@@ -334,7 +334,7 @@ class InstructionFlag(Frozen):
 
 # ------------------------------------------------------------------ grading
 class ScoreItem(Frozen):
-    kind: Literal["command", "file", "citation", "verdict", "guardrail", "point", "rule"]
+    kind: Literal["command", "file", "citation", "verdict", "guardrail", "point", "rule", "tests", "check"]
     expected: str
     hit: bool | None = Field(description="None: not scored (e.g. key points before a judge exists)")
     note: str = ""
@@ -380,6 +380,12 @@ class RunResult(Frozen):
     tree_sha256: str
     model_calls: list[ModelCall] = Field(
         default=[], description="every model call the gateway forwarded or refused for this run"
+    )
+    hidden_tests: HiddenTestResult | None = Field(
+        default=None, description="change tasks: the hidden tests' verdict on the agent's edits"
+    )
+    checks: ChecksResult | None = Field(
+        default=None, description="change tasks: hard checks and mistake-rule hits on the agent's diff"
     )
     instructions_seen: InstructionAudit | None = Field(
         default=None, description="None: no gateway saw the run's requests, so nothing was audited"

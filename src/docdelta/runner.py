@@ -37,19 +37,26 @@ from docdelta.detect import detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, InfraError
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
+from docdelta.grading.change import score_change
+from docdelta.grading.checks import run_checks
+from docdelta.grading.hidden import ChangeAssets, capture_agent_diff, grade_change, load_assets
 from docdelta.models import (
     AgentInfo,
     AgentOutcome,
     Cell,
+    ChecksResult,
     Detection,
+    HiddenTestResult,
     Manifest,
     ModelCall,
     RunResult,
     RunStatus,
+    Score,
+    Task,
     sha256_hex,
 )
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
-from docdelta.store import ResultStore
+from docdelta.store import ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
 from docdelta.workspace import SealedCheckout, build_overlays, seal
 
@@ -65,6 +72,8 @@ class Experiment:
     detection: Detection
     tasks: dict[str, LoadedTask]
     checkouts: dict[str, SealedCheckout]
+    assets: dict[str, ChangeAssets] = field(default_factory=dict)
+    """Change tasks' hidden tests and reference, read from trusted copies at prepare time."""
 
     @cached_property
     def audit_index(self) -> AuditIndex:
@@ -135,13 +144,18 @@ def prepare(
     require_reviewed(loaded, request.allow_unreviewed)
     check_citations(loaded, repo, source_sha)
 
+    assets = {
+        lt.task.id: load_assets(lt.task, lt.path, repo, source_sha)
+        for lt in loaded
+        if lt.task.kind == "change"
+    }
+    hidden_paths = sorted({f"/{path}" for a in assets.values() for path in a.hidden})
     overlays = build_overlays(repo, base_sha, head_sha, request.conditions, match, request.patch)
-    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir)]
-    checkouts_root = store.workdir / "checkouts"
+    # Hidden tests that live in the source commit never reach the agent's checkout.
+    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir), *hidden_paths]
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
-        # Named by content, never by condition: two conditions with equal docs share one.
-        dest = checkouts_root / overlay.sha256[:16]
+        dest = checkout_dir(store.workdir, overlay.sha256)
         shutil.rmtree(dest, ignore_errors=True)
         checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
 
@@ -165,7 +179,7 @@ def prepare(
     _check_same_experiment(store, manifest)
     store.write_manifest(manifest)
     store.write_detection(detection)
-    return Experiment(repo.name, manifest, detection, tasks, checkouts)
+    return Experiment(repo.name, manifest, detection, tasks, checkouts, assets)
 
 
 def _inside(root: Path, directory: Path) -> list[str]:
@@ -425,6 +439,8 @@ class Runner:
             isolation = "unknown"
             calls: list[ModelCall] = []
             audit = None
+            diff: bytes | None = None
+            hidden: HiddenTestResult | None = None
             try:
                 with self.provider.create(checkout.path, spec) as sandbox:
                     isolation = sandbox.isolation
@@ -433,15 +449,27 @@ class Runner:
                         calls = sandbox.gateway.calls()
                         outcome = with_gateway_telemetry(outcome, calls, sandbox.gateway.budget_exceeded())
                         audit = audit_run(exp.audit_index, cell.condition, calls)
+                    if loaded.task.kind == "change":
+                        diff = capture_agent_diff(sandbox, checkout.commit)
+                if diff is not None:
+                    # After the agent's sandbox is gone: a fresh, offline one from trusted copies.
+                    hidden = grade_change(
+                        loaded.task,
+                        checkout,
+                        diff,
+                        exp.assets[cell.task].hidden,
+                        self.provider,
+                        spec=self.spec,
+                    )
+                    if hidden.status == "infra_error":
+                        raise InfraError("the hidden-test grader failed: " + "; ".join(hidden.notes))
             except (InfraError, OSError) as exc:
                 outcome = self._infra_outcome(exc)
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
                 break
-        score = (
-            None
-            if outcome.status is RunStatus.infra_error
-            else score_answer(loaded.task, outcome.answer, checkout.path)
-        )
+        score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden)
+        if diff is not None:
+            self.store.save_artifact(exp.repo_name, cell, "diff.patch", diff)
         return RunResult(
             cell=cell,
             status=outcome.status,
@@ -457,7 +485,26 @@ class Runner:
             tree_sha256=checkout.tree_sha256,
             model_calls=calls,
             instructions_seen=audit,
+            hidden_tests=hidden,
+            checks=checks,
         )
+
+    @staticmethod
+    def _grade(
+        task: Task,
+        outcome: AgentOutcome,
+        checkout: SealedCheckout,
+        diff: bytes | None,
+        hidden: HiddenTestResult | None,
+    ) -> tuple[Score | None, ChecksResult | None]:
+        """Answer tasks against gold; change tasks by hidden tests and hard checks.
+        Infra errors are never graded."""
+        if outcome.status is RunStatus.infra_error:
+            return None, None
+        if diff is None or hidden is None:
+            return score_answer(task, outcome.answer, checkout.path), None
+        checks = run_checks(task.gold.checks, task.gold.mistakes, diff, outcome.metrics)
+        return score_change(hidden, checks), checks
 
     def _infra_outcome(self, exc: DocdeltaError | OSError) -> AgentOutcome:
         return AgentOutcome(

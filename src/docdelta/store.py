@@ -2,6 +2,7 @@
 
     <workdir>/manifest.json                      the plan and every identifying hash
     <workdir>/detection.json                     which instruction files changed
+    <workdir>/checkouts/<overlay sha256[:16]>/   each condition's sealed checkout
     <workdir>/runs/<repo>/<task>/<condition>/r<n>/result.json
 
 A result file is written once, atomically (temp file + rename), when its run is
@@ -40,6 +41,12 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def checkout_dir(workdir: Path, overlay_sha256: str) -> Path:
+    """Where a condition's sealed checkout lives: named by its overlay's content, never by
+    the condition's name (two conditions with equal docs share one)."""
+    return workdir / "checkouts" / overlay_sha256[:16]
 
 
 def _safe_segment(name: str) -> str:
@@ -121,6 +128,16 @@ class ResultStore:
                 hint="complete results are never rewritten; delete the file to rerun that cell",
             )
         self._write(path, result)
+        return path
+
+    def save_artifact(self, repo: str, cell: Cell, name: str, data: bytes) -> Path:
+        """A file beside a cell's result (e.g. the agent's `diff.patch`), written before the
+        result so a complete result always has its artifacts."""
+        path = self.cell_dir(repo, cell) / name
+        try:
+            atomic_write(path, data)
+        except OSError as exc:
+            raise InfraError(f"could not write {path}: {exc}", hint="check free disk space") from exc
         return path
 
     def results(self, repo: str) -> list[RunResult]:

@@ -1,6 +1,7 @@
-"""The scripted model server driven by the official `anthropic` and `openai` SDKs over real
-HTTP on 127.0.0.1: if their parsers (the stream accumulators above all) accept our answers
-and read back the scripted tool calls, texts and usage, the wire shapes are right."""
+"""The scripted model server driven by the official `anthropic`, `openai` and `google-genai`
+SDKs over real HTTP on 127.0.0.1: if their parsers (the stream accumulators above all)
+accept our answers and read back the scripted tool calls, texts and usage, the wire shapes
+are right."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import anthropic
 import httpx
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
 
 from docdelta.gateway.usage import extract
 from docdelta.modelserver import ScriptedModelServer
@@ -220,6 +224,123 @@ def test_responses_stream_event_order() -> None:
 
 def _fn(name: str) -> Any:
     return {"type": "function", "name": name, "parameters": SHELL_SCHEMA}
+
+
+# ------------------------------------------------------------------ Gemini
+GEMINI_MODEL = "gemini-2.5-flash"
+GEMINI_TOOLS = genai_types.GenerateContentConfig(
+    system_instruction=MARKER,
+    tools=[
+        genai_types.Tool(
+            function_declarations=[
+                genai_types.FunctionDeclaration(
+                    name="run_shell_command",
+                    description="Run a shell command",
+                    parameters_json_schema=SHELL_SCHEMA,
+                )
+            ]
+        )
+    ],
+)
+
+
+def gemini(server: ScriptedModelServer) -> genai.Client:
+    options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+    return genai.Client(api_key="placeholder-key", http_options=options)
+
+
+def gemini_call(
+    client: genai.Client, stream: bool, contents: list[Any]
+) -> tuple[genai_types.GenerateContentResponse, list[genai_types.Part]]:
+    """(the response, or a stream's last chunk; every part the model sent)."""
+    if not stream:
+        whole = client.models.generate_content(model=GEMINI_MODEL, contents=contents, config=GEMINI_TOOLS)
+        chunks = [whole]
+    else:
+        chunks = list(
+            client.models.generate_content_stream(model=GEMINI_MODEL, contents=contents, config=GEMINI_TOOLS)
+        )
+    parts = [part for chunk in chunks for part in (chunk.candidates or [])[0].content.parts or []]  # type: ignore[union-attr]
+    return chunks[-1], parts
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_gemini_tool_round_trip(server: ScriptedModelServer, stream: bool) -> None:
+    client = gemini(server)
+    contents: list[Any] = [genai_types.Content(role="user", parts=[genai_types.Part(text=PROMPT)])]
+    first, parts = gemini_call(client, stream, contents)
+
+    (part,) = parts
+    assert part.function_call is not None
+    assert (part.function_call.name, part.function_call.args) == (
+        "run_shell_command",
+        {"command": "cat AGENTS.md"},
+    )
+    assert first.candidates and first.candidates[0].finish_reason == genai_types.FinishReason.STOP
+    usage = first.usage_metadata
+    assert usage is not None
+    # Gemini counts cached tokens inside the prompt, like OpenAI: 100 fresh + 30 read + 5 written
+    assert (usage.prompt_token_count, usage.candidates_token_count, usage.total_token_count) == (135, 20, 155)
+    assert usage.cached_content_token_count == 30
+
+    reply = genai_types.Part.from_function_response(name="run_shell_command", response={"output": MARKER})
+    contents += [
+        genai_types.Content(role="model", parts=parts),
+        genai_types.Content(role="user", parts=[reply]),
+    ]
+    second, parts = gemini_call(client, stream, contents)
+    assert "".join(p.text or "" for p in parts) == ANSWER
+    assert second.model_version == GEMINI_MODEL  # the script names no model: the URL's is echoed
+    assert server.remaining == 0
+
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    assert {r["path"] for r in server.requests} == {f"/v1beta/models/{GEMINI_MODEL}:{method}"}
+    sent = server.requests[1]["body"]
+    assert MARKER in json.dumps(sent["systemInstruction"])
+    assert sent["contents"][-1]["parts"][0]["functionResponse"]["response"] == {"output": MARKER}
+
+
+def test_gemini_stream_sends_text_in_pieces_and_finishes_once() -> None:
+    script = {
+        "name": "gemini-talks-then-calls",
+        "turns": [{"text": "Let me look at the file first.", **SHELL}],
+    }
+    with ScriptedModelServer(script) as server:
+        chunks = list(
+            gemini(server).models.generate_content_stream(model="m", contents="hi", config=GEMINI_TOOLS)
+        )
+    assert len(chunks) > 2
+    assert "".join(chunk.text or "" for chunk in chunks[:-1]) == "Let me look at the file first."
+    assert chunks[-1].function_calls and chunks[-1].function_calls[0].name == "run_shell_command"
+    finished = [chunk for chunk in chunks if chunk.candidates and chunk.candidates[0].finish_reason]
+    assert finished == chunks[-1:] and chunks[-1].usage_metadata is not None
+
+
+def test_gemini_errors_reach_the_sdk_as_googles_errors() -> None:
+    script = {
+        "name": "gemini-flaky",
+        "turns": [{"error": 429, "retry_after": 7, "message": "slow down"}, {"error": 500}],
+    }
+    with ScriptedModelServer(script) as server:
+        client = gemini(server)
+        with pytest.raises(genai_errors.ClientError) as limited:
+            client.models.generate_content(model=GEMINI_MODEL, contents="hi")
+        assert (limited.value.code, limited.value.status, limited.value.message) == (
+            429,
+            "RESOURCE_EXHAUSTED",
+            "slow down",
+        )
+        retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"}
+        assert limited.value.details["error"]["details"] == [retry]
+        with pytest.raises(genai_errors.ServerError, match="scripted error 500"):
+            list(client.models.generate_content_stream(model=GEMINI_MODEL, contents="hi"))
+        with pytest.raises(genai_errors.ServerError, match="'gemini-flaky' is exhausted after 2 turns"):
+            client.models.generate_content(model=GEMINI_MODEL, contents="hi")
+        # Counting tokens uses no turn; a stream is served only as SSE, as the SDKs ask for it.
+        assert (client.models.count_tokens(model=GEMINI_MODEL, contents=PROMPT).total_tokens or 0) > 0
+        raw = httpx.post(f"{server.url}/v1beta/models/{GEMINI_MODEL}:streamGenerateContent", json={})
+        assert raw.status_code == 400 and raw.json()["error"]["status"] == "INVALID_ARGUMENT"
+        assert [r["turn"] for r in server.requests] == [0, 1, None, None, None]
 
 
 # ------------------------------------------------------------------ models, log, errors

@@ -1,9 +1,8 @@
 """The Gemini CLI adapter: its command line, isolation and recorded `context.fileName`, and
-its parser on the output of the real CLI (0.61.0).
-
-Gemini CLI speaks only the Gemini API, which the scripted model server does not serve, so
-the one recording (tests/fixtures/agents/gemini/not_found/) is the real CLI run against the
-scripted server and failing with the server's 404: stdout, stderr and the exit code."""
+its parser on the output of the real CLI (0.61.0), recorded in tests/fixtures/agents/gemini/
+(stdout, stderr and the exit code): `ok` is the Docker test's run through the gateway
+against the scripted server (a `cat GEMINI.md` shell call, then the JSON answer; 1200 + 1500
+fresh input tokens, 300 cached, 20 + 40 output), `not_found` the CLI failing on a 404."""
 
 from __future__ import annotations
 
@@ -32,6 +31,24 @@ def recorded(case: str) -> ExecResult:
     meta = json.loads((folder / "exec.json").read_text())
     stdout, stderr = (folder / "stdout.json").read_bytes(), (folder / "stderr.txt").read_bytes()
     return ExecResult(meta["exit_code"], stdout, stderr, meta["duration_s"])
+
+
+def test_a_successful_run_yields_the_answer_tokens_and_tool_calls_the_script_produced() -> None:
+    outcome = GeminiAgent().parse(recorded("ok"), SANDBOX, AgentContext(seed=1))
+    assert (outcome.status, outcome.exit_code, outcome.error) == (RunStatus.ok, 0, None)
+    assert outcome.answer is not None
+    assert (outcome.answer.answer, outcome.answer.commands, outcome.answer.files) == (
+        "Run make check.",
+        ["make check"],
+        ["GEMINI.md"],
+    )
+    assert outcome.final_text.startswith("Found it.\n{")
+    metrics = outcome.metrics
+    # `prompt` (3000) counts the cached 300 too; the adapter reports fresh input apart.
+    assert (metrics.tokens_in, metrics.cache_read_tokens, metrics.tokens_out) == (2700, 300, 60)
+    assert metrics.tool_calls == 1
+    # Not in the CLI's output, so not reported: never guessed from its request counts.
+    assert (metrics.turns, metrics.commands, metrics.files_read, metrics.cost_usd) == (None, [], [], None)
 
 
 def test_an_api_error_is_read_from_the_object_the_cli_prints_to_stderr() -> None:

@@ -4,7 +4,7 @@ Gemini CLI speaks only Google's Gemini API (`/v1beta/models/<model>:streamGenera
 it has no OpenAI-compatible mode. It reaches the gateway through `GOOGLE_GEMINI_BASE_URL`
 (its "gateway" auth type) with a placeholder `GEMINI_API_KEY`, so the gateway needs a
 Gemini upstream (`GEMINI` below: key in the `x-goog-api-key` header). docdelta's scripted
-model server does not speak this API, so this adapter is not yet run end to end in tests.
+model server speaks this API too, so the real CLI runs end to end in the Docker tests.
 
 Isolation: a fresh `GEMINI_CLI_HOME` (and HOME) holding only our settings.json, so no user
 settings, GEMINI.md memory, extensions, policies or credentials exist; `-e none` loads no

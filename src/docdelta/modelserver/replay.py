@@ -88,14 +88,21 @@ def check(script: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def declared_tools(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(name, parameter schema) of each named tool in a request of any of the three APIs."""
-    tools: list[tuple[str, Mapping[str, Any]]] = []
+    """(name, parameter schema) of each named tool in a request of any of the four APIs.
+    Gemini groups its tools as `{"functionDeclarations": [...]}` entries and gives the
+    schema as `parametersJsonSchema` (or, in its OpenAPI subset, `parameters`)."""
+    specs: list[Any] = []
     for tool in body.get("tools") or []:
-        if not isinstance(tool, dict):
+        if isinstance(tool, dict) and isinstance(tool.get("functionDeclarations"), list):
+            specs += tool["functionDeclarations"]
+        elif isinstance(tool, dict):
+            specs.append(tool["function"] if isinstance(tool.get("function"), dict) else tool)
+    tools: list[tuple[str, Mapping[str, Any]]] = []
+    for spec in specs:
+        if not isinstance(spec, dict):
             continue
-        spec: dict[str, Any] = tool["function"] if isinstance(tool.get("function"), dict) else tool
         name = spec.get("name")
-        schema = spec.get("input_schema") or spec.get("parameters") or {}
+        schema = spec.get("input_schema") or spec.get("parameters") or spec.get("parametersJsonSchema") or {}
         if isinstance(name, str):
             tools.append((name, schema if isinstance(schema, dict) else {}))
     return tools
@@ -127,17 +134,19 @@ def map_args(args: Mapping[str, Any], schema: Mapping[str, Any], call_name: str)
     parameter becomes `["bash", "-lc", command]`; a required string parameter the step did
     not set (e.g. OpenCode's `description`) is filled so the client's validation passes."""
     props = schema.get("properties") or {}
+
+    def kind(name: str) -> str:  # Gemini's OpenAPI-style schemas spell types in capitals
+        return str((props.get(name) or {}).get("type", "")).lower()
+
     mapped: dict[str, Any] = {}
     for key, value in args.items():
         target = key
         if props and key not in props:
             target = next((alias for alias in ARG_ALIASES.get(key, ()) if alias in props), key)
-        argv = (
-            key == "command" and isinstance(value, str) and (props.get(target) or {}).get("type") == "array"
-        )
+        argv = key == "command" and isinstance(value, str) and kind(target) == "array"
         mapped[target] = ["bash", "-lc", value] if argv else value
     for required in schema.get("required") or []:
-        if required not in mapped and (props.get(required) or {}).get("type") == "string":
+        if required not in mapped and kind(required) == "string":
             mapped[required] = f"scripted {call_name} call"
     return mapped
 
@@ -162,8 +171,11 @@ class Replay:
     def remaining(self) -> int:
         return len(self.script["turns"]) - self.position
 
-    def answer(self, path: str, body: Mapping[str, Any]) -> tuple[int | None, Reply | Failure]:
-        """(turn index used or None, the reply or failure) for one model request."""
+    def answer(
+        self, path: str, body: Mapping[str, Any], model: str | None = None
+    ) -> tuple[int | None, Reply | Failure]:
+        """(turn index used or None, the reply or failure) for one model request. `model`
+        is the model the request names outside its body (Gemini names it in the URL)."""
         with self._lock:
             index = self.position
             if index >= len(self.script["turns"]):
@@ -175,12 +187,14 @@ class Replay:
             self.position += 1
         turn = self.script["turns"][index]
         try:
-            return index, self._turn(index, turn, body)
+            return index, self._turn(index, turn, body, model or body.get("model"))
         except ScriptError as exc:
             message = f"docdelta scripted model server: script {self.name!r} turn {index}: {exc}"
             return index, Failure(500, "script_mismatch", message)
 
-    def _turn(self, index: int, turn: Mapping[str, Any], body: Mapping[str, Any]) -> Reply | Failure:
+    def _turn(
+        self, index: int, turn: Mapping[str, Any], body: Mapping[str, Any], asked: Any
+    ) -> Reply | Failure:
         if "error" in turn:
             status = int(turn["error"])
             message = turn.get("message") or f"scripted error {status} (script {self.name!r} turn {index})"
@@ -198,7 +212,7 @@ class Replay:
             cache_read=int(given.get("cache_read_tokens", 0)),
             cache_write=int(given.get("cache_write_tokens", 0)),
         )
-        model = self.script.get("model") or body.get("model") or "docdelta-scripted"
+        model = self.script.get("model") or asked or "docdelta-scripted"
         reply_id = f"{self.name_slug}_{index}"
         return Reply(reply_id, str(model), int(time.time()), usage, text, calls)
 

@@ -6,7 +6,10 @@ Anthropic base URL `http://host:port` and an OpenAI one `http://host:port/v1` wo
 
 - `POST /v1/messages` (Anthropic), `POST /v1/chat/completions`, `POST /v1/responses`:
   the next script turn, as JSON or as SSE when the body says `"stream": true`;
-- `POST /v1/messages/count_tokens`, `GET /v1/models`: answered without using a turn;
+- `POST /v1beta/models/<model>:generateContent` and `:streamGenerateContent?alt=sse`
+  (Gemini; also under `/v1/` and `/v1alpha/`): the next turn, with Google's error bodies;
+- `POST /v1/messages/count_tokens`, `POST /v1beta/models/<model>:countTokens`,
+  `GET /v1/models`: answered without using a turn;
 - `GET /_docdelta/requests`: `{"script": name, "remaining": n, "requests": [...]}`, every
   request so far as `{"method", "path", "headers", "auth", "body", "turn"}` with auth headers
   dropped from `headers`; `auth` lists them as `[name, sha256 of the value]`, so a test can
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +50,11 @@ _APIS: dict[str, tuple[Body, Events]] = {
     ),
     "/responses": (wire.responses_body, lambda reply, _: wire.responses_events(reply)),
 }
+
+_GEMINI = re.compile(
+    r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent|countTokens)"
+)
+"""A Gemini API call: the model and the method are in the path, not in the body."""
 
 
 class _Dumpable(Protocol):
@@ -103,8 +112,12 @@ class _Handler(BaseHTTPRequestHandler):
         }
         with self.server.log_lock:
             self.server.log.append(entry)
-        route = self.path.split("?")[0].removeprefix("/v1")
-        if self.command == "GET" and route == "/models":
+        path, _, query = self.path.partition("?")
+        route = path.removeprefix("/v1")
+        gemini = _GEMINI.fullmatch(path) if self.command == "POST" and isinstance(body, dict) else None
+        if gemini is not None:
+            self._gemini(gemini["model"], gemini["method"], "alt=sse" in query.split("&"), body, entry)
+        elif self.command == "GET" and route == "/models":
             self._json(200, _models(self.server.replay))
         elif self.command == "POST" and route == "/messages/count_tokens":
             self._json(200, {"input_tokens": max(1, len(json.dumps(body)) // CHARS_PER_TOKEN)})
@@ -124,13 +137,35 @@ class _Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             self._json(200, whole(outcome))
             return
+        self._stream(events(outcome, body))
+
+    def _gemini(
+        self, model: str, method: str, sse: bool, body: dict[str, Any], entry: dict[str, Any]
+    ) -> None:
+        if method == "countTokens":
+            self._json(200, {"totalTokens": max(1, len(json.dumps(body)) // CHARS_PER_TOKEN)})
+            return
+        if method == "streamGenerateContent" and not sse:
+            message = "docdelta scripted model server: streamGenerateContent is served only with ?alt=sse"
+            self._gemini_failure(Failure(400, "invalid_request_error", message))
+            return
+        turn, outcome = self.server.replay.answer(self.path, body, model)
+        entry["turn"] = turn
+        if isinstance(outcome, Failure):
+            self._gemini_failure(outcome)
+        elif method == "generateContent":
+            self._json(200, wire.gemini_body(outcome))
+        else:
+            self._stream(wire.gemini_events(outcome))
+
+    def _stream(self, events: Iterator[wire.Event]) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
-        for frame in wire.sse(events(outcome, body)):
+        for frame in wire.sse(events):
             self.wfile.write(frame)
             self.wfile.flush()
 
@@ -138,8 +173,11 @@ class _Handler(BaseHTTPRequestHandler):
         """One error body both SDK families parse: Anthropic reads `type` + `error.type`,
         OpenAI reads `error.message` / `error.type` / `error.code`."""
         error = {"type": failure.kind, "message": failure.message, "code": failure.kind}
-        headers = {} if failure.retry_after is None else {"retry-after": str(failure.retry_after)}
-        self._json(failure.status, {"type": "error", "error": error}, headers)
+        self._json(failure.status, {"type": "error", "error": error}, _retry_header(failure))
+
+    def _gemini_failure(self, failure: Failure) -> None:
+        body = wire.gemini_error(failure.status, failure.message, failure.retry_after)
+        self._json(failure.status, body, _retry_header(failure))
 
     def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -161,6 +199,10 @@ class _Handler(BaseHTTPRequestHandler):
                 pass  # trailers
             return b"".join(chunks)
         return self.rfile.read(int(self.headers.get("content-length") or 0))
+
+
+def _retry_header(failure: Failure) -> dict[str, str]:
+    return {} if failure.retry_after is None else {"retry-after": str(failure.retry_after)}
 
 
 def _models(replay: Replay) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""One scripted reply in the wire shapes of the three model APIs, whole or as SSE events.
+"""One scripted reply in the wire shapes of the four model APIs, whole or as SSE events.
 
 Stdlib only (this module runs in a container with nothing but python3). The shapes follow
 what the official SDKs and the agent CLIs parse: a field a client reads must be here, in
@@ -6,7 +6,7 @@ the order real servers send it, because a client that accumulates a stream (the 
 stream helpers, Codex, Claude Code) rejects events out of order or for unknown indexes.
 
 Usage semantics: a `Reply`'s usage is Anthropic-style (`input` excludes cache reads and
-writes). The OpenAI APIs count cached tokens inside their input count, so they report
+writes). The OpenAI and Gemini APIs count cached tokens inside their input count, so they report
 `input + cache_read + cache_write` as input and `cache_read` as cached: the same script
 therefore costs the same through any API.
 """
@@ -269,3 +269,77 @@ def sse(events: Iterator[Event]) -> Iterator[bytes]:
         head = f"event: {name}\n" if name else ""
         payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
         yield f"{head}data: {payload}\n\n".encode()
+
+
+# --------------------------------------------------------------------- Gemini
+# `generateContent` answers one GenerateContentResponse; `streamGenerateContent?alt=sse`
+# sends several, each a `data:` line with no `event:` line (the @google/genai stream reader
+# matches `^data: ` and would stall on anything else). A stream's chunks carry the parts
+# one by one; the last adds `finishReason` and `usageMetadata` (the CLI keeps the last
+# usage it sees, and a stream without a finish reason is an error to it). Gemini reports
+# a function call whole, with finish reason STOP like text: it has no "tool use" reason.
+# Fields equal to zero are left out, as the API's proto3 JSON does.
+GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def gemini_usage(usage: Usage) -> dict[str, int]:
+    """`usageMetadata`: like OpenAI, the prompt count includes the cached tokens."""
+    prompt = _openai_input(usage)
+    metadata = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": usage.output,
+        "cachedContentTokenCount": usage.cache_read,
+        "totalTokenCount": prompt + usage.output,
+    }
+    return {key: value for key, value in metadata.items() if value}
+
+
+def _gemini_parts(reply: Reply, pieces: bool) -> list[dict[str, Any]]:
+    texts = list(_pieces(reply.text)) if pieces else [reply.text] if reply.text else []
+    calls = [
+        {"functionCall": {"id": c.id, "name": c.name, "args": json.loads(c.arguments)}} for c in reply.calls
+    ]
+    return [{"text": text} for text in texts] + calls
+
+
+def _gemini_response(reply: Reply, parts: list[dict[str, Any]], done: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    response: dict[str, Any] = {"candidates": [candidate]}
+    if done:
+        candidate["finishReason"] = "STOP"
+        response["usageMetadata"] = gemini_usage(reply.usage)
+    return {**response, "modelVersion": reply.model, "responseId": reply.id}
+
+
+def gemini_body(reply: Reply) -> dict[str, Any]:
+    return _gemini_response(reply, _gemini_parts(reply, pieces=False), done=True)
+
+
+def gemini_events(reply: Reply) -> Iterator[Event]:
+    parts = _gemini_parts(reply, pieces=True)
+    for part in parts[:-1]:
+        yield None, _gemini_response(reply, [part], done=False)
+    yield None, _gemini_response(reply, parts[-1:], done=True)
+
+
+def gemini_error(status: int, message: str, retry_after: float | None) -> dict[str, Any]:
+    """Google's error body; a retry delay travels as a `RetryInfo` detail, where the
+    Gemini clients look for it."""
+    error: dict[str, Any] = {
+        "code": status,
+        "message": message,
+        "status": GOOGLE_STATUS.get(status, "UNKNOWN"),
+    }
+    if retry_after is not None:
+        retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}
+        error["details"] = [retry]
+    return {"error": error}

@@ -1,0 +1,93 @@
+"""Change tasks through the whole pipeline: the agent edits its checkout, hidden tests run
+afterwards in a fresh offline sandbox, and the docs make the difference between arms."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+from docdelta.cli import main
+from docdelta.models import RunResult
+
+HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+TASK = f"""\
+id: fix-add
+kind: change
+prompt: add() returns wrong results. Fix it.
+gold:
+  validation:
+    hidden: [tests/test_ops.py]
+    command: {shlex.quote(sys.executable)} -m pytest -q tests/test_ops.py
+  checks:
+    require_changed: [calc/ops.py]
+reviewed: true
+"""
+
+# A command agent that only finds the bug when the docs point at it, and that cheats by
+# planting a conftest.py that would make every test pass (the grader must drop it).
+AGENT = """\
+import pathlib, json
+root = pathlib.Path.cwd()
+docs = (root / "AGENTS.md").read_text() if (root / "AGENTS.md").exists() else ""
+if "calc/ops.py" in docs:
+    (root / "calc/ops.py").write_text("def add(a, b):\\n    return a + b\\n")
+(root / "conftest.py").write_text("import pytest\\n@pytest.hookimpl(tryfirst=True)\\n"
+    "def pytest_runtest_call(item):\\n    return True\\n")
+print(json.dumps({"answer": "done", "files": ["calc/ops.py"],
+                  "hidden_visible": (root / "tests/test_ops.py").exists()}))
+"""
+
+
+def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit(
+        {
+            "calc/__init__.py": "",
+            "calc/ops.py": "def add(a, b):\n    return a - b\n",
+            "AGENTS.md": "# Agents\nBe careful.\n",
+            ".docdelta/tasks/fix-add.yaml": TASK,
+            ".docdelta/tasks/fix-add/hidden/tests/test_ops.py": HIDDEN_TEST,
+        }
+    )
+    repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py.\n"})
+    agent = tmp_path / "agent.py"
+    agent.write_text(textwrap.dedent(AGENT))
+    workdir = tmp_path / "work"
+    args = [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
+        "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}", "--repeats", "1",
+    ]  # fmt: skip
+    assert main(args) == 0
+    results = {
+        r.cell.condition: r
+        for r in (
+            RunResult.model_validate_json(p.read_text()) for p in workdir.glob("runs/*/*/*/r1/result.json")
+        )
+    }
+    assert results["head"].score is not None and results["head"].score.value == 1.0
+    for arm in ("base", "none"):
+        result = results[arm]
+        assert result.score is not None and result.score.value == 0.0, arm
+        assert result.hidden_tests is not None and result.hidden_tests.status == "fail"
+    head = results["head"]
+    assert head.hidden_tests is not None and head.hidden_tests.status == "pass"
+    assert "conftest.py" in {d.path for d in head.hidden_tests.dropped}  # the planted cheat was dropped
+    assert head.checks is not None and head.checks.passed
+    # the hidden test never reached the agent's checkout, in any arm
+    assert all(r.outcome.answer is not None for r in results.values())
+    for r in results.values():
+        assert '"hidden_visible": false' in r.outcome.final_text
+    diff = (workdir / "runs" / "proj" / "fix-add" / "head" / "r1" / "diff.patch").read_text()
+    assert "+    return a + b" in diff
+    out = capsys.readouterr().out
+    assert "| fix-add ⇄ | 0.00 | 1.00 | 0.00 | +1.00 |" in out
+    assert "tests `hidden tests pass` missed in 1/1 runs" in out
