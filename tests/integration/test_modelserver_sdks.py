@@ -260,7 +260,8 @@ def gemini_call(
         chunks = list(
             client.models.generate_content_stream(model=GEMINI_MODEL, contents=contents, config=GEMINI_TOOLS)
         )
-    parts = [part for chunk in chunks for part in (chunk.candidates or [])[0].content.parts or []]  # type: ignore[union-attr]
+    sent = [chunk.candidates[0].content for chunk in chunks if chunk.candidates]
+    parts = [part for content in sent if content and content.parts for part in content.parts]
     return chunks[-1], parts
 
 
@@ -306,9 +307,8 @@ def test_gemini_stream_sends_text_in_pieces_and_finishes_once() -> None:
         "turns": [{"text": "Let me look at the file first.", **SHELL}],
     }
     with ScriptedModelServer(script) as server:
-        chunks = list(
-            gemini(server).models.generate_content_stream(model="m", contents="hi", config=GEMINI_TOOLS)
-        )
+        client = gemini(server)  # held: a collected client closes its connection mid-stream
+        chunks = list(client.models.generate_content_stream(model="m", contents="hi", config=GEMINI_TOOLS))
     assert len(chunks) > 2
     assert "".join(chunk.text or "" for chunk in chunks[:-1]) == "Let me look at the file first."
     assert chunks[-1].function_calls and chunks[-1].function_calls[0].name == "run_shell_command"

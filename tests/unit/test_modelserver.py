@@ -13,7 +13,7 @@ import pytest
 from docdelta.errors import ConfigError
 from docdelta.modelserver.replay import Failure, Replay, ScriptError, check
 from docdelta.modelserver.script import Script, site_files
-from docdelta.modelserver.wire import Reply
+from docdelta.modelserver.wire import Call, Reply, Usage, gemini_body, gemini_events, sse
 
 
 def tool(name: str, **props: Any) -> dict[str, Any]:
@@ -44,7 +44,17 @@ OPENCODE = [
         },
     },
 ]
-GEMINI = [tool("run_shell_command", command=STRING, directory=OPTIONAL)]
+GEMINI = [  # as Gemini CLI declares it: grouped, with a JSON schema
+    {
+        "functionDeclarations": [
+            {"name": "read_file", "parametersJsonSchema": tool("x", absolute_path=STRING)["input_schema"]},
+            {
+                "name": "run_shell_command",
+                "parametersJsonSchema": tool("x", command=STRING, dir_path=OPTIONAL)["input_schema"],
+            },
+        ]
+    }
+]
 
 
 def answer(turn: dict[str, Any], tools: list[Any]) -> Reply | Failure:
@@ -83,6 +93,62 @@ def test_generic_path_maps_to_the_declared_parameter() -> None:
     step = {"tool": "read", "args": {"path": "AGENTS.md"}}
     assert only_call(answer(step, CLAUDE_CODE)) == ("Read", {"file_path": "AGENTS.md"})
     assert only_call(answer(step, OPENCODE)) == ("read", {"filePath": "AGENTS.md"})
+    assert only_call(answer(step, GEMINI)) == ("read_file", {"absolute_path": "AGENTS.md"})
+
+
+def test_gemini_openapi_schemas_with_capitalised_types_are_understood() -> None:
+    """Gemini's other schema form (`parameters`, OpenAPI subset) spells types as ARRAY/STRING."""
+    schema = {
+        "type": "OBJECT",
+        "properties": {"command": {"type": "ARRAY"}, "why": {"type": "STRING"}},
+        "required": ["command", "why"],
+    }
+    tools = [{"functionDeclarations": [{"name": "shell", "parameters": schema}]}]
+    assert only_call(answer(SHELL, tools)) == (
+        "shell",
+        {"command": ["bash", "-lc", "cat AGENTS.md"], "why": "scripted shell call"},
+    )
+
+
+REPLY = Reply(
+    "r_1",
+    "gemini-x",
+    0,
+    Usage(input=100, output=20, cache_read=30),
+    text="Let me look at it first.",
+    calls=[Call(id="call_1", name="run_shell_command", arguments='{"command": "ls"}')],
+)
+
+
+def test_gemini_stream_sends_parts_one_by_one_and_finishes_once_with_the_usage() -> None:
+    chunks = [data for _, data in gemini_events(REPLY)]
+    parts = [part for chunk in chunks for part in chunk["candidates"][0]["content"]["parts"]]
+    call = {"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}}}
+    assert parts == [{"text": "Let me look "}, {"text": "at it first."}, call]
+    assert gemini_body(REPLY)["candidates"][0]["content"]["parts"] == [{"text": REPLY.text}, call]
+    assert [c["candidates"][0].get("finishReason") for c in chunks] == [None, None, "STOP"]
+    assert ["usageMetadata" in c for c in chunks] == [False, False, True]
+    # Cached tokens are inside the prompt count; a zero count is left out, as the API does.
+    usage = {
+        "promptTokenCount": 130,
+        "candidatesTokenCount": 20,
+        "cachedContentTokenCount": 30,
+        "totalTokenCount": 150,
+    }
+    assert chunks[-1]["usageMetadata"] == gemini_body(REPLY)["usageMetadata"] == usage
+    # The Gemini SDKs read `data:` lines only: an `event:` line would stall their reader.
+    assert all(frame.startswith(b"data: {") for frame in sse(gemini_events(REPLY)))
+
+
+def test_gemini_reply_without_text_or_calls_is_one_finished_chunk_without_parts() -> None:
+    empty = Reply("r_2", "gemini-x", 0, Usage(input=5, output=0))
+    (chunk,) = [data for _, data in gemini_events(empty)]
+    assert chunk["candidates"][0] == {
+        "content": {"role": "model", "parts": []},
+        "index": 0,
+        "finishReason": "STOP",
+    }
+    assert chunk["usageMetadata"] == {"promptTokenCount": 5, "totalTokenCount": 5}
 
 
 def test_exact_name_wins_and_step_aliases_extend_the_table() -> None:
