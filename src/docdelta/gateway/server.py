@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import ssl
 import sys
 import time
@@ -176,7 +177,7 @@ class Gateway:
         finally:
             await response.aclose()
         model, usage = extract(bytes(tap), streamed=streamed)
-        entry["model"] = model or _request_model(request.content)
+        entry["model"] = model or _request_model(request.content, request.url.path)
         self.account(entry, usage)
 
     def account(self, entry: dict[str, Any], usage: Usage) -> None:
@@ -193,12 +194,17 @@ def _upstream_headers(route: Route, headers: list[tuple[str, str]]) -> list[tupl
     return [*kept, (route.auth_header, route.auth_prefix + route.key), ("accept-encoding", "identity")]
 
 
-def _request_model(body: bytes) -> str | None:
+def _request_model(body: bytes, path: str) -> str | None:
+    """The model the client asked for: in the body (OpenAI, Anthropic) or, for Gemini,
+    in the path (`.../models/<model>:generateContent`)."""
     try:
         model = json.loads(body).get("model")
     except (ValueError, AttributeError):
-        return None
-    return model if isinstance(model, str) else None
+        model = None
+    if isinstance(model, str):
+        return model
+    found = re.search(r"/models/([^/:]+):", path)
+    return found.group(1) if found else None
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, list[tuple[str, str]], bytes]:

@@ -2,8 +2,9 @@
 
 Stdlib only: this module runs inside the gateway container, whose image carries nothing
 but Python, httpx and the gateway package. It understands the usage blocks of the
-OpenAI Chat Completions and Responses APIs and of the Anthropic Messages API, in plain
-JSON bodies and in SSE streams (where usage arrives in one or more events).
+OpenAI Chat Completions and Responses APIs, the Anthropic Messages API and Google's
+Gemini API (`usageMetadata`), in plain JSON bodies and in SSE streams (where usage
+arrives in one or more events).
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ _FIELDS = {
     # Anthropic prompt caching
     "cache_read_input_tokens": "cache_read_tokens",
     "cache_creation_input_tokens": "cache_write_tokens",
+    # Gemini usageMetadata (the prompt count includes cached tokens, like OpenAI's)
+    "promptTokenCount": "tokens_in",
+    "cachedContentTokenCount": "cache_read_tokens",
 }
+_GEMINI_OUTPUT = ("candidatesTokenCount", "thoughtsTokenCount")
+"""Gemini bills thinking tokens as output but reports them apart from the answer's."""
 
 
 def _from_block(block: Mapping[str, Any]) -> Usage:
@@ -36,16 +42,22 @@ def _from_block(block: Mapping[str, Any]) -> Usage:
         cached = (block.get(details) or {}).get("cached_tokens")
         if isinstance(cached, int):
             usage["cache_read_tokens"] = cached
+    gemini_out = [block[k] for k in _GEMINI_OUTPUT if isinstance(block.get(k), int)]
+    if gemini_out:
+        usage["tokens_out"] = sum(gemini_out)
     return usage
 
 
 def _usage_blocks(obj: Any) -> Iterator[Mapping[str, Any]]:
-    """Usage blocks at the places the three APIs put them (top level, message, response)."""
+    """Usage blocks at the places the APIs put them (top level, message, response; Gemini's
+    `usageMetadata`)."""
     if not isinstance(obj, dict):
         return
     for holder in (obj, obj.get("message"), obj.get("response")):
         if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
             yield holder["usage"]
+    if isinstance(obj.get("usageMetadata"), dict):
+        yield obj["usageMetadata"]
 
 
 def _json_objects(body: bytes, streamed: bool) -> Iterator[Any]:
@@ -70,8 +82,10 @@ def extract(body: bytes, *, streamed: bool) -> tuple[str | None, Usage]:
     usage: Usage = {}
     for obj in _json_objects(body, streamed):
         for holder in (obj, obj.get("message") if isinstance(obj, dict) else None):
-            if isinstance(holder, dict) and isinstance(holder.get("model"), str):
-                model = model or holder["model"]
+            if isinstance(holder, dict):
+                named = holder.get("model") or holder.get("modelVersion")  # Gemini: modelVersion
+                if isinstance(named, str):
+                    model = model or named
         for block in _usage_blocks(obj):
             usage.update(_from_block(block))
     return model, usage

