@@ -116,6 +116,9 @@ class GlobSet:
         return self._regex.match(path) is not None
 
 
+KNOWN_FAMILIES = frozenset(f for _, families in BUILTIN_PATTERNS for f in families)
+"""Agent families the table knows; adapters of the same name (claude_code, codex, ...) are them."""
+
 _BUILTIN = tuple((GlobSet([glob]), families) for glob, families in BUILTIN_PATTERNS)
 
 

@@ -517,6 +517,11 @@ class Confounds(Frozen):
     instruction_flags: list[InstructionFlag] = Field(
         default=[], description="the injected-instruction audit's findings, per condition and file"
     )
+    unread_changes: list[str] = Field(
+        default=[],
+        description="changed instruction files the agent under test does not read natively "
+        "(e.g. AGENTS.md for Claude Code): their edit cannot change its behaviour",
+    )
 
 
 class ArmUse(Frozen):

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import cast
 
 from docdelta.agents import AgentContext, get_agent
-from docdelta.agents.gemini import GEMINI, PACKAGE, VERSION, GeminiAgent
+from docdelta.agents.gemini import PACKAGE, VERSION, GeminiAgent
+from docdelta.gateway.config import GEMINI
 from docdelta.models import RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
 

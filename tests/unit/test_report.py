@@ -9,7 +9,7 @@ from factories import arm, detection, manifest, result, summary_of
 from jinja2 import UndefinedError
 
 from docdelta import stats
-from docdelta.models import NearMiss, RunResult, RunStatus, Summary
+from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
 from docdelta.report import render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment
 
@@ -245,3 +245,13 @@ def test_usage_spreads_per_arm() -> None:
     runs = [result("a", "head", 1.0, i, tokens=(t, 0)) for i, t in enumerate([100, 200, 300, 400, 500], 1)]
     q = summary_of(runs).tasks[0].conditions["head"].spreads["tokens"]
     assert (q.low, q.q1, q.q3, q.high) == (100.0, 200.0, 400.0, 500.0)
+
+
+@pytest.mark.parametrize(("agent", "flagged"), [("claude_code", True), ("codex", False), ("fake", False)])
+def test_a_changed_file_the_agent_does_not_read_is_called_out(agent: str, flagged: bool) -> None:
+    results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
+    plan = manifest(["t"], ["base", "head"]).model_copy(update={"agent": AgentInfo(name=agent, version="1")})
+    summary = summarize(plan, detection(), results)  # the PR edits only AGENTS.md
+    assert summary.confounds.unread_changes == (["AGENTS.md"] if flagged else [])
+    line = f"`AGENTS.md` changed, but `{agent}` does not read it natively"
+    assert (line in render_markdown(summary)) is flagged

@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer, status_for_api_error
-from docdelta.gateway.config import Upstream
 from docdelta.models import AgentMetrics, AgentOutcome
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
@@ -42,18 +41,6 @@ DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_MAX_TURNS = 50
 CONTEXT_FILE_NAMES = ["GEMINI.md"]
 """`context.fileName`: the CLI's default, stated explicitly (see the module docstring)."""
-
-GEMINI = Upstream(
-    name="gemini",
-    base_url="https://generativelanguage.googleapis.com",
-    paths=["/v1beta/models/"],
-    auth_header="x-goog-api-key",
-    auth_prefix="",
-    base_url_env=["GOOGLE_GEMINI_BASE_URL"],
-    key_env=["GEMINI_API_KEY"],
-    key_from="GEMINI_API_KEY",
-)
-"""The gateway route Gemini CLI needs (not among the gateway's defaults)."""
 
 
 class GeminiAgent(Agent):

@@ -76,6 +76,18 @@ ANTHROPIC = Upstream(
     key_from="ANTHROPIC_API_KEY",
 )
 
+GEMINI = Upstream(
+    name="gemini",
+    base_url="https://generativelanguage.googleapis.com",
+    paths=["/v1beta/models/"],
+    auth_header="x-goog-api-key",
+    auth_prefix="",
+    base_url_env=["GOOGLE_GEMINI_BASE_URL"],
+    key_env=["GEMINI_API_KEY"],
+    key_from="GEMINI_API_KEY",
+)
+"""Google's Gemini API, as Gemini CLI calls it (key in `x-goog-api-key`)."""
+
 DEFAULT_PRICES = {
     # Public list prices (USD per million tokens); override them in the project config.
     "gpt-4o-mini": Price(input=0.15, output=0.60, cache_read=0.075, cached_in_input=True),
@@ -89,7 +101,7 @@ DEFAULT_PRICES = {
 
 
 class GatewayConfig(_Model):
-    upstreams: list[Upstream] = [OPENAI, ANTHROPIC]
+    upstreams: list[Upstream] = [OPENAI, ANTHROPIC, GEMINI]
     budget: Budget = Budget()
     prices: dict[str, Price] = DEFAULT_PRICES
     port: int = Field(default=8080, ge=1, le=65535)

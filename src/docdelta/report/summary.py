@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 
 from docdelta import audit, instruction_usage, stats
+from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
     ConditionStats,
     Confounds,
@@ -191,7 +192,17 @@ def _confounds(
         missing_conditions=[c for c in _order({BASE, HEAD, NONE, *conditions}) if c not in with_runs],
         missing_runs=sum(1 for cell in manifest.order if cell.key not in done),
         instruction_flags=audit.flags(graded),
+        unread_changes=_unread(manifest.agent.name, detection),
     )
+
+
+def _unread(agent: str, detection: Detection) -> list[str]:
+    """Changed files that the agent under test does not read, when detection knows the agent
+    as a family (claude_code, codex, opencode, gemini, ...); fake, command and the built-in
+    agent have no family and are not judged."""
+    if agent not in KNOWN_FAMILIES:
+        return []
+    return [f.path for f in detection.changed if agent not in f.families]
 
 
 def summarize(
