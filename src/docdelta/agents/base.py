@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from docdelta.detect import BUILTIN_PATTERNS
+from docdelta.errors import AgentError
 from docdelta.models import AgentAnswer, AgentOutcome, RunStatus
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
@@ -182,3 +183,38 @@ class Agent(ABC):
         if not outcome.metrics.duration_s:
             update["metrics"] = outcome.metrics.model_copy(update={"duration_s": result.duration_s})
         return outcome.model_copy(update=update) if update else outcome
+
+
+DEFAULT_MAX_TURNS = 50
+
+
+class GatewayAgent(Agent):
+    """An agent that calls a model API — only ever through the sandbox's gateway — and is
+    pinned to one version, recorded in every result. Subclasses set `pinned` and may set
+    `default_model`; the CLI adapters (claude_code, codex, opencode, gemini) are these."""
+
+    pinned: ClassVar[str]
+    default_model: ClassVar[str | None] = None
+
+    def __init__(self, model: str | None = None, max_turns: int = DEFAULT_MAX_TURNS) -> None:
+        self._model = model or self.default_model
+        self.max_turns = max_turns
+
+    @property
+    def version(self) -> str:
+        return self.pinned
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    @property
+    def network(self) -> NetworkMode:
+        return "gateway"
+
+    @property
+    def required_model(self) -> str:
+        """The model, for agents that cannot run without naming one."""
+        if not self._model:
+            raise AgentError(f"the {self.name} agent needs a model", hint="pass --model")
+        return self._model

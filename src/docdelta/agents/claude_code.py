@@ -20,13 +20,21 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from docdelta.agents.base import Agent, AgentContext, Invocation, classify, json_lines, parse_answer
+from docdelta.agents.base import (
+    DEFAULT_MAX_TURNS,
+    Agent,
+    AgentContext,
+    GatewayAgent,
+    Invocation,
+    classify,
+    json_lines,
+    parse_answer,
+)
 from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
-from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
+from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
-DEFAULT_MAX_TURNS = 50
 
 _SETTINGS = {"autoMemoryEnabled": False, "includeCoAuthoredBy": False, "cleanupPeriodDays": 1}
 _ENV = {
@@ -44,31 +52,19 @@ _EXIT_CODE = re.compile(r"(?:^|\n)(?:Error: )?Exit code (\d+)")
 _RATE_LIMITED = re.compile(r"\b429\b|rate[ _-]?limit", re.IGNORECASE)
 
 
-class ClaudeCodeAgent(Agent):
+class ClaudeCodeAgent(GatewayAgent):
     name: ClassVar[str] = "claude_code"
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
+    pinned: ClassVar[str] = VERSION
 
     def __init__(
         self, model: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, max_retries: int | None = None
     ) -> None:
         """`max_retries` caps the CLI's own API retries (its back-off on 429/5xx); None keeps
         its default. `--rate-limit stop` wants 0, so a rate limit ends the run at once."""
-        self._model = model
-        self.max_turns = max_turns
+        super().__init__(model, max_turns)
         self.max_retries = max_retries
-
-    @property
-    def version(self) -> str:
-        return VERSION
-
-    @property
-    def model(self) -> str | None:
-        return self._model
-
-    @property
-    def network(self) -> NetworkMode:
-        return "gateway"
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         home = f"{sandbox.tools_dir}/claude-home"

@@ -25,14 +25,22 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from docdelta.agents.base import Agent, AgentContext, Invocation, classify, json_lines, parse_answer
+from docdelta.agents.base import (
+    DEFAULT_MAX_TURNS,
+    Agent,
+    AgentContext,
+    GatewayAgent,
+    Invocation,
+    classify,
+    json_lines,
+    parse_answer,
+)
 from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
-from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
+from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "0.171.0"
 PACKAGE = f"@openai/codex@{VERSION}"
 PROVIDER = "docdelta"
-DEFAULT_MAX_TURNS = 50
 
 # The gateway's URL is only known inside the sandbox (OPENAI_BASE_URL), so the shell
 # passes it as a config override; "$@" is the rest of the command line.
@@ -62,10 +70,11 @@ def _config(max_retries: int | None) -> str:
     )
 
 
-class CodexAgent(Agent):
+class CodexAgent(GatewayAgent):
     name: ClassVar[str] = "codex"
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
+    pinned: ClassVar[str] = VERSION
 
     def __init__(
         self, model: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, max_retries: int | None = None
@@ -74,21 +83,8 @@ class CodexAgent(Agent):
         wall timeout and the gateway's budget bound a run instead. `max_retries` caps the
         CLI's own request and stream retries (its back-off on 429/5xx); None keeps its
         default. `--rate-limit stop` wants 0, so a rate limit ends the run at once."""
-        self._model = model
-        self.max_turns = max_turns
+        super().__init__(model, max_turns)
         self.max_retries = max_retries
-
-    @property
-    def version(self) -> str:
-        return VERSION
-
-    @property
-    def model(self) -> str | None:
-        return self._model
-
-    @property
-    def network(self) -> NetworkMode:
-        return "gateway"
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         codex_home = f"{sandbox.tools_dir}/codex-home"

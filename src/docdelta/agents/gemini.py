@@ -31,38 +31,30 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer, status_for_api_error
+from docdelta.agents.base import (
+    AgentContext,
+    GatewayAgent,
+    Invocation,
+    classify,
+    parse_answer,
+    status_for_api_error,
+)
 from docdelta.models import AgentMetrics, AgentOutcome
-from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
+from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "0.61.0"
 PACKAGE = f"@google/gemini-cli@{VERSION}"
 DEFAULT_MODEL = "gemini-2.5-flash"
-DEFAULT_MAX_TURNS = 50
 CONTEXT_FILE_NAMES = ["GEMINI.md"]
 """`context.fileName`: the CLI's default, stated explicitly (see the module docstring)."""
 
 
-class GeminiAgent(Agent):
+class GeminiAgent(GatewayAgent):
     name: ClassVar[str] = "gemini"
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
-
-    def __init__(self, model: str = DEFAULT_MODEL, max_turns: int = DEFAULT_MAX_TURNS) -> None:
-        self._model = model
-        self.max_turns = max_turns
-
-    @property
-    def version(self) -> str:
-        return VERSION
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def network(self) -> NetworkMode:
-        return "gateway"
+    pinned: ClassVar[str] = VERSION
+    default_model: ClassVar[str | None] = DEFAULT_MODEL
 
     def settings(self, ctx: AgentContext) -> dict[str, Any]:
         """The user settings.json of one run."""
@@ -81,7 +73,19 @@ class GeminiAgent(Agent):
         settings = json.dumps(self.settings(ctx), indent=2).encode()
         # `-p ""` makes the run headless; the prompt itself arrives on stdin, which the CLI
         # prepends to `-p`, so it never appears in argv.
-        argv = ["gemini", "-p", "", "-o", "json", "-m", self._model, "-e", "none", "--approval-mode", "yolo"]
+        argv = [
+            "gemini",
+            "-p",
+            "",
+            "-o",
+            "json",
+            "-m",
+            self.required_model,
+            "-e",
+            "none",
+            "--approval-mode",
+            "yolo",
+        ]
         env = {"HOME": home, "GEMINI_CLI_HOME": home}
         return Invocation(
             argv=argv, env=env, stdin=prompt.encode(), files={f"{home}/.gemini/settings.json": settings}
@@ -111,7 +115,7 @@ class GeminiAgent(Agent):
         return AgentOutcome(
             agent=self.name,
             agent_version=self.version,
-            model=self._model,
+            model=self.required_model,
             status=status,
             answer=answer,
             final_text=text,

@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from docdelta.agents.base import (
-    Agent,
     AgentContext,
+    GatewayAgent,
     Invocation,
     classify,
     json_lines,
@@ -44,14 +44,13 @@ from docdelta.agents.base import (
     workspace_relative,
 )
 from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
-from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
+from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "1.18.33"
 PACKAGE = f"opencode-ai@{VERSION}"
 PROVIDER = "docdelta"
 """The provider id in OpenCode's config: the model is `docdelta/<model>`."""
 DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_MAX_TURNS = 50
 
 _ENV = {
     # A measured run must not update itself, fetch the models.dev catalogue, download
@@ -63,27 +62,12 @@ _ENV = {
 }
 
 
-class OpenCodeAgent(Agent):
+class OpenCodeAgent(GatewayAgent):
     name: ClassVar[str] = "opencode"
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
-
-    def __init__(self, model: str = DEFAULT_MODEL, max_turns: int = DEFAULT_MAX_TURNS) -> None:
-        """`model` is the id the gateway forwards upstream (OpenCode calls it `docdelta/<model>`)."""
-        self._model = model
-        self.max_turns = max_turns
-
-    @property
-    def version(self) -> str:
-        return VERSION
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def network(self) -> NetworkMode:
-        return "gateway"
+    pinned: ClassVar[str] = VERSION
+    default_model: ClassVar[str | None] = DEFAULT_MODEL
 
     def config(self, ctx: AgentContext) -> dict[str, Any]:
         """The OpenCode config of one run (see the module docstring for each choice)."""
@@ -93,7 +77,7 @@ class OpenCodeAgent(Agent):
             "share": "disabled",
             # The container is the sandbox: no permission prompt can be answered headless.
             "permission": "allow",
-            "model": f"{PROVIDER}/{self._model}",
+            "model": f"{PROVIDER}/{self.required_model}",
             # `steps` caps the agent loop's model calls (OpenCode then asks for a final answer).
             "agent": {"title": {"disable": True}, "build": {"steps": ctx.max_turns or self.max_turns}},
             "provider": {
@@ -101,7 +85,7 @@ class OpenCodeAgent(Agent):
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "docdelta gateway",
                     "options": {"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"},
-                    "models": {self._model: {"name": self._model}},
+                    "models": {self.required_model: {"name": self.required_model}},
                 }
             },
         }
@@ -118,7 +102,7 @@ class OpenCodeAgent(Agent):
             "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(ctx)),
         }
         # The prompt goes on stdin (OpenCode appends stdin to the message), not into argv.
-        argv = ["opencode", "run", "--format", "json", "-m", f"{PROVIDER}/{self._model}"]
+        argv = ["opencode", "run", "--format", "json", "-m", f"{PROVIDER}/{self.required_model}"]
         return Invocation(argv=argv, env=env, stdin=prompt.encode(), files={f"{home}/.keep": b""})
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
@@ -150,7 +134,7 @@ class OpenCodeAgent(Agent):
         return AgentOutcome(
             agent=self.name,
             agent_version=self.version,
-            model=self._model,
+            model=self.required_model,
             status=status,
             answer=answer,
             final_text=text,
