@@ -707,6 +707,15 @@ class SelftestReport(Frozen):
         return all(leg.passed for leg in self.legs)
 
 
+class SelftestRecord(Frozen):
+    """A change task's selftest, kept in the workdir; `key` hashes the task file, its hidden
+    tests, its reference and the source tree, so any change makes it stale."""
+
+    schema_version: int = SCHEMA_VERSION
+    key: str
+    report: SelftestReport
+
+
 # -------------------------------------------------------------------- judge
 JudgeProvider = Literal["openai", "anthropic"]
 

@@ -40,6 +40,7 @@ from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
 from docdelta.grading.hidden import ChangeAssets, capture_agent_diff, grade_change, load_assets
+from docdelta.grading.selftest import selftest
 from docdelta.models import (
     AgentInfo,
     AgentOutcome,
@@ -55,7 +56,7 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.sandbox.base import SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
 from docdelta.store import ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
 from docdelta.workspace import SealedCheckout, build_overlays, seal
@@ -253,6 +254,13 @@ def progress_for(stream: TextIO, ci: bool) -> Progress:
 
 
 # -------------------------------------------------------------------- runner
+def _transcript(printed: ExecResult) -> bytes:
+    """What the agent printed, kept beside its result for a maintainer to read. The agent
+    only ever held a placeholder key, so no secret can be in it."""
+    cut = b" [output cap reached]" if printed.truncated else b""
+    return printed.stdout + cut + b"\n----- stderr -----\n" + printed.stderr
+
+
 N = TypeVar("N", int, float)
 
 
@@ -341,6 +349,7 @@ class Runner:
         the spend cap is checked before every run, and it and rate limits stop the round
         cleanly (`MatrixReport.stopped` says why)."""
         todo = list(exp.manifest.order if cells is None else cells)
+        self.require_selftests(exp, {c.task for c in todo})
         report = MatrixReport()
         spent = sum(r.outcome.metrics.cost_usd or 0.0 for r in self.store.results(exp.repo_name))
         self.progress.start(len(todo))
@@ -416,6 +425,27 @@ class Runner:
         n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
         (cell_dir / "result.json").rename(cell_dir / f"{kind}-{n}.json")
 
+    def require_selftests(self, exp: Experiment, task_ids: Iterable[str]) -> None:
+        """A change task whose selftest fails cannot be run: before its first cell, prove
+        the reference passes, the untouched checkout fails and tampering fails. A passing
+        report is kept in the workdir, keyed by everything it depends on, so a resumed
+        matrix does not pay for it again."""
+        for task_id in sorted(set(task_ids) & exp.assets.keys()):
+            loaded, assets = exp.tasks[task_id], exp.assets[task_id]
+            key = sha256_hex(
+                "\0".join(
+                    [loaded.sha256, exp.manifest.source_tree_sha256, sha256_hex(assets.reference or b"")]
+                    + [f"{p}:{sha256_hex(d)}" for p, d in sorted(assets.hidden.items())]
+                ).encode()
+            )
+            if self.store.selftest_passed(task_id, key):
+                continue
+            sealed = next(iter(exp.checkouts.values()))
+            report = selftest(
+                loaded.task, sealed, assets.hidden, assets.reference, self.provider, spec=self.spec
+            )
+            self.store.save_selftest(task_id, key, report)
+
     def run_cell(self, exp: Experiment, cell: Cell) -> RunResult:
         """One run of one cell; our own failures are retried and never graded as agent failures."""
         loaded = exp.tasks[cell.task]
@@ -440,11 +470,13 @@ class Runner:
             calls: list[ModelCall] = []
             audit = None
             diff: bytes | None = None
+            transcript: bytes | None = None
             hidden: HiddenTestResult | None = None
             try:
                 with self.provider.create(checkout.path, spec) as sandbox:
                     isolation = sandbox.isolation
-                    outcome = self.agent.run(prompt, sandbox, ctx)
+                    outcome, printed = self.agent.execute(prompt, sandbox, ctx)
+                    transcript = _transcript(printed)
                     if sandbox.gateway is not None:
                         calls = sandbox.gateway.calls()
                         outcome = with_gateway_telemetry(outcome, calls, sandbox.gateway.budget_exceeded())
@@ -468,6 +500,8 @@ class Runner:
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
                 break
         score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden)
+        if transcript is not None:
+            self.store.save_artifact(exp.repo_name, cell, "transcript.txt", transcript)
         if diff is not None:
             self.store.save_artifact(exp.repo_name, cell, "diff.patch", diff)
         return RunResult(

@@ -21,7 +21,15 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from docdelta.errors import ConfigError, InfraError
-from docdelta.models import SCHEMA_VERSION, Cell, Detection, Manifest, RunResult
+from docdelta.models import (
+    SCHEMA_VERSION,
+    Cell,
+    Detection,
+    Manifest,
+    RunResult,
+    SelftestRecord,
+    SelftestReport,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -139,6 +147,17 @@ class ResultStore:
         except OSError as exc:
             raise InfraError(f"could not write {path}: {exc}", hint="check free disk space") from exc
         return path
+
+    def selftest_path(self, task: str) -> Path:
+        return self.workdir / "selftest" / f"{task}.json"
+
+    def selftest_passed(self, task: str, key: str) -> bool:
+        """True when a passing selftest of exactly this task, assets and source is on file."""
+        record = self._read(self.selftest_path(task), SelftestRecord)
+        return record is not None and record.key == key and record.report.passed
+
+    def save_selftest(self, task: str, key: str, report: SelftestReport) -> None:
+        self._write(self.selftest_path(task), SelftestRecord(key=key, report=report))
 
     def results(self, repo: str) -> list[RunResult]:
         """Every complete result under the repo's runs directory, in a stable order."""

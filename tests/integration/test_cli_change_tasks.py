@@ -15,6 +15,15 @@ from docdelta.cli import main
 from docdelta.models import RunResult
 
 HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+REFERENCE = """\
+diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -1,2 +1,2 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+"""
 
 TASK = f"""\
 id: fix-add
@@ -55,6 +64,7 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
             "AGENTS.md": "# Agents\nBe careful.\n",
             ".docdelta/tasks/fix-add.yaml": TASK,
             ".docdelta/tasks/fix-add/hidden/tests/test_ops.py": HIDDEN_TEST,
+            ".docdelta/tasks/fix-add/reference.patch": REFERENCE,
         }
     )
     repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py.\n"})
@@ -67,6 +77,7 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
         "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}", "--repeats", "1",
     ]  # fmt: skip
     assert main(args) == 0
+    assert (workdir / "selftest" / "fix-add.json").is_file()  # the task proved its tests first
     results = {
         r.cell.condition: r
         for r in (
@@ -91,3 +102,31 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
     out = capsys.readouterr().out
     assert "| fix-add ⇄ | 0.00 | 1.00 | 0.00 | +1.00 |" in out
     assert "tests `hidden tests pass` missed in 1/1 runs" in out
+
+
+def test_a_change_task_whose_selftest_fails_is_not_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit(
+        {
+            "calc/__init__.py": "",
+            "calc/ops.py": "def add(a, b):\n    return a - b\n",
+            "AGENTS.md": "# Agents\n",
+            ".docdelta/tasks/fix-add.yaml": TASK,
+            ".docdelta/tasks/fix-add/hidden/tests/test_ops.py": HIDDEN_TEST,
+            # a reference that does not fix the bug: the hidden tests cannot tell right from wrong
+            ".docdelta/tasks/fix-add/reference.patch": REFERENCE.replace("a + b", "a * b"),
+        }
+    )
+    repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py.\n"})
+    workdir = tmp_path / "work"
+    args = [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
+        "--agent", "command", "--agent-cmd", "true", "--repeats", "1",
+    ]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "task 'fix-add' failed its selftest: reference passes" in err
+    assert not list(workdir.glob("runs/*/*/*/r1/result.json"))  # no agent ran

@@ -165,6 +165,8 @@ def test_agent_failures_are_recorded_not_crashes(tmp_path: Path) -> None:
     assert by_task["hang"].status is RunStatus.timeout
     for result in by_task.values():
         assert result.score is not None and result.score.value == 0.0
+    transcript = (workdir / "runs" / "proj" / "prose" / "head" / "r1" / "transcript.txt").read_text()
+    assert "I looked around but I will not answer in JSON." in transcript  # kept for a maintainer to read
 
 
 def test_agent_sees_neither_gold_nor_conditions_nor_the_results(tmp_path: Path) -> None:

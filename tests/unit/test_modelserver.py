@@ -179,6 +179,9 @@ def test_usage_is_estimated_from_text_when_the_script_gives_none() -> None:
         ({"name": "s", "turns": {}}, "`turns` must be a list"),
         ({"name": "s", "turns": [{"text": "ok"}, {"say": "hi"}]}, "script 's' turn 1"),
         ({"name": "s", "turns": [{"error": 429, "text": "both"}]}, "script 's' turn 0"),
+        ({"name": "s", "stream_interval_s": -0.1, "turns": []}, "script 's': `stream_interval_s`"),
+        ({"name": "s", "stream_interval_s": "25ms", "turns": []}, "script 's': `stream_interval_s`"),
+        ({"name": "s", "stream_interval_s": True, "turns": []}, "script 's': `stream_interval_s`"),
     ],
 )
 def test_malformed_scripts_are_rejected_naming_the_fault(script: dict[str, Any], fault: str) -> None:

@@ -166,7 +166,12 @@ class Agent(ABC):
         """
 
     def run(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
-        """Invoke, wait, classify (timeout / oom / no_answer) and parse.
+        """Invoke, wait, classify (timeout / oom / no_answer) and parse."""
+        return self.execute(prompt, sandbox, ctx)[0]
+
+    def execute(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> tuple[AgentOutcome, ExecResult]:
+        """`run`, also handing back what the agent printed (the runner keeps it as the
+        run's transcript).
 
         Sandbox failures propagate (SandboxError / InfraError): they are our
         machinery's fault and the runner records them as `infra_error`, not as the
@@ -182,7 +187,7 @@ class Agent(ABC):
             update["status"] = classify(result, outcome.answer)
         if not outcome.metrics.duration_s:
             update["metrics"] = outcome.metrics.model_copy(update={"duration_s": result.duration_s})
-        return outcome.model_copy(update=update) if update else outcome
+        return (outcome.model_copy(update=update) if update else outcome), result
 
 
 DEFAULT_MAX_TURNS = 50

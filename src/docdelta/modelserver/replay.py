@@ -2,7 +2,9 @@
 to the tool the client actually declared.
 
 Stdlib only. A script is plain JSON (its documented schema is `script.Script`, host side):
-`{"name": str, "model": str | null, "turns": [turn, ...]}` where a turn is one of
+`{"name": str, "model": str | null, "stream_interval_s"?: float, "turns": [turn, ...]}`
+where `stream_interval_s` paces streamed answers (seconds between SSE events, default 0:
+all at once) and a turn is one of
 
 - `{"text": "..."}` — answer with this text and end the turn;
 - `{"tool": "shell", "args": {"command": "cat AGENTS.md"}, "text"?: "...", "aliases"?: [...]}`
@@ -78,13 +80,16 @@ def check(script: Mapping[str, Any]) -> dict[str, Any]:
         raise ScriptError("script: `name` must be a non-empty string (it names the script in errors)")
     if not isinstance(turns, list):
         raise ScriptError(f"script {name!r}: `turns` must be a list")
+    interval = script.get("stream_interval_s", 0)
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 <= interval <= 60:
+        raise ScriptError(f"script {name!r}: `stream_interval_s` must be a number of seconds from 0 to 60")
     for index, turn in enumerate(turns):
         kinds = [key for key in ("error", "tool", "text") if isinstance(turn, dict) and key in turn]
         if not kinds or (kinds[0] == "error" and len(kinds) > 1):
             raise ScriptError(
                 f"script {name!r} turn {index}: expected `text`, `tool` (+ optional `text`) or `error`"
             )
-    return {"name": name, "model": script.get("model"), "turns": list(turns)}
+    return {"name": name, "model": script.get("model"), "stream_interval_s": interval, "turns": list(turns)}
 
 
 def declared_tools(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -170,6 +175,11 @@ class Replay:
     @property
     def remaining(self) -> int:
         return len(self.script["turns"]) - self.position
+
+    @property
+    def stream_interval_s(self) -> float:
+        """Seconds between the SSE events of a streamed answer (0: no pauses)."""
+        return float(self.script["stream_interval_s"])
 
     def answer(
         self, path: str, body: Mapping[str, Any], model: str | None = None

@@ -65,6 +65,13 @@ class ErrorTurn(_Model):
 class Script(_Model):
     name: str = Field(min_length=1, description="named in every error the server answers")
     model: str | None = Field(default=None, description="model id to report; default: the request's")
+    stream_interval_s: float = Field(
+        default=0,
+        ge=0,
+        le=60,
+        description="seconds between the SSE events of a streamed answer, as a model paces its "
+        "tokens (0: every event at once); only timing changes, never the bytes",
+    )
     turns: list[ToolTurn | ErrorTurn | TextTurn]
 
     @classmethod

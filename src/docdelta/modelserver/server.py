@@ -16,7 +16,9 @@ Anthropic base URL `http://host:port` and an OpenAI one `http://host:port/v1` wo
   check which key arrived (through a gateway, say) without the log holding any key.
 
 Streams end by closing the connection (no content-length), which every client and the
-gateway handle; JSON answers keep the connection alive.
+gateway handle; JSON answers keep the connection alive. A script's `stream_interval_s`
+spaces a stream's events that many seconds apart, as a model's tokens arrive, so a client
+or proxy can be timed on a stream that takes as long as a real one (bench/bench_gateway.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
@@ -165,7 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
-        for frame in wire.sse(events):
+        interval = self.server.replay.stream_interval_s
+        for index, frame in enumerate(wire.sse(events)):
+            if index and interval:
+                time.sleep(interval)
             self.wfile.write(frame)
             self.wfile.flush()
 
