@@ -454,6 +454,7 @@ class Runner:
             seed=cell_seed(exp.manifest.seed, cell),
             timeout_s=self.limits.timeout_s,
             max_turns=self.limits.max_turns,
+            api_retries=0 if self.limits.rate_limit == "stop" else None,
         )
         prompt = build_prompt(loaded.task)
         reserve = self.limits.reserve_usd

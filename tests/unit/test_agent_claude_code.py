@@ -83,10 +83,10 @@ def test_a_cli_that_dies_before_any_event_is_an_agent_error_with_its_stderr() ->
 
 
 def test_the_command_line_is_headless_isolated_and_keyless(tmp_path: Path) -> None:
-    agent = get_agent("claude_code", model="claude-sonnet-4-5", max_turns=7, max_retries=0)
+    agent = get_agent("claude_code", model="claude-sonnet-4-5", max_turns=7)
     (tmp_path / "co").mkdir()
     with LocalProvider(root=tmp_path / "sb").create(tmp_path / "co", SandboxSpec()) as sandbox:
-        inv = agent.invocation("the prompt", sandbox, AgentContext(seed=1, max_turns=3))
+        inv = agent.invocation("the prompt", sandbox, AgentContext(seed=1, max_turns=3, api_retries=0))
     argv = inv.argv
     assert argv[:2] == ["claude", "-p"] and inv.stdin == b"the prompt"
     flag = {a: argv[i + 1] for i, a in enumerate(argv[:-1]) if a.startswith("--")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -72,10 +73,10 @@ def test_a_cli_that_prints_nothing_is_an_agent_error_with_its_stderr() -> None:
 
 
 def test_the_command_line_and_config_point_codex_at_the_gateway_only(tmp_path: Path) -> None:
-    agent = get_agent("codex", model="gpt-4.1-mini", max_retries=0)
+    agent = get_agent("codex", model="gpt-4.1-mini")
     (tmp_path / "co").mkdir()
     with LocalProvider(root=tmp_path / "sb").create(tmp_path / "co", SandboxSpec()) as sandbox:
-        inv = agent.invocation("the prompt", sandbox, CTX)
+        inv = agent.invocation("the prompt", sandbox, replace(CTX, api_retries=0))
     assert inv.stdin == b"the prompt" and inv.argv[-1] == "-"
     for flag in (
         "--json",

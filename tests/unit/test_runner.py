@@ -56,12 +56,14 @@ class StatusAgent(Agent):
     def __init__(self, steps: Sequence[Step]) -> None:
         self.steps = list(steps)
         self.current = RunStatus.ok
+        self.api_retries: list[int | None] = []
 
     @property
     def version(self) -> str:
         return "1"
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
+        self.api_retries.append(ctx.api_retries)
         step = self.steps.pop(0)
         if isinstance(step, InfraError):
             raise step
@@ -93,7 +95,7 @@ def setup(tmp_path: Path) -> tuple[Repo, ExperimentRequest, ResultStore]:
 
 def run(
     setup: tuple[Repo, ExperimentRequest, ResultStore], steps: Sequence[Step], **limits: object
-) -> tuple[MatrixReport, Experiment, list[float]]:
+) -> tuple[MatrixReport, Experiment, list[float], StatusAgent]:
     repo, request, store = setup
     agent = StatusAgent(steps)
     exp = prepare(repo, request, config=ProjectConfig(), store=store, agent=agent, sandbox="local")
@@ -114,7 +116,7 @@ def run(
     finally:
         provider.close()
     assert agent.steps == [], "every scripted step was used"
-    return report, exp, slept
+    return report, exp, slept, agent
 
 
 def history(store: ResultStore, exp: Experiment) -> list[str]:
@@ -126,7 +128,8 @@ def test_a_rate_limit_stops_the_matrix_without_waiting_and_a_rerun_resumes(
     setup: tuple[Repo, ExperimentRequest, ResultStore],
 ) -> None:
     store = setup[2]
-    report, exp, slept = run(setup, [RunStatus.ok, RunStatus.rate_limited])
+    report, exp, slept, agent = run(setup, [RunStatus.ok, RunStatus.rate_limited])
+    assert agent.api_retries == [0, 0], "stop mode turns the agent's own back-off off"
     assert report.stopped is not None and report.stopped.startswith("rate limited at ")
     assert "429 rate_limit_error" in report.stopped and "--rate-limit wait" in report.stopped
     assert (report.ran, slept) == (1, [])
@@ -134,7 +137,7 @@ def test_a_rate_limit_stops_the_matrix_without_waiting_and_a_rerun_resumes(
     assert history(store, exp) == ["rate_limited-1.json"]
     assert not (store.workdir / RATE_LIMIT_LOG).exists()
 
-    again, _, _ = run(setup, [RunStatus.ok])
+    again, _, _, _ = run(setup, [RunStatus.ok])
     assert (again.stopped, again.ran, again.reused) == (None, 1, 1)
     assert [r.status for r in store.results(exp.repo_name)] == [RunStatus.ok, RunStatus.ok]
 
@@ -144,8 +147,9 @@ def test_wait_retries_after_5_15_and_45_minutes_logging_each_wait(
 ) -> None:
     store = setup[2]
     steps = [RunStatus.rate_limited] * 3 + [RunStatus.ok, RunStatus.ok]
-    report, exp, slept = run(setup, steps, rate_limit="wait")
+    report, exp, slept, agent = run(setup, steps, rate_limit="wait")
     assert (report.stopped, report.ran, slept) == (None, 2, [300.0, 900.0, 2700.0])
+    assert set(agent.api_retries) == {None}, "wait mode leaves the agent's own back-off on"
     log = (store.workdir / RATE_LIMIT_LOG).read_text().splitlines()
     assert [line.split(" ", 1)[1].split(": ", 1)[1] for line in log] == [
         "rate limited; waiting 300s before retry 1 of 3",
@@ -160,7 +164,7 @@ def test_wait_gives_up_after_the_last_wait_and_stops(
     setup: tuple[Repo, ExperimentRequest, ResultStore],
 ) -> None:
     store = setup[2]
-    report, _, slept = run(setup, [RunStatus.rate_limited] * 4, rate_limit="wait")
+    report, _, slept, _ = run(setup, [RunStatus.rate_limited] * 4, rate_limit="wait")
     assert slept == [300.0, 900.0, 2700.0]
     assert report.stopped is not None and "after waits of 300s, 900s, 2700s" in report.stopped
     assert (report.ran, store.results(setup[0].name)) == (0, [])
@@ -172,7 +176,7 @@ def test_infra_errors_are_retried_then_recorded_ungraded_and_refuse_the_verdict(
 ) -> None:
     store = setup[2]
     boom = InfraError("the gateway did not start")
-    report, exp, _ = run(setup, [boom, RunStatus.ok, boom, boom], infra_retries=1)
+    report, exp, _, _ = run(setup, [boom, RunStatus.ok, boom, boom], infra_retries=1)
     assert report.stopped is None
     by_status = {r.status: r for r in report.results}
     recovered = by_status[RunStatus.ok]

@@ -114,6 +114,11 @@ class AgentContext:
     seed: int
     timeout_s: float = 600.0
     max_turns: int | None = None
+    api_retries: int | None = None
+    """Cap on the agent's OWN retries of failed model calls (its back-off on 429/5xx); None
+    keeps its default. `--rate-limit stop` sets 0 so a rate limit ends the run at once and
+    stops the matrix. Honoured by Claude Code and Codex; OpenCode and Gemini CLI have no
+    such switch (their back-off runs, and a run that still fails stops the matrix)."""
 
 
 @dataclass(frozen=True)

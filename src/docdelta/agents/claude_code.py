@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from docdelta.agents.base import (
-    DEFAULT_MAX_TURNS,
     Agent,
     AgentContext,
     GatewayAgent,
@@ -58,14 +57,6 @@ class ClaudeCodeAgent(GatewayAgent):
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
 
-    def __init__(
-        self, model: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, max_retries: int | None = None
-    ) -> None:
-        """`max_retries` caps the CLI's own API retries (its back-off on 429/5xx); None keeps
-        its default. `--rate-limit stop` wants 0, so a rate limit ends the run at once."""
-        super().__init__(model, max_turns)
-        self.max_retries = max_retries
-
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         home = f"{sandbox.tools_dir}/claude-home"
         config = f"{sandbox.tools_dir}/claude-config"
@@ -94,8 +85,8 @@ class ClaudeCodeAgent(GatewayAgent):
         # Key and base URL come from the sandbox's gateway env (ANTHROPIC_BASE_URL and a
         # placeholder ANTHROPIC_API_KEY); nothing here names either.
         env = {**_ENV, "HOME": home, "CLAUDE_CONFIG_DIR": config}
-        if self.max_retries is not None:
-            env["CLAUDE_CODE_MAX_RETRIES"] = str(self.max_retries)
+        if ctx.api_retries is not None:
+            env["CLAUDE_CODE_MAX_RETRIES"] = str(ctx.api_retries)
         # Writing a file creates the fresh directories; the config dir starts empty.
         files = {f"{home}/.keep": b"", f"{config}/.keep": b""}
         return Invocation(argv=argv, env=env, stdin=prompt.encode(), files=files)

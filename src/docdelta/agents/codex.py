@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from docdelta.agents.base import (
-    DEFAULT_MAX_TURNS,
     Agent,
     AgentContext,
     GatewayAgent,
@@ -75,16 +74,8 @@ class CodexAgent(GatewayAgent):
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
-
-    def __init__(
-        self, model: str | None = None, max_turns: int = DEFAULT_MAX_TURNS, max_retries: int | None = None
-    ) -> None:
-        """`max_turns` is recorded but not enforced by Codex (it has no turn cap); the
-        wall timeout and the gateway's budget bound a run instead. `max_retries` caps the
-        CLI's own request and stream retries (its back-off on 429/5xx); None keeps its
-        default. `--rate-limit stop` wants 0, so a rate limit ends the run at once."""
-        super().__init__(model, max_turns)
-        self.max_retries = max_retries
+    # Codex has no turn cap: `max_turns` is recorded only; the wall timeout and the
+    # gateway's budget bound a run instead.
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         codex_home = f"{sandbox.tools_dir}/codex-home"
@@ -105,7 +96,7 @@ class CodexAgent(GatewayAgent):
             argv += ["--model", self._model]
         argv.append("-")  # the prompt comes on stdin
         env = {"CODEX_HOME": codex_home, "HOME": f"{sandbox.tools_dir}/codex-user"}
-        files = {f"{codex_home}/config.toml": _config(self.max_retries).encode(), f"{env['HOME']}/.keep": b""}
+        files = {f"{codex_home}/config.toml": _config(ctx.api_retries).encode(), f"{env['HOME']}/.keep": b""}
         return Invocation(argv=argv, env=env, stdin=prompt.encode(), files=files)
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
