@@ -59,7 +59,7 @@ from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provi
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
 NO_CHANGE_TITLE = "no agent instruction files changed"
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_ERROR = 0, 2
 
 
 # ------------------------------------------------------------------- results
@@ -521,11 +521,7 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
     try:
         event = load_event(env.get("GITHUB_EVENT_NAME", ""), Path(env.get("GITHUB_EVENT_PATH", "")))
         token = env.get("INPUT_GITHUB_TOKEN", "").strip()
-        port = PyGithubPort(
-            token,
-            env.get("GITHUB_REPOSITORY", ""),
-            api_url=env.get("GITHUB_API_URL") or "https://api.github.com",
-        )
+        port = PyGithubPort.from_actions_env(token, env)
     except DocdeltaError as exc:
         runtime.annotate("error", str(exc), title="docdelta")
         return exc.exit_code
