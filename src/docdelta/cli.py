@@ -151,7 +151,12 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--repeats", type=int, default=3)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--source", default="head", help="source commit: head, base or a SHA (default head)")
-    r.add_argument("--agent", default="fake", help="fake | command")
+    r.add_argument(
+        "--agent",
+        default="fake",
+        help="fake | command | openai | claude_code | codex | opencode | gemini "
+        "(agents that call a model need --sandbox docker)",
+    )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
