@@ -15,7 +15,8 @@ because it was told which condition it is in:
 - with a seeded error rate it picks a worse line or drops a field, so repeats vary;
   the draws depend only on the seed and the question, so every condition makes the
   same slips and differences come from the docs alone;
-- its metrics are plausible: tokens grow with the text it read, a turn per file.
+- its metrics are plausible: tokens grow with the text it read, a turn per file; no cost
+  (it spends nothing).
 
 Protocol (the `command` agent's): prompt on stdin, answer as the last JSON object on
 stdout, metrics as JSON at the path in $DOCDELTA_METRICS.
@@ -46,7 +47,6 @@ INSTRUCTION_FILES = (
 HUMAN_DOCS = ("README.md", "README.rst", "README", "CONTRIBUTING.md", "CONTRIBUTING.rst")
 ERROR_RATE = 0.1
 INSTRUCTION_BONUS = 0.5
-PRICE_IN, PRICE_OUT = 3e-6, 15e-6
 COMMAND_WORDS = {
     "make",
     "pytest",
@@ -165,7 +165,7 @@ def solve(prompt: str, root: Path, seed: int) -> tuple[dict[str, Any], dict[str,
     metrics = {
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
-        "cost_usd": round(tokens_in * PRICE_IN + tokens_out * PRICE_OUT, 8),
+        # No cost: the fake spends nothing, and a made-up dollar figure would be read as real.
         "turns": len(docs) + 1,
         "tool_calls": len(docs),
         "files_read": [p for p, _ in docs],
