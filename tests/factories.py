@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Literal
 
 from docdelta.models import (
     AgentInfo,
@@ -18,6 +19,9 @@ from docdelta.models import (
     ConditionSpec,
     Detection,
     FileStatus,
+    JudgedResult,
+    JudgeInfo,
+    JudgeRuling,
     Manifest,
     NearMiss,
     RunResult,
@@ -108,3 +112,29 @@ def summary_of(results: Sequence[RunResult], tasks: Sequence[str] | None = None,
     ids = tasks if tasks is not None else sorted({r.cell.task for r in results})
     conditions = sorted({r.cell.condition for r in results})
     return summarize(manifest(ids, conditions, **kw), detection(), results)  # type: ignore[arg-type]
+
+
+def judged(run: RunResult, *rulings: JudgeRuling) -> JudgedResult:
+    """A judged.json for `run`, as `docdelta judge` would write it."""
+    return JudgedResult(
+        cell=run.cell,
+        judge=JudgeInfo(provider="openai", model="judge-model"),
+        rubric_sha256="rubric",
+        answer_sha256="answer",
+        rulings=list(rulings),
+        judged_at=T0,
+    )
+
+
+def ruling(
+    kind: Literal["point", "rule"], expected: str, *, met: bool, quote: str = "", supported: bool = True
+) -> JudgeRuling:
+    """A ruling whose hit follows the judge's rule: credit only for a met, supported claim."""
+    return JudgeRuling(
+        kind=kind,
+        expected=expected,
+        met=met,
+        quote=quote,
+        supported=supported,
+        hit=met and supported,
+    )

@@ -487,6 +487,19 @@ class Delta(Frozen):
     flip: bool | None = Field(
         default=None, description="per task: the pass/fail majority differs between the arms"
     )
+    aa_noise: bool | None = Field(
+        default=None,
+        description="head vs base: True when |value| <= the A/A noise band (a task's own band per task, "
+        "the stratified band overall); words only, the verdict never reads it",
+    )
+
+
+class JudgedTally(Frozen):
+    """The judge's rulings on one task's arm: key points made and rules respected, of all ruled."""
+
+    hits: int
+    rulings: int = Field(ge=1)
+    runs: int = Field(description="graded runs that carry at least one ruling")
 
 
 class TaskSummary(Frozen):
@@ -494,6 +507,20 @@ class TaskSummary(Frozen):
     conditions: dict[str, ConditionStats]
     head_vs_base: Delta
     head_vs_none: Delta
+    judged: dict[str, JudgedTally] = Field(
+        default={}, description="condition -> the judge's hits; empty when no run of the task was judged"
+    )
+
+
+class AANoise(Frozen):
+    """What identical docs produce at this experiment's size: the band |head - base| stays
+    within in `quantile` of simulated A/A experiments drawn from the observed per-task scores."""
+
+    band: float
+    quantile: float
+    simulations: int
+    tasks: int
+    repeats: int
 
 
 class MissedItem(Frozen):
@@ -575,6 +602,9 @@ class Summary(Frozen):
     )
     instruction_usage: list[InstructionRef] = Field(
         default=[], description="commands and paths named by changed instruction lines, and who used them"
+    )
+    aa_noise: AANoise | None = Field(
+        default=None, description="the A/A-derived noise band of head vs base; informative, not the verdict's"
     )
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from factories import arm, detection, manifest, result, summary_of
+from factories import arm, detection, judged, manifest, result, ruling, summary_of
 from jinja2 import UndefinedError
 
 from docdelta import stats
+from docdelta.grading.judged import with_judgements
 from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
 from docdelta.report import render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment
@@ -31,15 +32,26 @@ def test_timeout_runs_are_graded_as_the_agents_result() -> None:
 
 
 @pytest.mark.parametrize(
-    ("head", "noise", "cell_text"), [(0.54, True, "+0.04 (noise)"), (0.56, False, "+0.06")]
+    ("head", "repeats", "noise", "cell_text"),
+    [
+        (0.54, 2, True, "+0.04 (noise)"),
+        # two runs a side can land 0.06 apart by chance when the docs are identical
+        (0.56, 2, False, "+0.06 (A/A noise)"),
+        (0.56, 8, False, "+0.06"),
+    ],
 )
-def test_delta_noise_band_in_summary_and_table(head: float, noise: bool, cell_text: str) -> None:
-    s = summary_of([*arm("a", "base", [0.5, 0.5]), *arm("a", "head", [head, head])])
+def test_delta_noise_band_in_summary_and_table(
+    head: float, repeats: int, noise: bool, cell_text: str
+) -> None:
+    runs = [*arm("a", "base", [0.5] * repeats), *arm("a", "head", [head] * repeats)]
+    s = summary_of(runs, repeats=repeats)
     d = s.tasks[0].head_vs_base
     assert d.value == pytest.approx(head - 0.5)
     assert d.noise is noise
     row = next(line for line in render_markdown(s).splitlines() if line.startswith("| a |"))
-    assert row == f"| a | 0.50 | {head:.2f} | {cell_text} | 1 | — | 0/2 · 0/2 |"
+    n = f"0/{repeats}"
+    assert row.startswith(f"| a | 0.50 | {head:.2f} | {cell_text} | ")
+    assert row.endswith(f" | — | {n} · {n} |")
 
 
 def test_per_condition_medians_of_tokens_cost_turns_duration() -> None:
@@ -74,7 +86,8 @@ def test_missing_none_arm_gives_none_deltas_and_a_confound() -> None:
     assert s.head_vs_none.value is None
     assert s.confounds.missing_conditions == ["none"]
     md = render_markdown(s)
-    assert "| a ⇄ | 0.50 | 1.00 | +0.50 | 0.33 | — | 0/2 · 2/2 |" in md  # a flip: 0/2 -> 2/2
+    # a flip (0/2 -> 2/2), yet two runs a side of identical docs drawn from {0.5, 1.0} can do it
+    assert "| a ⇄ | 0.50 | 1.00 | +0.50 (A/A noise) | 0.33 | — | 0/2 · 2/2 |" in md
     assert "- condition `none` has no graded runs: its deltas are unavailable" in md
 
 
@@ -129,10 +142,12 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     runs = [*arm("a", "base", [0.5, 0.5], cost=0.02), *arm("a", "head", [0.75, 0.75], tokens=(1000, 234))]
     md = render_markdown(summary_of(runs))
     lines = md.splitlines()
-    assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25"
+    assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25 (A/A noise)"
     assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 |" in lines
     assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 |" in lines
-    assert "| **all tasks** | **0.50** | **0.75** | **+0.25** | 0.33 | **—** | 0/2 · 0/2 |" in lines
+    assert (
+        "| **all tasks** | **0.50** | **0.75** | **+0.25 (A/A noise)** | 0.33 | **—** | 0/2 · 0/2 |" in lines
+    )
     assert "- `AGENTS.md` (modified; read by codex, opencode)" in lines
 
 
@@ -255,3 +270,100 @@ def test_a_changed_file_the_agent_does_not_read_is_called_out(agent: str, flagge
     assert summary.confounds.unread_changes == (["AGENTS.md"] if flagged else [])
     line = f"`AGENTS.md` changed, but `{agent}` does not read it natively"
     assert (line in render_markdown(summary)) is flagged
+
+
+# ------------------------------------------------------------------ A/A noise band
+def _four_tasks_each_2_of_5_to_4_of_5() -> list[RunResult]:
+    runs: list[RunResult] = []
+    for t in "abcd":
+        runs += [*arm(t, "base", [0.0, 1.0, 0.0, 1.0, 0.0]), *arm(t, "head", [1.0, 1.0, 0.0, 1.0, 1.0])]
+    return runs
+
+
+def test_aa_band_marks_each_task_as_noise_but_not_the_whole_and_leaves_the_verdict_alone() -> None:
+    runs = _four_tasks_each_2_of_5_to_4_of_5()
+    s = summary_of(runs, repeats=5)
+    a = s.aa_noise
+    assert a is not None and (a.tasks, a.repeats, a.quantile, a.simulations) == (4, 5, 0.95, 2000)
+    pools = [[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]] * 4
+    assert a.band == stats.aa_noise_band(pools, 5, seed=7)  # the manifest's seed
+    assert a.band < 0.4
+    # 2/5 -> 4/5 on one task is what identical docs often do; on four tasks at once it is not
+    assert [t.head_vs_base.aa_noise for t in s.tasks] == [True] * 4
+    assert s.head_vs_base.aa_noise is False
+    assert s.head_vs_base.noise is False and s.tasks[0].head_vs_base.noise is False
+    # the verdict is still the permutation test + configured band, as without the A/A band
+    direct = stats.verdict([(_scores(runs, t, "head"), _scores(runs, t, "base")) for t in "abcd"], seed=7)
+    assert direct is not None and s.verdict is not None
+    assert direct.kind == s.verdict.kind == "improved"
+    assert (s.verdict.p_value, s.verdict.band) == (direct.p_value, 0.05)
+    md = render_markdown(s)
+    assert "| a ⇄ | 0.40 | 0.80 | +0.40 (A/A noise) | 0.52 | — | 2/5 · 4/5 |" in md
+    assert "| **all tasks** | **0.40** | **0.80** | **+0.40** | 0.029 |" in md
+    assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +0.40"
+    assert (
+        f"- A/A noise at this size: ±{a.band:.2f} — differences up to this are what identical docs "
+        "produce (95% of 2,000 simulated A/A experiments of 4 tasks x 5 repeats, drawn from each task's "
+        "observed scores, stay within it); head - base +0.40 lies outside it; each task's delta is held "
+        "to its own, wider band. The verdict does not use this band: it stays the significance test and "
+        "the configured ±0.05."
+    ) in md.splitlines()
+
+
+def _scores(runs: list[RunResult], task: str, condition: str) -> list[float]:
+    return [r.score.value for r in runs if (r.cell.task, r.cell.condition) == (task, condition) and r.score]
+
+
+def test_an_overall_delta_inside_the_aa_band_is_called_noise_in_words() -> None:
+    runs = [r for r in _four_tasks_each_2_of_5_to_4_of_5() if r.cell.task != "d"]
+    s = summary_of(runs, repeats=5)
+    assert s.aa_noise is not None and s.head_vs_base.value is not None
+    assert s.head_vs_base.aa_noise is True and abs(s.head_vs_base.value) <= s.aa_noise.band
+    md = render_markdown(s)
+    assert md.splitlines()[0].endswith("head - base +0.40 (A/A noise)")
+    assert "head - base +0.40 lies inside it: noise;" in md
+
+
+def test_no_aa_band_without_a_task_in_both_arms() -> None:
+    s = summary_of([*arm("a", "head", [1.0, 0.0])])
+    assert s.aa_noise is None and s.head_vs_base.aa_noise is None
+    assert "A/A noise" not in render_markdown(s)
+
+
+# ---------------------------------------------------------------- judged points
+def test_judged_point_hit_rate_per_task_and_arm_in_one_line() -> None:
+    base = arm("t", "base", [1.0, 1.0], points=2)
+    head = arm("t", "head", [1.0, 1.0], points=2)
+    unjudged = arm("u", "base", [1.0], points=1) + arm("u", "head", [1.0], points=1)
+    rulings = {
+        base[0].cell.key: judged(
+            base[0], ruling("point", "P1", met=True, quote="q"), ruling("point", "P2", met=False)
+        ),
+        base[1].cell.key: judged(base[1], ruling("point", "P1", met=False), ruling("point", "P2", met=False)),
+        head[0].cell.key: judged(
+            head[0], ruling("point", "P1", met=True, quote="q"), ruling("point", "P2", met=True, quote="r")
+        ),
+        head[1].cell.key: judged(
+            head[1],
+            ruling("point", "P1", met=True, quote="q"),
+            ruling("point", "P2", met=True, quote="made up", supported=False),
+            ruling("rule", "never force-push", met=True),
+        ),
+    }
+    s = summary_of(with_judgements([*base, *head, *unjudged], rulings))
+    t, u = s.tasks
+    assert {c: (j.hits, j.rulings, j.runs) for c, j in t.judged.items()} == {
+        "base": (1, 4, 2),
+        "head": (4, 5, 2),  # the unsupported claim earns nothing
+    }
+    assert u.judged == {}
+    md = render_markdown(s).splitlines()
+    assert md.count("- t: base 1/4 (25%, 2 runs) · head 4/5 (80%, 2 runs)") == 1
+    assert not [line for line in md if line.startswith("- u:")]
+    assert any(line.startswith("**Judged key points**") for line in md)
+
+
+def test_no_judged_section_when_nothing_was_judged() -> None:
+    s = summary_of([*arm("t", "base", [1.0], points=2), *arm("t", "head", [1.0], points=2)])
+    assert all(t.judged == {} for t in s.tasks)
+    assert "Judged key points" not in render_markdown(s)

@@ -10,9 +10,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from factories import arm, detection, manifest, result, summary_of
+from factories import arm, detection, judged, manifest, result, ruling, summary_of
 
 from docdelta.cli import main
+from docdelta.grading.judged import JUDGED_FILE
 from docdelta.models import (
     AgentAnswer,
     ChangedFile,
@@ -21,6 +22,7 @@ from docdelta.models import (
     CommandRun,
     FileStatus,
     HiddenTestResult,
+    JudgedResult,
     MistakeHit,
     RunResult,
     RunStatus,
@@ -186,3 +188,79 @@ def test_a_change_runs_hidden_tests_checks_and_mistakes_are_shown() -> None:
     assert "hidden tests: fail (3 passed, 1 failed)" in text
     assert "checks 1/2 passed; mistake no-force-push hit 2x" in text
     assert "no-sudo" not in text
+
+
+def _judged_run() -> tuple[RunResult, dict[str, JudgedResult]]:
+    r = with_answer(result("a", "head", 1.0, points=3), f"Run make check. {EVIL}")
+    verdict = judged(
+        r,
+        ruling("point", "names make check", met=True, quote=EVIL),
+        ruling("point", "names the lint step", met=True, quote="made up", supported=False),
+        ruling("point", "mentions CI", met=False).model_copy(update={"reason": "no word on CI"}),
+        ruling("rule", "never force-push", met=False, quote="git push --force"),
+        ruling("rule", "never sudo", met=True),
+    )
+    return r, {r.cell.key: verdict}
+
+
+def _ruling_lines(page: Page) -> list[str]:
+    """The rulings list of the first judged run, one line per ruling."""
+    text = page.plain.split("judge openai/judge-model:", 1)[1]
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()][:5]
+
+
+def test_judge_rulings_show_each_quote_escaped_and_whether_it_stood() -> None:
+    r, verdicts = _judged_run()
+    # the summary is left unjudged (score 1.00), so a 0.40 on the page can only be the run's row
+    html = render_html(summary_of([r]), [r], judged=verdicts)
+    page = Page(html)
+    assert not page.all("script") and not any("onerror" in attrs for _, attrs in page.tags)
+    assert len(page.all("q")) == 3  # one per quote the judge gave
+    assert [a["id"] for a in page.all("tr") if a.get("class") == "rulings"] == ["rulings-a-head-1"]
+    assert _ruling_lines(page) == [
+        f"✓ point names make check: made, quoting {EVIL} (quote found verbatim in the answer)",
+        "✗ point names the lint step: claimed made, unsupported, quoting made up "
+        "(quote not found in the answer)",
+        "✗ point mentions CI: not made (no quote needed) — no word on CI",
+        "✗ rule never force-push: broken, quoting git push --force (quote found verbatim in the answer)",
+        "✓ rule never sudo: respected (no quote needed)",
+    ]
+    cells = {" ".join(t.split()) for t in page.text}
+    assert "0.40" in cells  # the run's score with the judge's 2 hits of 5, as the scorecard counts it
+    assert "0.40" not in {" ".join(t.split()) for t in Page(render_html(summary_of([r]), [r])).text}
+
+
+def test_runs_without_a_judgement_show_no_rulings(runs: list[RunResult]) -> None:
+    page = Page(render_html(summary_of(runs), runs))
+    assert not [a for a in page.all("tr") if a.get("class") == "rulings"]
+    assert "judge " not in page.plain
+
+
+def test_the_cli_report_reads_each_runs_judged_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r, verdicts = _judged_run()
+    other = result("a", "base", 1.0, points=3)
+    store = ResultStore(tmp_path / "results")
+    store.write_manifest(manifest(["a"], ("base", "head"), repeats=1))
+    store.write_detection(detection())
+    for run in (r, other):
+        store.save("demo", run)
+    (store.cell_dir("demo", r.cell) / JUDGED_FILE).write_text(verdicts[r.cell.key].model_dump_json())
+    (store.cell_dir("demo", other.cell) / JUDGED_FILE).write_text("{not json")  # unreadable: not judged
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--workdir", "results", "--format", "html"]) == 0
+    page = Page(capsys.readouterr().out)
+    assert [a["id"] for a in page.all("tr") if a.get("class") == "rulings"] == ["rulings-a-head-1"]
+    assert _ruling_lines(page)[0].startswith("✓ point names make check: made, quoting <script>")
+    assert "judged.json" in [t.strip() for t in page.text]  # linked beside result.json
+
+
+def test_header_shows_the_aa_noise_band(runs: list[RunResult]) -> None:
+    s = summary_of(runs)
+    assert s.aa_noise is not None
+    page = Page(render_html(s, runs))
+    header = page.plain.split("Verdict:", 1)[0]
+    assert f"A/A noise at this size: ±{s.aa_noise.band:.2f} — differences up to this" in header
+    assert "The verdict does not use this band" in header
+    assert [a for a in page.all("p") if a.get("class") == "aa"]

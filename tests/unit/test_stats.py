@@ -6,8 +6,9 @@ import itertools
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import binom
 
 from docdelta import stats
 from docdelta.stats import ArmSample, compare
@@ -248,3 +249,60 @@ def test_power_hint_floor_and_repeats_needed_by_simulation() -> None:
     i = stats.POWER_LADDER.index(needed)
     assert stats.simulate_gate(3, needed, 0.2, prs=200, resamples=200).power >= 0.8
     assert stats.simulate_gate(3, stats.POWER_LADDER[i - 1], 0.2, prs=200, resamples=200).power < 0.8
+
+
+# ------------------------------------------------------------------ A/A noise band
+def _exact_aa_band(pool: list[float], repeats: int, quantile: float = 0.95) -> tuple[float, float, float]:
+    """For a pass/fail pool: the smallest |delta| whose exact A/A probability of not being
+    exceeded reaches `quantile`, with that CDF just below and at it (X, Y ~ Bin(repeats, p))."""
+    p = sum(pool) / len(pool)
+    pmf = [float(binom.pmf(x, repeats, p)) for x in range(repeats + 1)]
+    cdf = 0.0
+    for k in range(repeats + 1):
+        below = cdf
+        cdf += sum(pmf[x] * pmf[y] for x in range(repeats + 1) for y in range(repeats + 1) if abs(x - y) == k)
+        if cdf >= quantile:
+            return k / repeats, below, cdf
+    raise AssertionError("unreachable: the CDF ends at 1")
+
+
+@pytest.mark.parametrize(
+    ("pool", "repeats"),
+    [([0.0, 1.0], 3), ([0.0, 1.0], 5), ([0.0, 1.0, 1.0, 1.0], 4), ([0.0, 1.0, 1.0, 1.0], 8)],
+)
+def test_aa_band_of_a_pass_fail_task_is_the_exact_binomial_quantile(pool: list[float], repeats: int) -> None:
+    expected, below, at = _exact_aa_band(pool, repeats)
+    assert below < 0.94 and at > 0.955  # far enough from 0.95 that 2,000 simulations cannot miss it
+    assert stats.aa_noise_band([pool], repeats, seed=3) == pytest.approx(expected)
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=5), st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_aa_band_is_zero_when_every_run_of_each_task_scores_alike(
+    constants: list[float], repeats: int, seed: int
+) -> None:
+    pools = [[c] * (i + 2) for i, c in enumerate(constants)]  # tasks differ, runs within a task do not
+    assert stats.aa_noise_band(pools, repeats, seed=seed) == 0.0
+
+
+aa_pool = st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=2, max_size=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(aa_pool, min_size=1, max_size=4), st.integers(1, 6), st.integers(0, 2**32 - 1))
+def test_aa_band_shrinks_as_repeats_grow(pools: list[list[float]], repeats: int, seed: int) -> None:
+    bands = [stats.aa_noise_band(pools, r, seed=seed) for r in (repeats, 4 * repeats, 16 * repeats)]
+    assert all(b is not None and 0.0 <= b <= 1.0 for b in bands)
+    assert bands == sorted(bands, reverse=True)  # type: ignore[type-var]
+
+
+def test_aa_band_shrinks_with_more_tasks_and_is_seeded() -> None:
+    pool = [0.0, 1.0, 0.5, 1.0]
+    one, ten = stats.aa_noise_band([pool], 5), stats.aa_noise_band([pool] * 10, 5)
+    assert one is not None and ten is not None and ten < one / 2  # noise averages out over tasks
+    assert stats.aa_noise_band([pool] * 3, 5, seed=9) == stats.aa_noise_band([pool] * 3, 5, seed=9)
+
+
+def test_aa_band_needs_runs() -> None:
+    assert stats.aa_noise_band([], 5) is None
+    assert stats.aa_noise_band([[]], 5) is None
+    assert stats.aa_noise_band([[1.0]], 0) is None

@@ -79,7 +79,7 @@ class JudgeReport:
     """Runs with no score (infra errors) or whose task has nothing for the judge."""
 
 
-def _read_judged(path: Path) -> JudgedResult | None:
+def read_judged(path: Path) -> JudgedResult | None:
     """The judged.json at `path`; an unreadable one is treated as absent and judged again."""
     try:
         return JudgedResult.model_validate_json(path.read_bytes())
@@ -129,7 +129,7 @@ def judge_workdir(
         path = store.cell_dir(manifest.repo, result.cell) / JUDGED_FILE
         text = answer_text(result)
         answer_sha = sha256_hex((text or "").encode())
-        previous = _read_judged(path) if path.exists() else None
+        previous = read_judged(path) if path.exists() else None
         if (
             previous is not None
             and previous.judge == judge
@@ -165,7 +165,7 @@ def judge_workdir(
 def load_judged(store: ResultStore, repo: str) -> dict[str, JudgedResult]:
     """Every readable judged.json of the repo's runs, by cell key (`task/condition/rN`)."""
     found = sorted(store.runs_dir(repo).glob(f"*/*/r*/{JUDGED_FILE}"))
-    return {j.cell.key: j for p in found if (j := _read_judged(p)) is not None}
+    return {j.cell.key: j for p in found if (j := read_judged(p)) is not None}
 
 
 def _note(ruling: JudgeRuling) -> str:

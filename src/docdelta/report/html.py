@@ -2,8 +2,10 @@
 
 Same numbers as the markdown scorecard (it renders the same `Summary`), plus what a
 comment has no room for: a bar chart of per-task scores per arm, and every run's
-details (status, score, usage, what it missed, the commands it ran, its answer) with
-links to the files in its cell directory.
+details (status, score, usage, what it missed, the commands it ran, its answer, the
+judge's rulings with the quotes it gave) with links to the files in its cell directory.
+A run's judged.json is folded into the score it shows, as the summary folds it, so
+a run's row and the scorecard never disagree.
 
 Self-contained means it can be attached to a CI run or mailed and still open: inline
 CSS, inline SVG, no scripts, fonts, images or URLs of its own. Agent text is
@@ -16,17 +18,18 @@ workdir can move together.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from docdelta.models import Cell, RunResult, Summary, TaskSummary
+from docdelta.grading.judged import JUDGED_FILE, apply_judgement, read_judged
+from docdelta.models import Cell, JudgedResult, JudgeRuling, RunResult, Summary, TaskSummary
 from docdelta.report.render import environment
 from docdelta.report.summary import BASE, HEAD, NONE
 from docdelta.store import RESULT_FILE
 
-RUN_FILES = (RESULT_FILE, "judged.json", "transcript.txt", "diff.patch")
+RUN_FILES = (RESULT_FILE, JUDGED_FILE, "transcript.txt", "diff.patch")
 """Files of a cell directory the report links to, each only when it exists."""
 
 COLORS = {BASE: "#8a94a6", HEAD: "#2f6fde", NONE: "#d2a24c", "patched": "#3a9d5d"}
@@ -125,6 +128,36 @@ def chart(summary: Summary) -> Chart:
 
 
 @dataclass(frozen=True)
+class RulingView:
+    """One judge ruling in words: what was ruled, the quote, and whether the quote stood."""
+
+    ruling: JudgeRuling
+    outcome: str
+    """made / not made / respected / broken, or "claimed ..., unsupported"."""
+    evidence: str
+    """Whether the quote the claim needs was found verbatim in the answer."""
+
+
+def _needs_quote(r: JudgeRuling) -> bool:
+    """A made point and a broken rule must quote the answer (grading/judge.py's quote rule)."""
+    return r.met if r.kind == "point" else not r.met
+
+
+def ruling_view(r: JudgeRuling) -> RulingView:
+    words = {"point": ("made", "not made"), "rule": ("respected", "broken")}[r.kind]
+    claim = words[0] if r.met else words[1]
+    needed = _needs_quote(r)
+    outcome = claim if r.supported or not needed else f"claimed {claim}, unsupported"
+    if not needed:
+        evidence = "no quote needed"
+    elif r.supported:
+        evidence = "quote found verbatim in the answer"
+    else:
+        evidence = "quote not found in the answer" if r.quote else "no quote given"
+    return RulingView(r, outcome, evidence)
+
+
+@dataclass(frozen=True)
 class RunView:
     """One run as the details table shows it."""
 
@@ -135,6 +168,9 @@ class RunView:
     ran: list[str]
     answer: str
     links: list[tuple[str, str]]
+    judge: str | None = None
+    """`provider/model` of the judge, when the run was judged."""
+    rulings: tuple[RulingView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,14 +197,41 @@ def _links(cell: Cell, cell_dir: Callable[[Cell], Path] | None, link_root: Path)
     ]
 
 
-def _run_view(result: RunResult, cell_dir: Callable[[Cell], Path] | None, link_root: Path) -> RunView:
+def _run_view(
+    result: RunResult,
+    judged: JudgedResult | None,
+    cell_dir: Callable[[Cell], Path] | None,
+    link_root: Path,
+) -> RunView:
+    if judged is not None and result.score is not None:
+        result = result.model_copy(update={"score": apply_judgement(result.score, judged)})
     outcome = result.outcome
     items = result.score.missed if result.score else []
     missed: list[tuple[str, str]] = [(i.kind, i.expected) for i in items]
     m = outcome.metrics
     tokens = None if m.tokens_in is None or m.tokens_out is None else m.tokens_in + m.tokens_out
     answer = outcome.answer.answer if outcome.answer and outcome.answer.answer else outcome.final_text
-    return RunView(result, tokens, missed, _ran(result), answer, _links(result.cell, cell_dir, link_root))
+    return RunView(
+        result,
+        tokens,
+        missed,
+        _ran(result),
+        answer,
+        _links(result.cell, cell_dir, link_root),
+        judge=None if judged is None else str(judged.judge),
+        rulings=() if judged is None else tuple(ruling_view(r) for r in judged.rulings),
+    )
+
+
+def _judged_in_cells(
+    results: Sequence[RunResult], cell_dir: Callable[[Cell], Path] | None
+) -> dict[str, JudgedResult]:
+    """Each run's judged.json, read the way `load_judged` reads it for the scorecard (an
+    unreadable one counts as not judged), so the rows and the scorecard fold the same rulings."""
+    if cell_dir is None:
+        return {}
+    found = {r.cell.key: read_judged(cell_dir(r.cell) / JUDGED_FILE) for r in results}
+    return {key: j for key, j in found.items() if j is not None}
 
 
 def task_views(
@@ -176,8 +239,13 @@ def task_views(
     results: Sequence[RunResult],
     cell_dir: Callable[[Cell], Path] | None = None,
     link_root: Path = Path(),
+    judged: Mapping[str, JudgedResult] | None = None,
 ) -> list[TaskView]:
-    """Tasks with their runs (arm order, then repeat), flips first: the tasks to open first."""
+    """Tasks with their runs (arm order, then repeat), flips first: the tasks to open first.
+
+    `judged` (by cell key, as `load_judged` gives) defaults to the judged.json found in
+    each run's cell directory."""
+    rulings = _judged_in_cells(results, cell_dir) if judged is None else judged
     order = {c: i for i, c in enumerate(summary.conditions)}
     views = []
     for t in summary.tasks:
@@ -185,7 +253,7 @@ def task_views(
             (r for r in results if r.cell.task == t.task),
             key=lambda r: (order.get(r.cell.condition, len(order)), r.cell.condition, r.cell.repeat),
         )
-        views.append(TaskView(t, [_run_view(r, cell_dir, link_root) for r in runs]))
+        views.append(TaskView(t, [_run_view(r, rulings.get(r.cell.key), cell_dir, link_root) for r in runs]))
     return sorted(views, key=lambda v: not v.summary.head_vs_base.flip)
 
 
@@ -195,15 +263,17 @@ def render_html(
     *,
     cell_dir: Callable[[Cell], Path] | None = None,
     link_root: Path = Path(),
+    judged: Mapping[str, JudgedResult] | None = None,
 ) -> str:
     """The report as one HTML document. `cell_dir` maps a cell to its directory (e.g.
-    `partial(store.cell_dir, repo)`); without it the runs are listed without links."""
+    `partial(store.cell_dir, repo)`); without it the runs are listed without links.
+    `judged`: the judge's rulings by cell key; by default each cell's judged.json."""
     return (
         environment()
         .get_template("html/report.html.j2")
         .render(
             s=summary,
-            tasks=task_views(summary, results, cell_dir, link_root),
+            tasks=task_views(summary, results, cell_dir, link_root, judged),
             chart=chart(summary),
             colors=colors(summary.conditions),
         )

@@ -43,9 +43,36 @@ def fmt_signed(value: float | None) -> str:
 
 
 def fmt_delta(delta: Delta) -> str:
-    """A delta with its noise mark, e.g. `+0.04 (noise)`."""
+    """A delta with its noise mark: `+0.04 (noise)` inside the configured band, `+0.10 (A/A noise)`
+    outside it but inside the A/A band (what identical docs produce at this size)."""
     text = fmt_signed(delta.value)
-    return f"{text} (noise)" if delta.noise else text
+    if delta.noise:
+        return f"{text} (noise)"
+    return f"{text} (A/A noise)" if delta.aa_noise else text
+
+
+def fmt_aa_noise(summary: Summary) -> str:
+    """The A/A band in one sentence, shared by the markdown verdict block and the HTML header.
+
+    It says where head - base falls and that the verdict ignores this band, so a reader
+    does not take "inside A/A noise" and "improved" for a contradiction."""
+    a = summary.aa_noise
+    if a is None:
+        return ""
+    d = summary.head_vs_base
+    where = ""
+    if d.value is not None:
+        where = (
+            f"; head - base {fmt_signed(d.value)} lies {'inside it: noise' if d.aa_noise else 'outside it'}"
+        )
+    return (
+        f"A/A noise at this size: ±{a.band:.2f} — differences up to this are what identical docs produce "
+        f"({a.quantile:.0%} of {a.simulations:,} simulated A/A experiments of {a.tasks} "
+        f"task{'s' if a.tasks != 1 else ''} x {a.repeats} repeats, drawn from each task's observed "
+        f"scores, stay within it){where}; each task's delta is held to its own, wider band. "
+        f"The verdict does not use this band: it stays the significance test and the configured "
+        f"±{summary.noise_band:.2f}."
+    )
 
 
 def fmt_pnum(value: float | None) -> str:
@@ -127,6 +154,7 @@ def environment() -> SandboxedEnvironment:
         pnum=fmt_pnum,
         pvalue=fmt_p,
         verdict_title=fmt_verdict,
+        aa_noise=fmt_aa_noise,
         signed_usage=fmt_usage_shift,
         inline=inline,
         cell=cell,

@@ -13,6 +13,12 @@ The verdict compares head with base (and with none) over the tasks where both ar
 have graded runs, seeded with the manifest's seed so a report is reproducible. It is
 refused (and the gate goes neutral) when more than MAX_INFRA_ERROR_RATE of the runs are
 infra errors: the surviving runs may no longer be a fair sample of either arm.
+
+Beside the configured noise band, the summary carries the A/A band: how far apart
+head and base land by chance when the docs are identical, simulated at this
+experiment's tasks x repeats from its own per-task scores. Deltas inside it are
+marked as noise in words, but the verdict rule (significance test + configured band)
+does not read it, so the check stays the one the A/A calibration test proved.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from dataclasses import asdict
 from docdelta import audit, instruction_usage, stats
 from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
+    AANoise,
     ConditionStats,
     Confounds,
     Delta,
     Detection,
     InstructionRef,
+    JudgedTally,
     Manifest,
     MissedItem,
     PowerSummary,
@@ -107,20 +115,69 @@ def _condition_stats(condition: str, runs_by_task: Mapping[str, Sequence[RunResu
     )
 
 
-def _delta(treatment: str, control: str, value: float | None, band: float) -> Delta:
+def _delta(
+    treatment: str, control: str, value: float | None, band: float, aa_band: float | None = None
+) -> Delta:
+    """A delta with its noise marks: `noise` against the configured band (the verdict's),
+    `aa_noise` against the A/A band when one is given (words only, never the verdict)."""
     noise = None if value is None else stats.is_noise(value, band)
-    return Delta(treatment=treatment, control=control, value=value, noise=noise)
+    aa_noise = None if value is None or aa_band is None else stats.is_noise(value, aa_band)
+    return Delta(treatment=treatment, control=control, value=value, noise=noise, aa_noise=aa_noise)
 
 
 def _task_delta(
-    treatment: str, control: str, by_condition: Mapping[str, Sequence[RunResult]], band: float
+    treatment: str,
+    control: str,
+    by_condition: Mapping[str, Sequence[RunResult]],
+    band: float,
+    aa_band: float | None = None,
 ) -> Delta:
     t, c = (_scores(by_condition.get(x, ())) for x in (treatment, control))
     value = stats.compare(stats.ArmSample(treatment, tuple(t)), stats.ArmSample(control, tuple(c))).delta
     majority_t, majority_c = stats.majority_passes(t), stats.majority_passes(c)
     flip = None if majority_t is None or majority_c is None else majority_t != majority_c
-    return _delta(treatment, control, value, band).model_copy(
+    return _delta(treatment, control, value, band, aa_band).model_copy(
         update={"p_value": stats.fisher_passes(t, c), "flip": flip}
+    )
+
+
+JUDGED_KINDS = frozenset({"point", "rule"})
+"""Score items only the judge rules on: with a hit of True/False they are its rulings."""
+
+
+def _judged(by_condition: Mapping[str, Sequence[RunResult]]) -> dict[str, JudgedTally]:
+    """Per arm, the judge's hits over its rulings; arms with no judged run are left out."""
+    out: dict[str, JudgedTally] = {}
+    for condition, runs in by_condition.items():
+        ruled = [
+            [i.hit for i in r.score.items if i.kind in JUDGED_KINDS and i.hit is not None]
+            for r in runs
+            if _graded(r) and r.score is not None
+        ]
+        hits = [h for rs in ruled for h in rs]
+        if hits:
+            out[condition] = JudgedTally(hits=sum(hits), rulings=len(hits), runs=sum(1 for rs in ruled if rs))
+    return out
+
+
+def _aa_band(strata: Sequence[stats.Stratum], repeats: int, seed: int) -> float | None:
+    """The A/A band of these strata (tasks with both arms), `repeats` runs per arm.
+
+    One task's own band judges its delta: averaging over tasks shrinks noise, so the
+    overall band would call a single task's chance difference real."""
+    return stats.aa_noise_band([[*t, *c] for t, c in strata if t and c], repeats, seed=seed)
+
+
+def _aa_noise(strata: Sequence[stats.Stratum], repeats: int, seed: int) -> AANoise | None:
+    band = _aa_band(strata, repeats, seed)
+    if band is None:
+        return None
+    return AANoise(
+        band=band,
+        quantile=stats.AA_QUANTILE,
+        simulations=stats.AA_SIMULATIONS,
+        tasks=sum(1 for t, c in strata if t and c),
+        repeats=repeats,
     )
 
 
@@ -223,19 +280,22 @@ def summarize(
     for r in results:
         grid[r.cell.task][r.cell.condition].append(r)
     task_ids = sorted(set(manifest.tasks) | set(grid))
+    vs_base = _strata(grid, HEAD, BASE)
+    aa = _aa_noise(vs_base, manifest.repeats, manifest.seed)
 
     tasks = []
     for t in task_ids:
         by_condition = grid[t]
+        task_band = _aa_band(_strata({t: by_condition}, HEAD, BASE), manifest.repeats, manifest.seed)
         tasks.append(
             TaskSummary(
                 task=t,
                 conditions={c: _condition_stats(c, {t: by_condition.get(c, [])}) for c in conditions},
-                head_vs_base=_task_delta(HEAD, BASE, by_condition, noise),
+                head_vs_base=_task_delta(HEAD, BASE, by_condition, noise, task_band),
                 head_vs_none=_task_delta(HEAD, NONE, by_condition, noise),
+                judged=_judged({c: by_condition.get(c, []) for c in conditions}),
             )
         )
-    vs_base = _strata(grid, HEAD, BASE)
     compared = sum(1 for t, c in vs_base if t and c)
     power = stats.power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
@@ -267,7 +327,13 @@ def summarize(
         changed=list(detection.changed),
         tasks=tasks,
         overall={c: _condition_stats(c, {t: grid[t].get(c, []) for t in task_ids}) for c in conditions},
-        head_vs_base=_delta(HEAD, BASE, stats.mean_delta([t.head_vs_base.value for t in tasks]), noise),
+        head_vs_base=_delta(
+            HEAD,
+            BASE,
+            stats.mean_delta([t.head_vs_base.value for t in tasks]),
+            noise,
+            aa.band if aa else None,
+        ),
         head_vs_none=_delta(HEAD, NONE, stats.mean_delta([t.head_vs_none.value for t in tasks]), noise),
         missed=_missed({c: by_condition_all.get(c, []) for c in conditions}),
         confounds=_confounds(manifest, detection, results, conditions),
@@ -279,4 +345,5 @@ def summarize(
         infra_error_rate=infra_rate,
         verdict_refused=refused,
         instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
+        aa_noise=aa,
     )
