@@ -542,10 +542,7 @@ class Runner:
         return score_change(hidden, checks), checks
 
     def _infra_outcome(self, exc: DocdeltaError | OSError) -> AgentOutcome:
-        return AgentOutcome(
-            agent=self.agent.name,
-            agent_version=self.agent.version,
-            model=self.agent.model,
-            status=RunStatus.infra_error,
+        return self.agent.make_outcome(
+            RunStatus.infra_error,
             error=str(exc),
         )

@@ -158,6 +158,13 @@ class Agent(ABC):
         so the report can say when a PR edits only files the agent never reads)."""
         return [glob for glob, families in BUILTIN_PATTERNS if self.name in families]
 
+    def make_outcome(self, status: RunStatus, *, model: str | None = None, **fields: Any) -> AgentOutcome:
+        """An outcome stamped with this agent's identity (name, pinned version, model);
+        `model` overrides when the run reports the model it really used."""
+        return AgentOutcome(
+            agent=self.name, agent_version=self.version, model=model or self.model, status=status, **fields
+        )
+
     @abstractmethod
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         """Build the command line, environment and files for one run."""

@@ -123,11 +123,9 @@ def outcome_from_events(
     answer, why = parse_answer(text)
     error = _error(final, result)
     status = _status(final, error, classify(result, answer))
-    return AgentOutcome(
-        agent=agent.name,
-        agent_version=agent.version,
+    return agent.make_outcome(
+        status,
         model=model,
-        status=status,
         answer=answer,
         final_text=text,
         metrics=_metrics(final, uses, outputs, workspace),

@@ -120,11 +120,8 @@ def outcome_from_events(
         status = RunStatus.rate_limited
     elif errors and status is RunStatus.ok:
         status = RunStatus.agent_error
-    return AgentOutcome(
-        agent=agent.name,
-        agent_version=agent.version,
-        model=agent.model,
-        status=status,
+    return agent.make_outcome(
+        status,
         answer=answer,
         final_text=text,
         metrics=_metrics(events, items),

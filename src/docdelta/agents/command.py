@@ -70,11 +70,8 @@ class CommandAgent(Agent):
         errors = [e for e in (why if answer is None else None, metrics_error) if e]
         if status is RunStatus.agent_error and result.stderr:
             errors.append(result.stderr.decode("utf-8", errors="replace")[-2000:])
-        return AgentOutcome(
-            agent=self.name,
-            agent_version=self.version,
-            model=self.model,
-            status=status,
+        return self.make_outcome(
+            status,
             answer=answer,
             final_text=text,
             metrics=metrics,

@@ -112,11 +112,8 @@ class GeminiAgent(GatewayAgent):
                 status = status_for_api_error(error_obj.get("code"))
         elif answer is None and not output and result.exit_code not in (0, None) and result.stderr:
             error = result.stderr.decode("utf-8", errors="replace")[-2000:]
-        return AgentOutcome(
-            agent=self.name,
-            agent_version=self.version,
-            model=self.required_model,
-            status=status,
+        return self.make_outcome(
+            status,
             answer=answer,
             final_text=text,
             metrics=_metrics(output.get("stats")),

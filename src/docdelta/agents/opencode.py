@@ -131,11 +131,8 @@ class OpenCodeAgent(GatewayAgent):
             status = RunStatus.max_turns
         if error is None and answer is None and result.exit_code not in (0, None) and result.stderr:
             error = result.stderr.decode("utf-8", errors="replace")[-2000:]
-        return AgentOutcome(
-            agent=self.name,
-            agent_version=self.version,
-            model=self.required_model,
-            status=status,
+        return self.make_outcome(
+            status,
             answer=answer,
             final_text=text,
             metrics=_metrics(steps, tools, workspace),
