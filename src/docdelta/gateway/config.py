@@ -105,6 +105,11 @@ class GatewayConfig(_Model):
     budget: Budget = Budget()
     prices: dict[str, Price] = DEFAULT_PRICES
     port: int = Field(default=8080, ge=1, le=65535)
+    egress_network: str | None = Field(
+        default=None,
+        description="an existing Docker network the gateway reaches the model APIs on, e.g. one "
+        "holding a local llama.cpp / vLLM / ollama server; default: a fresh bridge per run",
+    )
     fingerprints: dict[str, list[str]] = Field(
         default={},
         description="set per run, not in .docdelta.yml: audit id -> hashed distinctive lines of one "
