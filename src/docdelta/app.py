@@ -47,8 +47,8 @@ from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary
-from docdelta.report import render_markdown
+from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
+from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
@@ -429,6 +429,15 @@ def _run_matrix(
     return _Matrix(summary, notes, report.stopped, cost)
 
 
+def _diff_links(settings: ActionSettings, pr_number: int | None, summary: Summary) -> dict[str, str]:
+    """Each changed instruction file's diff in the PR's "Files changed" tab (GitHub anchors a
+    file's diff as `diff-` + the sha256 of its path)."""
+    if pr_number is None:
+        return {}
+    files = f"{settings.github.server_url.rstrip('/')}/{settings.github.repository}/pull/{pr_number}/files"
+    return {f.path: f"{files}#diff-{sha256_hex(f.path.encode())}" for f in summary.changed}
+
+
 def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provenance: str) -> ActionResult:
     settings = ctx.settings
     trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
@@ -444,8 +453,11 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
         notes.append(provenance)
     if matrix.stopped:
         notes.append(f"**Incomplete:** the matrix stopped early ({matrix.stopped}); re-run to resume.")
-    body = render_markdown(summary) + "\n" + "\n\n".join(ctx.redact(n) for n in notes) + "\n"
-    body += f"\n[Full report and logs]({settings.github.run_url})\n"
+    links = _diff_links(settings, ctx.event.pr_number, summary)
+    body = (
+        render_comment_markdown(summary, diff_links=links) + "\n" + "\n\n".join(ctx.redact(n) for n in notes)
+    )
+    body += f"\n\n[Full report and logs]({settings.github.run_url})\n"
     ctx.runtime.append_summary(body)
     outputs = _outputs(summary, matrix.cost_usd, settings)
     if settings.comment:

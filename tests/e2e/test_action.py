@@ -8,6 +8,7 @@ copied and edited in `_event` so each edit is visible here.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
@@ -147,6 +148,9 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     assert body.startswith("<!-- docdelta:docdelta -->")
     assert "docdelta scorecard" in body and "| **all tasks** |" in body
     assert "**Gate** (`fail-on: regression`)" in body
+    assert "```mermaid\nxychart-beta" in body and "<details><summary>" in body
+    anchor = hashlib.sha256(b"AGENTS.md").hexdigest()  # GitHub's anchor of a file's diff
+    assert f"[`AGENTS.md`](https://github.com/{fake.repo}/pull/2/files#diff-{anchor})" in body
     check = _latest_check(fake)
     assert check["name"] == "docdelta" and check["head_sha"] == demo.head_sha
     assert check["status"] == "completed"

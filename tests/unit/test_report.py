@@ -11,8 +11,8 @@ from jinja2 import UndefinedError
 from docdelta import stats
 from docdelta.grading.judged import with_judgements
 from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
-from docdelta.report import render_json, render_markdown, summarize
-from docdelta.report.render import cell, code, environment
+from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
+from docdelta.report.render import cell, code, environment, mermaid_label
 
 
 # ------------------------------------------------------------------ summary
@@ -367,3 +367,21 @@ def test_no_judged_section_when_nothing_was_judged() -> None:
     s = summary_of([*arm("t", "base", [1.0], points=2), *arm("t", "head", [1.0], points=2)])
     assert all(t.judged == {} for t in s.tasks)
     assert "Judged key points" not in render_markdown(s)
+
+
+def test_the_pr_comment_adds_a_mermaid_chart_diff_links_and_folds_details() -> None:
+    results = arm("t-one", "base", [0.25, 0.75]) + arm("t-one", "head", [1.0, 1.0])
+    summary = summary_of(results)
+    link = "https://github.com/o/r/pull/7/files#diff-abc"
+    body = render_comment_markdown(summary, diff_links={"AGENTS.md": link})
+    chart = body.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert 'x-axis ["t-one base", "t-one head"]' in chart
+    assert "bar [0.50, 1.00]" in chart
+    assert f"[`AGENTS.md`]({link})" in body
+    assert body.count("<details><summary>") == body.count("</details>") >= 2
+    assert "| t-one" in body  # the table stays unfolded
+    assert "(" + link + ")" not in render_markdown(summary)  # the CLI scorecard has no PR links
+
+
+def test_mermaid_labels_cannot_break_the_chart() -> None:
+    assert mermaid_label('a "quoted" [task]\nname') == "a  quoted   task  name"

@@ -14,6 +14,7 @@ templates are autoescaped.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 from jinja2 import PackageLoader, StrictUndefined, select_autoescape
@@ -159,13 +160,26 @@ def environment() -> SandboxedEnvironment:
         inline=inline,
         cell=cell,
         code=code,
+        mermaid_label=mermaid_label,
     )
     return env
 
 
 def render_markdown(summary: Summary) -> str:
     """The compact scorecard a maintainer reads in 20 seconds."""
-    return environment().get_template("scorecard.md.j2").render(s=summary)
+    return environment().get_template("scorecard.md.j2").render(s=summary, links={})
+
+
+def render_comment_markdown(summary: Summary, *, diff_links: Mapping[str, str] | None = None) -> str:
+    """The same scorecard for a pull request: a mermaid chart, the changed files linked to
+    their diff, the long sections folded into `<details>` (which the comment trimmer
+    empties first when GitHub's size limit is near)."""
+    return environment().get_template("comment.md.j2").render(s=summary, links=dict(diff_links or {}))
+
+
+def mermaid_label(text: str) -> str:
+    """A label safe inside a quoted mermaid string (no quotes, brackets or newlines)."""
+    return re.sub(r'["\[\]\n\r`]', " ", text)[:40]
 
 
 def render_json(summary: Summary) -> str:
