@@ -116,6 +116,14 @@ class GlobSet:
         return self._regex.match(path) is not None
 
 
+SHADOWED: dict[str, tuple[tuple[str, str], ...]] = {
+    # OpenCode loads only the first of AGENTS.md, CLAUDE.md it finds (checked against
+    # OpenCode 1.18.33 at our scripted model server): a root CLAUDE.md next to a root
+    # AGENTS.md never reaches it.
+    "opencode": (("CLAUDE.md", "AGENTS.md"),),
+}
+"""Family -> (file, the file whose presence keeps it from loading), root-relative paths."""
+
 KNOWN_FAMILIES = frozenset(f for _, families in BUILTIN_PATTERNS for f in families)
 """Agent families the table knows; adapters of the same name (claude_code, codex, ...) are them."""
 

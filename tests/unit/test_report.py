@@ -10,7 +10,7 @@ from jinja2 import UndefinedError
 
 from docdelta import stats
 from docdelta.grading.judged import with_judgements
-from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
+from docdelta.models import AgentInfo, ChangedFile, FileStatus, NearMiss, RunResult, RunStatus, Summary
 from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment, mermaid_label
 
@@ -385,3 +385,22 @@ def test_the_pr_comment_adds_a_mermaid_chart_diff_links_and_folds_details() -> N
 
 def test_mermaid_labels_cannot_break_the_chart() -> None:
     assert mermaid_label('a "quoted" [task]\nname') == "a  quoted   task  name"
+
+
+@pytest.mark.parametrize(("files", "shadowed"), [({"AGENTS.md", "CLAUDE.md"}, True), ({"CLAUDE.md"}, False)])
+def test_opencode_does_not_read_a_claude_md_that_an_agents_md_shadows(
+    files: set[str], shadowed: bool
+) -> None:
+    results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
+    plan = manifest(["t"], ["base", "head"])
+    plan = plan.model_copy(
+        update={
+            "agent": AgentInfo(name="opencode", version="1"),
+            "conditions": [
+                c.model_copy(update={"files": dict.fromkeys(files, "sha")}) for c in plan.conditions
+            ],
+        }
+    )
+    edit = ChangedFile(path="CLAUDE.md", status=FileStatus.modified, families=["claude_code", "opencode"])
+    changed = detection().model_copy(update={"changed": [edit]})
+    assert summarize(plan, changed, results).confounds.unread_changes == (["CLAUDE.md"] if shadowed else [])

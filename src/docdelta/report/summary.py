@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 
 from docdelta import audit, instruction_usage, stats
-from docdelta.detect import KNOWN_FAMILIES
+from docdelta.detect import KNOWN_FAMILIES, SHADOWED
 from docdelta.models import (
     AANoise,
     ConditionStats,
@@ -249,17 +249,21 @@ def _confounds(
         missing_conditions=[c for c in _order({BASE, HEAD, NONE, *conditions}) if c not in with_runs],
         missing_runs=sum(1 for cell in manifest.order if cell.key not in done),
         instruction_flags=audit.flags(graded),
-        unread_changes=_unread(manifest.agent.name, detection),
+        unread_changes=_unread(manifest, detection),
     )
 
 
-def _unread(agent: str, detection: Detection) -> list[str]:
+def _unread(manifest: Manifest, detection: Detection) -> list[str]:
     """Changed files that the agent under test does not read, when detection knows the agent
-    as a family (claude_code, codex, opencode, gemini, ...); fake, command and the built-in
-    agent have no family and are not judged."""
+    as a family (claude_code, codex, opencode, gemini, ...): files outside its family, and
+    files another file shadows in base or head (OpenCode: CLAUDE.md beside AGENTS.md). The
+    fake, command and built-in agents have no family and are not judged."""
+    agent = manifest.agent.name
     if agent not in KNOWN_FAMILIES:
         return []
-    return [f.path for f in detection.changed if agent not in f.families]
+    present = [set(c.files) for c in manifest.conditions if c.name in (BASE, HEAD)]
+    shadowed = {f for f, by in SHADOWED.get(agent, ()) if any(by in files for files in present)}
+    return [f.path for f in detection.changed if agent not in f.families or f.path in shadowed]
 
 
 def summarize(
