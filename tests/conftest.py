@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 
 import pytest
+from gitrepo import GitRepo
 
 CheckoutFactory = Callable[..., Path]
-
-_GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00",
-    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00",
-}
 
 
 @pytest.fixture
@@ -34,17 +23,10 @@ def tmp_checkout(tmp_path: Path) -> CheckoutFactory:
     def make(files: Mapping[str, str | bytes], *, name: str = "checkout", git: bool = True) -> Path:
         root = tmp_path / name
         root.mkdir(parents=True)
-        for rel, content in files.items():
-            path = root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
         if git:
-            env = {**os.environ, **_GIT_ENV}
-            for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "sealed"]):
-                subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+            GitRepo.init(root).commit(files, message="sealed")
+        else:
+            GitRepo(root).write(files)
         return root
 
     return make

@@ -53,9 +53,8 @@ print(json.dumps({"answer": "done", "files": ["calc/ops.py"],
 """
 
 
-def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _project(tmp_path: Path, reference: str) -> GitRepo:
+    """A buggy calc project with one change task; only head's AGENTS.md points at the bug."""
     repo = GitRepo.init(tmp_path / "proj")
     repo.commit(
         {
@@ -64,10 +63,17 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
             "AGENTS.md": "# Agents\nBe careful.\n",
             ".docdelta/tasks/fix-add.yaml": TASK,
             ".docdelta/tasks/fix-add/hidden/tests/test_ops.py": HIDDEN_TEST,
-            ".docdelta/tasks/fix-add/reference.patch": REFERENCE,
+            ".docdelta/tasks/fix-add/reference.patch": reference,
         }
     )
     repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py.\n"})
+    return repo
+
+
+def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project(tmp_path, REFERENCE)
     agent = tmp_path / "agent.py"
     agent.write_text(textwrap.dedent(AGENT))
     workdir = tmp_path / "work"
@@ -107,19 +113,8 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
 def test_a_change_task_whose_selftest_fails_is_not_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    repo = GitRepo.init(tmp_path / "proj")
-    repo.commit(
-        {
-            "calc/__init__.py": "",
-            "calc/ops.py": "def add(a, b):\n    return a - b\n",
-            "AGENTS.md": "# Agents\n",
-            ".docdelta/tasks/fix-add.yaml": TASK,
-            ".docdelta/tasks/fix-add/hidden/tests/test_ops.py": HIDDEN_TEST,
-            # a reference that does not fix the bug: the hidden tests cannot tell right from wrong
-            ".docdelta/tasks/fix-add/reference.patch": REFERENCE.replace("a + b", "a * b"),
-        }
-    )
-    repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py.\n"})
+    # a reference that does not fix the bug: the hidden tests cannot tell right from wrong
+    repo = _project(tmp_path, REFERENCE.replace("a + b", "a * b"))
     workdir = tmp_path / "work"
     args = [
         "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",

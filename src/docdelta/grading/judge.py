@@ -84,6 +84,11 @@ def user_prompt(rubric: Rubric, answer: str) -> str:
     )
 
 
+def needs_quote(kind: str, met: bool) -> bool:
+    """The quote rule: a made point and a broken rule must quote the answer to count."""
+    return met if kind == "point" else not met
+
+
 def _ruling(criterion: Criterion, given: Mapping[str, Any] | None, answer: str) -> JudgeRuling:
     """Apply the quote rule to the judge's raw ruling on one criterion."""
     if given is None:
@@ -98,8 +103,7 @@ def _ruling(criterion: Criterion, given: Mapping[str, Any] | None, answer: str) 
     met = given.get("met") is True
     quote = str(given.get("quote") or "")
     reason = str(given.get("reason") or "")
-    needs_quote = met if criterion.kind == "point" else not met
-    supported = quote_found(quote, answer) if needs_quote else True
+    supported = quote_found(quote, answer) if needs_quote(criterion.kind, met) else True
     hit = met and supported
     return JudgeRuling(
         kind=criterion.kind,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from docdelta.grading.judge import needs_quote
 from docdelta.grading.judged import JUDGED_FILE, apply_judgement, read_judged
 from docdelta.models import Cell, JudgedResult, JudgeRuling, RunResult, Summary, TaskSummary
 from docdelta.report.render import environment
@@ -138,15 +139,10 @@ class RulingView:
     """Whether the quote the claim needs was found verbatim in the answer."""
 
 
-def _needs_quote(r: JudgeRuling) -> bool:
-    """A made point and a broken rule must quote the answer (grading/judge.py's quote rule)."""
-    return r.met if r.kind == "point" else not r.met
-
-
 def ruling_view(r: JudgeRuling) -> RulingView:
     words = {"point": ("made", "not made"), "rule": ("respected", "broken")}[r.kind]
     claim = words[0] if r.met else words[1]
-    needed = _needs_quote(r)
+    needed = needs_quote(r.kind, r.met)
     outcome = claim if r.supported or not needed else f"claimed {claim}, unsupported"
     if not needed:
         evidence = "no quote needed"
