@@ -31,7 +31,8 @@ AUTH = {"authorization": f"Bearer {RUN_TOKEN}"}
 ANTHROPIC_AUTH = {"x-api-key": RUN_TOKEN, "anthropic-version": "2023-06-01"}
 GEMINI_AUTH = {"x-goog-api-key": RUN_TOKEN}
 CHAT = {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
-USAGE = TurnUsage(input_tokens=1000, output_tokens=100)
+USAGE = TurnUsage(input_tokens=20, output_tokens=100)
+"""What a small request really costs: about a token per 4 bytes of its body, and `max_tokens` out."""
 
 
 @pytest.fixture
@@ -251,14 +252,14 @@ def test_a_stream_without_include_usage_gets_it_and_is_billed(upstream: Scripted
     [seen] = upstream.requests
     assert seen["body"]["stream_options"] == {"include_usage": True}
     [call] = calls(log)
-    assert (call.tokens_in, call.tokens_out) == (1000, 100)
-    assert call.cost_usd == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)
+    assert (call.tokens_in, call.tokens_out) == (20, 100)
+    assert call.cost_usd == pytest.approx((20 * 0.15 + 100 * 0.60) / 1e6)
 
 
 def test_thirty_parallel_calls_never_overspend_the_budget(upstream: ScriptedModelServer) -> None:
-    # Each call: 1000 in + 100 out = $0.00021 at gpt-4o-mini prices; its worst case (100 out
-    # and the body's estimated input) is more. Ten calls' worth of budget for thirty calls.
-    per_call = (1000 * 0.15 + 100 * 0.60) / 1e6
+    # Each call: 20 in + 100 out at gpt-4o-mini prices; its worst case (100 out and the
+    # body's estimated input) is a little more. Ten calls' worth of budget for thirty calls.
+    per_call = (20 * 0.15 + 100 * 0.60) / 1e6
     budget = Budget(max_cost_usd=10 * per_call)
     with (
         gateway_on_loopback(config_for(upstream.url, model=MODEL, budget=budget), KEYS) as (url, _, log),
