@@ -221,7 +221,7 @@ class Gateway:
         """The last log line: how many refusals were counted but not logged one by one."""
         unlogged = self.refused - MAX_REFUSALS_LOGGED
         if unlogged > 0:
-            entry = {"upstream": None, "method": "*", "path": "(refused, not logged one by one)"}
+            entry: dict[str, Any] = {"upstream": None, "method": "*", "path": "(refused, not logged one by one)"}
             entry |= {"status": 403, "latency_s": 0.0, "error": "refused", "count": unlogged}
             self.log.write(json.dumps(entry) + "\n")
             self.log.flush()

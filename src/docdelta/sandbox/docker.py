@@ -7,9 +7,15 @@ Docker action our containers are siblings on the host daemon, so the checkout go
 Hardening is the default, not an option: a non-root user, no capabilities,
 no-new-privileges, a read-only root with a writable workspace volume and a /tmp tmpfs,
 memory/CPU/pids limits, a wall-clock timeout that kills every process of the run, a cap
-on captured output and an environment built from scratch for every exec. Every container,
-network and volume carries the `org.docdelta` label and is removed on every exit path;
-`gc` sweeps what a crashed process left.
+on captured output, a size-capped container log and an environment built from scratch for
+every exec.
+
+Nothing outlives docdelta: the container's first process only reads its stdin, which is
+attached to this process (the SDK's create sets StdinOnce), so when docdelta exits or is
+killed Docker closes that stdin, the process ends and with it the container and every
+process in it (the gateway has the same watchdog). Every container, network and volume
+carries the `org.docdelta` labels, with its owner (host/pid/start), and is removed on
+every exit path; each new provider, and `docdelta gc`, removes what dead owners left.
 """
 
 from __future__ import annotations
@@ -34,7 +40,19 @@ from docker import DockerClient
 from docdelta.errors import InfraError, SandboxError
 from docdelta.gateway.runtime import Gateway, RunningGateway
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.sandbox.dockerapi import AGENT_UID, AGENT_USER, LABEL, ROLE_LABEL, RUN_LABEL, raw_socket
+from docdelta.sandbox.dockerapi import (
+    AGENT_UID,
+    AGENT_USER,
+    LABEL,
+    OWNER_LABEL,
+    ROLE_LABEL,
+    RUN_LABEL,
+    bounded_log,
+    close_stdin,
+    owner_gone,
+    owner_id,
+    raw_socket,
+)
 
 VOLUME_ROOT = "/workspace"
 WORKSPACE = f"{VOLUME_ROOT}/repo"
@@ -48,6 +66,11 @@ DEFAULT_ENV = {
 """The floor of every exec's environment (the spec's and the call's env override it);
 HOME and TMPDIR are on the tmpfs because the root filesystem is read-only."""
 
+WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
+"""The agent container's first process: it ends when its stdin (docdelta's attach) closes."""
+LOG_MAX_BYTES = 1024 * 1024
+"""The agent container's log: nothing of ours writes it, so only a process writing to
+/proc/1/fd/1 would, and it gets this much of the daemon's disk."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 
@@ -80,6 +103,7 @@ class DockerProvider(SandboxProvider):
         self.client = client
         self.image = image
         self.gateway = gateway
+        gc(client)  # leftovers of runs whose docdelta process is gone
 
     def create(self, checkout: Path, spec: SandboxSpec) -> DockerSandbox:
         if not checkout.is_dir():
@@ -111,7 +135,8 @@ class DockerSandbox(Sandbox):
         self._client = provider.client
         self._spec = spec
         self.run_id = uuid.uuid4().hex[:12]
-        self._labels = {LABEL: "1", RUN_LABEL: self.run_id}
+        self._labels = {LABEL: "1", RUN_LABEL: self.run_id, OWNER_LABEL: owner_id()}
+        self._watchdog: Any = None
         self._cleanups: list[Callable[[], None]] = []
         self.gateway: RunningGateway | None = None
         self._env = {**DEFAULT_ENV, **spec.env}
@@ -122,7 +147,7 @@ class DockerSandbox(Sandbox):
             network = self._network(provider)
             self._container = self._create_container(provider.image, network)
             self._container.put_archive(VOLUME_ROOT, _checkout_tar(checkout))
-            self._container.start()
+            self._start()
         except BaseException as exc:
             self.close()
             if isinstance(exc, docker.errors.DockerException):
@@ -153,7 +178,8 @@ class DockerSandbox(Sandbox):
         self._cleanups.append(volume.remove)
         container = self._client.containers.create(
             image,
-            ["sleep", "infinity"],
+            WATCHDOG,
+            stdin_open=True,
             name=f"docdelta-{self.run_id}",
             hostname="sandbox",
             init=True,  # a real PID 1 reaps orphans, and killing it ends the whole PID namespace
@@ -171,14 +197,26 @@ class DockerSandbox(Sandbox):
             labels={**self._labels, ROLE_LABEL: "agent"},
             working_dir=WORKSPACE,
             environment={},
+            log_config=bounded_log(LOG_MAX_BYTES),
         )
         self._cleanups.append(lambda: container.remove(force=True, v=True))
         return container
+
+    def _start(self) -> None:
+        """Start the container with its watchdog attached (before the start, so its stdin
+        is never closed while it runs)."""
+        if self._watchdog is not None:
+            close_stdin(self._watchdog)
+        self._watchdog = self._container.attach_socket(params={"stdin": 1, "stream": 1})
+        self._container.start()
 
     def close(self) -> None:
         """Undo creation in reverse order (container, volume, gateway, network); each step
         runs even when another fails, and a second call does nothing."""
         self._closed = True
+        if self._watchdog is not None:
+            close_stdin(self._watchdog)
+            self._watchdog = None
         cleanups, self._cleanups = self._cleanups, []
         for cleanup in reversed(cleanups):
             with suppress(docker.errors.NotFound):
@@ -252,7 +290,7 @@ class DockerSandbox(Sandbox):
         volume keeps the files, so the sandbox stays usable."""
         self._container.kill()
         self._container.wait(timeout=30)
-        self._container.start()
+        self._start()
         self._oom_kills = 0  # a restarted container starts a fresh memory cgroup
 
     def _oom_killed(self) -> bool:
@@ -303,24 +341,32 @@ class DockerSandbox(Sandbox):
         self._container.put_archive(VOLUME_ROOT, buf.getvalue())
 
 
-def gc(client: DockerClient) -> int:
-    """Remove every docdelta-labelled container, network and volume (leftovers of a crashed
-    run); returns how many objects were removed. Containers go first: they hold the rest."""
-    removed = 0
-    label: dict[str, str | list[str] | bool] = {"label": LABEL}
-    for container in client.containers.list(all=True, filters=label):
-        with suppress(docker.errors.NotFound):
-            container.remove(force=True, v=True)
-            removed += 1
-    for network in client.networks.list(filters=label):
-        with suppress(docker.errors.NotFound):
-            network.remove()
-            removed += 1
-    for volume in client.volumes.list(filters=label):
-        with suppress(docker.errors.NotFound):
-            volume.remove(force=True)
-            removed += 1
-    return removed
+def gc(client: DockerClient, *, dry_run: bool = False) -> list[str]:
+    """Remove the containers, networks and volumes of runs whose docdelta process is gone
+    (their owner label names this host and a process that no longer exists); returns their
+    names. Objects of live runs, of other hosts, or without an owner are never touched.
+    Containers go first: they hold the rest."""
+    found: list[str] = []
+    label: dict[str, str | list[str] | bool] = {"label": OWNER_LABEL}
+    kinds: list[tuple[Callable[[], list[Any]], Callable[[Any], None]]] = [
+        (lambda: client.containers.list(all=True, filters=label), lambda c: c.remove(force=True, v=True)),
+        (lambda: client.networks.list(filters=label), lambda n: n.remove()),
+        (lambda: client.volumes.list(filters=label), lambda v: v.remove(force=True)),
+    ]
+    for listing, remove in kinds:
+        for thing in listing():
+            if not owner_gone(_owner(thing)):
+                continue
+            found.append(str(thing.name))
+            if not dry_run:
+                with suppress(docker.errors.NotFound, docker.errors.APIError):
+                    remove(thing)
+    return found
+
+
+def _owner(thing: Any) -> str:
+    labels = thing.attrs.get("Labels") or (thing.attrs.get("Config") or {}).get("Labels") or {}
+    return str(labels.get(OWNER_LABEL, ""))
 
 
 # ------------------------------------------------------------------ helpers
