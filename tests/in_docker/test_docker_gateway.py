@@ -37,7 +37,8 @@ def resolves(name):
         return False
 def via_gateway(raw_target, token=os.environ["OPENAI_API_KEY"]):
     s = socket.create_connection(("gateway", 8080), timeout=5)
-    s.sendall(("GET " + raw_target + " HTTP/1.1\\r\\nhost: x\\r\\nx-api-key: " + token + "\\r\\n\\r\\n").encode())
+    head = "GET " + raw_target + " HTTP/1.1\\r\\nhost: x\\r\\nx-api-key: " + token + "\\r\\n\\r\\n"
+    s.sendall(head.encode())
     return s.recv(100).split(b"\\r\\n")[0].decode()
 def models():
     request = urllib.request.Request(

@@ -63,7 +63,9 @@ def checkout(tmp_checkout: CheckoutFactory) -> Path:
 
 
 @pytest.fixture
-def gated(client: Any, base_image: str, gateway_image: str, egress: str, checkout: Path) -> Iterator[DockerSandbox]:
+def gated(
+    client: Any, base_image: str, gateway_image: str, egress: str, checkout: Path
+) -> Iterator[DockerSandbox]:
     provider = DockerProvider(client, base_image, gateway=gateway_for(egress, gateway_image))
     with provider.create(checkout, SandboxSpec(network="gateway")) as sandbox:
         yield sandbox
@@ -93,7 +95,9 @@ def test_only_the_runs_own_agent_can_use_the_gateway(
         "status": "HTTP/1.1 401 Gateway"
     }
     # The agent, with the token it was given, is served.
-    assert probe(client, base_image, internal, "gateway", gated.gateway.token) == {"status": "HTTP/1.1 200 OK"}
+    assert probe(client, base_image, internal, "gateway", gated.gateway.token) == {
+        "status": "HTTP/1.1 200 OK"
+    }
     calls = gated.gateway.calls()
     assert [(c.status, c.error) for c in calls] == [(401, "unauthorized")] * 2 + [(200, None)]
     assert all(KEY not in json.dumps(c.model_dump()) for c in calls)
@@ -110,7 +114,8 @@ CHILD = textwrap.dedent(
     from docdelta.sandbox.docker import DockerProvider
     image, checkout, egress, gateway_image, url = sys.argv[1:6]
     route = OPENAI.model_copy(update={"base_url": url})
-    gateway = Gateway(GatewayConfig(upstreams=[route]), gateway_image, {"openai": "sk-x"}, egress_network=egress)
+    config = GatewayConfig(upstreams=[route])
+    gateway = Gateway(config, gateway_image, {"openai": "sk-x"}, egress_network=egress)
     provider = DockerProvider(docker.from_env(), image, gateway=gateway)
     with provider.create(Path(checkout), SandboxSpec(network="gateway")) as sb:
         print(sb.run_id, flush=True)

@@ -16,7 +16,6 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from docker_helpers import RUN_TOKEN, gateway_on_loopback
 
@@ -146,30 +145,36 @@ def test_anthropic_betas_off_the_allowlist_are_dropped(upstream: ScriptedModelSe
     betas = {"anthropic-beta": "web-fetch-2025-09-10, interleaved-thinking-2025-05-14,mcp-client-2025-04-04"}
     config = config_for(upstream.url, model="claude-sonnet-4-5")
     with gateway_on_loopback(config, KEYS) as (url, _, _log):
-        status, _ = raw(url, request_bytes("POST", "/anthropic/v1/messages", body, {**ANTHROPIC_AUTH, **betas}))
+        status, _ = raw(
+            url, request_bytes("POST", "/anthropic/v1/messages", body, {**ANTHROPIC_AUTH, **betas})
+        )
     assert status == 200
     [seen] = upstream.requests
     assert seen["headers"]["anthropic-beta"] == "interleaved-thinking-2025-05-14"
 
 
+RESPONSES, CHAT_PATH, MESSAGES = "/openai/responses", "/openai/chat/completions", "/anthropic/v1/messages"
+GENERATE = f"/gemini/v1beta/models/{GEMINI_MODEL}:generateContent"
+CLAUDE = "claude-sonnet-4-5"
+EVIL = "https://evil.example"
 SERVER_SIDE_TOOLS = [
-    ("/openai/responses", MODEL, {"tools": [{"type": "mcp", "server_url": "https://evil.example", "server_label": "x"}]}),
-    ("/openai/responses", MODEL, {"tools": [{"type": "web_search_preview"}]}),
-    ("/openai/responses", MODEL, {"tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}),
-    ("/openai/responses", MODEL, {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}),
-    ("/openai/responses", MODEL, {"tools": [{"type": "computer_use_preview"}]}),
-    ("/openai/responses", MODEL, {"background": True}),
-    ("/openai/chat/completions", MODEL, {"web_search_options": {}}),
-    ("/openai/chat/completions", MODEL, {"tools": [{"type": "web_search"}]}),
-    ("/anthropic/v1/messages", "claude-sonnet-4-5", {"mcp_servers": [{"type": "url", "url": "https://evil.example", "name": "x"}]}),
-    ("/anthropic/v1/messages", "claude-sonnet-4-5", {"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]}),
-    ("/anthropic/v1/messages", "claude-sonnet-4-5", {"tools": [{"type": "web_search_20250305", "name": "web_search"}]}),
-    ("/anthropic/v1/messages", "claude-sonnet-4-5", {"tools": [{"type": "code_execution_20250825", "name": "code_execution"}]}),
-    ("/anthropic/v1/messages", "claude-sonnet-4-5", {"container": "container_1"}),
-    (f"/gemini/v1beta/models/{GEMINI_MODEL}:generateContent", None, {"tools": [{"googleSearch": {}}]}),
-    (f"/gemini/v1beta/models/{GEMINI_MODEL}:generateContent", None, {"tools": [{"urlContext": {}}]}),
-    (f"/gemini/v1beta/models/{GEMINI_MODEL}:generateContent", None, {"tools": [{"codeExecution": {}}]}),
-]  # fmt: skip
+    (RESPONSES, MODEL, {"tools": [{"type": "mcp", "server_url": EVIL, "server_label": "x"}]}),
+    (RESPONSES, MODEL, {"tools": [{"type": "web_search_preview"}]}),
+    (RESPONSES, MODEL, {"tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}),
+    (RESPONSES, MODEL, {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}),
+    (RESPONSES, MODEL, {"tools": [{"type": "computer_use_preview"}]}),
+    (RESPONSES, MODEL, {"background": True}),
+    (CHAT_PATH, MODEL, {"web_search_options": {}}),
+    (CHAT_PATH, MODEL, {"tools": [{"type": "web_search"}]}),
+    (MESSAGES, CLAUDE, {"mcp_servers": [{"type": "url", "url": EVIL, "name": "x"}]}),
+    (MESSAGES, CLAUDE, {"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]}),
+    (MESSAGES, CLAUDE, {"tools": [{"type": "web_search_20250305", "name": "web_search"}]}),
+    (MESSAGES, CLAUDE, {"tools": [{"type": "code_execution_20250825", "name": "code_execution"}]}),
+    (MESSAGES, CLAUDE, {"container": "container_1"}),
+    (GENERATE, None, {"tools": [{"googleSearch": {}}]}),
+    (GENERATE, None, {"tools": [{"urlContext": {}}]}),
+    (GENERATE, None, {"tools": [{"codeExecution": {}}]}),
+]
 
 
 @pytest.mark.parametrize(("target", "model", "extra"), SERVER_SIDE_TOOLS)

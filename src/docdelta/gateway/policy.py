@@ -172,9 +172,10 @@ def headers(client: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
             continue
         if lower == "anthropic-beta":
             flags = [f.strip() for f in value.split(",")]
-            value = ",".join(f for f in flags if f.startswith(ANTHROPIC_BETAS))
-            if not value:
-                continue
+            betas = ",".join(f for f in flags if f.startswith(ANTHROPIC_BETAS))
+            if betas:
+                kept.append((name, betas))
+            continue
         kept.append((name, value))
     return kept
 
@@ -217,7 +218,10 @@ def check_body(
     if api is Api.chat and parsed.get("stream") is True:
         options = parsed.get("stream_options")
         if not isinstance(options, dict) or options.get("include_usage") is not True:
-            parsed["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+            parsed["stream_options"] = {
+                **(options if isinstance(options, dict) else {}),
+                "include_usage": True,
+            }
             rewritten = json.dumps(parsed).encode()
     return Checked(model, _max_output(api, parsed), rewritten)
 

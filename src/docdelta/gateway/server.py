@@ -39,8 +39,8 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx
 
 from docdelta.gateway.fingerprint import match, request_lines
-from docdelta.gateway.policy import Api, Checked, Denied, Template, check_body, headers, normalise, query
-from docdelta.gateway.usage import Usage, cost_usd, extract, price_for
+from docdelta.gateway.policy import Checked, Denied, Template, check_body, headers, normalise, query
+from docdelta.gateway.usage import cost_usd, extract, price_for
 
 READY = "docdelta-gateway listening"
 """Printed to stderr once the socket accepts connections; the host waits for it."""
@@ -109,7 +109,9 @@ class Ledger:
 
     def authorise(self, tokens: int, cost: float) -> Hold:
         if self.max_requests is not None and self.requests >= self.max_requests:
-            raise Refusal(402, "budget", f"run budget exhausted: {self.requests} of {self.max_requests} requests")
+            raise Refusal(
+                402, "budget", f"run budget exhausted: {self.requests} of {self.max_requests} requests"
+            )
         if self.max_tokens is not None and self.tokens + self.held_tokens + tokens > self.max_tokens:
             raise Refusal(
                 402,
@@ -185,7 +187,11 @@ class Gateway:
                     raise Refusal(403, "refused", f"not on the gateway's allowlist: {exc}") from None
                 url = route.base_url.rstrip("/") + rest + (f"?{forwarded_query}" if forwarded_query else "")
                 return route, template, url, found.groupdict().get("model")
-        raise Refusal(403, "refused", f"{method} {self.scrub(path)[:MAX_LOGGED_TARGET]} is not on the gateway's allowlist")
+        raise Refusal(
+            403,
+            "refused",
+            f"{method} {self.scrub(path)[:MAX_LOGGED_TARGET]} is not on the gateway's allowlist",
+        )
 
     def worst_case(self, template: Template, checked: Checked, body: bytes) -> tuple[int, float]:
         """The most tokens and dollars this call can cost before its usage is known."""
@@ -200,9 +206,13 @@ class Gateway:
                 "give it one in .docdelta.yml (gateway.prices; {input: 0, output: 0} for a free local model)",
             )
         tokens_in = math.ceil(len(body) / BYTES_PER_TOKEN)
-        tokens_out = max(checked.max_output_tokens or 0, self.max_output_tokens if checked.max_output_tokens is None else 0)
+        tokens_out = max(
+            checked.max_output_tokens or 0, self.max_output_tokens if checked.max_output_tokens is None else 0
+        )
         per_in = max(price.get("input", 0.0), price.get("cache_write", 0.0))
-        return tokens_in + tokens_out, (tokens_in * per_in + tokens_out * price.get("output", 0.0)) / 1_000_000
+        return tokens_in + tokens_out, (
+            tokens_in * per_in + tokens_out * price.get("output", 0.0)
+        ) / 1_000_000
 
     def scrub(self, text: str) -> str:
         for secret in self.secrets:
@@ -221,7 +231,11 @@ class Gateway:
         """The last log line: how many refusals were counted but not logged one by one."""
         unlogged = self.refused - MAX_REFUSALS_LOGGED
         if unlogged > 0:
-            entry: dict[str, Any] = {"upstream": None, "method": "*", "path": "(refused, not logged one by one)"}
+            entry: dict[str, Any] = {
+                "upstream": None,
+                "method": "*",
+                "path": "(refused, not logged one by one)",
+            }
             entry |= {"status": 403, "latency_s": 0.0, "error": "refused", "count": unlogged}
             self.log.write(json.dumps(entry) + "\n")
             self.log.flush()
@@ -366,7 +380,9 @@ async def _read_request(
         entry.update(method="*", path=lines[0][:MAX_LOGGED_TARGET])
         raise Refusal(400, "refused", "malformed request line") from None
     entry.update(method=method[:16], path=target[:MAX_LOGGED_TARGET])
-    client_headers = [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:] if line)]
+    client_headers = [
+        (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:] if line)
+    ]
     names = {k.lower(): v for k, v in client_headers}
     if "chunked" in names.get("transfer-encoding", "").lower():
         raise Refusal(411, "refused", "chunked request bodies are not supported; send Content-Length")
@@ -445,7 +461,9 @@ def build(setup: Mapping[str, Any]) -> Gateway:
 async def serve(setup: Mapping[str, Any], stdin_closed: asyncio.Future[Any]) -> None:
     """Serve until `stdin_closed` resolves; then stop accepting, drain and log the rest."""
     gateway = build(setup)
-    server = await asyncio.start_server(gateway.handle, setup["listen"], setup["config"]["port"], limit=MAX_HEAD)
+    server = await asyncio.start_server(
+        gateway.handle, setup["listen"], setup["config"]["port"], limit=MAX_HEAD
+    )
     print(READY, file=sys.stderr, flush=True)
     await stdin_closed
     server.close()

@@ -71,6 +71,9 @@ WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
 LOG_MAX_BYTES = 1024 * 1024
 """The agent container's log: nothing of ours writes it, so only a process writing to
 /proc/1/fd/1 would, and it gets this much of the daemon's disk."""
+DISK_FULL_MARGIN = 1024 * 1024
+MAX_READ_BYTES = 16 * 1024 * 1024
+"""The largest file docdelta reads back from a sandbox (metrics, answers, reports)."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 
@@ -174,7 +177,18 @@ class DockerSandbox(Sandbox):
         return str(internal.name)
 
     def _create_container(self, image: str, network: str) -> Any:
-        volume = self._client.volumes.create(f"docdelta-{self.run_id}", labels=self._labels)
+        volume = self._client.volumes.create(
+            f"docdelta-{self.run_id}",
+            driver="local",
+            # A tmpfs of fixed size: the only workspace quota every Docker host supports (an
+            # overlay2 size option needs xfs with project quotas).
+            driver_opts={
+                "type": "tmpfs",
+                "device": "tmpfs",
+                "o": f"size={self._spec.workspace_mb}m,uid={AGENT_UID},gid={AGENT_UID},mode=0755",
+            },
+            labels=self._labels,
+        )
         self._cleanups.append(volume.remove)
         container = self._client.containers.create(
             image,
@@ -268,7 +282,17 @@ class DockerSandbox(Sandbox):
         exit_code = self._exit_code(exec_id)
         if exit_code == _KILLED and self._oom_killed():
             return ExecResult(None, out.stdout, out.stderr, duration, oom=True, truncated=out.truncated)
-        return ExecResult(exit_code, out.stdout, out.stderr, duration, truncated=out.truncated)
+        full = exit_code != 0 and self._workspace_full()
+        return ExecResult(
+            exit_code, out.stdout, out.stderr, duration, truncated=out.truncated, disk_full=full
+        )
+
+    def _workspace_full(self) -> bool:
+        """True when the workspace quota has less than DISK_FULL_MARGIN left (asked only
+        after a failed process: a full disk is why it may have failed)."""
+        probe = self._container.exec_run(["df", "-Pk", VOLUME_ROOT], user=AGENT_USER).output.decode()
+        fields = probe.splitlines()[-1].split() if probe.strip() else []
+        return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) * 1024 < DISK_FULL_MARGIN
 
     def _check_open(self) -> None:
         if self._closed:
@@ -308,13 +332,28 @@ class DockerSandbox(Sandbox):
         self._check_open()
         full = self._path(path)
         try:
-            stream, _ = self._container.get_archive(full)
+            stream, stat = self._container.get_archive(full)
         except docker.errors.NotFound:
             raise SandboxError(
                 f"{full} does not exist in sandbox docdelta-{self.run_id}",
                 hint="check the path; relative paths are under the workspace",
             ) from None
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        # The agent may have made it a symlink (to a host-looking path, or to a huge file) or
+        # a huge file: refused from the archive's stat, before a byte of it is read.
+        if stat.get("linkTarget"):
+            raise SandboxError(f"{full} is a symlink; refused", hint="the agent must write a regular file")
+        if int(stat.get("size", 0)) > MAX_READ_BYTES:
+            raise SandboxError(
+                f"{full} is {stat.get('size')} bytes, over the {MAX_READ_BYTES}-byte limit for files "
+                "docdelta reads from a sandbox",
+                hint="the agent must write a smaller file",
+            )
+        raw = bytearray()
+        for chunk in stream:
+            raw += chunk
+            if len(raw) > MAX_READ_BYTES + 64 * 1024:  # the tar framing around the file
+                raise SandboxError(f"{full} grew past the read limit while it was read", hint="retry")
+        with tarfile.open(fileobj=io.BytesIO(bytes(raw))) as archive:
             member = archive.next()
             data = archive.extractfile(member) if member is not None else None
             if data is None:
