@@ -25,6 +25,7 @@ from docker_helpers import UPSTREAM_PORT, leftovers
 
 from docdelta.gateway.config import OPENAI, GatewayConfig
 from docdelta.gateway.runtime import Gateway
+from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 from docdelta.sandbox.dockerapi import LABEL
@@ -48,6 +49,31 @@ auth = ("authorization: Bearer " + token + "\\r\\n") if token else ""
 s.sendall(("GET /openai/models HTTP/1.1\\r\\nhost: x\\r\\n" + auth + "\\r\\n").encode())
 print(json.dumps({"status": s.recv(100).split(b"\\r\\n")[0].decode()}))
 """
+
+
+CALLS = """
+import json, os, sys, urllib.request
+def call():
+    body = {"model": "gpt-4o-mini", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    request = urllib.request.Request(
+        os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"authorization": "Bearer " + os.environ["OPENAI_API_KEY"]},
+    )
+    return urllib.request.urlopen(request, timeout=30).status
+if sys.argv[1] == "later":  # left behind by the agent: calls once the host says so (fifos)
+    open("go").read()
+    open("done", "w").write(str(call()))
+else:
+    print([call() for _ in range(int(sys.argv[1]))])
+"""
+
+
+@pytest.fixture(scope="module")
+def modelserver_script() -> Script:
+    return Script(
+        name="hostile", turns=[TextTurn(text="ok", usage=TurnUsage(input_tokens=5, output_tokens=1))] * 12
+    )
 
 
 def gateway_for(egress: str, image: str) -> Gateway:
@@ -110,6 +136,7 @@ CHILD = textwrap.dedent(
     import docker
     from docdelta.gateway.config import OPENAI, GatewayConfig
     from docdelta.gateway.runtime import Gateway
+from docdelta.modelserver.script import Script, TextTurn, TurnUsage
     from docdelta.sandbox.base import SandboxSpec
     from docdelta.sandbox.docker import DockerProvider
     image, checkout, egress, gateway_image, url = sys.argv[1:6]
@@ -149,3 +176,20 @@ def test_nothing_of_a_run_outlives_kill_9_of_docdelta(
     assert leftovers(client, run_id), "stopped, but still there until the next start"
     DockerProvider(client, base_image)  # every start removes what dead owners left
     assert leftovers(client, run_id) == []
+
+
+def test_the_call_log_has_every_call_including_those_after_the_agent_exits(gated: DockerSandbox) -> None:
+    assert gated.gateway is not None
+    left = gated.exec(
+        ["sh", "-c", 'mkfifo go done && (nohup python3 -c "$0" later >/dev/null 2>&1 &)', CALLS]
+    )
+    assert left.exit_code == 0, left.stderr
+    ran = gated.exec(["python3", "-c", CALLS, "10"], timeout=120)
+    assert ran.stdout.strip() == b"[" + b", ".join([b"200"] * 10) + b"]", ran.stderr
+    # The agent has exited; the process it left behind calls now, and the host reads the
+    # record once that call is answered (both sides wait on fifos, not on time).
+    assert gated.exec(["sh", "-c", "echo go > go"], timeout=60).exit_code == 0
+    assert gated.exec(["cat", "done"], timeout=60).stdout == b"200"
+    calls = gated.gateway.calls()
+    assert [c.status for c in calls] == [200] * 11, "every call is in the record, the late one too"
+    assert all(c.cost_usd for c in calls), "and billed"

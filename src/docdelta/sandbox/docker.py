@@ -71,7 +71,6 @@ WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
 LOG_MAX_BYTES = 1024 * 1024
 """The agent container's log: nothing of ours writes it, so only a process writing to
 /proc/1/fd/1 would, and it gets this much of the daemon's disk."""
-DISK_FULL_MARGIN = 1024 * 1024
 MAX_READ_BYTES = 16 * 1024 * 1024
 """The largest file docdelta reads back from a sandbox (metrics, answers, reports)."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits
@@ -177,18 +176,7 @@ class DockerSandbox(Sandbox):
         return str(internal.name)
 
     def _create_container(self, image: str, network: str) -> Any:
-        volume = self._client.volumes.create(
-            f"docdelta-{self.run_id}",
-            driver="local",
-            # A tmpfs of fixed size: the only workspace quota every Docker host supports (an
-            # overlay2 size option needs xfs with project quotas).
-            driver_opts={
-                "type": "tmpfs",
-                "device": "tmpfs",
-                "o": f"size={self._spec.workspace_mb}m,uid={AGENT_UID},gid={AGENT_UID},mode=0755",
-            },
-            labels=self._labels,
-        )
+        volume = self._client.volumes.create(f"docdelta-{self.run_id}", labels=self._labels)
         self._cleanups.append(volume.remove)
         container = self._client.containers.create(
             image,
@@ -282,17 +270,7 @@ class DockerSandbox(Sandbox):
         exit_code = self._exit_code(exec_id)
         if exit_code == _KILLED and self._oom_killed():
             return ExecResult(None, out.stdout, out.stderr, duration, oom=True, truncated=out.truncated)
-        full = exit_code != 0 and self._workspace_full()
-        return ExecResult(
-            exit_code, out.stdout, out.stderr, duration, truncated=out.truncated, disk_full=full
-        )
-
-    def _workspace_full(self) -> bool:
-        """True when the workspace quota has less than DISK_FULL_MARGIN left (asked only
-        after a failed process: a full disk is why it may have failed)."""
-        probe = self._container.exec_run(["df", "-Pk", VOLUME_ROOT], user=AGENT_USER).output.decode()
-        fields = probe.splitlines()[-1].split() if probe.strip() else []
-        return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) * 1024 < DISK_FULL_MARGIN
+        return ExecResult(exit_code, out.stdout, out.stderr, duration, truncated=out.truncated)
 
     def _check_open(self) -> None:
         if self._closed:
