@@ -20,6 +20,7 @@ import pytest
 from docker_helpers import RUN_TOKEN, gateway_on_loopback
 
 from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI, Budget, GatewayConfig, ModelCall
+from docdelta.gateway.server import MAX_CONNECTIONS
 from docdelta.modelserver import ScriptedModelServer
 from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 
@@ -164,6 +165,7 @@ SERVER_SIDE_TOOLS = [
     (RESPONSES, MODEL, {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}),
     (RESPONSES, MODEL, {"tools": [{"type": "computer_use_preview"}]}),
     (RESPONSES, MODEL, {"background": True}),
+    (RESPONSES, MODEL, {"tools": [{"type": "namespace", "name": "n", "tools": [{"type": "mcp"}]}]}),
     (CHAT_PATH, MODEL, {"web_search_options": {}}),
     (CHAT_PATH, MODEL, {"tools": [{"type": "web_search"}]}),
     (MESSAGES, CLAUDE, {"mcp_servers": [{"type": "url", "url": EVIL, "name": "x"}]}),
@@ -301,3 +303,24 @@ def test_refused_requests_are_logged_by_count_and_first_line(upstream: ScriptedM
     logged = calls(log)
     assert sum(c.count for c in logged) == 300
     assert len(log.getvalue()) < 20_000, "refusals are not logged in full"
+
+
+def test_half_open_connections_are_capped(upstream: ScriptedModelServer) -> None:
+    with gateway_on_loopback(config_for(upstream.url, model=MODEL), KEYS) as (url, _, _log):
+        host, port = url.removeprefix("http://").split(":")
+        idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(MAX_CONNECTIONS)]
+        try:
+            # Each idle connection holds a slot until its head timeout; the next is turned away.
+            for sock in idle:
+                sock.sendall(b"GET")  # a request line that never ends
+            # Turned away at once: a 503, or a reset when it closes before reading the request.
+            try:
+                status, _ = raw(url, request_bytes("POST", "/openai/chat/completions", CHAT))
+            except ConnectionResetError:
+                status = 503
+            assert status == 503
+            assert upstream.requests == []
+        finally:
+            for sock in idle:
+                sock.close()
+        assert raw(url, request_bytes("POST", "/openai/chat/completions", CHAT))[0] == 200

@@ -248,11 +248,7 @@ def _check_tools(api: Api, body: Mapping[str, Any], enabled: Sequence[str]) -> N
                 if key not in _GEMINI_CLIENT_TOOLS:
                     _refuse_tool(str(key), enabled)
         return
-    allowed = CLIENT_TOOL_TYPES[api.value]
-    for tool in tools:
-        kind = tool.get("type", "custom") if isinstance(tool, dict) else "?"
-        if not isinstance(kind, str) or kind not in allowed:
-            _refuse_tool(str(kind), enabled)
+    _check_client_tools(tools, api, enabled)
     if api is Api.chat and "web_search_options" in body:
         _refuse_tool("web_search", enabled)
     if api is Api.responses and body.get("background"):
@@ -262,6 +258,18 @@ def _check_tools(api: Api, body: Mapping[str, Any], enabled: Sequence[str]) -> N
             _refuse_tool("mcp", enabled)
         if body.get("container"):
             _refuse_tool("code_execution", enabled)
+
+
+def _check_client_tools(tools: list[Any], api: Api, enabled: Sequence[str]) -> None:
+    """Every tool must be one the agent runs itself; a Responses `namespace` (Codex groups
+    its sub-agent tools in one) is checked tool by tool."""
+    allowed = CLIENT_TOOL_TYPES[api.value]
+    for tool in tools:
+        kind = tool.get("type", "custom") if isinstance(tool, dict) else "?"
+        if kind == "namespace" and api is Api.responses and isinstance(tool.get("tools"), list):
+            _check_client_tools(tool["tools"], api, enabled)
+        elif not isinstance(kind, str) or kind not in allowed:
+            _refuse_tool(str(kind), enabled)
 
 
 def _max_output(api: Api, body: Mapping[str, Any]) -> int | None:
