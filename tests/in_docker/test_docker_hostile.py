@@ -136,7 +136,6 @@ CHILD = textwrap.dedent(
     import docker
     from docdelta.gateway.config import OPENAI, GatewayConfig
     from docdelta.gateway.runtime import Gateway
-from docdelta.modelserver.script import Script, TextTurn, TurnUsage
     from docdelta.sandbox.base import SandboxSpec
     from docdelta.sandbox.docker import DockerProvider
     image, checkout, egress, gateway_image, url = sys.argv[1:6]
