@@ -156,7 +156,7 @@ class ActionSettings(BaseModel):
                 f"environment variable GITHUB_{field.upper()} is missing or invalid",
                 hint="run docdelta's action inside GitHub Actions (the runner sets GITHUB_* variables)",
             ) from None
-        options: dict[str, Any] = {"sandbox": "docker", "progress": "lines"}  # the Action's defaults
+        options: dict[str, Any] = {"sandbox": "docker"}  # the Action's default
         values: dict[str, Any] = {"github": github, "options": options}
         for name, text in raw.items():
             if text:

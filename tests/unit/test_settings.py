@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from docdelta.errors import ConfigError
 from docdelta.activity import Activity
+from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec
 
@@ -58,9 +58,15 @@ def test_run_limits_and_the_key_source_parse_from_inputs(tmp_path: Path) -> None
         )
     )  # fmt: skip
     o = s.options
-    assert (o.max_turns, o.reserve_usd, o.infra_retries, o.rate_limit, o.timeout_s) == (7, 0.25, 0, "wait", 90)
+    assert (o.max_turns, o.reserve_usd, o.infra_retries, o.rate_limit, o.timeout_s) == (
+        7,
+        0.25,
+        0,
+        "wait",
+        90,
+    )
     assert o.api_key is not None and o.api_key.get_secret_value() == "sk-xyz" and o.provider == "anthropic"
-    assert (s.source, o.sandbox, o.progress) == ("base", "docker", "lines")
+    assert (s.source, o.sandbox) == ("base", "docker")
     assert "sk-xyz" not in repr(s) and s.secrets() == ["ghs_token", "sk-xyz"]
 
 
