@@ -209,28 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "detect":
-        return _detect(args)
-    if args.command == "run":
-        return _run(args)
-    if args.command == "report":
-        return _report(args)
-    if args.command == "badge":
-        return _badge(args)
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "tasks":
-        return _tasks_from_commit(args)
-    if args.command == "selftest":
-        return _selftest(args)
-    if args.command == "gc":
-        return _gc(args)
-    if args.command in ("judge", "calibrate"):
-        return _judge(args)
-    if args.command == "action":
-        from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+    return COMMANDS[args.command](args)
 
-        return app.main()
+
+def _action(args: argparse.Namespace) -> int:
+    from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+
+    return app.main()
+
+
+def _schema(args: argparse.Namespace) -> int:
     print(json.dumps(task_json_schema(), indent=2))
     return ExitCode.OK
 
@@ -440,3 +428,20 @@ def _demo(args: argparse.Namespace) -> int:
     )
     options = RunOptions(agent="fake", sandbox=args.sandbox, allow_network=True, timeout_s=60.0)
     return _execute(Repo(demo.path), request, options, args.workdir / "results")
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "detect": _detect,
+    "run": _run,
+    "report": _report,
+    "badge": _badge,
+    "demo": _demo,
+    "tasks": _tasks_from_commit,
+    "selftest": _selftest,
+    "gc": _gc,
+    "judge": _judge,
+    "calibrate": _judge,
+    "schema": _schema,
+    "action": _action,
+}
+"""Subcommand -> handler; every subparser of `_parser` has one (a test holds them equal)."""
