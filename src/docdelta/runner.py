@@ -62,7 +62,7 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
-from docdelta.store import ResultStore, checkout_dir
+from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
 from docdelta.workspace import SealedCheckout, build_overlays, seal
 
@@ -441,7 +441,7 @@ class Runner:
         kind = INCOMPLETE[result.status]
         cell_dir = self.store.cell_dir(repo, result.cell)
         n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
-        (cell_dir / "result.json").rename(cell_dir / f"{kind}-{n}.json")
+        (cell_dir / RESULT_FILE).rename(cell_dir / f"{kind}-{n}.json")
 
     def require_selftests(self, exp: Experiment, task_ids: Iterable[str]) -> None:
         """A change task whose selftest fails cannot be run: before its first cell, prove
@@ -520,9 +520,9 @@ class Runner:
                 break
         score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden)
         if transcript is not None:
-            self.store.save_artifact(exp.repo_name, cell, "transcript.txt", transcript)
+            self.store.save_artifact(exp.repo_name, cell, TRANSCRIPT_FILE, transcript)
         if diff is not None:
-            self.store.save_artifact(exp.repo_name, cell, "diff.patch", diff)
+            self.store.save_artifact(exp.repo_name, cell, DIFF_FILE, diff)
         return RunResult(
             cell=cell,
             status=outcome.status,

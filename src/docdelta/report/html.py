@@ -38,9 +38,9 @@ from docdelta.models import (
     TaskSummary,
 )
 from docdelta.report.render import environment
-from docdelta.store import RESULT_FILE
+from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 
-RUN_FILES = (RESULT_FILE, JUDGED_FILE, "transcript.txt", "diff.patch")
+RUN_FILES = (RESULT_FILE, JUDGED_FILE, TRANSCRIPT_FILE, DIFF_FILE)
 """Files of a cell directory the report links to, each only when it exists."""
 
 COLORS = {BASE: "#8a94a6", HEAD: "#2f6fde", NONE: "#d2a24c", PATCHED: "#3a9d5d"}
