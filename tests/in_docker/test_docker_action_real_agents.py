@@ -18,7 +18,11 @@ import json
 import os
 import re
 import subprocess
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,7 @@ from docdelta.gateway.runtime import PLACEHOLDER_KEY
 from docdelta.models import RunResult, RunStatus
 from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.report.render import fmt_count, fmt_usd
+from docdelta.sandbox.dockerapi import LABEL, ROLE_LABEL, RUN_LABEL
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
@@ -95,17 +100,69 @@ gateway:
             ".docdelta.yml": config,
             ".docdelta/tasks/t.yaml": TASK,
             "README.md": "# proj\n",
-            "AGENTS.md": "# Agents\nbe nice\n",
-            "CLAUDE.md": "# Claude\nbe nice\n",
+            "AGENTS.md": "# Agents\nBe kind to reviewers.\n",
+            "CLAUDE.md": "# Claude\nKeep answers short.\n",
         }
     )
+    # Distinct lines per file: the audit tells files apart by their distinctive lines.
     repo.commit(
         {
             "AGENTS.md": "# Agents\nRun `make check` before you push.\n",
-            "CLAUDE.md": "# Claude\nRun `make check` before you push.\n",
+            "CLAUDE.md": "# Claude\nAlways run `make check` first; it lints and tests.\n",
         }
     )
     return repo
+
+
+@dataclass
+class Started:
+    """docdelta containers as they started: role, run id, networks and environment."""
+
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def of_runs_on(self, network: str) -> dict[str, list[dict[str, Any]]]:
+        """By run id, the containers of the runs whose gateway sat on `network` (ours: other
+        tests share the engine)."""
+        ours = {c["run"] for c in self.seen if c["role"] == "gateway" and network in c["networks"]}
+        runs: dict[str, list[dict[str, Any]]] = {run: [] for run in ours}
+        for c in self.seen:
+            if c["run"] in ours:
+                runs[c["run"]].append(c)
+        return runs
+
+
+@contextmanager
+def watch_starts(client: Any) -> Iterator[Started]:
+    """Inspect every docdelta container when the engine reports it started (an event, not
+    a poll): the gateway and agent containers live for a whole run, long after that."""
+    import docker.errors  # noqa: PLC0415 - docker tests only
+
+    started = Started()
+    events = client.events(decode=True, filters={"type": "container", "event": "start", "label": LABEL})
+
+    def watch() -> None:
+        for event in events:
+            try:
+                attrs = client.api.inspect_container(event["id"])
+            except docker.errors.NotFound:
+                continue
+            labels = attrs["Config"]["Labels"] or {}
+            started.seen.append(
+                {
+                    "run": labels.get(RUN_LABEL, ""),
+                    "role": labels.get(ROLE_LABEL, ""),
+                    "networks": set(attrs["NetworkSettings"]["Networks"] or {}),
+                    "env": attrs["Config"]["Env"] or [],
+                }
+            )
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield started
+    finally:
+        events.close()
+        thread.join(10)
 
 
 def _git(repo: GitRepo, *args: str) -> str:
@@ -166,14 +223,15 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
                 "-v", f"{repo.path}:/github/workspace", "-v", f"{home}:/github/home"]  # fmt: skip
         for key in env:
             args += ["-e", key]
-        proc = subprocess.run(
-            [*args, image],
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=1500,
-            check=False,
-        )
+        with watch_starts(client) as started:
+            proc = subprocess.run(
+                [*args, image],
+                env={**os.environ, **env},
+                capture_output=True,
+                text=True,
+                timeout=1500,
+                check=False,
+            )
         log = proc.stdout + proc.stderr
         assert proc.returncode == 0, log[-4000:]
         comments, checks = list(fake.comments), list(fake.check_runs)
@@ -220,6 +278,11 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
     assert log.count(CANARY) == 1 and f"::add-mask::{CANARY}" in log
     assert CANARY not in json.dumps(comments) + json.dumps(checks)
     assert CANARY not in (home / "summary.md").read_text() + (home / "output").read_text()
+    runs = started.of_runs_on(egress)  # every run's gateway and agent container, as they started
+    assert len(runs) == RUNS_PER_AGENT, started.seen
+    for containers in runs.values():
+        assert {c["role"] for c in containers} >= {"gateway", "agent"}
+        assert all(CANARY not in json.dumps(c["env"]) for c in containers)
     for path in home.glob("results/**/*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
