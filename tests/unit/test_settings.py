@@ -106,6 +106,7 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
         ({"rate_limit": "sometimes"}, "input 'rate-limit' = 'sometimes'"),
         ({"infra_retries": "-1"}, "input 'infra-retries'"),
         ({"sandbox": "vm"}, "input 'sandbox' = 'vm'"),
+        ({"agent": " "}, "input 'agent' is empty"),
         ({"ca_bundle": "missing.pem"}, "input 'ca-bundle'"),
         ({"agent": ""}, "input 'agent'"),
         ({"github_token": ""}, "input 'github-token' is empty"),
