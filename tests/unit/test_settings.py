@@ -70,6 +70,14 @@ def test_run_limits_and_the_key_source_parse_from_inputs(tmp_path: Path) -> None
     assert "sk-xyz" not in repr(s) and s.secrets() == ["ghs_token", "sk-xyz"]
 
 
+def test_a_patch_input_is_a_file_in_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "fix.diff").write_text("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
+    s = ActionSettings.from_env(_env(tmp_path, patch="fix.diff", conditions="base,head,patched"))
+    assert s.patch == tmp_path / "fix.diff" and s.conditions == ("base", "head", "patched")
+    with pytest.raises(ConfigError, match=r"input 'patch'.*is not a readable file"):
+        ActionSettings.from_env(_env(tmp_path, patch="missing.diff"))
+
+
 def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     s = ActionSettings.from_env(_env(tmp_path))
     assert (s.repeats, s.fail_on, s.comment, s.conditions) == (
