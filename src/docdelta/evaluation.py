@@ -73,7 +73,7 @@ class RunOptions(BaseModel):
     max_turns: int | None = Field(default=None, ge=1)
     cap_usd: float | None = Field(default=None, gt=0)
     reserve_usd: float = Field(default=0.0, ge=0)
-    infra_retries: int = Field(default=2, ge=0, le=20)
+    infra_retries: int = Field(default=2, ge=0)
     rate_limit: RateLimitPolicy = "stop"
     api_key: SecretStr | None = Field(default=None, description="None: keys from the environment")
     provider: str | None = Field(default=None, description="api_key's gateway upstream; default: the agent's")
