@@ -5,13 +5,15 @@ TLS-intercepting proxy does not break pip inside the build."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
-IMAGE = "docdelta-action:test"
+IMAGE = f"docdelta-action:test-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]}"
+"""One tag per checkout: two checkouts testing on one engine never run each other's image."""
 CA_DIR = Path("/usr/local/share/ca-certificates")
 SOCKET = "/var/run/docker.sock"
 
