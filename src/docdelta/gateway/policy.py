@@ -249,6 +249,11 @@ def _check_tools(api: Api, body: Mapping[str, Any], enabled: Sequence[str]) -> N
                     _refuse_tool(str(key), enabled)
         return
     _check_client_tools(tools, api, enabled)
+    _check_server_fields(api, body, enabled)
+
+
+def _check_server_fields(api: Api, body: Mapping[str, Any], enabled: Sequence[str]) -> None:
+    """Body fields outside `tools` that switch on provider-side work."""
     if api is Api.chat and "web_search_options" in body:
         _refuse_tool("web_search", enabled)
     if api is Api.responses and body.get("background"):

@@ -44,9 +44,12 @@ LOG_MAX_BYTES = 64 * 1024 * 1024
 """The call log's cap on the daemon's disk: thousands of calls (refusals are folded)."""
 
 
+RUN_TOKEN_PREFIX = "docdelta-run-"  # noqa: S105 - a label, not a secret
+
+
 def new_run_token() -> str:
     """What a run's agent holds instead of a key: random, so no other client can use the gateway."""
-    return "docdelta-run-" + secrets.token_urlsafe(24)
+    return RUN_TOKEN_PREFIX + secrets.token_urlsafe(24)
 
 
 def gateway_image(client: DockerClient, base: str) -> BuiltImage:
