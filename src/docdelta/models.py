@@ -238,6 +238,7 @@ class RunStatus(StrEnum):
     no_answer = "no_answer"
     timeout = "timeout"
     oom = "oom"
+    disk_full = "disk_full"
     budget = "budget"
     max_turns = "max_turns"
     rate_limited = "rate_limited"

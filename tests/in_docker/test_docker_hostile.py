@@ -163,15 +163,17 @@ def test_nothing_of_a_run_outlives_kill_9_of_docdelta(
     run_id = child.stdout.readline().strip()
     agent = client.containers.get(f"docdelta-{run_id}")
     gateway = client.containers.get(f"docdelta-{run_id}-internal-gateway")
-    assert (agent.status, gateway.status) == ("running", "running")
+    holder = client.containers.get(f"docdelta-{run_id}-disk")
+    assert (agent.status, gateway.status, holder.status) == ("running",) * 3
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
     # Docker's wait returns when each container has stopped; past the bound it raises.
     agent.wait(timeout=KILL_BOUND_S)
     gateway.wait(timeout=KILL_BOUND_S)
-    agent.reload()
-    gateway.reload()
-    assert (agent.status, gateway.status) == ("exited", "exited")
+    holder.wait(timeout=KILL_BOUND_S)
+    for container in (agent, gateway, holder):
+        container.reload()
+    assert (agent.status, gateway.status, holder.status) == ("exited",) * 3
     assert leftovers(client, run_id), "stopped, but still there until the next start"
     DockerProvider(client, base_image)  # every start removes what dead owners left
     assert leftovers(client, run_id) == []

@@ -81,14 +81,14 @@ def test_gc_removes_what_a_killed_run_left_and_spares_live_runs(
     child.wait(timeout=30)
     try:
         left = leftovers(client, run_id)
-        assert len(left) == 2, "a killed run leaves its container and volume"
+        assert len(left) == 3, "a killed run leaves its containers (agent, workspace holder) and volume"
         assert set(left) <= set(gc(client, dry_run=True)), "a dry run names them"
-        assert len(leftovers(client, run_id)) == 2, "and removes nothing"
+        assert len(leftovers(client, run_id)) == 3, "and removes nothing"
         removed = gc(client)
         assert set(left) <= set(removed)
         assert leftovers(client, run_id) == []
         assert not set(leftovers(client, live_id)) & set(removed), "a live run is never removed"
-        assert len(leftovers(client, live_id)) == 2
+        assert len(leftovers(client, live_id)) == 3
     finally:
         live.kill()
         live.wait(timeout=30)

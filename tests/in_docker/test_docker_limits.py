@@ -89,8 +89,20 @@ def small_disk(
 ) -> Iterator[DockerSandbox]:
     checkout = tmp_path_factory.mktemp("writes") / "repo"
     checkout.mkdir()
-    with DockerProvider(client, base_image).create(checkout, SandboxSpec()) as made:
+    (checkout / "kept.txt").write_text("kept\n")
+    with DockerProvider(client, base_image).create(checkout, SandboxSpec(workspace_mb=32)) as made:
         yield made
+
+
+def test_filling_the_workspace_stops_at_its_quota_with_a_clear_status(small_disk: DockerSandbox) -> None:
+    agent = CommandAgent("sh -c 'head -c 100000000 /dev/zero > big.bin'")
+    outcome, result = agent.execute("fill the disk", small_disk, AgentContext(seed=1, timeout_s=60))
+    assert result.disk_full and outcome.status is RunStatus.disk_full
+    assert b"No space left" in result.stderr
+    size = small_disk.exec(["stat", "-c", "%s", "big.bin"]).stdout
+    assert int(size) <= 32 * 1024 * 1024, "the write stopped at the quota, not on the host's disk"
+    small_disk.exec(["rm", "big.bin"])
+    assert small_disk.exec(["cat", "kept.txt"]).stdout == b"kept\n"
 
 
 def test_files_docdelta_reads_back_are_bounded_and_never_symlinks(small_disk: DockerSandbox) -> None:

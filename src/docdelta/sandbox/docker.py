@@ -71,6 +71,7 @@ WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
 LOG_MAX_BYTES = 1024 * 1024
 """The agent container's log: nothing of ours writes it, so only a process writing to
 /proc/1/fd/1 would, and it gets this much of the daemon's disk."""
+DISK_FULL_MARGIN = 1024 * 1024
 MAX_READ_BYTES = 16 * 1024 * 1024
 """The largest file docdelta reads back from a sandbox (metrics, answers, reports)."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits
@@ -139,6 +140,7 @@ class DockerSandbox(Sandbox):
         self.run_id = uuid.uuid4().hex[:12]
         self._labels = {LABEL: "1", RUN_LABEL: self.run_id, OWNER_LABEL: owner_id()}
         self._watchdog: Any = None
+        self._holder_watchdog: Any = None
         self._cleanups: list[Callable[[], None]] = []
         self.gateway: RunningGateway | None = None
         self._env = {**DEFAULT_ENV, **spec.env}
@@ -176,8 +178,38 @@ class DockerSandbox(Sandbox):
         return str(internal.name)
 
     def _create_container(self, image: str, network: str) -> Any:
-        volume = self._client.volumes.create(f"docdelta-{self.run_id}", labels=self._labels)
+        # The workspace quota: a tmpfs of fixed size (the only quota every Docker host
+        # supports; overlay2's size option needs xfs project quotas). A tmpfs volume lives
+        # while a container has it mounted, so a holder container (no network, nothing to
+        # do, the same stdin watchdog) keeps it across the restart that ends a timed-out run.
+        size = f"size={self._spec.workspace_mb}m,uid={AGENT_UID},gid={AGENT_UID},mode=0755"
+        volume = self._client.volumes.create(
+            f"docdelta-{self.run_id}",
+            driver="local",
+            driver_opts={"type": "tmpfs", "device": "tmpfs", "o": size},
+            labels=self._labels,
+        )
         self._cleanups.append(volume.remove)
+        holder = self._client.containers.create(
+            image,
+            WATCHDOG,
+            stdin_open=True,
+            name=f"docdelta-{self.run_id}-disk",
+            user=AGENT_USER,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            volumes={volume.name: {"bind": VOLUME_ROOT, "mode": "ro"}},
+            mem_limit="32m",
+            pids_limit=4,
+            network_mode="none",
+            labels={**self._labels, ROLE_LABEL: "disk"},
+            environment={},
+            log_config=bounded_log(LOG_MAX_BYTES),
+        )
+        self._cleanups.append(lambda: holder.remove(force=True, v=True))
+        self._holder_watchdog = holder.attach_socket(params={"stdin": 1, "stream": 1})
+        holder.start()
         container = self._client.containers.create(
             image,
             WATCHDOG,
@@ -216,9 +248,10 @@ class DockerSandbox(Sandbox):
         """Undo creation in reverse order (container, volume, gateway, network); each step
         runs even when another fails, and a second call does nothing."""
         self._closed = True
-        if self._watchdog is not None:
-            close_stdin(self._watchdog)
-            self._watchdog = None
+        for watchdog in (self._watchdog, self._holder_watchdog):
+            if watchdog is not None:
+                close_stdin(watchdog)
+        self._watchdog = self._holder_watchdog = None
         cleanups, self._cleanups = self._cleanups, []
         for cleanup in reversed(cleanups):
             with suppress(docker.errors.NotFound):
@@ -270,7 +303,17 @@ class DockerSandbox(Sandbox):
         exit_code = self._exit_code(exec_id)
         if exit_code == _KILLED and self._oom_killed():
             return ExecResult(None, out.stdout, out.stderr, duration, oom=True, truncated=out.truncated)
-        return ExecResult(exit_code, out.stdout, out.stderr, duration, truncated=out.truncated)
+        full = exit_code != 0 and self._workspace_full()
+        return ExecResult(
+            exit_code, out.stdout, out.stderr, duration, truncated=out.truncated, disk_full=full
+        )
+
+    def _workspace_full(self) -> bool:
+        """True when the workspace quota has less than DISK_FULL_MARGIN left (asked only
+        after a failed process: a full disk is why it may have failed)."""
+        probe = self._container.exec_run(["df", "-Pk", VOLUME_ROOT], user=AGENT_USER).output.decode()
+        fields = probe.splitlines()[-1].split() if probe.strip() else []
+        return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) * 1024 < DISK_FULL_MARGIN
 
     def _check_open(self) -> None:
         if self._closed:
