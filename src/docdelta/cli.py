@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from docdelta import __version__
+from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
@@ -175,6 +176,11 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--max-turns", type=_at_least(1), help="turn cap per run, for agents that take one")
     r.add_argument(
+        "--max-output-tokens",
+        type=_at_least(1),
+        help=f"output cap per model turn of the openai agent (default {DEFAULT_MAX_OUTPUT_TOKENS})",
+    )
+    r.add_argument(
         "--infra-retries",
         type=_at_least(0),
         default=2,
@@ -285,7 +291,10 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
     """Build the real agent, sandbox provider and store, prepare, run, print the scorecard."""
     store = ResultStore(workdir)
     config = load_project_config(repo, repo.resolve(request.base))
-    agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
+    choice = AgentChoice(
+        args.agent, cmd=args.agent_cmd, model=args.model, max_output_tokens=args.max_output_tokens
+    )
+    agent = build_agent(choice)
     provider, image_digest = build_provider(
         SandboxChoice(args.sandbox, allow_network=args.allow_network, extra_ca=args.extra_ca),
         repo=repo,
@@ -466,6 +475,7 @@ def _demo(args: argparse.Namespace) -> int:
         cap_usd=None,
         reserve_usd=0.0,
         max_turns=None,
+        max_output_tokens=None,
         infra_retries=2,
         rate_limit="stop",
     )

@@ -25,6 +25,8 @@ class AgentChoice:
     name: str
     cmd: str | None = None
     model: str | None = None
+    max_output_tokens: int | None = None
+    """The per-turn output cap (the built-in `openai` agent's); None keeps its default."""
 
 
 def build_agent(choice: AgentChoice) -> Agent:
@@ -42,6 +44,13 @@ def build_agent(choice: AgentChoice) -> Agent:
             f"--agent-cmd is only for the command agent, not {choice.name!r}",
             hint="drop --agent-cmd or use --agent command",
         )
+    if choice.max_output_tokens is not None:
+        if choice.name != "openai":
+            raise ConfigError(
+                f"--max-output-tokens is for the built-in openai agent, not {choice.name!r}",
+                hint="drop --max-output-tokens (other agents keep their CLI's own output cap)",
+            )
+        options["max_output_tokens"] = choice.max_output_tokens
     if choice.model:
         options["model"] = choice.model
     return get_agent(choice.name, **options)

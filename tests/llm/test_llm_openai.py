@@ -133,7 +133,7 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
         keys={"openai": "llama-server-ignores-keys"},
         egress_network=served.network,
     )
-    agent = OpenAIAgent(model=ALIAS, max_tokens=128)
+    agent = OpenAIAgent(model=ALIAS, max_output_tokens=128)
     provider = DockerProvider(served.client, served.base_image, gateway=gateway)
     checkout = tmp_checkout({"README.md": README})
     cached = []

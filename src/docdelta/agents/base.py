@@ -67,6 +67,10 @@ def parse_answer(text: str) -> tuple[AgentAnswer | None, str | None]:
     data = extract_last_json(text)
     if data is None:
         return None, "no JSON object in the agent's output"
+    if not data.keys() & AgentAnswer.model_fields.keys():
+        # e.g. a reply that only echoed the prompt's citation example {"path", "lines"}
+        fields = ", ".join(AgentAnswer.model_fields)
+        return None, f"the final JSON object has none of the answer's fields ({fields})"
     try:
         return AgentAnswer.model_validate(data), None
     except ValidationError as exc:
@@ -145,6 +149,18 @@ class Agent(ABC):
     @property
     def model(self) -> str | None:
         return None
+
+    @property
+    def recorded_settings(self) -> dict[str, int | str]:
+        """Knobs that change what the agent does (recorded in the manifest, so results made
+        with another value are never mixed in); {} for agents without any."""
+        return {}
+
+    @property
+    def server(self) -> dict[str, str]:
+        """The model server's identity where it exposes one (recorded in the manifest beside
+        the model name, which a local server lets anyone reuse for another model)."""
+        return {}
 
     @property
     def network(self) -> NetworkMode:
