@@ -87,7 +87,13 @@ gateway:
         assert seen is not None and seen.seen == ["AGENTS.md"] and not seen.missing and not seen.foreign, seen
     manifest = json.loads((workdir / "manifest.json").read_text())
     assert manifest["image_digest"].startswith("sha256:")
-    assert manifest["agent"] == {"name": "openai", "version": manifest["agent"]["version"], "model": MODEL}
+    assert manifest["agent"] == {
+        "name": "openai",
+        "version": manifest["agent"]["version"],
+        "model": MODEL,
+        "settings": {"max_output_tokens": 4096, "max_tool_output": 16000},
+        "server": {},
+    }
     for path in workdir.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
