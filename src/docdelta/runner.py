@@ -174,7 +174,7 @@ def prepare(
             version=agent.version,
             model=agent.model,
             settings=agent.recorded_settings,
-            server=agent.server,
+            server=dict(agent.server_identity),
         ),
         sandbox=sandbox,
         image_digest=image_digest,

@@ -75,6 +75,7 @@ def build_provider(
     """The sandbox provider, and the digest of the image the agent runs in (docker only;
     it is part of the experiment's identity and of the results cache key)."""
     if choice.name == "docker":
+        from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
         from docdelta.sandbox.images import environment_image  # noqa: PLC0415
@@ -95,6 +96,12 @@ def build_provider(
             gateway = Gateway.from_environ(
                 config.gateway, image, environ, egress_network=config.gateway.egress_network
             )
+            if config.gateway.egress_network:  # a local model server: ask it what it serves
+                from docdelta.llm.llamacpp import model_servers  # noqa: PLC0415
+
+                hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
+                urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}
+                agent.server_identity = model_servers(client, built.tag, config.gateway.egress_network, urls)
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.
     hide = (str(repo.root), str(workdir.resolve()))

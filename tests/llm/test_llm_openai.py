@@ -3,28 +3,45 @@ serving SmolLM2-135M-Instruct, THROUGH the gateway, in the Docker sandbox.
 
 The model is far too small to solve anything; these tests prove the plumbing with a real
 server (its chat template, tool-call parsing, usage blocks and counters), not quality.
+SmolLM2's own template has no tool support, so llama-server drops `tools` and no call can
+come back; the round-trip test serves the repository's tool-aware template instead
+(`--chat-template-file`), whose worked example the model copies at temperature 0, and
+llama-server's own parser turns the `<tool_call>` block it writes into `tool_calls`.
 The first run builds llama-server from source (minutes); after that it is a cache hit.
 Run this tier alone with `pytest -m llm`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CheckoutFactory
+from gitrepo import GitRepo
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
+from docdelta.cli import main
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
-from docdelta.llm.llamacpp import PORT, llama_image
-from docdelta.models import RunStatus
+from docdelta.llm.llamacpp import (
+    MODEL_FILE,
+    PORT,
+    TOOLS_TEMPLATE,
+    TOOLS_TEMPLATE_PATH,
+    llama_image,
+    server_identity,
+)
+from docdelta.models import RunResult, RunStatus
 from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
@@ -94,8 +111,9 @@ class Served:
         return {name: float(value) for name, value in found}
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
+@contextmanager
+def serve(flags: list[str]) -> Iterator[Served]:
+    """llama-server with `flags`, on a network of its own (removed afterwards)."""
     import docker  # noqa: PLC0415 - only this tier needs the SDK at import time
 
     client = docker.from_env()
@@ -105,7 +123,7 @@ def served() -> Iterator[Served]:
     labels = {LABEL: "1", RUN_LABEL: name}
     network = client.networks.create(name, labels=labels)
     server = client.containers.run(
-        image, SERVE, name=f"{name}-llama", network=name, labels=labels, detach=True
+        image, flags, name=f"{name}-llama", network=name, labels=labels, detach=True
     )
     try:
         served = Served(client, base_image, name, server)
@@ -116,9 +134,22 @@ def served() -> Iterator[Served]:
         network.remove()
 
 
-def test_the_openai_agent_completes_runs_against_llama_server_through_the_gateway(
-    served: Served, tmp_checkout: CheckoutFactory
-) -> None:
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    """SmolLM2 with its own chat template (which has no tool support)."""
+    with serve(SERVE) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served_with_tools() -> Iterator[Served]:
+    """SmolLM2 with the repository's tool-aware template."""
+    with serve([*SERVE, "--chat-template-file", TOOLS_TEMPLATE_PATH]) as server:
+        yield server
+
+
+def provider_for(served: Served) -> DockerProvider:
+    """The Docker sandbox whose gateway routes the openai API to `served`."""
     route = Upstream(
         name="openai",
         base_url=f"{served.url}/v1",
@@ -133,8 +164,14 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
         keys={"openai": "llama-server-ignores-keys"},
         egress_network=served.network,
     )
+    return DockerProvider(served.client, served.base_image, gateway=gateway)
+
+
+def test_the_openai_agent_completes_runs_against_llama_server_through_the_gateway(
+    served: Served, tmp_checkout: CheckoutFactory
+) -> None:
     agent = OpenAIAgent(model=ALIAS, max_output_tokens=128)
-    provider = DockerProvider(served.client, served.base_image, gateway=gateway)
+    provider = provider_for(served)
     checkout = tmp_checkout({"README.md": README})
     cached = []
     # Two runs: the second one's prompt starts like the first, so the server serves part
@@ -173,3 +210,89 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
         assert measured.tokens_in == served_tokens["prompt_tokens_total"] + measured.cache_read_tokens
         cached.append(measured.cache_read_tokens)
     assert cached[1] > 0, "the second run reused the server's prompt cache"
+
+
+def test_a_tool_call_makes_the_round_trip_through_llama_servers_parser_and_the_sandbox(
+    served_with_tools: Served, tmp_checkout: CheckoutFactory
+) -> None:
+    served = served_with_tools
+    identity = server_identity(json.loads(served.get("/props")))
+    # The server runs the repository's template, and says so: it is part of the identity.
+    assert identity["chat_template_sha256"] == hashlib.sha256(TOOLS_TEMPLATE.encode()).hexdigest()
+    assert identity["model_file"] == MODEL_FILE and identity["model_alias"] == ALIAS
+    agent = OpenAIAgent(model=ALIAS, max_output_tokens=128, server=identity)
+    checkout = tmp_checkout({"README.md": README})
+    before = served.counters()
+    with provider_for(served).create(checkout, SandboxSpec(network=agent.network)) as sandbox:
+        outcome, printed = agent.execute(PROMPT, sandbox, AgentContext(seed=1, timeout_s=600, max_turns=2))
+        assert sandbox.gateway is not None
+        calls = sandbox.gateway.calls()
+    after = served.counters()
+
+    # llama-server parsed the model's <tool_call> block into a call of the declared tool,
+    # the loop ran it in the sandbox's checkout, and its result went back to the model.
+    assert outcome.metrics.tool_calls and outcome.metrics.commands, printed.stderr.decode()[-3000:]
+    first = outcome.metrics.commands[0]
+    assert first.exit_code == 0, printed.stderr.decode()[-3000:]
+    conversation = printed.stderr.decode()
+    assert "[tool call] shell {" in conversation and first.command in conversation
+    assert "[tool result]\nexit code: 0\n" in conversation
+    if first.command.startswith("cat README"):
+        assert README in conversation
+    assert outcome.served_by.get("model") == ALIAS
+    assert len(calls) == outcome.metrics.turns == 2 and all(c.status == 200 for c in calls)
+    # The second request carried the tool result: it is longer than the first by more than
+    # the call itself, and every token was counted by the server as the gateway logged it.
+    assert calls[1].tokens_in is not None and calls[0].tokens_in is not None
+    assert calls[1].tokens_in > calls[0].tokens_in
+    measured = with_gateway_telemetry(outcome, calls, over_budget=False).metrics
+    served_tokens = {name: after[name] - before.get(name, 0.0) for name in after}
+    assert measured.tokens_out == served_tokens["tokens_predicted_total"]
+    assert measured.tokens_in == served_tokens["prompt_tokens_total"] + (measured.cache_read_tokens or 0)
+
+
+def test_docdelta_run_records_the_servers_identity_and_the_transcripts_show_the_tool_calls(
+    served_with_tools: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served = served_with_tools
+    config = f"""\
+gateway:
+  egress_network: {served.network}
+  upstreams:
+    - name: local
+      base_url: {served.url}/v1
+      paths: ["/chat/completions"]
+      base_url_env: [OPENAI_BASE_URL]
+      key_env: [OPENAI_API_KEY]
+      key_from: LLAMA_KEY
+"""
+    task = (
+        "id: readme\nprompt: Which command runs the tests? Run `cat README.md` to find out.\nreviewed: true\n"
+    )
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit(
+        {".docdelta.yml": config, ".docdelta/tasks/t.yaml": task, "README.md": README, "AGENTS.md": "x\n"}
+    )
+    repo.commit({"AGENTS.md": "Use the shell tool.\n"})
+    monkeypatch.setenv("LLAMA_KEY", "llama-server-ignores-keys")
+    workdir = tmp_path / "work"
+    args = [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
+        "--agent", "openai", "--model", ALIAS, "--sandbox", "docker", "--conditions", "head",
+        "--repeats", "1", "--max-turns", "2", "--max-output-tokens", "96",
+    ]  # fmt: skip
+    main(args)
+
+    agent = json.loads((workdir / "manifest.json").read_text())["agent"]
+    assert agent["settings"]["max_output_tokens"] == 96
+    server = agent["server"]
+    assert server["local.chat_template_sha256"] == hashlib.sha256(TOOLS_TEMPLATE.encode()).hexdigest()
+    assert server["local.model_file"] == MODEL_FILE and server["local.model_alias"] == ALIAS
+    (result_file,) = workdir.glob("runs/*/*/head/r1/result.json")
+    result = RunResult.model_validate_json(result_file.read_text())
+    assert result.outcome.metrics.commands, result.outcome.error
+    transcript = (result_file.parent / "transcript.txt").read_text()
+    command = result.outcome.metrics.commands[0].command
+    assert "[tool call] shell {" in transcript and command in transcript
+    assert "[tool result]\nexit code:" in transcript

@@ -208,4 +208,7 @@ def test_the_output_cap_is_a_recorded_setting() -> None:
     agent = OpenAIAgent(model=MODEL, max_output_tokens=256)
     assert agent.recorded_settings == {"max_output_tokens": 256, "max_tool_output": 16000}
     assert OpenAIAgent(model=MODEL).recorded_settings["max_output_tokens"] == 4096
-    assert agent.server == {} and OpenAIAgent(model=MODEL, server={"model": "m"}).server == {"model": "m"}
+    assert agent.server_identity == {}
+    assert OpenAIAgent(model=MODEL, server={"model_file": "m.gguf"}).server_identity == {
+        "model_file": "m.gguf"
+    }

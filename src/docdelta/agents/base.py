@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import posixpath
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -136,6 +138,10 @@ class Invocation:
 
 class Agent(ABC):
     name: ClassVar[str]
+    server_identity: Mapping[str, str] = MappingProxyType({})
+    """The model server's identity where it exposes one (llama-server's `/props`), set by
+    the wiring and recorded in the manifest beside the model name, which a local server
+    lets its operator give any weights."""
     npm: ClassVar[tuple[str, ...]] = ()
     """Pinned npm packages (`name@X.Y.Z`) the agent's image needs; the Docker sandbox
     builds an image with Node.js and exactly these (agents/images.py). Empty for agents
@@ -154,12 +160,6 @@ class Agent(ABC):
     def recorded_settings(self) -> dict[str, int | str]:
         """Knobs that change what the agent does (recorded in the manifest, so results made
         with another value are never mixed in); {} for agents without any."""
-        return {}
-
-    @property
-    def server(self) -> dict[str, str]:
-        """The model server's identity where it exposes one (recorded in the manifest beside
-        the model name, which a local server lets anyone reuse for another model)."""
         return {}
 
     @property

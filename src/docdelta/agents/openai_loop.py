@@ -57,7 +57,8 @@ class OpenAIAgent(CommandAgent):
         """None: the sandbox's OPENAI_BASE_URL (the gateway sets it)."""
         self.max_output_tokens = max_output_tokens
         self.max_tool_output = max_tool_output
-        self._server = dict(server or {})
+        if server:
+            self.server_identity = dict(server)
         # The loop's hash is the version: a changed loop makes old results incomparable.
         self._version = f"openai-{sha256_hex(SCRIPT)[:12]}"
 
@@ -68,11 +69,6 @@ class OpenAIAgent(CommandAgent):
     @property
     def network(self) -> NetworkMode:
         return "gateway"
-
-    @property
-    def server(self) -> dict[str, str]:
-        """What the caller learnt of the model server (e.g. llama-server's `/props`)."""
-        return dict(self._server)
 
     @property
     def instruction_files(self) -> list[str]:
