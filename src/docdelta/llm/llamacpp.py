@@ -159,19 +159,27 @@ def server_identity(props: Mapping[str, Any]) -> dict[str, str]:
     the context size are what make two runs comparable. Fields the server leaves out are
     left out."""
     settings = props.get("default_generation_settings")
+    caps = props.get("chat_template_caps")
     found: dict[str, Any] = {
         "model_alias": props.get("model_alias"),
         "model_file": Path(str(props["model_path"])).name if props.get("model_path") else None,
-        "chat_template_sha256": (
-            hashlib.sha256(str(props["chat_template"]).encode()).hexdigest()
-            if props.get("chat_template")
-            else None
-        ),
+        "model_ftype": props.get("model_ftype"),
+        "chat_template_sha256": _sha256(props.get("chat_template")),
+        "chat_template_tool_use_sha256": _sha256(props.get("chat_template_tool_use")),
+        "supports_tools": caps.get("supports_tools") if isinstance(caps, Mapping) else None,
         "build_info": props.get("build_info"),
         "n_ctx": settings.get("n_ctx") if isinstance(settings, Mapping) else None,
         "total_slots": props.get("total_slots"),
     }
-    return {key: str(value) for key, value in found.items() if value is not None}
+    return {key: _text(value) for key, value in found.items() if value is not None}
+
+
+def _sha256(text: object) -> str | None:
+    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) and text else None
+
+
+def _text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 _PROPS_PROBE = """
