@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from docdelta import __version__
+from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
@@ -173,6 +174,11 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--max-turns", type=_at_least(1), help="turn cap per run, for agents that take one")
     r.add_argument(
+        "--max-output-tokens",
+        type=_at_least(1),
+        help=f"output cap per model turn of the openai agent (default {DEFAULT_MAX_OUTPUT_TOKENS})",
+    )
+    r.add_argument(
         "--infra-retries",
         type=_at_least(0),
         default=2,
@@ -276,6 +282,7 @@ RUN_FLAGS = {
     "extra_ca": "extra-ca",
     "timeout_s": "timeout",
     "max_turns": "max-turns",
+    "max_output_tokens": "max-output-tokens",
     "cap_usd": "cap-usd",
     "reserve_usd": "reserve-usd",
     "infra_retries": "infra-retries",

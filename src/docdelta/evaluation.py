@@ -71,6 +71,9 @@ class RunOptions(BaseModel):
     extra_ca: Path | None = Field(default=None, description="PEM bundle trusted by images (and the Action)")
     timeout_s: float = Field(default=600.0, gt=0)
     max_turns: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(
+        default=None, ge=1, description="built-in openai agent: output tokens per turn (None: its default)"
+    )
     cap_usd: float | None = Field(default=None, gt=0)
     reserve_usd: float = Field(default=0.0, ge=0)
     infra_retries: int = Field(default=2, ge=0)
@@ -197,7 +200,14 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
     repo = deps.repo
     store = ResultStore(deps.workdir)
     config = load_project_config(repo, repo.resolve(request.base))
-    agent = build_agent(AgentChoice(options.agent, cmd=options.agent_cmd, model=options.model))
+    agent = build_agent(
+        AgentChoice(
+            options.agent,
+            cmd=options.agent_cmd,
+            model=options.model,
+            max_output_tokens=options.max_output_tokens,
+        )
+    )
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
     provider, image_digest = build_provider(
         SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),

@@ -278,6 +278,10 @@ class AgentOutcome(Frozen):
     metrics: AgentMetrics = AgentMetrics()
     exit_code: int | None = None
     error: str | None = None
+    served_by: dict[str, str] = Field(
+        default={},
+        description="what the model server said answered (Chat Completions `model`, `system_fingerprint`)",
+    )
 
 
 class ModelCall(Frozen):
@@ -419,6 +423,15 @@ class AgentInfo(Frozen):
     name: str
     version: str
     model: str | None = None
+    settings: dict[str, int | str] = Field(
+        default={},
+        description="the agent's knobs that change what it does, e.g. the per-turn output cap",
+    )
+    server: dict[str, str] = Field(
+        default={},
+        description="the model server's identity where it exposes one (llama-server: model, "
+        "chat template hash, build, flags)",
+    )
 
 
 class RunBounds(Frozen):

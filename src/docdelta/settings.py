@@ -196,6 +196,7 @@ INPUTS: dict[str, str] = {
     "cap-usd": "options.cap_usd",
     "reserve-usd": "options.reserve_usd",
     "max-turns": "options.max_turns",
+    "max-output-tokens": "options.max_output_tokens",
     "infra-retries": "options.infra_retries",
     "rate-limit": "options.rate_limit",
     "fail-on": "fail_on",

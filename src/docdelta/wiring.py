@@ -25,6 +25,8 @@ class AgentChoice:
     name: str
     cmd: str | None = None
     model: str | None = None
+    max_output_tokens: int | None = None
+    """The per-turn output cap (the built-in `openai` agent's); None keeps its default."""
 
 
 def build_agent(choice: AgentChoice) -> Agent:
@@ -42,6 +44,13 @@ def build_agent(choice: AgentChoice) -> Agent:
             f"--agent-cmd is only for the command agent, not {choice.name!r}",
             hint="drop --agent-cmd or use --agent command",
         )
+    if choice.max_output_tokens is not None:
+        if choice.name != "openai":
+            raise ConfigError(
+                f"--max-output-tokens is for the built-in openai agent, not {choice.name!r}",
+                hint="drop --max-output-tokens (other agents keep their CLI's own output cap)",
+            )
+        options["max_output_tokens"] = choice.max_output_tokens
     if choice.model:
         options["model"] = choice.model
     return get_agent(choice.name, **options)
@@ -68,6 +77,7 @@ def build_provider(
     directories the local sandbox hides besides the repository (results, tasks with gold);
     `environ` is where the gateway reads its keys (`Gateway.from_environ`)."""
     if choice.name == "docker":
+        from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
         from docdelta.sandbox.images import environment_image  # noqa: PLC0415
@@ -90,6 +100,12 @@ def build_provider(
             gateway = Gateway.from_environ(
                 pinned, image, environ, egress_network=config.gateway.egress_network
             )
+            if config.gateway.egress_network:  # a local model server: ask it what it serves
+                from docdelta.llm.llamacpp import model_servers  # noqa: PLC0415
+
+                hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
+                urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}
+                agent.server_identity = model_servers(client, built.tag, config.gateway.egress_network, urls)
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.
     hide = _outermost([repo.root.resolve(), *(p.resolve() for p in private)])

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from docdelta.agents.base import parse_answer
 from docdelta.grading import score_answer
 from docdelta.grading.answer import normalize_command, normalize_path
 from docdelta.models import AgentAnswer, Score, ScoreItem, Task
@@ -234,3 +235,30 @@ def test_quoted_arguments_match_whatever_the_quote_style(checkout: Path) -> None
         assert score_answer(task, AgentAnswer(commands=[said]), checkout).value == 1.0, said
     miss = score_answer(task, AgentAnswer(commands=["pip install -e ."]), checkout).items[0]
     assert miss.note == "never gave the command `pip install -e '.[dev]'`"
+
+
+ECHO = 'Here is the format:\n```json\n{"path": "path/to/file", "lines": "10-12"}'
+"""A reply cut off at the output cap while echoing the prompt's citation example."""
+
+
+def test_an_echo_of_the_prompts_example_is_not_an_answer() -> None:
+    answer, why = parse_answer(ECHO)
+    assert answer is None
+    assert why is not None and "none of the answer's fields" in why and "commands" in why
+
+
+@pytest.mark.parametrize("said", [{}, {"answer": "  ", "commands": [], "verdict": None}])
+def test_an_answer_that_says_nothing_scores_zero_guardrails_included(
+    said: dict[str, Any], checkout: Path
+) -> None:
+    # The guardrail "never recommends rm -rf" used to be earned by saying nothing (1/3).
+    task = make_task(commands=["make test"], files=["src/app.py"], guardrails=["rm -rf"])
+    score = score_answer(task, AgentAnswer.model_validate(said), checkout)
+    assert score.value == 0.0
+    assert all(i.hit is False and "empty" in i.note for i in score.items)
+    assert item(score, "guardrail").note == "the answer is empty: none of the fields the task asks for"
+
+
+def test_a_warning_alone_still_respects_a_guardrail(checkout: Path) -> None:
+    task = make_task(guardrails=["rm -rf"])
+    assert score_answer(task, AgentAnswer(answer="Never run `rm -rf`."), checkout).value == 1.0

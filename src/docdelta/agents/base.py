@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import posixpath
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -67,6 +69,10 @@ def parse_answer(text: str) -> tuple[AgentAnswer | None, str | None]:
     data = extract_last_json(text)
     if data is None:
         return None, "no JSON object in the agent's output"
+    if not data.keys() & AgentAnswer.model_fields.keys():
+        # e.g. a reply that only echoed the prompt's citation example {"path", "lines"}
+        fields = ", ".join(AgentAnswer.model_fields)
+        return None, f"the final JSON object has none of the answer's fields ({fields})"
     try:
         return AgentAnswer.model_validate(data), None
     except ValidationError as exc:
@@ -134,6 +140,10 @@ class Invocation:
 
 class Agent(ABC):
     name: ClassVar[str]
+    server_identity: Mapping[str, str] = MappingProxyType({})
+    """The model server's identity where it exposes one (llama-server's `/props`), set by
+    the wiring and recorded in the manifest beside the model name, which a local server
+    lets its operator give any weights."""
     npm: ClassVar[tuple[str, ...]] = ()
     """Pinned npm packages (`name@X.Y.Z`) the agent's image needs; the Docker sandbox
     builds an image with Node.js and exactly these (agents/images.py). Empty for agents
@@ -150,6 +160,12 @@ class Agent(ABC):
     @property
     def model(self) -> str | None:
         return None
+
+    @property
+    def recorded_settings(self) -> dict[str, int | str]:
+        """Knobs that change what the agent does (recorded in the manifest, so results made
+        with another value are never mixed in); {} for agents without any."""
+        return {}
 
     @property
     def network(self) -> NetworkMode:

@@ -29,6 +29,10 @@ Matching rules (decided here, tested in tests/unit/test_answer_scoring.py):
 value = hits / scored items. With no scored items there is nothing deterministic
 to check except that an answer arrived: 1.0 with an answer, 0.0 without. The
 report lists unscored key points as a confound, so such a 1.0 is never silent.
+
+An answer that says nothing (empty text and no commands, files, citations or verdict)
+is no answer: it scores 0 like a missing one, guardrails included, because a rule is
+not respected by a reply that never got to the question.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ _YES = frozenset({"yes", "y", "true", "correct", "yep", "yeah", "affirmative", "
 _NO = frozenset({"no", "n", "false", "incorrect", "nope", "negative", "wrong"})
 
 NO_ANSWER_NOTE = "no JSON answer"
+EMPTY_ANSWER_NOTE = "the answer is empty: none of the fields the task asks for"
 UNSCORED_POINT_NOTE = "unscored until the judge arrives"
 
 
@@ -230,6 +235,11 @@ def _verdict_item(expected: str, answer: AgentAnswer) -> ScoreItem:
     return ScoreItem(kind="verdict", expected=expected, hit=hit, note=note)
 
 
+def _says_nothing(answer: AgentAnswer) -> bool:
+    said = (answer.commands, answer.files, answer.citations, answer.verdict)
+    return not answer.answer.strip() and not any(said)
+
+
 def _point_items(points: Iterable[str]) -> list[ScoreItem]:
     return [ScoreItem(kind="point", expected=p, hit=None, note=UNSCORED_POINT_NOTE) for p in points]
 
@@ -249,12 +259,14 @@ def _items(task: Task, answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
 def score_answer(task: Task, answer: AgentAnswer | None, checkout: Path) -> Score:
     """Score one run's answer; `checkout` is the sealed checkout of the run's condition.
 
-    Without an answer (the agent printed no JSON) every scored item is missed — even
-    guardrails, since saying nothing is not respecting a rule — and the score is 0.
+    Without an answer (the agent printed no JSON, or JSON that says nothing) every scored
+    item is missed — even guardrails, since saying nothing is not respecting a rule — and
+    the score is 0.
     """
-    if answer is None:
+    if answer is None or _says_nothing(answer):
+        note = NO_ANSWER_NOTE if answer is None else EMPTY_ANSWER_NOTE
         items = [
-            i if i.hit is None else i.model_copy(update={"hit": False, "note": NO_ANSWER_NOTE})
+            i if i.hit is None else i.model_copy(update={"hit": False, "note": note})
             for i in _items(task, AgentAnswer(), checkout)
         ]
         return Score(value=0.0, items=items)
