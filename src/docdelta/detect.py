@@ -6,14 +6,13 @@ deliberately faithful rather than generous: Claude Code does not read AGENTS.md,
 Gemini CLI does not read AGENTS.md unless configured, so a PR that edits only
 AGENTS.md tells you nothing about them, and the report must be able to say so.
 
-Patterns use gitignore-like globs (see `GlobSet`). Projects extend the table with
+Patterns are gitignore globs (`docdelta.globs`). Projects extend the table with
 `instructions.include` (family `custom`) and drop entries with `instructions.exclude`.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +22,7 @@ from unidiff.patch import PatchSet
 
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.globs import GlobSet
 from docdelta.models import (
     ChangedFile,
     ConditionSpec,
@@ -68,52 +68,6 @@ BUILTIN_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("/.roo/rules-*/**", ("roo",)),
     ("/.roorules", ("roo",)),
 )
-
-
-def _glob_regex(pattern: str) -> str:
-    """Translate one glob to a regex over repo-relative POSIX paths.
-
-    A pattern without a slash matches a file name at any depth (`AGENTS.md`); a
-    pattern with one is anchored at the repository root (`/CLAUDE.md`,
-    `.github/instructions/*.md`). `*` and `?` stay within one path segment and
-    `**` spans segments, as in .gitignore.
-    """
-    anchored = "/" in pattern.rstrip("/")
-    pattern = pattern.strip("/")
-    out = [] if anchored else ["(?:.*/)?"]
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
-
-
-class GlobSet:
-    """A set of gitignore-like globs; `matches(path)` is True if any glob matches."""
-
-    def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns = tuple(patterns)
-        for p in self.patterns:
-            if not p.strip("/"):
-                raise ValueError(f"empty glob {p!r}")
-        joined = "|".join(f"(?:{_glob_regex(p)})" for p in self.patterns)
-        self._regex = re.compile(f"(?:{joined})\\Z" if joined else r"(?!)")
-
-    def matches(self, path: str) -> bool:
-        return self._regex.match(path) is not None
 
 
 SHADOWED: dict[str, tuple[tuple[str, str], ...]] = {

@@ -149,7 +149,7 @@ class Validation(Frozen):
 
 
 class HardChecks(Frozen):
-    """Deterministic checks on the agent's diff; globs are gitignore-like (see detect.GlobSet)."""
+    """Deterministic checks on the agent's diff; globs are gitignore-like (see docdelta.globs)."""
 
     require_changed: list[str] = Field(default=[], description="globs; each must match a changed path")
     forbid_changed: list[str] = Field(default=[], description="globs no changed path may match")

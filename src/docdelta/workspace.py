@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docdelta.detect import (
-    GlobSet,
     InstructionMatcher,
     Overlay,
     check_content,
@@ -33,6 +32,7 @@ from docdelta.detect import (
 )
 from docdelta.errors import ConfigError
 from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects
+from docdelta.globs import GlobSet
 from docdelta.models import sha256_hex
 
 __all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal"]
