@@ -80,6 +80,18 @@ class FileStatus(StrEnum):
     renamed = "renamed"
 
 
+class LoadMode(StrEnum):
+    """How an agent family takes in an instruction file (`docdelta.instructions`)."""
+
+    always = "always"
+    """In the agent's context from the start of every run (root AGENTS.md, CLAUDE.md, its @imports)."""
+    on_demand = "on_demand"
+    """Loaded only when the agent or the user calls for it: skills, slash commands, subagents,
+    nested files of a directory the agent works in."""
+    config = "config"
+    """Not read as text but steers the agent: settings, permissions, hooks."""
+
+
 class ChangedFile(Frozen):
     """One instruction file that differs between base and head."""
 
@@ -88,6 +100,23 @@ class ChangedFile(Frozen):
     old_path: str | None = None
     families: list[str] = Field(description="agent families that read this file, e.g. ['codex', 'opencode']")
     symlink: bool = False
+    link_target: str | None = Field(
+        default=None, description="a symlink's target as stored (at head, else base)"
+    )
+    loading: dict[str, LoadMode] = Field(default={}, description="family -> how it loads the file")
+    kind: str | None = Field(default=None, description="what the file is to its agents, e.g. 'slash command'")
+    imported_by: list[str] = Field(default=[], description="instruction files that @import this one")
+
+    def loading_text(self) -> str:
+        """`claude_code (on demand: slash command), codex`: the readers and how each loads it."""
+        parts = []
+        for family in self.families:
+            mode = self.loading.get(family, LoadMode.always)
+            how = "" if mode is LoadMode.always else mode.value.replace("_", " ")
+            if how and self.kind:
+                how = f"{how}: {self.kind}"
+            parts.append(f"{family} ({how})" if how else family)
+        return ", ".join(parts)
 
 
 class NearMiss(Frozen):
@@ -104,6 +133,9 @@ class Detection(Frozen):
     head: str
     changed: list[ChangedFile]
     near_misses: list[NearMiss] = []
+    other_changed: list[str] = Field(
+        default=[], description="files changed in the range that are no instruction file (code, tests, docs)"
+    )
 
     @property
     def empty(self) -> bool:
