@@ -193,7 +193,7 @@ def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -
     by_name = detect_diff(diff, matcher, base=base_sha, head=head_sha)
     base_tree, head_tree = GitTree(repo, base_sha), GitTree(repo, head_sha)
     graphs = build(base_tree, matcher.families), build(head_tree, matcher.families)
-    listed = [*by_name.changed, *_link_changes(diff, graphs, by_name)]
+    listed = _typechanges([*by_name.changed, *_link_changes(diff, graphs, by_name)])
     changed = [_with_graph(f, *graphs) for f in listed]
     seen, notes = _seen_changes(graphs, {p for f in changed for p in (f.path, f.old_path) if p}, matcher)
     changed += seen
@@ -214,6 +214,19 @@ def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -
         near_misses=near,
         other_changed=list(dict.fromkeys(other)),
     )
+
+
+def _typechanges(files: list[ChangedFile]) -> list[ChangedFile]:
+    """git writes a link that becomes a file (or back) as a deletion plus an addition of one
+    path; for the agent that path was modified."""
+    added = {f.path for f in files if f.status is FileStatus.added}
+    gone = {f.path for f in files if f.status is FileStatus.deleted} & added
+    out = []
+    for f in files:
+        if f.path in gone and f.status is FileStatus.deleted:
+            continue
+        out.append(f.model_copy(update={"status": FileStatus.modified}) if f.path in gone else f)
+    return out
 
 
 def _link_changes(diff: str, graphs: tuple[Graph, Graph], by_name: Detection) -> list[ChangedFile]:
@@ -248,16 +261,15 @@ def _with_graph(f: ChangedFile, base: Graph, head: Graph) -> ChangedFile:
                 readers = {**graph.readers(path), **readers}
     if not readers and f.status is FileStatus.deleted:
         readers = base.readers(f.path)
-    link = head.links.get(f.path) or base.links.get(f.old_path or f.path)
-    first = next(iter(readers.values()), None)
+    link = base.links.get(f.old_path or f.path) if f.status is FileStatus.deleted else head.links.get(f.path)
     return f.model_copy(
         update={
             "families": sorted(readers),
             "loading": {family: loaded.mode for family, loaded in sorted(readers.items())},
-            "kind": first.kind if first else None,
+            "kinds": {family: loaded.kind for family, loaded in sorted(readers.items())},
             "imported_by": sorted({x.via for x in readers.values() if x.via}),
             "link_target": link,
-            "symlink": f.symlink or link is not None,
+            "symlink": link is not None or (f.symlink and f.status is not FileStatus.modified),
         }
     )
 

@@ -104,7 +104,9 @@ class ChangedFile(Frozen):
         default=None, description="a symlink's target as stored (at head, else base)"
     )
     loading: dict[str, LoadMode] = Field(default={}, description="family -> how it loads the file")
-    kind: str | None = Field(default=None, description="what the file is to its agents, e.g. 'slash command'")
+    kinds: dict[str, str] = Field(
+        default={}, description="family -> what the file is to it, e.g. 'slash command'"
+    )
     imported_by: list[str] = Field(default=[], description="instruction files that @import this one")
 
     def loading_text(self) -> str:
@@ -113,8 +115,8 @@ class ChangedFile(Frozen):
         for family in self.families:
             mode = self.loading.get(family, LoadMode.always)
             how = "" if mode is LoadMode.always else mode.value.replace("_", " ")
-            if how and self.kind:
-                how = f"{how}: {self.kind}"
+            if how and family in self.kinds:
+                how = f"{how}: {self.kinds[family]}"
             parts.append(f"{family} ({how})" if how else family)
         return ", ".join(parts)
 
@@ -581,6 +583,13 @@ class Confounds(Frozen):
         description="changed instruction files the agent under test does not read natively "
         "(e.g. AGENTS.md for Claude Code): their edit cannot change its behaviour",
     )
+    code_changes: int = Field(
+        default=0,
+        description="files other than instruction files changed between base and head: every "
+        "condition runs on the source commit's code, so the other side's docs meet code they were "
+        "not written for",
+    )
+    source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
 
 
 class ArmUse(Frozen):

@@ -412,3 +412,20 @@ def test_unread_changes_follow_the_instruction_graph(
     results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
     plan = manifest(["t"], ["base", "head"]).model_copy(update={"agent": AgentInfo(name=agent, version="1")})
     assert summarize(plan, found, results).confounds.unread_changes == (["CLAUDE.md"] if unread else [])
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("h" * 40, "every condition ran on head's code, so base's instruction files were evaluated on code"),
+        ("b" * 40, "every condition ran on base's code, so head's instruction files were evaluated on code"),
+    ],
+)
+def test_code_changed_in_the_range_is_stated_with_the_commit_that_ran(source: str, says: str) -> None:
+    results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
+    plan = manifest(["t"], ["base", "head"]).model_copy(update={"source_sha": source})
+    found = detection().model_copy(update={"other_changed": [f"src/m{i}.py" for i in range(19)]})
+    text = render_markdown(summarize(plan, found, results))
+    assert "19 other files (code, tests, docs) changed between base and head" in text
+    assert says in text
+    assert "other file" not in render_markdown(summarize(plan, detection(), results))

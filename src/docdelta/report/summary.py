@@ -27,6 +27,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
+from typing import Literal
 
 from docdelta import audit, instruction_usage, stats
 from docdelta.detect import KNOWN_FAMILIES
@@ -250,7 +251,15 @@ def _confounds(
         missing_runs=sum(1 for cell in manifest.order if cell.key not in done),
         instruction_flags=audit.flags(graded),
         unread_changes=_unread(manifest, detection),
+        code_changes=len(detection.other_changed),
+        source=_source_side(manifest),
     )
+
+
+def _source_side(manifest: Manifest) -> Literal["base", "head", "other"]:
+    if manifest.source_sha == manifest.head_sha:
+        return "head"
+    return "base" if manifest.source_sha == manifest.base_sha else "other"
 
 
 def _unread(manifest: Manifest, detection: Detection) -> list[str]:
