@@ -145,12 +145,25 @@ class Detection(Frozen):
 
 
 # --------------------------------------------------------------------- tasks
-class GoldCitation(Frozen):
-    """Where the gold answer stands in the source commit; checked when the task loads."""
+class GoldQuote(Frozen):
+    """A quote in a file: it stands wherever the quote is in a condition's copy of the file."""
 
     path: str
-    lines: Lines
-    quote: str
+    quote: str = Field(min_length=1)
+    lines: Lines | None = Field(
+        default=None, description="where the quote stood when the task was written: a hint, never scored"
+    )
+
+
+class GoldCitation(GoldQuote):
+    """Where the gold answer stands: a quote in a file, located in each condition's files
+    (`docdelta.quotes`); `any_of` lists other quotes that serve as well (a rule stated in
+    AGENTS.md and in CONTRIBUTING.md)."""
+
+    any_of: list[GoldQuote] = Field(default=[], description="alternatives: citing any one of them counts")
+
+    def choices(self) -> list[GoldQuote]:
+        return [GoldQuote(path=self.path, quote=self.quote, lines=self.lines), *self.any_of]
 
 
 class Validation(Frozen):
@@ -215,8 +228,12 @@ class MistakeRule(Frozen):
 
 class Gold(Frozen):
     docs: list[str] = Field(default=[], description="instruction files the answer depends on")
-    files: list[str] = Field(default=[], description="repository paths a correct answer names")
-    commands: list[str] = Field(default=[], description="commands a correct answer gives")
+    files: list[str | list[str]] = Field(
+        default=[], description="repository paths a correct answer names; a list: any one of them"
+    )
+    commands: list[str | list[str]] = Field(
+        default=[], description="commands a correct answer gives; a list: any one of them"
+    )
     guardrails: list[str] = Field(
         default=[], description="commands or snippets a correct answer must NOT recommend"
     )
@@ -372,6 +389,10 @@ class ScoreItem(Frozen):
     expected: str
     hit: bool | None = Field(description="None: not scored (e.g. key points before a judge exists)")
     note: str = ""
+    attainable: bool = Field(
+        default=True,
+        description="False: the gold is not in this condition's files (a citation whose quote is absent)",
+    )
 
 
 class Score(Frozen):
