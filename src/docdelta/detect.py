@@ -1,10 +1,12 @@
 """Which files are agent instruction files, and which of them a change touches.
 
-The built-in table says, per path pattern, which agent families load the file by
-default (family names match the agent adapter names, e.g. `claude_code`). It is
-deliberately faithful rather than generous: Claude Code does not read AGENTS.md,
-Gemini CLI does not read AGENTS.md unless configured, so a PR that edits only
-AGENTS.md tells you nothing about them, and the report must be able to say so.
+The built-in table (`instructions.RULES`) says, per path pattern, which agent families
+load the file by default (family names match the agent adapter names, e.g.
+`claude_code`). It is deliberately faithful rather than generous: Claude Code does not
+read AGENTS.md unless CLAUDE.md imports or links it, Gemini CLI does not read AGENTS.md
+unless configured, so a PR that edits only AGENTS.md tells you nothing about them, and
+the report must be able to say so. `detect_refs` adds what only the instruction graph of
+each side knows: precedence, @imports, links, loading modes.
 
 Patterns are gitignore globs (`docdelta.globs`). Projects extend the table with
 `instructions.include` (family `custom`) and drop entries with `instructions.exclude`.

@@ -323,9 +323,6 @@ class Graph:
     digests: Mapping[str, str | None] = field(default_factory=dict)
     """Every loaded or linked path -> sha256 of what an agent reading it gets (None: nothing)."""
 
-    def families(self) -> list[str]:
-        return sorted(self.loads)
-
     def files(self, family: str, *modes: LoadMode) -> list[Loaded]:
         """What `family` loads, optionally only in the given modes."""
         return [f for f in self.loads.get(family, ()) if not modes or f.mode in modes]
