@@ -251,10 +251,15 @@ def _detect(args: argparse.Namespace) -> int:
         print("nothing to evaluate: no agent instruction file changed")
     for f in detection.changed:
         moved = f" (from {f.old_path})" if f.old_path else ""
-        link = " [symlink]" if f.symlink else ""
-        print(f"{f.status.value:<9} {f.path}{moved}{link}  read by: {', '.join(f.families) or '-'}")
+        link = f" [symlink -> {f.link_target}]" if f.link_target else " [symlink]" if f.symlink else ""
+        via = f" (imported by {', '.join(f.imported_by)})" if f.imported_by else ""
+        print(f"{f.status.value:<9} {f.path}{moved}{link}{via}  read by: {f.loading_text() or '-'}")
     for n in detection.near_misses:
         print(f"note      {n.path}: {n.reason}")
+    if detection.other_changed and not detection.empty:
+        print(
+            f"note      {len(detection.other_changed)} other file(s) changed in the range (code, tests, docs)"
+        )
     return ExitCode.OK
 
 

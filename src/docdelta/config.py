@@ -17,10 +17,11 @@ from typing import Annotated, Any, TypeVar
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from docdelta.detect import GlobSet, InstructionMatcher
+from docdelta.detect import InstructionMatcher
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
+from docdelta.globs import check_glob
 
 CONFIG_PATH = ".docdelta.yml"
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
@@ -93,13 +94,8 @@ def load_model(
 
 
 # -------------------------------------------------------------------- config
-def _check_glob(glob: str) -> str:
-    GlobSet([glob])  # raises ValueError on an empty pattern
-    return glob
-
-
-Glob = Annotated[str, AfterValidator(_check_glob)]
-"""A gitignore-like glob (see `docdelta.detect.GlobSet`), checked item by item so an
+Glob = Annotated[str, AfterValidator(check_glob)]
+"""A gitignore glob (see `docdelta.globs`), checked item by item so an
 error names its index."""
 
 

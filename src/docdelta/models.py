@@ -80,6 +80,18 @@ class FileStatus(StrEnum):
     renamed = "renamed"
 
 
+class LoadMode(StrEnum):
+    """How an agent family takes in an instruction file (`docdelta.instructions`)."""
+
+    always = "always"
+    """In the agent's context from the start of every run (root AGENTS.md, CLAUDE.md, its @imports)."""
+    on_demand = "on_demand"
+    """Loaded only when the agent or the user calls for it: skills, slash commands, subagents,
+    nested files of a directory the agent works in."""
+    config = "config"
+    """Not read as text but steers the agent: settings, permissions, hooks."""
+
+
 class ChangedFile(Frozen):
     """One instruction file that differs between base and head."""
 
@@ -88,6 +100,25 @@ class ChangedFile(Frozen):
     old_path: str | None = None
     families: list[str] = Field(description="agent families that read this file, e.g. ['codex', 'opencode']")
     symlink: bool = False
+    link_target: str | None = Field(
+        default=None, description="a symlink's target as stored (at head, else base)"
+    )
+    loading: dict[str, LoadMode] = Field(default={}, description="family -> how it loads the file")
+    kinds: dict[str, str] = Field(
+        default={}, description="family -> what the file is to it, e.g. 'slash command'"
+    )
+    imported_by: list[str] = Field(default=[], description="instruction files that @import this one")
+
+    def loading_text(self) -> str:
+        """`claude_code (on demand: slash command), codex`: the readers and how each loads it."""
+        parts = []
+        for family in self.families:
+            mode = self.loading.get(family, LoadMode.always)
+            how = "" if mode is LoadMode.always else mode.value.replace("_", " ")
+            if how and family in self.kinds:
+                how = f"{how}: {self.kinds[family]}"
+            parts.append(f"{family} ({how})" if how else family)
+        return ", ".join(parts)
 
 
 class NearMiss(Frozen):
@@ -104,6 +135,9 @@ class Detection(Frozen):
     head: str
     changed: list[ChangedFile]
     near_misses: list[NearMiss] = []
+    other_changed: list[str] = Field(
+        default=[], description="files changed in the range that are no instruction file (code, tests, docs)"
+    )
 
     @property
     def empty(self) -> bool:
@@ -111,12 +145,25 @@ class Detection(Frozen):
 
 
 # --------------------------------------------------------------------- tasks
-class GoldCitation(Frozen):
-    """Where the gold answer stands in the source commit; checked when the task loads."""
+class GoldQuote(Frozen):
+    """A quote in a file: it stands wherever the quote is in a condition's copy of the file."""
 
     path: str
-    lines: Lines
-    quote: str
+    quote: str = Field(min_length=1)
+    lines: Lines | None = Field(
+        default=None, description="where the quote stood when the task was written: a hint, never scored"
+    )
+
+
+class GoldCitation(GoldQuote):
+    """Where the gold answer stands: a quote in a file, located in each condition's files
+    (`docdelta.quotes`); `any_of` lists other quotes that serve as well (a rule stated in
+    AGENTS.md and in CONTRIBUTING.md)."""
+
+    any_of: list[GoldQuote] = Field(default=[], description="alternatives: citing any one of them counts")
+
+    def choices(self) -> list[GoldQuote]:
+        return [GoldQuote(path=self.path, quote=self.quote, lines=self.lines), *self.any_of]
 
 
 class Validation(Frozen):
@@ -149,7 +196,7 @@ class Validation(Frozen):
 
 
 class HardChecks(Frozen):
-    """Deterministic checks on the agent's diff; globs are gitignore-like (see detect.GlobSet)."""
+    """Deterministic checks on the agent's diff; globs are gitignore-like (see docdelta.globs)."""
 
     require_changed: list[str] = Field(default=[], description="globs; each must match a changed path")
     forbid_changed: list[str] = Field(default=[], description="globs no changed path may match")
@@ -181,8 +228,12 @@ class MistakeRule(Frozen):
 
 class Gold(Frozen):
     docs: list[str] = Field(default=[], description="instruction files the answer depends on")
-    files: list[str] = Field(default=[], description="repository paths a correct answer names")
-    commands: list[str] = Field(default=[], description="commands a correct answer gives")
+    files: list[str | list[str]] = Field(
+        default=[], description="repository paths a correct answer names; a list: any one of them"
+    )
+    commands: list[str | list[str]] = Field(
+        default=[], description="commands a correct answer gives; a list: any one of them"
+    )
     guardrails: list[str] = Field(
         default=[], description="commands or snippets a correct answer must NOT recommend"
     )
@@ -350,6 +401,10 @@ class ScoreItem(Frozen):
     expected: str
     hit: bool | None = Field(description="None: not scored (e.g. key points before a judge exists)")
     note: str = ""
+    attainable: bool = Field(
+        default=True,
+        description="False: the gold is not in this condition's files (a citation whose quote is absent)",
+    )
 
 
 class Score(Frozen):
@@ -597,6 +652,13 @@ class Confounds(Frozen):
         description="changed instruction files the agent under test does not read natively "
         "(e.g. AGENTS.md for Claude Code): their edit cannot change its behaviour",
     )
+    code_changes: int = Field(
+        default=0,
+        description="files other than instruction files changed between base and head: every "
+        "condition runs on the source commit's code, so the other side's docs meet code they were "
+        "not written for",
+    )
+    source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
 
 
 class ArmUse(Frozen):

@@ -147,7 +147,6 @@ def prepare(
 
     loaded = load_tasks(request.tasks_dir)
     require_reviewed(loaded, request.allow_unreviewed)
-    check_citations(loaded, repo, source_sha)
 
     assets = {
         lt.task.id: load_assets(lt.task, lt.path, repo, source_sha)
@@ -163,6 +162,7 @@ def prepare(
         dest = checkout_dir(store.workdir, overlay.sha256)
         shutil.rmtree(dest, ignore_errors=True)
         checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
+    check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(

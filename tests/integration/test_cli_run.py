@@ -284,3 +284,24 @@ def test_schema_task_prints_a_json_schema(capsys: pytest.CaptureFixture[str]) ->
 def _no_ci_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain progress lines whatever the terminal, so stderr assertions are stable."""
     monkeypatch.setenv("CI", "1")
+
+
+def test_a_source_whose_files_hold_no_gold_quote_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12: `--source` at a commit whose files no condition receives scored correct
+    answers as misses, silently. The gold quotes head's README; with `--source base` every
+    condition holds base's README, so the run stops before any agent starts."""
+    repo = GitRepo.init(tmp_path / "proj")
+    task = TASK.format(id="install", prompt="How do I install it?", reviewed="true")
+    task = task.replace("path: AGENTS.md", "path: README.md").replace("quote: make check", "quote: uv sync")
+    repo.commit(
+        {"README.md": "# proj\npip install .\n", "AGENTS.md": "be nice\n", ".docdelta/tasks/i.yaml": task}
+    )
+    repo.commit({"README.md": "# proj\nuv sync\n", "AGENTS.md": "Run `make check`.\n"})
+    workdir = tmp_path / "work"
+    assert main(_run_args(repo, workdir, "true", "--source", "base")) == 2
+    err = capsys.readouterr().err
+    assert "gold_citations[0] quotes README.md: 'uv sync'" in err and "stands in no condition" in err
+    assert not _results(workdir)
+    assert main(_run_args(repo, tmp_path / "ok", "true", "--repeats", "1")) == 0  # source head: it stands

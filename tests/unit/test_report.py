@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from factories import arm, detection, judged, manifest, result, ruling, summary_of
+from gitrepo import GitRepo, Link
 from jinja2 import UndefinedError
 
 from docdelta import stats
+from docdelta.detect import InstructionMatcher, detect_refs
+from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
-from docdelta.models import AgentInfo, ChangedFile, FileStatus, NearMiss, RunResult, RunStatus, Summary
+from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
 from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment, mermaid_label
 
@@ -387,20 +391,41 @@ def test_mermaid_labels_cannot_break_the_chart() -> None:
     assert mermaid_label('a "quoted" [task]\nname') == "a  quoted   task  name"
 
 
-@pytest.mark.parametrize(("files", "shadowed"), [({"AGENTS.md", "CLAUDE.md"}, True), ({"CLAUDE.md"}, False)])
-def test_opencode_does_not_read_a_claude_md_that_an_agents_md_shadows(
-    files: set[str], shadowed: bool
+@pytest.mark.parametrize(
+    ("agent", "files", "unread"),
+    [
+        ("opencode", {"AGENTS.md": "agents\n"}, True),  # shadowed: OpenCode takes AGENTS.md only
+        ("opencode", {}, False),
+        ("claude_code", {"AGENTS.md": "agents\n"}, False),
+        ("codex", {"AGENTS.md": "agents\n"}, True),
+        ("codex", {"AGENTS.md": Link("CLAUDE.md")}, False),  # AGENTS.md -> CLAUDE.md: Codex reads it
+    ],
+)
+def test_unread_changes_follow_the_instruction_graph(
+    tmp_path: Path, agent: str, files: dict[str, str | Link], unread: bool
 ) -> None:
+    """The scorecard's "does not read it" comes from each side's instruction graph."""
+    git = GitRepo.init(tmp_path / "proj")
+    git.commit({"CLAUDE.md": "run the tests with make check\n", **files})
+    head = git.commit({"CLAUDE.md": "run the tests with make test\n"})
+    found = detect_refs(Repo(git.path), "HEAD~1", head, InstructionMatcher())
     results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
-    plan = manifest(["t"], ["base", "head"])
-    plan = plan.model_copy(
-        update={
-            "agent": AgentInfo(name="opencode", version="1"),
-            "conditions": [
-                c.model_copy(update={"files": dict.fromkeys(files, "sha")}) for c in plan.conditions
-            ],
-        }
-    )
-    edit = ChangedFile(path="CLAUDE.md", status=FileStatus.modified, families=["claude_code", "opencode"])
-    changed = detection().model_copy(update={"changed": [edit]})
-    assert summarize(plan, changed, results).confounds.unread_changes == (["CLAUDE.md"] if shadowed else [])
+    plan = manifest(["t"], ["base", "head"]).model_copy(update={"agent": AgentInfo(name=agent, version="1")})
+    assert summarize(plan, found, results).confounds.unread_changes == (["CLAUDE.md"] if unread else [])
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("h" * 40, "every condition ran on head's code, so base's instruction files were evaluated on code"),
+        ("b" * 40, "every condition ran on base's code, so head's instruction files were evaluated on code"),
+    ],
+)
+def test_code_changed_in_the_range_is_stated_with_the_commit_that_ran(source: str, says: str) -> None:
+    results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
+    plan = manifest(["t"], ["base", "head"]).model_copy(update={"source_sha": source})
+    found = detection().model_copy(update={"other_changed": [f"src/m{i}.py" for i in range(19)]})
+    text = render_markdown(summarize(plan, found, results))
+    assert "19 other files (code, tests, docs) changed between base and head" in text
+    assert says in text
+    assert "other file" not in render_markdown(summarize(plan, detection(), results))

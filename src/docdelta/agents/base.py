@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from docdelta.detect import BUILTIN_PATTERNS
 from docdelta.errors import AgentError
-from docdelta.models import AgentAnswer, AgentOutcome, RunStatus
+from docdelta.instructions import RULES
+from docdelta.models import AgentAnswer, AgentOutcome, LoadMode, RunStatus
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
 _DECODER = json.JSONDecoder()
@@ -175,9 +175,11 @@ class Agent(ABC):
 
     @property
     def instruction_files(self) -> list[str]:
-        """Globs of the instruction files this agent loads natively (detection's table,
-        so the report can say when a PR edits only files the agent never reads)."""
-        return [glob for glob, families in BUILTIN_PATTERNS if self.name in families]
+        """Globs of the instruction files this agent loads into every run natively (the
+        instruction graph's always-loaded rules; imports and on-demand files come on top)."""
+        return sorted(
+            {r.glob.lstrip("/") for r in RULES if self.name in r.families and r.mode is LoadMode.always}
+        )
 
     def turn_cap(self, requested: int | None) -> int | None:
         """The turn cap a run really gets when `requested` (`--max-turns`) is asked for:

@@ -27,9 +27,10 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
+from typing import Literal
 
 from docdelta import audit, instruction_usage, stats
-from docdelta.detect import KNOWN_FAMILIES, SHADOWED
+from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
     BASE,
     BUILTIN_CONDITIONS,
@@ -253,20 +254,27 @@ def _confounds(
         missing_runs=sum(1 for cell in manifest.order if cell.key not in done),
         instruction_flags=audit.flags(graded),
         unread_changes=_unread(manifest, detection),
+        code_changes=len(detection.other_changed),
+        source=_source_side(manifest),
     )
+
+
+def _source_side(manifest: Manifest) -> Literal["base", "head", "other"]:
+    if manifest.source_sha == manifest.head_sha:
+        return "head"
+    return "base" if manifest.source_sha == manifest.base_sha else "other"
 
 
 def _unread(manifest: Manifest, detection: Detection) -> list[str]:
     """Changed files that the agent under test does not read, when detection knows the agent
-    as a family (claude_code, codex, opencode, gemini, ...): files outside its family, and
-    files another file shadows in base or head (OpenCode: CLAUDE.md beside AGENTS.md). The
-    fake, command and built-in agents have no family and are not judged."""
+    as a family (claude_code, codex, opencode, gemini, ...). Detection's readers come from the
+    instruction graph of base and head, so a file another one shadows (OpenCode: CLAUDE.md
+    beside AGENTS.md) has lost that reader, and one an @import or a link reaches has gained
+    it. The fake, command and built-in agents have no family and are not judged."""
     agent = manifest.agent.name
     if agent not in KNOWN_FAMILIES:
         return []
-    present = [set(c.files) for c in manifest.conditions if c.name in (BASE, HEAD)]
-    shadowed = {f for f, by in SHADOWED.get(agent, ()) if any(by in files for files in present)}
-    return [f.path for f in detection.changed if agent not in f.families or f.path in shadowed]
+    return [f.path for f in detection.changed if agent not in f.families]
 
 
 def summarize(
