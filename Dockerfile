@@ -49,4 +49,5 @@ RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('/src/docdelta
 COPY . /src/docdelta
 RUN pip install -q --no-deps /src/docdelta && rm -rf /src/docdelta && docdelta --version
 
-ENTRYPOINT ["docdelta", "action"]
+# An absolute path: the runner passes its own PATH to the container, which need not name the venv.
+ENTRYPOINT ["/opt/docdelta/bin/docdelta", "action"]

@@ -52,7 +52,7 @@ from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
-from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings
+from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, input_variable
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
@@ -527,12 +527,12 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
     env = os.environ if env is None else env
     runtime = ActionsRuntime.from_env(env, stream)
     for name in SECRET_INPUTS:
-        secret = env.get(f"INPUT_{name.upper().replace('-', '_')}", "")
+        secret = env.get(input_variable(name), "")
         if secret.strip():
             runtime.mask(secret.strip())
     try:
         event = load_event(env.get("GITHUB_EVENT_NAME", ""), Path(env.get("GITHUB_EVENT_PATH", "")))
-        token = env.get("INPUT_GITHUB_TOKEN", "").strip()
+        token = env.get(input_variable("github-token"), "").strip()
         port = PyGithubPort.from_actions_env(token, env)
     except DocdeltaError as exc:
         runtime.annotate("error", str(exc), title="docdelta")
@@ -550,11 +550,11 @@ def _bad_settings(
     exc: ConfigError, env: Mapping[str, str], event: EventContext, port: GitHubPort, runtime: ActionsRuntime
 ) -> int:
     """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
-    secrets = [env.get(f"INPUT_{n.upper().replace('-', '_')}", "").strip() for n in SECRET_INPUTS]
+    secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor([s for s in secrets if s])
     text = redact(str(exc))
     runtime.annotate("error", text, title="docdelta")
-    name = env.get("INPUT_CHECK_NAME", "").strip() or DEFAULT_CHECK_NAME
+    name = env.get(input_variable("check-name"), "").strip() or DEFAULT_CHECK_NAME
     hint = f"\n\n**What to do:** {redact(exc.hint)}" if exc.hint else ""
     try:
         port.publish_check(

@@ -24,7 +24,7 @@ from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.settings import ActionSettings
+from docdelta.settings import ActionSettings, input_variable
 
 API_KEY = "sk-test-SECRET-api-key-0123456789"
 pytestmark = pytest.mark.timeout(120)
@@ -97,14 +97,14 @@ def _env(tmp: Path, demo: DemoRepo, fake: FakeGitHub, event: Path, **inputs: str
         "GITHUB_RUN_ID": "77",
         "GITHUB_OUTPUT": str(tmp / "output.txt"),
         "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
-        "INPUT_GITHUB_TOKEN": fake.token,
+        "INPUT_GITHUB-TOKEN": fake.token,
         "INPUT_AGENT": "fake",
-        "INPUT_API_KEY": API_KEY,
+        "INPUT_API-KEY": API_KEY,
         "INPUT_REPEATS": "2",
         "INPUT_SANDBOX": "local",
-        "INPUT_RESULTS_PATH": str(tmp / "results"),
+        "INPUT_RESULTS-PATH": str(tmp / "results"),
     }
-    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    env.update({input_variable(k.replace("_", "-")): v for k, v in inputs.items()})
     return env
 
 
@@ -259,8 +259,8 @@ def test_an_approval_label_from_a_reader_does_not_count(
     ("inputs", "named"),
     [
         ({"INPUT_REPEATS": "many"}, "input 'repeats'"),
-        ({"INPUT_FAIL_ON": "sometimes"}, "input 'fail-on'"),
-        ({"INPUT_RESULTS_STORE": "s3:bucket"}, "input 'results-store'"),
+        ({"INPUT_FAIL-ON": "sometimes"}, "input 'fail-on'"),
+        ({"INPUT_RESULTS-STORE": "s3:bucket"}, "input 'results-store'"),
     ],
 )
 def test_bad_inputs_fail_the_check_with_the_input_named_and_no_traceback_or_secret(
@@ -328,7 +328,7 @@ def test_a_workflow_run_handoff_must_name_the_runs_own_head_commit(
     handoff = tmp_path / "pr.json"
     handoff.write_text(json.dumps({"number": 2, "base_sha": demo.base_sha, "head_sha": "e" * 40}))
     env = _env(tmp_path, demo, fake, event_path("workflow_run.completed"), event_name="workflow_run")
-    env["INPUT_PR_HANDOFF"] = str(handoff)
+    env["INPUT_PR-HANDOFF"] = str(handoff)
 
     result, log = _run(env, fake)
 

@@ -77,12 +77,12 @@ def _act(
         "GITHUB_EVENT_PATH": str(path),
         "GITHUB_WORKSPACE": str(ws),
         "GITHUB_SHA": sha,
-        "INPUT_GITHUB_TOKEN": fake.token,
+        "INPUT_GITHUB-TOKEN": fake.token,
         "INPUT_AGENT": "fake",
         "INPUT_REPEATS": "2",
         "INPUT_SANDBOX": "local",
-        "INPUT_RESULTS_STORE": store,
-        "INPUT_RESULTS_PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
+        "INPUT_RESULTS-STORE": store,
+        "INPUT_RESULTS-PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
     }
     out = io.StringIO()
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)

