@@ -425,6 +425,9 @@ def _run_matrix(
     summary = scorecard(
         store, exp.manifest, exp.detection, report.results, noise=settings.noise_band, alpha=settings.alpha
     )
+    # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
+    # runner often just `workspace`); the scorecard names the repository as GitHub does.
+    summary = summary.model_copy(update={"repo": settings.github.repository})
     cost = sum(r.outcome.metrics.cost_usd or 0.0 for r in report.results)
     return _Matrix(summary, notes, report.stopped, cost)
 
@@ -556,16 +559,20 @@ def _bad_settings(
     runtime.annotate("error", text, title="docdelta")
     name = env.get(input_variable("check-name"), "").strip() or DEFAULT_CHECK_NAME
     hint = f"\n\n**What to do:** {redact(exc.hint)}" if exc.hint else ""
+    first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     try:
         port.publish_check(
             CheckReport(
                 name=name,
                 head_sha=event.head_sha,
                 conclusion=Conclusion.failure,
-                title=redact(f"docdelta could not run: {exc.message}")[:200],
+                title=f"docdelta could not run: {first}"[:200],
                 summary=redact(exc.message) + hint,
             )
         )
     except DocdeltaError as publish_exc:
         runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
+    # The same outputs as any other failed run, so a later step can report or branch on them.
+    for output, value in (("activity", "error"), ("conclusion", Conclusion.failure.value), ("error", first)):
+        runtime.set_output(output, value)
     return exc.exit_code

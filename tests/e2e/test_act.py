@@ -178,11 +178,71 @@ def _payload(name: str, base: str, head: str) -> dict[str, Any]:
     return payload
 
 
-def test_opened_then_synchronize_posts_one_comment_and_edits_it(stage: Stage) -> None:
+def _outputs(log: str) -> dict[str, str]:
+    """The step's outputs as act read them from $GITHUB_OUTPUT (it logs each one)."""
+    marker = "::set-output:: "
+    pairs = (line.split(marker, 1)[1].partition("=") for line in log.splitlines() if marker in line)
+    return {name: value for name, _, value in pairs}
+
+
+def _commit(demo: DemoRepo, path: str, line: str) -> str:
+    """A new commit on the checkout's branch that appends `line` to `path`."""
+    target = demo.path / path
+    target.write_text(target.read_text() + f"\n{line}\n")
+    git(demo.path, "add", path)
+    git(demo.path, "commit", "-q", "-m", f"{path}: {line}")
+    return git(demo.path, "rev-parse", "HEAD").strip()
+
+
+def test_opened_posts_one_comment_and_check_and_synchronize_edits_that_comment(stage: Stage) -> None:
     demo, fake = stage.demo, stage.fake
     fake.add_pull(2, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+
     log = stage.act("pull_request", _payload("pull_request.opened", demo.base_sha, demo.head_sha))
-    print(log)
-    assert len(fake.comments) == 1, log[-4000:]
-    assert [r["status"] for r in fake.check_runs] == ["completed"], fake.check_runs
-    _ = git  # placeholder
+
+    assert "Traceback" not in log
+    assert len(fake.comments) == 1 and fake.comments[0]["body"].startswith("<!-- docdelta:docdelta -->")
+    (check,) = fake.check_runs
+    assert check["head_sha"] == demo.head_sha and check["status"] == "completed"
+    assert check["conclusion"] in ("success", "neutral", "failure")
+    outputs = _outputs(log)
+    assert outputs["activity"] == "evaluate" and outputs["conclusion"] == check["conclusion"]
+    assert outputs["comment-url"].endswith(f"#issuecomment-{fake.comments[0]['id']}")
+    assert float(outputs["head-vs-base"]) > 0  # the demo's head docs help the fake agent
+    assert f"{fake.repo} · source `" in log  # act printed the step summary; the header names the repo
+    assert "isolation: docker-none" in fake.comments[0]["body"]  # sibling agent containers
+
+    head = _commit(demo, "AGENTS.md", "- Keep pull requests small.")  # a second push to the PR
+    fake.pulls[2].head_sha = head
+    log = stage.act("pull_request", _payload("pull_request.synchronize", demo.base_sha, head))
+
+    assert "Traceback" not in log
+    assert len(fake.comments) == 1 and len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+    (edit,) = fake.requests("PATCH", r"/issues/comments/\d+")
+    assert edit.path == f"/issues/comments/{fake.comments[0]['id']}" and edit.status == 200
+    assert head[:12] in fake.comments[0]["body"]
+    latest = fake.check_runs[-1]
+    assert (latest["head_sha"], latest["status"]) == (head, "completed")
+    assert _outputs(log)["comment-url"] == outputs["comment-url"]
+
+
+def test_a_pull_request_without_instruction_changes_gets_a_neutral_check_and_no_agent_run(
+    stage: Stage,
+) -> None:
+    demo, fake = stage.demo, stage.fake
+    base = git(demo.path, "rev-parse", "HEAD").strip()
+    head = _commit(demo, "README.md", "More about the project.")
+    fake.add_pull(3, base, head, [("README.md", "modified")])
+    payload = _payload("pull_request.opened", base, head)
+    payload["number"] = payload["pull_request"]["number"] = 3  # EDIT: PR 3
+    comments = len(fake.comments)
+
+    log = stage.act("pull_request", payload)
+
+    (check,) = (r for r in fake.check_runs if r["head_sha"] == head)
+    assert (check["status"], check["conclusion"]) == ("completed", "neutral")
+    assert check["output"]["title"] == "no agent instruction files changed"
+    assert len(fake.comments) == comments and not fake.requests("POST", r"/issues/3/comments")
+    outputs = _outputs(log)
+    assert (outputs["verdict"], outputs["conclusion"]) == ("skipped", "neutral")
+    assert "[1/" not in log  # no cell of the matrix ran

@@ -147,6 +147,7 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     body = fake.comments[0]["body"]
     assert body.startswith("<!-- docdelta:docdelta -->")
     assert "docdelta scorecard" in body and "| **all tasks** |" in body
+    assert f"\n{fake.repo} · source `" in body  # the repository, not the checkout's directory name
     assert "**Gate** (`fail-on: regression`)" in body
     assert "```mermaid\nxychart-beta" in body and "<details><summary>" in body
     anchor = hashlib.sha256(b"AGENTS.md").hexdigest()  # GitHub's anchor of a file's diff
@@ -279,6 +280,9 @@ def test_bad_inputs_fail_the_check_with_the_input_named_and_no_traceback_or_secr
     check = _latest_check(fake)
     assert check["conclusion"] == "failure" and named in check["output"]["title"]
     assert API_KEY not in json.dumps(fake.check_runs)
+    outputs = _outputs(tmp_path)  # a later step (`if: failure()`) can tell what went wrong
+    assert (outputs["activity"], outputs["conclusion"]) == ("error", "failure")
+    assert named in outputs["error"]
 
 
 def test_an_unknown_agent_and_a_gone_head_commit_are_explained_in_the_check(
