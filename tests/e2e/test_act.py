@@ -67,13 +67,14 @@ def _local_base() -> str:
     if not certs:
         return BASE_IMAGE
     base_id = _docker("image", "inspect", BASE_IMAGE, "--format", "{{.Id}}")
-    tag = f"docdelta-act-base:{hashlib.sha256(base_id.encode() + certs).hexdigest()[:16]}"
+    dockerfile = (
+        f"FROM {BASE_IMAGE}\nCOPY extra.crt /tmp/extra.crt\n"
+        "RUN cat /tmp/extra.crt >> /etc/ssl/certs/ca-certificates.crt && rm /tmp/extra.crt\n"
+        f"LABEL {TEST_LABEL}\n"
+    )
+    digest = hashlib.sha256(base_id.encode() + dockerfile.encode() + certs).hexdigest()[:16]
+    tag = f"docdelta-act-base:{digest}"
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
-        dockerfile = (
-            f"FROM {BASE_IMAGE}\nCOPY extra.crt /usr/local/share/ca-certificates/docdelta-extra.crt\n"
-            "RUN cat /usr/local/share/ca-certificates/docdelta-extra.crt >> /etc/ssl/certs/ca-certificates.crt\n"
-            f"LABEL {TEST_LABEL}\n"
-        )
         context = _tar({"Dockerfile": dockerfile.encode(), "extra.crt": certs})
         _docker("build", "-q", "-t", tag, "-", stdin=context)
     return tag
