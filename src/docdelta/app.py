@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from docdelta import stats
 from docdelta.cache import open_store, restore, save
-from docdelta.config import load_project_config, matcher
+from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError
 from docdelta.git import Repo, overlay_commit
@@ -46,7 +46,7 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
-from docdelta.github.pygithub import PyGithubPort
+from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
@@ -193,6 +193,8 @@ def action(
             result = _refresh(ctx)
         else:
             result = ActionResult(activity="skip", title=why)
+    except ApiError as exc:
+        result = _read_only_fork(ctx) if _fork_token(ctx.event, exc) else _fail(ctx, exc)
     except DocdeltaError as exc:
         result = _fail(ctx, exc)
     except Exception as exc:  # a bug: still no traceback in the PR, and a check that says so
@@ -210,15 +212,53 @@ def action(
     return result
 
 
+FORK_SAFE_WORKFLOW = "examples/workflows/docdelta-fork-safe.yml"
+
+# Hints are written for the CLI; in the Action the same advice names the workflow's inputs.
+_CLI_TO_INPUTS = (
+    ("--sandbox docker", "`sandbox: docker`"),
+    ("--sandbox local", "`sandbox: local`"),
+    ("--allow-network", "`allow-network: true`"),
+    ("--agent-cmd", "the `agent-command` input"),
+    ("--cap-usd", "the `cap-usd` input"),
+    ("--tasks", "the `tasks` input"),
+)
+
+
+def action_hint(hint: str) -> str:
+    """`hint` with each CLI flag it names replaced by the Action input that does the same."""
+    for flag, spelled in _CLI_TO_INPUTS:
+        hint = hint.replace(f"pass {flag}", f"set {spelled}").replace(flag, spelled)
+    return hint
+
+
+def _fork_token(event: EventContext, exc: ApiError) -> bool:
+    """A fork's `pull_request` run holds a read-only token: a 403 there is GitHub's rule, not a failure."""
+    return event.event == "pull_request" and event.is_fork and exc.status == 403
+
+
+def _read_only_fork(ctx: _Context) -> ActionResult:
+    """Say why nothing was posted and what to use instead; the job stays green."""
+    why = (
+        "this pull request comes from a fork: on `pull_request` GitHub gives it a read-only token, "
+        "so docdelta can post no check or comment here. Evaluate fork PRs with the fork-safe "
+        f"workflow (`pull_request_target` + an approval label, see {FORK_SAFE_WORKFLOW}), and run "
+        "this one for same-repository PRs only: `if: github.event.pull_request.head.repo.full_name "
+        "== github.repository`."
+    )
+    ctx.runtime.annotate("warning", why, title="docdelta")
+    return ActionResult(activity="skip", title="fork pull request: read-only token", outputs={"error": why})
+
+
 def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
     """One log line, and a check that explains: our machinery failing is `neutral` (it says
     nothing about the PR), anything the workflow or repository must fix is `failure`."""
-    text = ctx.redact(str(exc))
+    text = ctx.redact(action_hint(str(exc)))
     ctx.runtime.annotate("error", text, title="docdelta")
     conclusion = Conclusion.neutral if isinstance(exc, InfraError | SandboxError) else Conclusion.failure
     first = ctx.redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     title = f"docdelta could not run: {first}"
-    hint = f"\n\n**What to do:** {ctx.redact(exc.hint)}" if exc.hint else ""
+    hint = f"\n\n**What to do:** {ctx.redact(action_hint(exc.hint))}" if exc.hint else ""
     try:
         ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
     except DocdeltaError as publish_exc:
@@ -364,6 +404,20 @@ def _export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
     return dest
 
 
+ACTION_SANDBOX_BASE = "python:3.11-bookworm"
+"""The agent image's base in the Action when `.docdelta.yml` names no `docker.base`: an
+image every GitHub runner can pull, with the python3 and git the sandbox needs. (The
+CLI's default, docdelta-base, exists only where scripts/provision-docker.sh built it.)"""
+
+
+def action_config(config: ProjectConfig) -> ProjectConfig:
+    """The project config as the Action uses it: a pullable sandbox base unless one is set."""
+    if "base" in config.docker.model_fields_set:
+        return config
+    docker = config.docker.model_copy(update={"base": ACTION_SANDBOX_BASE})
+    return config.model_copy(update={"docker": docker})
+
+
 def _run_matrix(
     ctx: _Context,
     repo: Repo,
@@ -375,7 +429,7 @@ def _run_matrix(
 ) -> _Matrix:
     """Build the agent, sandbox and stores, prepare, reuse cached arms, run, save, summarize."""
     settings = ctx.settings
-    config = load_project_config(repo, base_sha)
+    config = action_config(load_project_config(repo, base_sha))
     tasks_path = settings.tasks or config.tasks
     workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}"
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
@@ -555,10 +609,10 @@ def _bad_settings(
     """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
     secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor([s for s in secrets if s])
-    text = redact(str(exc))
+    text = redact(action_hint(str(exc)))
     runtime.annotate("error", text, title="docdelta")
     name = env.get(input_variable("check-name"), "").strip() or DEFAULT_CHECK_NAME
-    hint = f"\n\n**What to do:** {redact(exc.hint)}" if exc.hint else ""
+    hint = f"\n\n**What to do:** {redact(action_hint(exc.hint))}" if exc.hint else ""
     first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     try:
         port.publish_check(

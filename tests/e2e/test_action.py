@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -215,6 +216,26 @@ def test_a_fork_without_approval_runs_no_agent_and_asks_for_action(
     assert fake.requests("GET", r"/contents/.*") == []  # not even the fork's files were read
 
 
+def test_a_fork_pr_on_pull_request_with_its_read_only_token_ends_green_pointing_to_the_fork_safe_workflow(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    fake.deny_checks = True  # a fork's GITHUB_TOKEN may write neither checks ...
+    fake.fail_next(
+        "POST", r"/statuses/.*", count=9, status=403, message="Resource not accessible by integration"
+    )
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo, fork=True))  # ... nor statuses
+    out = io.StringIO()
+
+    code = app.main(env, out)
+
+    log = out.getvalue()
+    assert code == 0 and "Traceback" not in log
+    assert "::warning title=docdelta::" in log and "docdelta-fork-safe.yml" in log
+    assert fake.check_runs == [] and fake.statuses == [] and fake.comments == []
+    assert "fork-safe" in _outputs(tmp_path)["error"]
+
+
 def test_an_approved_fork_is_evaluated_from_its_instruction_files_read_as_data(
     tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
 ) -> None:
@@ -309,6 +330,25 @@ def test_an_unknown_agent_and_a_gone_head_commit_are_explained_in_the_check(
         "is not in the checkout" in check["output"]["summary"]
         and "force-pushed" in check["output"]["summary"]
     )
+
+
+def test_where_the_local_sandbox_cannot_isolate_the_hint_names_action_inputs_not_cli_flags(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As inside the action's container: no user namespaces, so `unshare` fails (this one always does).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "unshare").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "unshare").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, log = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo)), fake)
+
+    assert result.activity == "error"
+    summary = _latest_check(fake)["output"]["summary"]
+    assert "`sandbox: docker`" in summary and "`allow-network: true`" in summary
+    assert "--sandbox" not in summary + log and "--allow-network" not in summary + log
 
 
 def test_a_malformed_event_is_one_clear_log_line(tmp_path: Path, demo: DemoRepo, fake: FakeGitHub) -> None:

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 from fakegithub import FakeGitHub, event_path
-
-from docdelta.demo import build_demo_repo
+from gitrepo import demo_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
@@ -43,7 +42,8 @@ def _build() -> None:
 
 def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: Path) -> None:
     _build()
-    demo = build_demo_repo(tmp_path / "workspace")
+    # The sandbox image: the Action's default must be pullable on GitHub, so name the local one.
+    demo = demo_repo(tmp_path / "workspace", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
     payload = json.loads(event_path("pull_request.opened").read_text())
     payload["pull_request"]["base"]["sha"] = demo.base_sha  # EDIT: the demo repository's commits
     payload["pull_request"]["head"]["sha"] = demo.head_sha
