@@ -20,7 +20,9 @@ What differs from a GitHub-hosted run, each visible below:
 * the demo repository's `.docdelta.yml` names docdelta-base as the sandbox image, as a
   user without Docker Hub would (the action's default must be pullable on GitHub);
 * GitHub is the fake server on 127.0.0.1: act runs the job container on the host network
-  (its default) and the action container in the job container's network.
+  (its default) and the action container in the job container's network. It speaks HTTPS
+  with a certificate from a CA made for the run, which the action trusts only because the
+  workflow passes it as `ca-bundle` (at run time: no build argument).
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ import yaml
 from action_image import ACT, BASE_IMAGE, local_base
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
+from tlscert import make_pki
 
 from docdelta.demo import DemoRepo
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "workflows" / "docdelta-pr.yml"
+CA_FILE = "github-ca.pem"
 # The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
 ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
 ACTION_DIRS = ("src", "examples/demo")
@@ -78,6 +82,7 @@ def _workflow(dest: Path, action_dir: str) -> Path:
     step["with"].update(agent="fake", repeats=1)  # EDIT: no model here; one repeat
     for name in ("agent-command", "api-key", "results-store"):
         step["with"].pop(name, None)  # EDIT
+    step["with"]["ca-bundle"] = CA_FILE  # EDIT: the fake GitHub's TLS certificate is from a test CA
     job["steps"] = steps
     dest.write_text(yaml.safe_dump(doc, sort_keys=False))
     return dest
@@ -121,9 +126,12 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     _workflow(workflows / "docdelta-pr.yml", action_dir)
     events = tmp / "events"
     events.mkdir()
+    # A CA made for this run: the action can trust the fake server only through `ca-bundle`.
+    pki = make_pki(tmp / "pki")
+    shutil.copy2(pki.ca, demo.path / CA_FILE)
     image = f"act-{action_dir}-dockeraction:latest"
     try:
-        with FakeGitHub() as fake:
+        with FakeGitHub(tls=(pki.cert, pki.key)) as fake:
             yield Stage(demo, workflows, events, fake, tmp / "cache", image)
     finally:
         # --no-prune keeps the layers, so the next run's build is served from the cache.

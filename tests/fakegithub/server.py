@@ -25,10 +25,12 @@ import base64
 import hashlib
 import json
 import re
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
@@ -83,9 +85,15 @@ class FakeGitHub:
     """The fake server and its state; use as a context manager (`with FakeGitHub() as gh`)."""
 
     def __init__(
-        self, repo: str = "Codertocat/Hello-World", token: str = "ghs_fake_token", prefix: str = "/api/v3"
+        self,
+        repo: str = "Codertocat/Hello-World",
+        token: str = "ghs_fake_token",
+        prefix: str = "/api/v3",
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
+        """`tls` = (certificate chain, key): serve HTTPS, for tests of CA trust."""
         self.repo = repo
+        self.tls = tls
         self.token = token
         self.prefix = prefix
         self.pulls: dict[int, Pull] = {}
@@ -125,7 +133,7 @@ class FakeGitHub:
     def base_url(self) -> str:
         assert self._server is not None, "start the server first"
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{self.prefix}"
+        return f"{'https' if self.tls else 'http'}://{host!s}:{port}{self.prefix}"
 
     @property
     def repo_url(self) -> str:
@@ -209,6 +217,10 @@ class FakeGitHub:
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> FakeGitHub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
         return self
