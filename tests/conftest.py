@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from action_image import ACT
+from actionimage import ACT
 from gitrepo import GitRepo
 
 CheckoutFactory = Callable[..., Path]

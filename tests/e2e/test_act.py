@@ -13,7 +13,7 @@ What differs from a GitHub-hosted run, each visible below:
   actions/checkout by copying its workdir), and with the fake agent, one repeat, no
   `api-key`, no results store, and `ca-bundle` (below);
 * the action copy's Dockerfile defaults `BASE_IMAGE` to a local image (no registry is
-  reachable here, and act cannot pass build arguments): `action_image.local_base()`,
+  reachable here, and act cannot pass build arguments): `actionimage.local_base()`,
   docdelta-base plus this machine's extra CA certificates, so the build reaches PyPI;
 * the job itself runs in a container of docdelta-base (`-P ubuntu-latest=...`), not on
   the host: in act's host mode a container action gets host paths in GITHUB_EVENT_PATH,
@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 import yaml
-from action_image import ACT, BASE_IMAGE, local_base
+from actionimage import ACT, BASE_IMAGE, local_base
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 from tlscert import make_pki

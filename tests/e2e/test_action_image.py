@@ -17,28 +17,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from action_image import BASE_IMAGE, local_base
+from actionimage import BASE_IMAGE, IMAGE, SOCKET, build_action_image
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo
-
-ROOT = Path(__file__).resolve().parents[2]
-IMAGE = "docdelta-action:test"
-SOCKET = "/var/run/docker.sock"
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def _build() -> None:
-    """Build on the local base (see tests/action_image.py): no build argument but BASE_IMAGE."""
-    proc = subprocess.run(
-        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={local_base()}", str(ROOT)],
-        capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
 def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: Path) -> None:
-    _build()
+    build_action_image()
     # The sandbox image: the Action's default must be pullable on GitHub, so name the local one.
     demo = demo_repo(tmp_path / "workspace", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
     payload = json.loads(event_path("pull_request.opened").read_text())

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from docdelta.app import ACTION_SANDBOX_BASE, action_config
+from docdelta.app import ACTION_SANDBOX_BASE
 from docdelta.config import DEFAULT_IMAGE_BASE, DockerImageConfig, ProjectConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +41,10 @@ def test_the_entrypoint_does_not_depend_on_the_runners_path() -> None:
 
 
 def test_the_actions_sandbox_default_is_a_public_image_and_is_documented() -> None:
-    assert action_config(ProjectConfig()).docker.base == ACTION_SANDBOX_BASE != DEFAULT_IMAGE_BASE
+    assert ProjectConfig().with_image_base(ACTION_SANDBOX_BASE).docker.base == ACTION_SANDBOX_BASE
+    assert ACTION_SANDBOX_BASE != DEFAULT_IMAGE_BASE  # the CLI's default exists only where it was built
     chosen = ProjectConfig(docker=DockerImageConfig(base="registry.example/env:1"))
-    assert action_config(chosen).docker.base == "registry.example/env:1"  # the repository's own choice
+    assert chosen.with_image_base(ACTION_SANDBOX_BASE).docker.base == "registry.example/env:1"  # its own
     inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
     assert ACTION_SANDBOX_BASE in inputs["sandbox"]["description"]
     assert ACTION_SANDBOX_BASE in (WORKFLOWS / "docdelta-pr.yml").read_text()

