@@ -131,8 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_judge_options(cal)
 
-    g = sub.add_parser("gc", help="remove Docker containers, networks and volumes left by a crashed run")
-    g.add_argument("--yes", action="store_true", help="also remove those of runs that may still be going")
+    g = sub.add_parser(
+        "gc", help="remove Docker containers, networks and volumes of runs whose docdelta process is gone"
+    )
+    g.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
     s = sub.add_parser("schema", help="print a JSON Schema, for editors")
     s.add_argument("what", choices=("task",))
@@ -404,16 +406,14 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _gc(args: argparse.Namespace) -> int:
+    """Live runs and other hosts' runs are never touched, so this needs no confirmation."""
     from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415 - Docker only when asked
 
-    if not args.yes:
-        raise ConfigError(
-            "gc removes every docdelta-labelled container, network and volume on this engine, "
-            "including those of runs still in progress",
-            hint="stop other docdelta runs first, then pass --yes",
-        )
-    removed = docker_sandbox.gc(docker_sandbox.engine())
-    print(f"removed {removed} docdelta container(s), network(s) and volume(s)")
+    names = docker_sandbox.gc(docker_sandbox.engine(), dry_run=args.dry_run)
+    for name in names:
+        print(name)
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"{verb} {len(names)} container(s), network(s) and volume(s) of finished docdelta processes")
     return ExitCode.OK
 
 

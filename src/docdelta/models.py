@@ -238,6 +238,7 @@ class RunStatus(StrEnum):
     no_answer = "no_answer"
     timeout = "timeout"
     oom = "oom"
+    disk_full = "disk_full"
     budget = "budget"
     max_turns = "max_turns"
     rate_limited = "rate_limited"
@@ -294,7 +295,14 @@ class ModelCall(Frozen):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
-    error: str | None = Field(default=None, description="'budget', 'refused', 'upstream' or None")
+    error: str | None = Field(
+        default=None,
+        description="None, or why the gateway did not complete it: 'budget', 'refused', "
+        "'unauthorized', 'too_large', 'timeout', 'busy', 'upstream', 'unfinished'",
+    )
+    count: int = Field(
+        default=1, ge=1, description="refusals past the first few are logged as one entry with their count"
+    )
     instructions: dict[str, Literal["injected", "tool"]] = Field(
         default={},
         description="audit fingerprint id -> how that file's text reached this request: in the "

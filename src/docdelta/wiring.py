@@ -85,8 +85,10 @@ def build_provider(
         if agent.network == "gateway":
             # Keys are read from `environ` here and handed to the gateway over stdin.
             image = gateway_image(client, image_config.base).tag
+            # The run's model is the only one its requests may name (agent.model: None = any priced).
+            pinned = config.gateway.model_copy(update={"model": agent.model})
             gateway = Gateway.from_environ(
-                config.gateway, image, environ, egress_network=config.gateway.egress_network
+                pinned, image, environ, egress_network=config.gateway.egress_network
             )
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.

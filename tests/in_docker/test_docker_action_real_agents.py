@@ -32,7 +32,7 @@ from docker_helpers import UPSTREAM_PORT, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 
-from docdelta.gateway.runtime import PLACEHOLDER_KEY
+from docdelta.gateway.runtime import RUN_TOKEN_PREFIX
 from docdelta.models import RunResult, RunStatus
 from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.report.render import fmt_count, fmt_usd
@@ -84,7 +84,8 @@ gateway:
   upstreams:
     - name: anthropic
       base_url: {server}
-      paths: ["/v1/messages", "/v1/models"]
+      paths: ["POST /v1/messages", "GET /v1/models"]
+      query: [beta]
       auth_header: x-api-key
       auth_prefix: ""
       base_url_env: [ANTHROPIC_BASE_URL]
@@ -92,7 +93,7 @@ gateway:
       key_from: ANTHROPIC_API_KEY
     - name: openai
       base_url: {server}/v1
-      paths: ["/responses", "/models"]
+      paths: ["POST /responses", "GET /models"]
       base_url_env: [OPENAI_BASE_URL]
       key_env: [OPENAI_API_KEY]
       key_from: OPENAI_API_KEY
@@ -276,7 +277,7 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
     assert len([r for r in requests if r.get("turn") is not None]) == 2 * RUNS_PER_AGENT
     assert all([header, hashlib.sha256(value.encode()).hexdigest()] in r["auth"] for r in requests)
     bodies = json.dumps([r["body"] for r in requests])
-    assert PLACEHOLDER_KEY in bodies  # the agent's `env` output reached the model: it held the placeholder
+    assert RUN_TOKEN_PREFIX in bodies  # the agent's `env` output reached the model: it held a run token
     assert CANARY not in json.dumps(requests)
     assert log.count(CANARY) == 1 and f"::add-mask::{CANARY}" in log
     assert CANARY not in json.dumps(comments) + json.dumps(checks)

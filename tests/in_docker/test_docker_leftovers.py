@@ -72,10 +72,24 @@ def test_ctrl_c_removes_the_run(client: Any, base_image: str, checkout: Path) ->
     assert wait_gone(client, run_id) == []
 
 
-def test_gc_removes_what_a_killed_run_left(client: Any, base_image: str, checkout: Path) -> None:
+def test_gc_removes_what_a_killed_run_left_and_spares_live_runs(
+    client: Any, base_image: str, checkout: Path
+) -> None:
+    live, live_id = _start_child(base_image, checkout)
     child, run_id = _start_child(base_image, checkout)
     child.kill()  # SIGKILL: no cleanup can run
     child.wait(timeout=30)
-    assert len(leftovers(client, run_id)) == 2, "a killed run leaves its container and volume"
-    assert gc(client) >= 2
-    assert leftovers(client, run_id) == []
+    try:
+        left = leftovers(client, run_id)
+        assert len(left) == 3, "a killed run leaves its containers (agent, workspace holder) and volume"
+        assert set(left) <= set(gc(client, dry_run=True)), "a dry run names them"
+        assert len(leftovers(client, run_id)) == 3, "and removes nothing"
+        removed = gc(client)
+        assert set(left) <= set(removed)
+        assert leftovers(client, run_id) == []
+        assert not set(leftovers(client, live_id)) & set(removed), "a live run is never removed"
+        assert len(leftovers(client, live_id)) == 3
+    finally:
+        live.kill()
+        live.wait(timeout=30)
+    gc(client)

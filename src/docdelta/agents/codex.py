@@ -58,7 +58,10 @@ def _config(max_retries: int | None) -> str:
     )
     return (
         f'model_provider = "{PROVIDER}"\n'
-        "check_for_update_on_startup = false\n\n"
+        "check_for_update_on_startup = false\n"
+        # Codex offers the model OpenAI's own web search by default: a way out of the
+        # sandbox through the provider, which the gateway refuses. Off at the source.
+        'web_search = "disabled"\n\n'
         f"[model_providers.{PROVIDER}]\n"
         'name = "docdelta gateway"\n'
         'wire_api = "responses"\n'
