@@ -149,6 +149,12 @@ class ProjectConfig(BaseModel):
             raise ValueError(f"must be a path inside the repository, got {value!r}")
         return value.strip("/")
 
+    def with_image_base(self, base: str | None) -> ProjectConfig:
+        """This config with `base` as the sandbox's base image, unless `docker.base` was set."""
+        if base is None or "base" in self.docker.model_fields_set:
+            return self
+        return self.model_copy(update={"docker": self.docker.model_copy(update={"base": base})})
+
     @property
     def checkout_strip(self) -> list[str]:
         """Everything docdelta's own: config, task files (with their gold), `strip` globs."""

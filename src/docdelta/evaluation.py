@@ -129,6 +129,9 @@ class Deps:
     cache: ArmStore | None = None
     save_cache: bool = False
     """Trusted runs only (push to the default branch, a results directory): store the base arm."""
+    image_base: str | None = None
+    """The sandbox's base image where `.docdelta.yml` names no `docker.base` (the Action: one
+    a GitHub runner can pull); None keeps the config's default."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,7 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
     save, and score. None when no instruction file changed between the refs."""
     repo = deps.repo
     store = ResultStore(deps.workdir)
-    config = load_project_config(repo, repo.resolve(request.base))
+    config = load_project_config(repo, repo.resolve(request.base)).with_image_base(deps.image_base)
     agent = build_agent(
         AgentChoice(
             options.agent,

@@ -73,9 +73,12 @@ def image() -> str:
     return build_action_image()
 
 
-def _project(path: Path, egress: str) -> GitRepo:
+def _project(path: Path, egress: str, base_image: str) -> GitRepo:
     server = f"http://{egress}-modelserver:{UPSTREAM_PORT}"
+    # docker.base: the Action's default sandbox base is one a GitHub runner pulls; here, the local one.
     config = f"""\
+docker:
+  base: {base_image}
 gateway:
   egress_network: {egress}
   upstreams:
@@ -183,7 +186,7 @@ def _usage_row(body: str, arm: str) -> list[str]:
 def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
     agent: str, image: str, egress: str, client: Any, base_image: str, tmp_path: Path
 ) -> None:
-    repo = _project(tmp_path / "workspace", egress)
+    repo = _project(tmp_path / "workspace", egress, base_image)
     base, head = _git(repo, "rev-parse", "HEAD~1"), _git(repo, "rev-parse", "HEAD")
     (repo.path / "ca.pem").write_bytes(CA.read_bytes())  # untracked: the `ca-bundle` input
     payload = json.loads(event_path("pull_request.opened").read_text())
@@ -207,17 +210,17 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
             "GITHUB_RUN_ID": "1",
             "GITHUB_OUTPUT": "/github/home/output",
             "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
-            "INPUT_GITHUB_TOKEN": fake.token,
+            "INPUT_GITHUB-TOKEN": fake.token,
             "INPUT_AGENT": agent,
             "INPUT_MODEL": AGENTS[agent],
-            "INPUT_API_KEY": CANARY,
+            "INPUT_API-KEY": CANARY,
             "INPUT_CONDITIONS": "base,head",
             "INPUT_REPEATS": "1",
-            "INPUT_INFRA_RETRIES": "0",
+            "INPUT_INFRA-RETRIES": "0",
             "INPUT_TIMEOUT": "300",
             "INPUT_SANDBOX": "docker",
-            "INPUT_CA_BUNDLE": "ca.pem",
-            "INPUT_RESULTS_PATH": "/github/home/results",
+            "INPUT_CA-BUNDLE": "ca.pem",
+            "INPUT_RESULTS-PATH": "/github/home/results",
         }
         # As on a runner: the Docker socket is mounted, so agent containers are siblings.
         args = ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",
