@@ -49,6 +49,7 @@ from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
 from docdelta.report import render_comment_markdown, render_markdown
+from docdelta.rounds import run_matrix
 from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
@@ -394,7 +395,8 @@ def _run_matrix(
     try:
         request = ExperimentRequest(
             base=base_sha, head=head, tasks_dir=tasks_dir, conditions=conditions,
-            repeats=settings.repeats, seed=settings.seed, source=source,
+            repeats=settings.max_repeats if settings.repeats == "auto" else settings.repeats,
+            adaptive=settings.repeats == "auto", seed=settings.seed, source=source,
         )  # fmt: skip
         exp = prepare(
             repo, request, config=config, store=store, agent=agent, sandbox=settings.sandbox,
@@ -417,7 +419,7 @@ def _run_matrix(
             store, provider, SandboxSpec(network="none"), agent,
             RunLimits(timeout_s=settings.timeout_s, cap_usd=settings.cap_usd), LineProgress(out=sys.stderr),
         )  # fmt: skip
-        report = runner.run(exp)
+        report = run_matrix(runner, exp, alpha=settings.alpha, band=settings.noise_band)
     finally:
         provider.close()
     if backend is not None and trusted and save(backend, exp, report.results, "base"):

@@ -36,6 +36,8 @@ from docdelta.report.html import render_html
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
+from docdelta.decision import DEFAULT_MAX_REPEATS
+from docdelta.rounds import AUTO, parse_repeats, run_matrix
 from docdelta.scorecard import scorecard
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
@@ -148,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
 def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--conditions", type=_conditions, default=["base", "head", "none"])
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
+    r.add_argument("--max-repeats", type=int, default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--source", default="head", help="source commit: head, base or a SHA (default head)")
     r.add_argument(
@@ -272,7 +275,8 @@ def _run(args: argparse.Namespace) -> int:
         head=args.head,
         tasks_dir=args.tasks,
         conditions=args.conditions,
-        repeats=args.repeats,
+        repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
+        adaptive=args.repeats == AUTO,
         seed=args.seed,
         source=args.source,
         patch=args.patch,
@@ -321,7 +325,7 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
             ),
             progress_for(sys.stderr, ci=bool(os.environ.get("CI"))),
         )
-        report = runner.run(exp)
+        report = run_matrix(runner, exp)
     finally:
         provider.close()
     summary = scorecard(store, exp.manifest, exp.detection, report.results)

@@ -92,6 +92,8 @@ class ExperimentRequest:
     tasks_dir: Path
     conditions: Sequence[str] = DEFAULT_CONDITIONS
     repeats: int = 3
+    adaptive: bool = False
+    """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
     seed: int = 0
     source: str = "head"
     patch: Path | None = None
@@ -174,6 +176,7 @@ def prepare(
         image_digest=image_digest,
         seed=request.seed,
         repeats=request.repeats,
+        adaptive=request.adaptive,
         order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
         created_at=datetime.now(UTC),
     )

@@ -18,10 +18,11 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.errors import ConfigError
 from docdelta.models import GatePolicy
 
@@ -89,7 +90,10 @@ class ActionSettings(BaseModel):
     api_key: SecretStr | None = None
     tasks: str | None = Field(default=None, description="task directory in the repo; default: project config")
     conditions: tuple[str, ...] = ("base", "head", "none")
-    repeats: int = Field(default=3, ge=1, le=100)
+    repeats: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
+        default=3, description="runs per arm and task, or auto: rounds until decided, up to max_repeats"
+    )
+    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2, le=100)
     seed: int = 0
     cap_usd: float | None = Field(default=None, gt=0)
     fail_on: GatePolicy = "regression"
@@ -194,6 +198,7 @@ INPUTS: dict[str, str] = {
     "tasks": "tasks",
     "conditions": "conditions",
     "repeats": "repeats",
+    "max-repeats": "max_repeats",
     "seed": "seed",
     "cap-usd": "cap_usd",
     "fail-on": "fail_on",
