@@ -14,24 +14,26 @@ The procedure, and why this one:
   test). It holds for pass/fail and partial scores alike and assumes nothing but
   exchangeable runs within a task.
 * **Looks and optional stopping.** A design has a schedule of looks: one for a fixed
-  `--repeats N`; for `--repeats auto` a few rounds up to `--max-repeats`. Look k spends the
-  share w_k of alpha (Pocock-type spending, so early looks can stop a clear case), and a
-  hypothesis's sequential p-value is min_k p_k / w_k. By the union bound
-  P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the experiment (a task
-  stopped early, rounds added where it was unclear): its error rate holds under optional
-  stopping. Group-sequential z boundaries would spend less, but they rest on a normal
+  `--repeats N`; for `--repeats auto` a few rounds up to `--max-repeats`. By look k the share (n_k / cap)^2 of
+  alpha is spent (w_k is that look's increment: a power spending function between Pocock
+  and O'Brien-Fleming), and a hypothesis's sequential p-value is min_k p_k / w_k. By the
+  union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
+  experiment (a task stopped early, rounds added where it was unclear): its error rate
+  holds under optional stopping. Group-sequential z boundaries would spend less, but they rest on a normal
   approximation that 4-20 pass/fail runs per arm do not support and on equal information
   per look, which stopping tasks one by one breaks; always-valid e-values (betting
-  martingales) hold without any of that but need about twice the runs of this procedure
-  to find a 0.8 -> 0.3 drop (bench/bench_gate.py), which is the cost users balk at.
+  martingales on paired head - base differences) hold without any of that, but for a
+  0.8 -> 0.3 drop even the best bet known in advance grows by 0.23 nats per pair, so
+  crossing 1 / (alpha / 4) = 80 takes 19 pairs or more, a learned bet many more: the
+  cost users balk at. The union bound over 5 looks costs less (bench/bench_gate.py).
 * **Multiplicity.** Holm's step-down procedure at alpha over all hypotheses of one
   direction (tasks + overall), on their sequential p-values: the family-wise rate of a
   false regression (and, separately, of a false improvement) stays <= alpha under any
   dependence between tasks. A rejection also needs the delta outside the noise band.
 * **No change.** Two one-sided tests (TOST) against the configured band, once, at the
   design's final look (the cap for `auto`), with all of alpha: no_change when the
-  (1 - 2 alpha) interval of the delta lies inside +-band and no hypothesis changed. The interval is Agresti-Caffo adjusted (one pseudo-run scoring 0
-  and one scoring 1 added to each arm), so identical runs never give a zero-width
+  (1 - 2 alpha) interval of the delta lies inside +-band and no hypothesis changed. The interval is Agresti-Caffo
+  adjusted (one pseudo-run scoring 0 and one scoring 1 added to each arm), so identical runs never give a zero-width
   interval, and an arm of fewer than MIN_ARM_RUNS runs gives none at all: 1 task x 1
   repeat is inconclusive, never "no change".
 """
@@ -49,10 +51,15 @@ from docdelta.models import VerdictKind
 
 OVERALL = "overall"
 """The name of the overall hypothesis, beside the task ids."""
+MAX_EXACT_SUPPORT = 5_000
+"""Above this many possible deltas a look samples its permutations (seeded) instead of
+enumerating them: partial scores make every split distinct, and a look must stay cheap
+because the round loop and the power simulation take thousands of them."""
 MIN_ARM_RUNS = 2
 """Fewest runs per arm from which a task's spread (and so an interval) can be estimated."""
-AUTO_FIRST_LOOK = 3
-AUTO_LOOKS = 4
+AUTO_FIRST_LOOK = 4
+AUTO_LOOKS = 5
+"""`--repeats auto` looks after rounds 4, 8, 12, 16, 20 at the default cap."""
 DEFAULT_MAX_REPEATS = 20
 SPENDING_POWER = 2.0
 """alpha t^2: between Pocock (spend early, stop clear cases soon, weak at the cap) and
@@ -252,7 +259,7 @@ def _look(
 ) -> None:
     """Fold one look into `seq`. Equivalence is tested once, at the design's final look, with
     all of alpha: stopping early for "no change" would buy little (it needs the most runs)."""
-    test = stats.directional_test(strata, seed=seed)
+    test = stats.directional_test(strata, seed=seed, max_exact=MAX_EXACT_SUPPORT)
     if test is not None:
         seq.lower = min(seq.lower, test.lower / weight)
         seq.higher = min(seq.higher, test.higher / weight)

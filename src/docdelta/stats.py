@@ -248,13 +248,13 @@ def _support_bound(values: np.ndarray, k: int) -> int:
     return min(math.comb(len(values), k), math.comb(distinct + k - 1, k))
 
 
-def _exact_null(arms: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Exact permutation distribution of the stratified delta, or None when too large."""
+def _exact_null(
+    arms: list[tuple[np.ndarray, np.ndarray]], bound: int = MAX_EXACT_SUPPORT
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact permutation distribution of the stratified delta, or None when its support may
+    exceed `bound`."""
     pooled = [np.concatenate([t, c]) for t, c in arms]
-    if (
-        math.prod(_support_bound(v, len(t)) for v, (t, _) in zip(pooled, arms, strict=True))
-        > MAX_EXACT_SUPPORT
-    ):
+    if math.prod(_support_bound(v, len(t)) for v, (t, _) in zip(pooled, arms, strict=True)) > bound:
         return None
     m = len(arms)
     dist = (np.zeros(1), np.ones(1))
@@ -323,7 +323,11 @@ class DirectionalTest:
 
 
 def directional_test(
-    strata: Sequence[Stratum], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    strata: Sequence[Stratum],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    max_exact: int = MAX_EXACT_SUPPORT,
 ) -> DirectionalTest | None:
     """Both one-sided stratified permutation tests, as mid-p values, from one null distribution.
 
@@ -339,7 +343,7 @@ def directional_test(
     observed = stratified_delta(strata)
     if not arms or observed is None:
         return None
-    exact = _exact_null(arms)
+    exact = _exact_null(arms, max_exact)
     if exact is not None:
         support, probs = exact
         below = float(probs[support < observed - _TIE].sum())
