@@ -102,7 +102,8 @@ def main() -> None:
     ):
         fr = r[name].rate("regressed")
         print(
-            f"- {name}: false regression {rate(r[name], 'regressed')}: <= 5% {goal(fr <= 0.05)}, goal 2% {goal(fr <= 0.02)}"
+            f"- {name}: false regression {rate(r[name], 'regressed')}: <= 5% {goal(fr <= 0.05)}, "
+            f"goal 2% {goal(fr <= 0.02)}"
         )
     best = max((fixed, auto), key=lambda s: s.rate("regressed"))
     print(
@@ -124,7 +125,8 @@ def main() -> None:
     )
     nc = r["A/A auto, pass/fail"]
     print(
-        f"- A/A no_change at the auto cap: {rate(nc, 'no_change')}; >= 50% {goal(nc.rate('no_change') >= 0.5)}"
+        f"- A/A no_change at the auto cap: {rate(nc, 'no_change')}; "
+        f">= 50% {goal(nc.rate('no_change') >= 0.5)}"
     )
     print(f"wall time {time.perf_counter() - start:.0f}s")
 

@@ -20,6 +20,7 @@ import httpx
 
 from docdelta import __version__
 from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError
@@ -33,11 +34,10 @@ from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
+from docdelta.rounds import AUTO, parse_repeats, run_matrix
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
-from docdelta.decision import DEFAULT_MAX_REPEATS
-from docdelta.rounds import AUTO, parse_repeats, run_matrix
 from docdelta.scorecard import scorecard
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema

@@ -32,10 +32,10 @@ The procedure, and why this one:
   dependence between tasks. A rejection also needs the delta outside the noise band.
 * **No change.** Two one-sided tests (TOST) against the configured band, once, at the
   design's final look (the cap for `auto`), with all of alpha: no_change when the
-  (1 - 2 alpha) interval of the delta lies inside +-band and no hypothesis changed. The interval is Agresti-Caffo
-  adjusted (one pseudo-run scoring 0 and one scoring 1 added to each arm), so identical runs never give a zero-width
-  interval, and an arm of fewer than MIN_ARM_RUNS runs gives none at all: 1 task x 1
-  repeat is inconclusive, never "no change".
+  (1 - 2 alpha) interval of the delta lies inside +-band and no hypothesis changed. The
+  interval is Agresti-Caffo adjusted (one pseudo-run scoring 0 and one scoring 1 added to
+  each arm), so identical runs never give a zero-width interval, and an arm of fewer than
+  MIN_ARM_RUNS runs gives none at all: 1 task x 1 repeat is inconclusive, never "no change".
 """
 
 from __future__ import annotations
@@ -280,6 +280,30 @@ def _needed(seq: _Seq, n: float, *, alpha: float, band: float) -> int | None:
     return max(math.ceil((n + 2) * (z * seq.se / margin) ** 2) - 2, math.ceil(n) + 1)
 
 
+def _sequential(
+    usable: Mapping[str, TaskRuns],
+    design: Design,
+    looks: Sequence[tuple[int, float]],
+    *,
+    alpha: float,
+    band: float,
+    seed: int,
+) -> dict[str, _Seq]:
+    """Every hypothesis (each task, OVERALL) folded over the looks taken, on the data each
+    look saw (runs of rounds up to it)."""
+    seqs = {name: _Seq() for name in [*usable, OVERALL]}
+    for i, (n, weight) in enumerate(looks):
+        final = not design.adaptive or n == design.cap
+        strata = {t: r.upto(n) for t, r in usable.items()}
+        for t, stratum in strata.items():
+            if stratum[0] and stratum[1]:
+                _look(seqs[t], [stratum], weight, final=final, alpha=alpha, band=band, seed=seed + i)
+        both = [s for s in strata.values() if s[0] and s[1]]
+        if both:
+            _look(seqs[OVERALL], both, weight, final=final, alpha=alpha, band=band, seed=seed + i)
+    return seqs
+
+
 # ------------------------------------------------------------------ decide
 def decide(
     tasks: Mapping[str, TaskRuns],
@@ -295,17 +319,8 @@ def decide(
     if not usable:
         return None
     rounds = max(r.rounds for r in usable.values())
-    seqs = {name: _Seq() for name in [*usable, OVERALL]}
     looks = design.taken(rounds)
-    for i, (n, weight) in enumerate(looks):
-        final = not design.adaptive or n == design.cap
-        strata = {t: r.upto(n) for t, r in usable.items()}
-        for t, stratum in strata.items():
-            if stratum[0] and stratum[1]:
-                _look(seqs[t], [stratum], weight, final=final, alpha=alpha, band=band, seed=seed + i)
-        both = [s for s in strata.values() if s[0] and s[1]]
-        if both:
-            _look(seqs[OVERALL], both, weight, final=final, alpha=alpha, band=band, seed=seed + i)
+    seqs = _sequential(usable, design, looks, alpha=alpha, band=band, seed=seed)
 
     full = {t: r.upto(rounds) for t, r in usable.items()}
     deltas: dict[str, float | None] = {t: stats.stratified_delta([s]) for t, s in full.items()}

@@ -95,7 +95,7 @@ def run_rounds(
         decision = decide(observe(), design, alpha=alpha, band=band, seed=seed)
         if decision is None:
             continue
-        if decision.kind == "regressed" or decision.kind == "no_change":
+        if decision.kind in {"regressed", "no_change"}:
             break
         open_tasks = [t for t in open_tasks if not decision.stop.get(t, False)]
         if not open_tasks:
@@ -135,5 +135,7 @@ def run_matrix(
         return task_runs(grid, "head", "base")
 
     conditions = [c.name for c in m.conditions]
-    run_rounds(sorted(m.tasks), conditions, design_of(m), execute, observe, alpha=alpha, band=band, seed=m.seed)
+    run_rounds(
+        sorted(m.tasks), conditions, design_of(m), execute, observe, alpha=alpha, band=band, seed=m.seed
+    )
     return total

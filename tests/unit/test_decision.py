@@ -10,8 +10,8 @@ from scipy.stats import binom
 
 from docdelta import decision
 from docdelta.decision import Design, decide, from_strata, holm
-from docdelta.models import Cell
-from docdelta.power import Scenario, simulate, wilson
+from docdelta.models import Cell, VerdictKind
+from docdelta.power import Scenario, ScoreModel, simulate, wilson
 from docdelta.rounds import round_cells, run_rounds
 
 ALPHA = 0.05
@@ -42,14 +42,15 @@ def test_one_task_false_regression_rate_is_at_most_alpha_exactly(n: int, p: floa
     model=st.sampled_from(["bernoulli", "beta"]),
 )
 def test_a_a_prs_under_optional_stopping_keep_the_false_alarm_bound(
-    rates: list[float], model: decision.VerdictKind
+    rates: list[float], model: ScoreModel
 ) -> None:
     """Auto rounds stop and continue on what they see; identical arms must still be called
     regressed (or improved) in at most alpha of PRs: the Wilson interval must reach below it."""
-    scenario = Scenario(tuple(rates), tuple(rates), model)  # type: ignore[arg-type]
+    scenario = Scenario(tuple(rates), tuple(rates), model)
     sim = simulate(scenario, Design.auto(6), prs=100, band=0.1, seed=len(rates))
-    for kind in ("regressed", "improved"):
-        low, _ = wilson(sim.count(kind), sim.prs)  # type: ignore[arg-type]
+    kinds: tuple[VerdictKind, ...] = ("regressed", "improved")
+    for kind in kinds:
+        low, _ = wilson(sim.count(kind), sim.prs)
         assert low <= ALPHA, (kind, sim.verdicts)
 
 
