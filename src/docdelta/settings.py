@@ -198,7 +198,6 @@ INPUTS: dict[str, str] = {
     "tasks": "tasks",
     "conditions": "conditions",
     "repeats": "repeats",
-    "max-repeats": "max_repeats",
     "seed": "seed",
     "cap-usd": "cap_usd",
     "fail-on": "fail_on",
