@@ -392,9 +392,12 @@ def decide(
         p = min(ps[k] for k in who)
         named = ", ".join("the overall mean" if k == OVERALL else f"task {k}" for k in who)
         mixed = f"; also improved: {', '.join(improved)}" if regressed and improved else ""
+        seq = "sequential " if design.adaptive else ""
         reason = (
-            f"{named} {kind} (Holm-adjusted sequential p = {p:.3g} <= alpha {alpha:g}, "
-            f"delta outside ±{band:.2f}){mixed}"
+            f"{named} {kind} (Holm-adjusted {seq}p = {p:.3g} <= alpha {alpha:g}, delta outside "
+            f"±{band:.2f}){mixed}; identical docs are called {kind} in at most {alpha:.0%} of PRs by "
+            f"this design ({len(seqs)} hypotheses under Holm, {len(design.looks)} look"
+            f"{'s' if len(design.looks) != 1 else ''}; bench/bench_gate.py measures the real rate)"
         )
         stop = dict.fromkeys(stop, True) if regressed else stop
         return make(kind, who, p, reason, stop)
