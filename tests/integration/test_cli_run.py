@@ -283,6 +283,7 @@ def test_repeats_auto_runs_rounds_until_the_task_is_decided(
     assert 4 <= rounds < 8 and len(results) == 3 * rounds  # base, head, none per round
     assert "**Verdict: improved**" in out and "auto, looks after rounds 4, 5, 6, 7, 8" in out
     assert "planned run" not in out  # the rounds the loop did not need are not "missing"
+    assert f"a fixed design at the cap runs 8 each): test-cmd {rounds} (improved)" in out
     # the stored workdir reports the same decision without rerunning anything
     assert main(["report", "--workdir", str(workdir), "--format", "json"]) == 0
     summary = Summary.model_validate_json(capsys.readouterr().out)
