@@ -32,13 +32,16 @@ from docdelta.grading.judged import judge_workdir
 from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
+from docdelta.power import POWER_CACHE, cached_drop, power_line
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
+from docdelta.report.summary import design_of
 from docdelta.rounds import AUTO, parse_repeats, run_matrix
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
+from docdelta.stats import DEFAULT_ALPHA, DEFAULT_NOISE_BAND
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
@@ -310,6 +313,11 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
         if exp is None:
             print("nothing to evaluate: no agent instruction file changed")
             return 0
+        tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
+        drop = cached_drop(
+            store.workdir / POWER_CACHE, tasks, design, alpha=DEFAULT_ALPHA, band=DEFAULT_NOISE_BAND
+        )
+        print(f"docdelta: {power_line(drop, tasks, design)}", file=sys.stderr)
         runner = Runner(
             store,
             provider,

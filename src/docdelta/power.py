@@ -9,9 +9,11 @@ power hint measure is the gate users get. Scores are pass/fail (`bernoulli`) or 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -20,6 +22,7 @@ from docdelta import stats
 from docdelta.decision import POOLED, Design, TaskRuns
 from docdelta.models import Cell, VerdictKind
 from docdelta.rounds import run_rounds
+from docdelta.store import atomic_write
 
 TREATMENT, CONTROL = "head", "base"
 ScoreModel = Literal["bernoulli", "beta"]
@@ -147,3 +150,64 @@ def drop_scenario(
     treatment = list(rates)
     treatment[task] = to
     return Scenario(tuple(rates), tuple(treatment), model, pooled)
+
+
+# ------------------------------------------------------------- power up front
+POWER_TARGET = 0.8
+POWER_PRS = 100
+PRIOR_RATE = 0.5
+"""A task's success rate before any run of it: the most variable, so the hint is not optimistic."""
+DROPS = (0.1, 0.2, 0.3, 0.4, 0.5)
+POWER_CACHE = "power.json"
+"""The workdir file `cached_drop` keeps its simulations in."""
+
+
+def detectable_drop(
+    tasks: int,
+    design: Design,
+    *,
+    alpha: float = stats.DEFAULT_ALPHA,
+    band: float = stats.DEFAULT_NOISE_BAND,
+    rate: float = PRIOR_RATE,
+    prs: int = POWER_PRS,
+    seed: int = 0,
+) -> float | None:
+    """The smallest drop in DROPS of one task's success rate (from `rate`, the other tasks
+    unchanged) that `design` calls regressed in POWER_TARGET of simulated PRs; None when
+    even the largest is missed. Bisection: power grows with the drop."""
+    drops = [d for d in DROPS if d <= rate]
+    lo, hi = 0, len(drops)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        scenario = drop_scenario([rate] * tasks, 0, rate - drops[mid])
+        sim = simulate(scenario, design, prs=prs, alpha=alpha, band=band, seed=seed)
+        if sim.rate("regressed") >= POWER_TARGET:
+            hi = mid
+        else:
+            lo = mid + 1
+    return drops[lo] if lo < len(drops) else None
+
+
+def cached_drop(path: Path, tasks: int, design: Design, *, alpha: float, band: float) -> float | None:
+    """`detectable_drop`, simulated once per design and kept in the JSON file `path` (keyed by
+    everything the simulation depends on), so a rerun or a report does not pay for it again."""
+    key = json.dumps([tasks, design.looks, [round(w, 9) for w in design.weights], alpha, band, POWER_PRS])
+    try:
+        cache: dict[str, float | None] = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        cache = {}  # a damaged cache is recomputed, never trusted
+    if key not in cache:
+        cache[key] = detectable_drop(tasks, design, alpha=alpha, band=band)
+        atomic_write(path, json.dumps(cache, indent=1).encode())
+    return cache[key]
+
+
+def power_line(drop: float | None, tasks: int, design: Design) -> str:
+    """What the plan can see, in words, for the terminal before the first run."""
+    shape = f"{tasks} task{'s' if tasks != 1 else ''}, {design.label}"
+    if drop is None:
+        return f"power: {shape}: even a drop of {DROPS[-1]:.1f} on one task is missed in over 20% of PRs"
+    return (
+        f"power: {shape}: one task dropping by {drop:.1f} (from {PRIOR_RATE:.1f}) is caught in "
+        f"{POWER_TARGET:.0%} of simulated PRs; smaller drops need more repeats"
+    )

@@ -277,7 +277,13 @@ def test_repeats_auto_runs_rounds_until_the_task_is_decided(
     )
     workdir = tmp_path / "work"
     assert main(_run_args(repo, workdir, agent, "--repeats", "auto", "--max-repeats", "8")) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert (
+        "docdelta: power: 1 task, auto, looks after rounds 4, 5, 6, 7, 8: one task dropping by"
+        in captured.err
+    )
+    assert (workdir / "power.json").is_file()  # kept for the next run of this design
     results = _results(workdir)
     rounds = max(r.cell.repeat for r in results)
     assert 4 <= rounds < 8 and len(results) == 3 * rounds  # base, head, none per round

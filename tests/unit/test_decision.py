@@ -3,12 +3,15 @@ by simulation through the real round loop where it is not (hypothesis picks the 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from docdelta import decision
+from docdelta import decision, power
 from docdelta.decision import Design, decide, from_strata, holm
 from docdelta.models import Cell, VerdictKind
 from docdelta.power import Scenario, ScoreModel, simulate, wilson
@@ -121,3 +124,17 @@ def test_rounds_run_only_open_tasks_and_report_their_counts() -> None:
     assert out.decision is not None and out.decision.kind == "regressed"
     assert out.rounds["a"] < 12 and out.runs == sum(len(c) for c in seen) < out.fixed_runs
     assert round_cells(["a"], ["head", "base"], 1, 0) == round_cells(["a"], ["head", "base"], 1, 0)
+
+
+def test_power_up_front_shrinks_with_repeats_and_is_cached_by_design(tmp_path: Path) -> None:
+    small, large = Design.fixed(4), Design.fixed(20)
+    few, many = (power.detectable_drop(1, d, band=0.05) for d in (small, large))
+    assert many is not None and (few is None or few >= many)
+    cache = tmp_path / power.POWER_CACHE
+    assert power.cached_drop(cache, 1, large, alpha=ALPHA, band=0.05) == many
+    # the second call reads the file instead of simulating: a value written there comes back
+    data = json.loads(cache.read_text())
+    (key,) = data
+    cache.write_text(json.dumps({key: 0.5}))
+    assert power.cached_drop(cache, 1, large, alpha=ALPHA, band=0.05) == 0.5
+    assert "caught in 80% of simulated PRs" in power.power_line(many, 1, large)
