@@ -279,10 +279,9 @@ def test_repeats_auto_runs_rounds_until_the_task_is_decided(
     assert main(_run_args(repo, workdir, agent, "--repeats", "auto", "--max-repeats", "8")) == 0
     captured = capsys.readouterr()
     out = captured.out
-    assert (
-        "docdelta: power: 1 task, auto, looks after rounds 4, 5, 6, 7, 8: one task dropping by"
-        in captured.err
-    )
+    # before the first run: what this plan can see (one task at cap 8 misses even 0.5 -> 0 often)
+    power = "docdelta: power: 1 task, auto, looks after rounds 4, 5, 6, 7, 8: even a drop of 0.5"
+    assert power in captured.err
     assert (workdir / "power.json").is_file()  # kept for the next run of this design
     results = _results(workdir)
     rounds = max(r.cell.repeat for r in results)
