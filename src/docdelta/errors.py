@@ -8,11 +8,29 @@ which are never graded as agent failures.
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Every exit status docdelta (CLI and Action) returns: the one table."""
+
+    OK = 0
+    INCOMPLETE = 1
+    """The matrix stopped before it was complete (spend cap, rate limit); rerun to resume."""
+    BAD_INPUT = 2
+    """Bad input (arguments, config, task files, Action inputs) or a failed selftest/calibration."""
+    INFRA = 3
+    """Our own machinery failed (Docker, the gateway, the grader)."""
+    GITHUB = 4
+    """A GitHub API call failed in a way the bot cannot recover from."""
+    INTERRUPTED = 130
+    """Ctrl-C / SIGINT (128 + 2, the shell's convention); finished results are kept."""
+
 
 class DocdeltaError(Exception):
     """Base class; `hint` tells the user what to do next."""
 
-    exit_code = 2
+    exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, message: str, *, hint: str = "") -> None:
         super().__init__(message)
@@ -42,10 +60,10 @@ class AgentError(DocdeltaError):
 class InfraError(DocdeltaError):
     """Our own machinery failed; the affected run is `infra_error`, never a fail."""
 
-    exit_code = 3
+    exit_code = ExitCode.INFRA
 
 
 class GitHubError(DocdeltaError):
     """A GitHub API call failed in a way the bot cannot recover from."""
 
-    exit_code = 4
+    exit_code = ExitCode.GITHUB

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
+import docdelta
 from docdelta.cli import main
 from docdelta.models import RunResult, RunStatus, Summary
 
@@ -217,6 +218,32 @@ def test_a_workdir_of_another_experiment_is_refused(
     assert main(_run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")) == 0
     assert main(_run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--seed", "9")) == 2
     assert "holds a different experiment" in capsys.readouterr().err
+
+
+def test_a_resume_under_another_run_limit_is_refused_with_the_difference_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run allowed 600 s is not comparable with one allowed 300 s: the limits and docdelta's
+    version are part of the manifest, and a resume that changes one names it."""
+    repo = _project(tmp_path)
+    agent = _agent(tmp_path, 'print(\'{"answer": "make check"}\')\n')
+    workdir = tmp_path / "work"
+    base = _run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")
+    assert main(base) == 0
+    manifest = json.loads((workdir / "manifest.json").read_text())
+    assert manifest["bounds"] == {
+        "timeout_s": 600.0, "turn_cap": None, "run_budget_usd": None,
+        "gateway_budget": None, "upstreams": None,
+    }  # fmt: skip
+    assert manifest["docdelta_version"] == docdelta.__version__
+    capsys.readouterr()
+
+    assert main([*base, "--timeout", "300"]) == 2
+    assert "differs in: bounds.timeout_s: 600.0 -> 300.0" in capsys.readouterr().err
+    assert main([*base, "--reserve-usd", "0.5"]) == 2
+    assert "bounds.run_budget_usd: None -> 0.5" in capsys.readouterr().err
+    # what decides only which cells run now (the cap, retries) may change on resume
+    assert main([*base, "--cap-usd", "5", "--infra-retries", "0"]) == 0
 
 
 def test_no_instruction_change_means_nothing_to_evaluate(
