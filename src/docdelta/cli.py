@@ -21,6 +21,7 @@ import httpx
 from docdelta import __version__
 from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode
@@ -35,6 +36,7 @@ from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
+from docdelta.rounds import AUTO, parse_repeats
 from docdelta.runner import ExperimentRequest
 from docdelta.sandbox import get_provider
 from docdelta.scorecard import scorecard
@@ -147,7 +149,8 @@ def _parser() -> argparse.ArgumentParser:
 def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--conditions", type=_conditions, default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
+    r.add_argument("--max-repeats", type=int, default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
     r.add_argument(
@@ -269,7 +272,8 @@ def _run(args: argparse.Namespace) -> int:
         head=args.head,
         tasks_dir=args.tasks,
         conditions=args.conditions,
-        repeats=args.repeats,
+        repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
+        adaptive=args.repeats == AUTO,
         seed=args.seed,
         source=args.source,
         patch=args.patch,

@@ -31,6 +31,9 @@ from docdelta.errors import ConfigError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.models import BASE, RunBounds, Summary
+from docdelta.power import POWER_CACHE, cached_drop, power_line
+from docdelta.report.summary import design_of
+from docdelta.rounds import run_matrix
 from docdelta.runner import (
     Experiment,
     ExperimentRequest,
@@ -244,7 +247,12 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
             options.limits(),
             _progress(options, deps),
         )
-        report = runner.run(exp)
+        tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
+        drop = cached_drop(
+            store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band
+        )
+        print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
+        report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band)
     finally:
         provider.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)

@@ -523,6 +523,9 @@ class Manifest(Frozen):
     image_digest: str | None = None
     seed: int
     repeats: int
+    adaptive: bool = Field(
+        default=False, description="--repeats auto: `repeats` is the cap, rounds stop tasks once decided"
+    )
     bounds: RunBounds | None = None
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
@@ -586,9 +589,15 @@ class Delta(Frozen):
     control: str
     value: float | None = None
     noise: bool | None = Field(default=None, description="True when |value| <= the noise band")
-    p_value: float | None = Field(default=None, description="per task: Fisher exact test on passes")
+    p_value: float | None = Field(
+        default=None,
+        description="per task, head vs base: the Holm-adjusted sequential p the task's decision used "
+        "(in the direction of the delta); head vs none: Fisher exact test on passes",
+    )
     flip: bool | None = Field(
-        default=None, description="per task: the pass/fail majority differs between the arms"
+        default=None,
+        description="per task: the pass/fail majority differs between the arms and (head vs base) the "
+        "task's change is significant, so a flip is never noise sold as a finding",
     )
     aa_noise: bool | None = Field(
         default=None,
@@ -612,6 +621,9 @@ class TaskSummary(Frozen):
     head_vs_none: Delta
     judged: dict[str, JudgedTally] = Field(
         default={}, description="condition -> the judge's hits; empty when no run of the task was judged"
+    )
+    decision: TaskDecisionSummary | None = Field(
+        default=None, description="head vs base: this task's call; None when an arm has no graded run"
     )
 
 
@@ -719,21 +731,44 @@ class Summary(Frozen):
 
 
 class VerdictSummary(Frozen):
-    """The overall call on treatment vs control, with the numbers that justify it."""
+    """The call on treatment vs control (`docdelta.decision`), with the numbers that justify it."""
 
     treatment: str
     control: str
     kind: VerdictKind
     estimate: float = Field(description="mean over tasks of the per-task mean-score differences")
-    ci_low: float
-    ci_high: float
-    confidence: float
-    p_value: float = Field(description="stratified permutation test, labels shuffled within tasks")
-    exact: bool = Field(description="True when every arrangement was enumerated (no sampling)")
+    ci_low: float | None = Field(description="the equivalence (TOST) interval; None when an arm is too small")
+    ci_high: float | None
+    confidence: float | None
+    p_value: float = Field(
+        description="the p the decision used: Holm-adjusted sequential p of the deciding hypothesis "
+        "(a change), the TOST p (no change), else the smallest adjusted p"
+    )
+    threshold: float = Field(description="what p_value was compared with (alpha)")
+    decided_by: list[str] = Field(default=[], description="task ids and/or 'overall' that decided")
+    exact: bool = Field(description="True when every permutation test enumerated every arrangement")
     alpha: float
     band: float
     tasks: int
+    design: str = Field(description="fixed N repeats, or auto with its looks")
+    rounds: int = Field(description="repeats per arm the longest task ran")
+    repeats_needed: int | None = Field(
+        default=None, description="inconclusive: repeats per arm at which this spread would show no change"
+    )
     reason: str
+
+
+class TaskDecisionSummary(Frozen):
+    """One task's own call, within the Holm family of all tasks and the overall mean."""
+
+    kind: VerdictKind
+    p_regressed: float = Field(description="Holm-adjusted sequential mid-p of head worse than base")
+    p_improved: float
+    rounds: int = Field(description="repeats per arm this task ran (adaptive designs stop tasks early)")
+    treatment_runs: int
+    control_runs: int = Field(description="including pooled runs of earlier batches")
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 class PowerSummary(Frozen):

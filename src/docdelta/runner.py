@@ -95,6 +95,8 @@ class ExperimentRequest:
     tasks_dir: Path
     conditions: Sequence[str] = DEFAULT_CONDITIONS
     repeats: int = 3
+    adaptive: bool = False
+    """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
     seed: int = 0
     source: str = HEAD
     patch: Path | None = None
@@ -184,6 +186,7 @@ def prepare(
         image_digest=image_digest,
         seed=request.seed,
         repeats=request.repeats,
+        adaptive=request.adaptive,
         bounds=bounds,
         docdelta_version=__version__,
         order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),

@@ -23,10 +23,11 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
@@ -92,7 +93,10 @@ class ActionSettings(BaseModel):
     options: RunOptions
     tasks: str | None = Field(default=None, description="task directory in the repo; default: project config")
     conditions: tuple[str, ...] = DEFAULT_CONDITIONS
-    repeats: int = Field(default=3, ge=1, le=100)
+    repeats: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
+        default=3, description="runs per arm and task, or auto: rounds until decided, up to max_repeats"
+    )
+    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2, le=100)
     seed: int = 0
     source: str = Field(default=HEAD, min_length=1, description="source commit: head, base or a SHA")
     patch: Path | None = Field(default=None, description="diff applied to head's instruction files (patched)")

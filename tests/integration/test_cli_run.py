@@ -305,3 +305,48 @@ def test_a_source_whose_files_hold_no_gold_quote_is_refused_up_front(
     assert "gold_citations[0] quotes README.md: 'uv sync'" in err and "stands in no condition" in err
     assert not _results(workdir)
     assert main(_run_args(repo, tmp_path / "ok", "true", "--repeats", "1")) == 0  # source head: it stands
+
+
+def test_repeats_auto_runs_rounds_until_the_task_is_decided(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent that finds the test command only where AGENTS.md names it (head): the round
+    loop stops once the task's improvement is significant, well before the cap of 8."""
+    repo = _project(tmp_path)
+    agent = _agent(
+        tmp_path,
+        """\
+        import json, pathlib
+        docs = pathlib.Path("AGENTS.md")
+        known = docs.exists() and "make check" in docs.read_text()
+        answer = {"answer": "make check", "commands": ["make check"]} if known else {"answer": "no idea"}
+        print(json.dumps(answer))
+        """,
+    )
+    workdir = tmp_path / "work"
+    assert main(_run_args(repo, workdir, agent, "--repeats", "auto", "--max-repeats", "8")) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    # before the first run: what this plan can see (one task at cap 8 misses even 0.5 -> 0 often)
+    power = "docdelta: power: 1 task, auto, looks after rounds 4, 5, 6, 7, 8: even a drop of 0.5"
+    assert power in captured.err
+    assert (workdir / "power.json").is_file()  # kept for the next run of this design
+    results = _results(workdir)
+    rounds = max(r.cell.repeat for r in results)
+    assert 4 <= rounds < 8 and len(results) == 3 * rounds  # base, head, none per round
+    assert "**Verdict: improved**" in out and "auto, looks after rounds 4, 5, 6, 7, 8" in out
+    assert "planned run" not in out  # the rounds the loop did not need are not "missing"
+    assert f"a fixed design at the cap runs 8 each): test-cmd {rounds} (improved)" in out
+    # the stored workdir reports the same decision without rerunning anything
+    assert main(["report", "--workdir", str(workdir), "--format", "json"]) == 0
+    summary = Summary.model_validate_json(capsys.readouterr().out)
+    assert summary.verdict is not None and summary.verdict.kind == "improved"
+    assert summary.tasks[0].decision is not None and summary.tasks[0].decision.rounds == rounds
+
+
+def test_repeats_must_be_a_number_or_auto(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _project(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(_run_args(repo, tmp_path / "work", "true", "--repeats", "many"))
+    assert exc.value.code == 2
+    assert "expected a number of repeats or 'auto', got 'many'" in capsys.readouterr().err

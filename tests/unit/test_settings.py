@@ -107,6 +107,8 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     assert (s.repeats, s.fail_on, s.comment, s.options.cap_usd) == (5, "never", False, 1.5)
     assert s.conditions == ("base", "head")
     assert s.results_store == StoreSpec(kind="branch", location="docdelta-results")
+    auto = ActionSettings.from_env(_env(tmp_path, repeats="auto"))
+    assert (auto.repeats, auto.max_repeats) == ("auto", 20)
     assert s.config_id == "docdelta/api-docs"
 
 
