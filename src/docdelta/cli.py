@@ -1,28 +1,32 @@
 """Command line: parse arguments, build the real dependencies, map errors to exit codes.
 
 This is one of the two places (with app.py) that construct real clients; every
-other module receives them. Exit codes: 0 done, 1 matrix stopped before it was
-complete (spend cap, rate limit), 2 bad input, 3 infrastructure failure, 130 interrupted.
+other module receives them. Exit codes: `errors.ExitCode`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from types import FrameType
+from typing import TypeVar
 
 import httpx
 
-from docdelta import __version__
+from docdelta import __version__, validate
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
-from docdelta.errors import ConfigError, DocdeltaError
+from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
 from docdelta.git import Repo
 from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
 from docdelta.grading.fromcommit import task_from_commit, write_task
@@ -33,7 +37,7 @@ from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
-from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
+from docdelta.runner import ExperimentRequest, PlanTooLarge, RunLimits, Runner, prepare, progress_for
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
@@ -41,27 +45,24 @@ from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
-EXIT_INCOMPLETE = 1
-EXIT_INTERRUPTED = 130
+T = TypeVar("T")
 
 
-def _conditions(value: str) -> list[str]:
-    names = [c.strip() for c in value.split(",") if c.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("expected a comma-separated list such as base,head,none")
-    return names
+def _arg(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a `docdelta.validate` function: its message becomes the usage
+    error, which argparse prefixes with the flag's name (exit 2)."""
+
+    def parse(value: str) -> T:
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _at_least(low: int) -> Callable[[str], int]:
-    """An argparse type for whole numbers >= low, so a bad limit is a usage error up front."""
-
-    def parse(value: str) -> int:
-        number = int(value)
-        if number < low:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
-        return number
-
-    return parse
+    return _arg(partial(validate.whole_at_least, low))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -108,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
-    demo.add_argument("--repeats", type=int, default=5)
+    demo.add_argument("--repeats", type=_at_least(1), default=5)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
 
@@ -146,10 +147,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_run_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--conditions", type=_conditions, default=["base", "head", "none"])
+    r.add_argument("--conditions", type=_arg(validate.condition_list), default=["base", "head", "none"])
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--repeats", type=_at_least(1), default=3)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--yes",
+        action="store_true",
+        help=f"run a plan of more than {validate.MAX_RUNS_WITHOUT_CONFIRMATION:,} runs "
+        "(tasks x conditions x repeats)",
+    )
     r.add_argument("--source", default="head", help="source commit: head, base or a SHA (default head)")
     r.add_argument(
         "--agent",
@@ -159,17 +166,21 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
-    r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
+    r.add_argument(
+        "--timeout", type=_arg(validate.positive), default=600.0, help="wall-clock seconds per run"
+    )
     r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
     r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
         "--allow-network", action="store_true", help="run without isolation where none is available"
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
-    r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
+    r.add_argument(
+        "--cap-usd", type=_arg(validate.non_negative), help="stop the matrix before spend would exceed this"
+    )
     r.add_argument(
         "--reserve-usd",
-        type=float,
+        type=_arg(validate.non_negative),
         default=0.0,
         help="spend reserved per run for the cap check; behind the gateway also each run's dollar budget",
     )
@@ -199,17 +210,51 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with _sigterm_as_exception():
+        try:
+            return _dispatch(args)
+        except DocdeltaError as exc:
+            print(f"docdelta: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print(f"\ndocdelta: interrupted; {_SAVED}", file=sys.stderr)
+            return ExitCode.interrupted
+        except Terminated:
+            print(f"\ndocdelta: terminated (SIGTERM); {_SAVED}", file=sys.stderr)
+            return ExitCode.terminated
+        except BrokenPipeError:
+            return _reader_went_away()
+
+
+_SAVED = "every finished result is saved — rerun the same command to resume"
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """SIGTERM (a CI cancel, `kill`, `docker stop`) unwinds like Ctrl-C: every `finally`
+    removes its temp files and sandboxes, finished results stay, and the exit is 143."""
+
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends us at once
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return _dispatch(args)
-    except DocdeltaError as exc:
-        print(f"docdelta: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(
-            "\ndocdelta: interrupted; every finished result is saved — rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _reader_went_away() -> int:
+    """`docdelta report | head`: the reader closed the pipe, which is its right, not an error.
+    Point stdout at /dev/null so the interpreter's final flush does not fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return ExitCode.done
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -277,6 +322,7 @@ def _run(args: argparse.Namespace) -> int:
         source=args.source,
         patch=args.patch,
         allow_unreviewed=args.allow_unreviewed,
+        max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
     return _execute(Repo(args.repo), request, args, args.workdir)
 
@@ -284,6 +330,13 @@ def _run(args: argparse.Namespace) -> int:
 def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, workdir: Path) -> int:
     """Build the real agent, sandbox provider and store, prepare, run, print the scorecard."""
     store = ResultStore(workdir)
+    with store.lock():
+        return _execute_locked(repo, request, args, store)
+
+
+def _execute_locked(
+    repo: Repo, request: ExperimentRequest, args: argparse.Namespace, store: ResultStore
+) -> int:
     config = load_project_config(repo, repo.resolve(request.base))
     agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
     provider, image_digest = build_provider(
@@ -294,15 +347,18 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
         agent=agent,
     )
     try:
-        exp = prepare(
-            repo,
-            request,
-            config=config,
-            store=store,
-            agent=agent,
-            sandbox=args.sandbox,
-            image_digest=image_digest,
-        )
+        try:
+            exp = prepare(
+                repo,
+                request,
+                config=config,
+                store=store,
+                agent=agent,
+                sandbox=args.sandbox,
+                image_digest=image_digest,
+            )
+        except PlanTooLarge as exc:
+            raise ConfigError(exc.message, hint=_plan_cost(exc.planned, args) + exc.hint) from None
         if exp is None:
             print("nothing to evaluate: no agent instruction file changed")
             return 0
@@ -326,11 +382,26 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
         provider.close()
     summary = scorecard(store, exp.manifest, exp.detection, report.results)
     print(render_markdown(summary))
+    for kept in store.set_aside:
+        print(f"docdelta: {kept.parent / 'result.json'} was unreadable: kept as {kept.name}, cell rerun",
+              file=sys.stderr)  # fmt: skip
     print(f"results: {store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
-        return EXIT_INCOMPLETE
+        return ExitCode.incomplete
+    if summary.broken:
+        print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
+        return ExitCode.infrastructure
     return 0
+
+
+def _plan_cost(planned: int, args: argparse.Namespace) -> str:
+    """What a plan may cost and take, where the flags bound it: the reserve is each run's
+    spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
+    hours = f"take up to {planned * args.timeout / 3600:,.1f} hours (--timeout {args.timeout:g}s per run)"
+    if args.reserve_usd > 0:
+        return f"it may cost up to ${planned * args.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
+    return f"it may {hours}; "
 
 
 def _load_summary(workdir: Path) -> Summary:

@@ -8,11 +8,35 @@ which are never graded as agent failures.
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Every exit status docdelta returns, in one table (the README repeats it)."""
+
+    done = 0
+    incomplete = 1
+    """The matrix stopped before it was complete (spend cap, rate limit); rerun to resume."""
+    bad_input = 2
+    infrastructure = 3
+    """Our machinery failed, or most runs failed for the harness's or the agent command's
+    reasons, so there is no verdict."""
+    github = 4
+    interrupted = 130
+    """SIGINT (Ctrl-C): 128 + 2, as shells report it."""
+    terminated = 143
+    """SIGTERM: 128 + 15."""
+
+
+class Terminated(BaseException):
+    """Raised in the main thread when docdelta receives SIGTERM, so every `finally`
+    (temp files, sandboxes, locks) runs as it does for Ctrl-C."""
+
 
 class DocdeltaError(Exception):
     """Base class; `hint` tells the user what to do next."""
 
-    exit_code = 2
+    exit_code: int = ExitCode.bad_input
 
     def __init__(self, message: str, *, hint: str = "") -> None:
         super().__init__(message)
@@ -42,10 +66,10 @@ class AgentError(DocdeltaError):
 class InfraError(DocdeltaError):
     """Our own machinery failed; the affected run is `infra_error`, never a fail."""
 
-    exit_code = 3
+    exit_code = ExitCode.infrastructure
 
 
 class GitHubError(DocdeltaError):
     """A GitHub API call failed in a way the bot cannot recover from."""
 
-    exit_code = 4
+    exit_code = ExitCode.github

@@ -8,7 +8,7 @@ demo) never pay for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,5 +88,18 @@ def build_provider(
             )
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.
-    hide = (str(repo.root), str(workdir.resolve()))
+    hide = outermost([repo.root, workdir])
     return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
+
+
+def outermost(paths: Sequence[Path]) -> tuple[str, ...]:
+    """The directories to hide, without any that lies inside another: hiding the repository
+    already hides a workdir inside it (`--repo . --workdir .docdelta-work`, the Action's
+    default results path), and the inner one's mount point no longer exists once the
+    outer one is covered, which made every run fail."""
+    resolved = sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in resolved:
+        if not any(path.is_relative_to(outer) for outer in kept):
+            kept.append(path)
+    return tuple(str(p) for p in kept)
