@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import httpx
 
@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--head", help="head ref (with --base)")
     d.add_argument(
         "--diff",
-        type=argparse.FileType("r"),
+        type=argparse.FileType("rb"),
         help="a unified diff ('-' for stdin) instead of two refs; the built-in file table is used",
     )
     d.add_argument("--json", action="store_true", help="print the detection as JSON")
@@ -212,7 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     with _sigterm_as_exception():
         try:
-            return _dispatch(args)
+            code = _dispatch(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit as "Exception ignored"
+            return code
         except DocdeltaError as exc:
             print(f"docdelta: error: {exc}", file=sys.stderr)
             return exc.exit_code
@@ -288,7 +290,7 @@ def _detect(args: argparse.Namespace) -> int:
     if args.diff is not None:
         if args.base or args.head:
             raise ConfigError("--diff and --base/--head are alternatives", hint="pass one or the other")
-        detection = detect_diff(args.diff.read(), matcher(ProjectConfig()))
+        detection = detect_diff(_diff_text(args.diff), matcher(ProjectConfig()))
     elif args.base and args.head:
         repo = Repo(args.repo)
         base = repo.resolve(args.base)
@@ -309,6 +311,13 @@ def _detect(args: argparse.Namespace) -> int:
     for n in detection.near_misses:
         print(f"note      {n.path}: {n.reason}")
     return 0
+
+
+def _diff_text(stream: BinaryIO) -> str:
+    """A diff's text. Only its file headers matter to detection and those are git's (UTF-8
+    or C-quoted); a hunk in another encoding (a Latin-1 file) must not stop it."""
+    with stream:
+        return stream.read().decode("utf-8", errors="replace")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -433,8 +442,14 @@ def _report(args: argparse.Namespace) -> int:
 
 def _badge(args: argparse.Namespace) -> int:
     data = badge(_load_summary(args.workdir))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the badge to {args.out}: {exc.strerror or exc}",
+            hint="pass --out a file path (not a directory) in a directory you can write to",
+        ) from None
     print(f"badge written to {args.out}: {data['message']}")
     return 0
 

@@ -143,8 +143,8 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     md = render_markdown(summary_of(runs))
     lines = md.splitlines()
     assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25 (A/A noise)"
-    assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 |" in lines
-    assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 |" in lines
+    assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 | 0 | 0 |" in lines
+    assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 | 0 | 0 |" in lines
     assert (
         "| **all tasks** | **0.50** | **0.75** | **+0.25 (A/A noise)** | 0.33 | **—** | 0/2 · 0/2 |" in lines
     )

@@ -342,7 +342,7 @@ def summarize(
     faults = _faults(results)
     broken = _broken(faults, len(results))
     refused = broken
-    if refused is None and infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
+    if infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
         refused = (
             f"{infra_rate:.0%} of runs are infra errors (over {MAX_INFRA_ERROR_RATE:.0%}): the graded "
             "runs may not be a fair sample of either arm; rerun to retry them"
