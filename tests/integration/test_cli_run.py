@@ -136,7 +136,7 @@ def _interrupt_mid_matrix(tmp_path: Path, sig: signal.Signals) -> tuple[int, byt
     env = {**os.environ, "CI": "1", "TMPDIR": str(tmp)}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
-    seen = []
+    seen: list[bytes] = []
     while len(seen) < finished:
         line = proc.stderr.readline()
         assert line, f"docdelta ended before {finished} runs: {b''.join(seen)!r}"
