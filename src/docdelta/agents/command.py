@@ -108,9 +108,13 @@ def _read_metrics(sandbox: Sandbox) -> tuple[AgentMetrics, str | None]:
         return AgentMetrics(), f"ignored the metrics file: {str(exc).splitlines()[0]}"
 
 
-_FIND = 'case "$1" in */*) [ -f "$1" ] && [ -x "$1" ] ;; *) command -v -- "$1" >/dev/null ;; esac'
-"""Exit 0 when argv[0] would start: a path to an executable file, or a name on PATH."""
-NOT_FOUND = 1
+NOT_FOUND = 3
+_FIND = (
+    'case "$1" in */*) [ -f "$1" ] && [ -x "$1" ] ;; *) command -v -- "$1" >/dev/null ;; esac '
+    f"|| exit {NOT_FOUND}"
+)
+"""Exit 0 when argv[0] would start (a path to an executable file, or a name on PATH), else
+NOT_FOUND; any other status is the sandbox failing to run a shell at all."""
 
 
 def preflight(agent: Agent, sandbox: Sandbox) -> None:
