@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,29 +36,26 @@ import certifi
 from pydantic import ValidationError
 
 from docdelta import stats
-from docdelta.cache import open_store, restore, save
+from docdelta.activity import Activity
+from docdelta.cache import open_store
 from docdelta.config import load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
-from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError
+from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, SandboxError
+from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
+from docdelta.models import BASE, HEAD, ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
 from docdelta.report import render_comment_markdown, render_markdown
-from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
-from docdelta.sandbox.base import SandboxSpec
-from docdelta.scorecard import scorecard
-from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings
-from docdelta.store import ResultStore
-from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
+from docdelta.runner import ExperimentRequest
+from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
 NO_CHANGE_TITLE = "no agent instruction files changed"
-EXIT_OK, EXIT_ERROR = 0, 2
 
 
 # ------------------------------------------------------------------- results
@@ -67,16 +63,16 @@ EXIT_OK, EXIT_ERROR = 0, 2
 class ActionResult:
     """What the run concluded; `outputs` are also written to `$GITHUB_OUTPUT`."""
 
-    activity: str
+    activity: Activity
     conclusion: Conclusion | None = None
     title: str = ""
     outputs: dict[str, str] = field(default_factory=dict)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """The step fails only when docdelta itself could not do its job; a failed gate is
         the check's business (a required check blocks the merge, the job stays green)."""
-        return EXIT_ERROR if self.activity == "error" else EXIT_OK
+        return ExitCode.BAD_INPUT if self.activity is Activity.error else ExitCode.OK
 
 
 class PrHandoff(Frozen):
@@ -101,23 +97,26 @@ def _redactor(secrets: list[str]) -> Callable[[str], str]:
 
 
 # ------------------------------------------------------------------- choose
-def choose(event: EventContext, settings: ActionSettings) -> tuple[str, str]:
+def choose(event: EventContext, settings: ActionSettings) -> tuple[Activity, str]:
     """(activity, why): `evaluate`, `refresh` or `skip`. The one place events are told apart."""
     if event.event in PR_EVENTS or (event.event == "workflow_run" and event.pr_number is not None):
         if event.action in ("labeled", "unlabeled") and event.label != settings.approve_label:
-            return "skip", f"label {event.label!r} is not the approval label {settings.approve_label!r}"
+            return (
+                Activity.skip,
+                f"label {event.label!r} is not the approval label {settings.approve_label!r}",
+            )
         if event.event in PR_EVENTS and event.action not in EVALUATED_ACTIONS:
-            return "skip", f"nothing to do when a pull request is {event.action}"
-        return "evaluate", f"pull request #{event.pr_number}"
+            return Activity.skip, f"nothing to do when a pull request is {event.action}"
+        return Activity.evaluate, f"pull request #{event.pr_number}"
     if event.event == "workflow_run":
-        return "skip", "the workflow run belongs to no pull request (pass `pr-handoff` for fork PRs)"
+        return Activity.skip, "the workflow run belongs to no pull request (pass `pr-handoff` for fork PRs)"
     if event.event == "push":
         if event.default_branch and event.head_ref == f"refs/heads/{event.default_branch}":
-            return "refresh", f"push to the default branch {event.default_branch}"
-        return "skip", f"push to {event.head_ref}, not the default branch: nothing to refresh"
+            return Activity.refresh, f"push to the default branch {event.default_branch}"
+        return Activity.skip, f"push to {event.head_ref}, not the default branch: nothing to refresh"
     if event.event == "workflow_dispatch":
-        return "refresh", f"manual run on {event.head_ref}"
-    return "skip", f"event {event.event} is not handled"
+        return Activity.refresh, f"manual run on {event.head_ref}"
+    return Activity.skip, f"event {event.event} is not handled"
 
 
 def apply_handoff(event: EventContext, path: Path) -> EventContext:
@@ -179,7 +178,7 @@ def action(
 ) -> ActionResult:
     """Do what the event asks, publish the result, set the outputs. Never raises a DocdeltaError."""
     ctx = _Context(settings, event, port, runtime, _redactor(settings.secrets()))
-    result = ActionResult(activity="error")
+    result = ActionResult(activity=Activity.error)
     try:
         if event.event == "workflow_dispatch" and settings.github.sha:
             ctx.event = event.model_copy(update={"head_sha": settings.github.sha})  # the payload has no sha
@@ -187,12 +186,12 @@ def action(
             ctx.event = apply_handoff(event, settings.pr_handoff)
         activity, why = choose(ctx.event, settings)
         ctx.say(f"docdelta: {activity}: {why}")
-        if activity == "evaluate":
+        if activity is Activity.evaluate:
             result = _evaluate(ctx)
-        elif activity == "refresh":
+        elif activity is Activity.refresh:
             result = _refresh(ctx)
         else:
-            result = ActionResult(activity="skip", title=why)
+            result = ActionResult(activity=Activity.skip, title=why)
     except DocdeltaError as exc:
         result = _fail(ctx, exc)
     except Exception as exc:  # a bug: still no traceback in the PR, and a check that says so
@@ -203,8 +202,8 @@ def action(
                 hint="this is a docdelta bug; please report it with the workflow log",
             ),
         )
-    result.outputs.setdefault("activity", result.activity)
-    result.outputs.setdefault("conclusion", result.conclusion.value if result.conclusion else "")
+    result.outputs.setdefault(Output.activity, result.activity.value)
+    result.outputs.setdefault(Output.conclusion, result.conclusion.value if result.conclusion else "")
     for name, value in result.outputs.items():
         runtime.set_output(name, ctx.redact(value))
     return result
@@ -223,7 +222,7 @@ def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
         ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
     except DocdeltaError as publish_exc:
         ctx.say(f"docdelta: could not publish the check either: {publish_exc}")
-    return ActionResult(activity="error", conclusion=conclusion, title=title, outputs={"error": first})
+    return ActionResult(Activity.error, conclusion, title, {Output.error: first})
 
 
 # ------------------------------------------------------------------ evaluate
@@ -246,7 +245,7 @@ def _evaluate(ctx: _Context) -> ActionResult:
             hint="run docdelta on pull_request / pull_request_target, or pass `pr-handoff` on workflow_run",
         )
     repo = Repo(settings.github.workspace)
-    base_sha = _local(repo, event.base_sha, "base")
+    base_sha = _local(repo, event.base_sha, BASE)
     match = matcher(load_project_config(repo, base_sha))
     detection = detection_from_files(ctx.port.pr_files(number, base_sha, head_sha), match, base_sha, head_sha)
     if detection.empty:
@@ -258,14 +257,17 @@ def _evaluate(ctx: _Context) -> ActionResult:
         )
         ctx.say(f"docdelta: {NO_CHANGE_TITLE}")
         return ActionResult(
-            "no_change", Conclusion.neutral, NO_CHANGE_TITLE, {"verdict": "skipped", "check-url": url}
+            Activity.no_change,
+            Conclusion.neutral,
+            NO_CHANGE_TITLE,
+            {Output.verdict: "skipped", Output.check_url: url},
         )
 
     if event.is_fork:
         approval = _fork_approval(ctx, number)
         if approval is None:
             return ActionResult(
-                "awaiting_approval", Conclusion.action_required, _WAITING, {"verdict": "pending"}
+                Activity.awaiting_approval, Conclusion.action_required, _WAITING, {Output.verdict: "pending"}
             )
         head = _fork_head(ctx, repo, base_sha, detection)
         provenance = (
@@ -273,7 +275,7 @@ def _evaluate(ctx: _Context) -> ActionResult:
             f"`{head_sha[:12]}` and laid on the base commit; evaluation approved by @{approval}."
         )
     else:
-        head = _local(repo, head_sha, "head")
+        head = _local(repo, head_sha, HEAD)
         provenance = ""
     ctx.publish(None, "evaluating the instruction-file change", f"Running the matrix on {head_sha[:12]}.")
     return _run_and_report(ctx, repo, base_sha, head, provenance)
@@ -373,60 +375,47 @@ def _run_matrix(
     source: str,
     trusted: bool,
 ) -> _Matrix:
-    """Build the agent, sandbox and stores, prepare, reuse cached arms, run, save, summarize."""
+    """Export the trusted tasks, then the composition root (`evaluation.evaluate`) with the
+    settings' options, exactly as `docdelta run` calls it, plus the results cache."""
     settings = ctx.settings
     config = load_project_config(repo, base_sha)
     tasks_path = settings.tasks or config.tasks
     workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}"
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
-    store = ResultStore(workdir / "results")
-    agent = build_agent(AgentChoice(settings.agent, cmd=settings.agent_command, model=settings.model))
-    provider, image_digest = build_provider(
-        SandboxChoice(settings.sandbox, allow_network=settings.allow_network, extra_ca=settings.ca_bundle),
+    request = ExperimentRequest(
+        base=base_sha,
+        head=head,
+        tasks_dir=tasks_dir,
+        conditions=conditions,
+        repeats=settings.repeats,
+        seed=settings.seed,
+        source=source,
+        patch=settings.patch,
+    )
+    deps = Deps(
         repo=repo,
-        workdir=workdir,
-        config=config,
-        agent=agent,
+        workdir=workdir / "results",
+        cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root),
+        save_cache=trusted,
     )
-    backend = open_store(settings.results_store.kind, settings.results_store.location, repo.root)
+    done = evaluate(request, settings.options, deps)
+    if done is None:
+        raise ConfigError(
+            "the checkout shows no instruction-file change although GitHub lists one",
+            hint="check that `.docdelta.yml` on the base branch does not exclude the changed files",
+        )
     notes: list[str] = []
-    try:
-        request = ExperimentRequest(
-            base=base_sha, head=head, tasks_dir=tasks_dir, conditions=conditions,
-            repeats=settings.repeats, seed=settings.seed, source=source,
-        )  # fmt: skip
-        exp = prepare(
-            repo, request, config=config, store=store, agent=agent, sandbox=settings.sandbox,
-            image_digest=image_digest,
-        )  # fmt: skip
-        if exp is None:
-            raise ConfigError(
-                "the checkout shows no instruction-file change although GitHub lists one",
-                hint="check that `.docdelta.yml` on the base branch does not exclude the changed files",
-            )
-        if backend is not None:
-            reuse = restore(backend, exp, store, "base")
-            if reuse is not None:
-                notes.append(
-                    f"**From cache:** the `base` arm ({reuse.runs} runs) was reused from the results store "
-                    f"(key `{reuse.digest[:12]}`, run on `{reuse.source_commit[:12]}`); other arms ran now."
-                )
-                ctx.say(f"docdelta: base arm reused from cache ({reuse.runs} runs)")
-        runner = Runner(
-            store, provider, SandboxSpec(network="none"), agent,
-            RunLimits(timeout_s=settings.timeout_s, cap_usd=settings.cap_usd), LineProgress(out=sys.stderr),
-        )  # fmt: skip
-        report = runner.run(exp)
-    finally:
-        provider.close()
-    if backend is not None and trusted and save(backend, exp, report.results, "base"):
+    if done.reused is not None:
+        reuse = done.reused
+        notes.append(
+            f"**From cache:** the `{reuse.condition}` arm ({reuse.runs} runs) was reused from the results "
+            f"store (key `{reuse.digest[:12]}`, run on `{reuse.source_commit[:12]}`); other arms ran now."
+        )
+        ctx.say(f"docdelta: {reuse.condition} arm reused from cache ({reuse.runs} runs)")
+    if done.saved:
         ctx.say(f"docdelta: base arm saved to the results store ({settings.results_store.kind})")
-    summary = scorecard(
-        store, exp.manifest, exp.detection, report.results, noise=settings.noise_band, alpha=settings.alpha
-    )
-    cost = sum(r.outcome.metrics.cost_usd or 0.0 for r in report.results)
-    return _Matrix(summary, notes, report.stopped, cost)
+    return _Matrix(done.summary, notes, done.report.stopped, done.cost_usd)
 
 
 def _diff_links(settings: ActionSettings, pr_number: int | None, summary: Summary) -> dict[str, str]:
@@ -441,7 +430,7 @@ def _diff_links(settings: ActionSettings, pr_number: int | None, summary: Summar
 def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provenance: str) -> ActionResult:
     settings = ctx.settings
     trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
-    matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, "head", trusted)
+    matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, settings.source, trusted)
     summary = matrix.summary
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     conclusion = Conclusion(decision.conclusion)
@@ -464,7 +453,7 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
         assert ctx.event.pr_number is not None
         comment = render_comment(settings.config_id, body, full_report_url=settings.github.run_url)
         ref = ctx.port.upsert_comment(ctx.event.pr_number, marker(settings.config_id), comment)
-        outputs["comment-url"] = ref.url
+        outputs[Output.comment_url] = ref.url
         ctx.say(f"docdelta: comment {'posted' if ref.created else 'updated'}: {ref.url}")
     kind = summary.verdict.kind if summary.verdict else "no verdict"
     delta = summary.head_vs_base.value
@@ -472,9 +461,9 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     if summary.broken:
         failed = sum(summary.faults.values())
         title = f"no verdict: the evaluation is broken ({failed} runs failed for the harness's reasons)"
-    outputs["check-url"] = ctx.publish(conclusion, title, body)
+    outputs[Output.check_url] = ctx.publish(conclusion, title, body)
     ctx.say(f"docdelta: {conclusion.value}: {decision.reason}")
-    return ActionResult("evaluate", conclusion, title, outputs)
+    return ActionResult(Activity.evaluate, conclusion, title, outputs)
 
 
 def _outputs(summary: Summary, cost: float, settings: ActionSettings) -> dict[str, str]:
@@ -482,11 +471,11 @@ def _outputs(summary: Summary, cost: float, settings: ActionSettings) -> dict[st
         return "" if value is None else f"{value:.4f}"
 
     return {
-        "verdict": summary.verdict.kind if summary.verdict else "none",
-        "head-vs-base": num(summary.head_vs_base.value),
-        "head-vs-none": num(summary.head_vs_none.value),
-        "cost-usd": f"{cost:.4f}",
-        "results-path": str(settings.results_path),
+        Output.verdict: summary.verdict.kind if summary.verdict else "none",
+        Output.head_vs_base: num(summary.head_vs_base.value),
+        Output.head_vs_none: num(summary.head_vs_none.value),
+        Output.cost_usd: f"{cost:.4f}",
+        Output.results_path: str(settings.results_path),
     }
 
 
@@ -495,21 +484,25 @@ def _refresh(ctx: _Context) -> ActionResult:
     """Run only the base arm on this commit and store it for the PRs that will branch from it."""
     settings = ctx.settings
     if settings.results_store.kind == "none":
-        return ActionResult("skip", title="results-store is none: there is nowhere to keep base results")
+        return ActionResult(
+            Activity.skip, title="results-store is none: there is nowhere to keep base results"
+        )
     repo = Repo(settings.github.workspace)
     sha = _local(repo, settings.github.sha or ctx.event.head_sha, "pushed")
     docs = instruction_files(repo, sha, matcher(load_project_config(repo, sha)))
     paths = sorted({*docs.files, *docs.symlinks})
     if not paths:
-        return ActionResult("skip", title=f"no instruction files at {sha[:12]}: no base arm to refresh")
+        return ActionResult(
+            Activity.skip, title=f"no instruction files at {sha[:12]}: no base arm to refresh"
+        )
     # A stand-in head without any instruction file, so the experiment has a change to plan
     # around; only the base arm runs, and only its results are stored.
     bare = overlay_commit(repo.root, sha, dict.fromkeys(paths), "docdelta: no instruction files")
-    matrix = _run_matrix(ctx, repo, sha, bare, ("base",), "base", trusted=True)
+    matrix = _run_matrix(ctx, repo, sha, bare, (BASE,), BASE, trusted=True)
     body = render_markdown(matrix.summary) + "\n" + "\n\n".join(matrix.notes) + "\n"
     ctx.runtime.append_summary(body)
     return ActionResult(
-        "refresh",
+        Activity.refresh,
         title=f"base arm refreshed on {sha[:12]}",
         outputs=_outputs(matrix.summary, matrix.cost_usd, settings),
     )
@@ -544,8 +537,8 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
         settings = ActionSettings.from_env(env)
     except ConfigError as exc:
         return _bad_settings(exc, env, event, port, runtime)
-    if settings.ca_bundle is not None:
-        _trust_extra_ca(settings.ca_bundle, settings.results_path)
+    if settings.options.extra_ca is not None:
+        _trust_extra_ca(settings.options.extra_ca, settings.results_path)
     return action(settings, event, port, runtime).exit_code
 
 

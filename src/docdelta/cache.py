@@ -4,7 +4,8 @@ Most PRs that touch AGENTS.md share their base with many others, and the base ar
 the same experiment every time. An arm is identified by `ArmKey`: the sealed source
 (the source commit's files without any instruction file), the arm's instruction-file
 overlay, every task file, the agent and its version, the model, the sandbox and image
-digest, the seed and the repeat count. Its sha256 names a `CachedArm` entry.
+digest, the seed, the repeat count, the run bounds (timeout, turn cap, per-run and gateway
+budgets, upstreams) and docdelta's own version. Its sha256 names a `CachedArm` entry.
 
 Two backends store entries as bytes under that name (`ArmStore`):
 * `DirectoryStore`: a directory, for `actions/cache` or an artifact;
@@ -29,7 +30,7 @@ from pydantic import Field, ValidationError
 
 from docdelta.errors import InfraError
 from docdelta.git import overlay_commit, run_git
-from docdelta.models import SCHEMA_VERSION, AgentInfo, Frozen, RunResult, RunStatus, sha256_hex
+from docdelta.models import SCHEMA_VERSION, AgentInfo, Frozen, RunBounds, RunResult, RunStatus, sha256_hex
 from docdelta.runner import Experiment
 from docdelta.store import ResultStore, atomic_write
 
@@ -50,6 +51,8 @@ class ArmKey(Frozen):
     image_digest: str | None
     seed: int
     repeats: int
+    bounds: RunBounds | None
+    docdelta_version: str
 
     @property
     def digest(self) -> str:
@@ -69,6 +72,8 @@ def arm_key(exp: Experiment, condition: str) -> ArmKey:
         image_digest=m.image_digest,
         seed=m.seed,
         repeats=m.repeats,
+        bounds=m.bounds,
+        docdelta_version=m.docdelta_version,
     )
 
 

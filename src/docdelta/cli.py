@@ -1,7 +1,8 @@
 """Command line: parse arguments, build the real dependencies, map errors to exit codes.
 
-This is one of the two places (with app.py) that construct real clients; every
-other module receives them. Exit codes: `errors.ExitCode`.
+`run` and `demo` parse their flags into `RunOptions` and call the composition root
+(`docdelta.evaluation.evaluate`), exactly as the Action does with its inputs. Exit codes
+are `errors.ExitCode`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
+from docdelta.evaluation import Deps, RunOptions, evaluate
 from docdelta.git import Repo
 from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
 from docdelta.grading.fromcommit import task_from_commit, write_task
@@ -34,16 +36,14 @@ from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
 from docdelta.grading.judged import judge_workdir
 from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
-from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
+from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
-from docdelta.runner import ExperimentRequest, PlanTooLarge, RunLimits, Runner, prepare, progress_for
+from docdelta.runner import ExperimentRequest, PlanTooLarge
 from docdelta.sandbox import get_provider
-from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
-from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 T = TypeVar("T")
 
@@ -147,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_run_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--conditions", type=_arg(validate.condition_list), default=["base", "head", "none"])
+    r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument("--repeats", type=_at_least(1), default=3)
     r.add_argument("--seed", type=int, default=0)
@@ -157,7 +157,7 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
         help=f"run a plan of more than {validate.MAX_RUNS_WITHOUT_CONFIRMATION:,} runs "
         "(tasks x conditions x repeats)",
     )
-    r.add_argument("--source", default="head", help="source commit: head, base or a SHA (default head)")
+    r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
     r.add_argument(
         "--agent",
         default="fake",
@@ -220,10 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exc.exit_code
         except KeyboardInterrupt:
             print(f"\ndocdelta: interrupted; {_SAVED}", file=sys.stderr)
-            return ExitCode.interrupted
+            return ExitCode.INTERRUPTED
         except Terminated:
             print(f"\ndocdelta: terminated (SIGTERM); {_SAVED}", file=sys.stderr)
-            return ExitCode.terminated
+            return ExitCode.TERMINATED
         except BrokenPipeError:
             return _reader_went_away()
 
@@ -256,34 +256,22 @@ def _reader_went_away() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-    return ExitCode.done
+    return ExitCode.OK
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "detect":
-        return _detect(args)
-    if args.command == "run":
-        return _run(args)
-    if args.command == "report":
-        return _report(args)
-    if args.command == "badge":
-        return _badge(args)
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "tasks":
-        return _tasks_from_commit(args)
-    if args.command == "selftest":
-        return _selftest(args)
-    if args.command == "gc":
-        return _gc(args)
-    if args.command in ("judge", "calibrate"):
-        return _judge(args)
-    if args.command == "action":
-        from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+    return COMMANDS[args.command](args)
 
-        return app.main()
+
+def _action(args: argparse.Namespace) -> int:
+    from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+
+    return app.main()
+
+
+def _schema(args: argparse.Namespace) -> int:
     print(json.dumps(task_json_schema(), indent=2))
-    return 0
+    return ExitCode.OK
 
 
 def _detect(args: argparse.Namespace) -> int:
@@ -301,7 +289,7 @@ def _detect(args: argparse.Namespace) -> int:
         )
     if args.json:
         print(detection.model_dump_json(indent=2))
-        return 0
+        return ExitCode.OK
     if detection.empty:
         print("nothing to evaluate: no agent instruction file changed")
     for f in detection.changed:
@@ -310,7 +298,7 @@ def _detect(args: argparse.Namespace) -> int:
         print(f"{f.status.value:<9} {f.path}{moved}{link}  read by: {', '.join(f.families) or '-'}")
     for n in detection.near_misses:
         print(f"note      {n.path}: {n.reason}")
-    return 0
+    return ExitCode.OK
 
 
 def _diff_text(stream: BinaryIO) -> str:
@@ -333,83 +321,66 @@ def _run(args: argparse.Namespace) -> int:
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
-    return _execute(Repo(args.repo), request, args, args.workdir)
+    return _execute(Repo(args.repo), request, run_options(args), args.workdir)
 
 
-def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, workdir: Path) -> int:
-    """Build the real agent, sandbox provider and store, prepare, run, print the scorecard."""
-    store = ResultStore(workdir)
-    with store.lock():
-        return _execute_locked(repo, request, args, store)
+RUN_FLAGS = {
+    "agent": "agent",
+    "agent_cmd": "agent-cmd",
+    "model": "model",
+    "sandbox": "sandbox",
+    "allow_network": "allow-network",
+    "extra_ca": "extra-ca",
+    "timeout_s": "timeout",
+    "max_turns": "max-turns",
+    "cap_usd": "cap-usd",
+    "reserve_usd": "reserve-usd",
+    "infra_retries": "infra-retries",
+    "rate_limit": "rate-limit",
+}
+"""RunOptions field -> `docdelta run` flag (without `--`); the Action's table is settings.INPUTS."""
 
 
-def _execute_locked(
-    repo: Repo, request: ExperimentRequest, args: argparse.Namespace, store: ResultStore
-) -> int:
-    config = load_project_config(repo, repo.resolve(request.base))
-    agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
-    provider, image_digest = build_provider(
-        SandboxChoice(args.sandbox, allow_network=args.allow_network, extra_ca=args.extra_ca),
-        repo=repo,
-        workdir=store.workdir,
-        config=config,
-        agent=agent,
-    )
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """`docdelta run`'s flags as the options the composition root takes. The CLI's keys
+    come from the environment, so `api_key` stays unset."""
+    values = {name: getattr(args, flag.replace("-", "_")) for name, flag in RUN_FLAGS.items()}
+    return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
+
+
+def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path) -> int:
+    """Run the composition root and print the scorecard."""
     try:
-        try:
-            exp = prepare(
-                repo,
-                request,
-                config=config,
-                store=store,
-                agent=agent,
-                sandbox=args.sandbox,
-                image_digest=image_digest,
-            )
-        except PlanTooLarge as exc:
-            raise ConfigError(exc.message, hint=_plan_cost(exc.planned, args) + exc.hint) from None
-        if exp is None:
-            print("nothing to evaluate: no agent instruction file changed")
-            return 0
-        runner = Runner(
-            store,
-            provider,
-            SandboxSpec(network=agent.network),
-            agent,
-            RunLimits(
-                timeout_s=args.timeout,
-                max_turns=args.max_turns,
-                cap_usd=args.cap_usd,
-                reserve_usd=args.reserve_usd,
-                infra_retries=args.infra_retries,
-                rate_limit=args.rate_limit,
-            ),
-            progress_for(sys.stderr, ci=bool(os.environ.get("CI"))),
-        )
-        report = runner.run(exp)
-    finally:
-        provider.close()
-    summary = scorecard(store, exp.manifest, exp.detection, report.results)
-    print(render_markdown(summary))
-    for kept in store.set_aside:
+        done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+    except PlanTooLarge as exc:
+        raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
+    if done is None:
+        print("nothing to evaluate: no agent instruction file changed")
+        return ExitCode.OK
+    report = done.report
+    print(render_markdown(done.summary))
+    for kept in done.store.set_aside:
         print(f"docdelta: {kept.parent / 'result.json'} was unreadable: kept as {kept.name}, cell rerun",
               file=sys.stderr)  # fmt: skip
-    print(f"results: {store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
+    print(f"results: {done.store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
-        return ExitCode.incomplete
-    if summary.broken:
-        print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
-        return ExitCode.infrastructure
-    return 0
+        return ExitCode.INCOMPLETE
+    if done.summary.broken:
+        print(f"docdelta: error: no verdict: {done.summary.broken}", file=sys.stderr)
+        return ExitCode.INFRA
+    return ExitCode.OK
 
 
-def _plan_cost(planned: int, args: argparse.Namespace) -> str:
-    """What a plan may cost and take, where the flags bound it: the reserve is each run's
+def _plan_cost(planned: int, options: RunOptions) -> str:
+    """What a plan may cost and take, where the options bound it: the reserve is each run's
     spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
-    hours = f"take up to {planned * args.timeout / 3600:,.1f} hours (--timeout {args.timeout:g}s per run)"
-    if args.reserve_usd > 0:
-        return f"it may cost up to ${planned * args.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
+    timeout = options.timeout_s
+    hours = f"take up to {planned * timeout / 3600:,.1f} hours (--timeout {timeout:g}s per run)"
+    if options.reserve_usd > 0:
+        return (
+            f"it may cost up to ${planned * options.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
+        )
     return f"it may {hours}; "
 
 
@@ -435,9 +406,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.format == "html":
         cell_dir = partial(store.cell_dir, manifest.repo)
         sys.stdout.write(render_html(summary, results, cell_dir=cell_dir, link_root=Path.cwd()))
-        return 0
+        return ExitCode.OK
     print(render_json(summary) if args.format == "json" else render_markdown(summary))
-    return 0
+    return ExitCode.OK
 
 
 def _badge(args: argparse.Namespace) -> int:
@@ -451,7 +422,7 @@ def _badge(args: argparse.Namespace) -> int:
             hint="pass --out a file path (not a directory) in a directory you can write to",
         ) from None
     print(f"badge written to {args.out}: {data['message']}")
-    return 0
+    return ExitCode.OK
 
 
 def _tasks_from_commit(args: argparse.Namespace) -> int:
@@ -459,7 +430,7 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
     path = write_task(task, assets, args.tasks)
     print(f"wrote {path} (+ {len(assets.hidden)} hidden test file(s), reference.patch)")
     print("the task is `reviewed: false`: read its prompt and validation, then set `reviewed: true`")
-    return 0
+    return ExitCode.OK
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -488,7 +459,7 @@ def _selftest(args: argparse.Namespace) -> int:
         print(f"{'ok  ' if report.passed else 'FAIL'} {report.task}")
         for leg in report.legs:
             print(f"     {'ok  ' if leg.passed else 'FAIL'} {leg.name}{': ' + leg.note if leg.note else ''}")
-    return 0 if all(r.passed for r in reports) else 2
+    return ExitCode.OK if all(r.passed for r in reports) else ExitCode.BAD_INPUT
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -502,7 +473,7 @@ def _judge(args: argparse.Namespace) -> int:
         if args.command == "judge":
             done = judge_workdir(ResultStore(args.workdir), tasks, api, calibration_dir)
             print(f"judge {judge}: {done.judged} run(s) judged, {done.reused} reused, {done.skipped} skipped")
-            return 0
+            return ExitCode.OK
         rubrics = [rubric_of(t) for t in tasks]
         saved = calibrate_tasks(api, rubrics, args.fixtures or fixtures_dir, calibration_dir)
     finally:
@@ -515,7 +486,7 @@ def _judge(args: argparse.Namespace) -> int:
         )
         for line in [*low, *record.errors]:
             print(f"     {line}")
-    return 2 if any(below_threshold(r) for r, _ in saved) else 0
+    return ExitCode.BAD_INPUT if any(below_threshold(r) for r, _ in saved) else ExitCode.OK
 
 
 def _gc(args: argparse.Namespace) -> int:
@@ -529,7 +500,7 @@ def _gc(args: argparse.Namespace) -> int:
         )
     removed = docker_sandbox.gc(docker_sandbox.engine())
     print(f"removed {removed} docdelta container(s), network(s) and volume(s)")
-    return 0
+    return ExitCode.OK
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -541,18 +512,22 @@ def _demo(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         seed=args.seed,
     )
-    ns = argparse.Namespace(
-        agent="fake",
-        agent_cmd=None,
-        model=None,
-        sandbox=args.sandbox,
-        extra_ca=None,
-        allow_network=True,
-        timeout=60.0,
-        cap_usd=None,
-        reserve_usd=0.0,
-        max_turns=None,
-        infra_retries=2,
-        rate_limit="stop",
-    )
-    return _execute(Repo(demo.path), request, ns, args.workdir / "results")
+    options = RunOptions(agent="fake", sandbox=args.sandbox, allow_network=True, timeout_s=60.0)
+    return _execute(Repo(demo.path), request, options, args.workdir / "results")
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "detect": _detect,
+    "run": _run,
+    "report": _report,
+    "badge": _badge,
+    "demo": _demo,
+    "tasks": _tasks_from_commit,
+    "selftest": _selftest,
+    "gc": _gc,
+    "judge": _judge,
+    "calibrate": _judge,
+    "schema": _schema,
+    "action": _action,
+}
+"""Subcommand -> handler; every subparser of `_parser` has one (a test holds them equal)."""

@@ -12,20 +12,22 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Every exit status docdelta returns, in one table (the README repeats it)."""
+    """Every exit status docdelta (CLI and Action) returns: the one table."""
 
-    done = 0
-    incomplete = 1
+    OK = 0
+    INCOMPLETE = 1
     """The matrix stopped before it was complete (spend cap, rate limit); rerun to resume."""
-    bad_input = 2
-    infrastructure = 3
-    """Our machinery failed, or most runs failed for the harness's or the agent command's
-    reasons, so there is no verdict."""
-    github = 4
-    interrupted = 130
-    """SIGINT (Ctrl-C): 128 + 2, as shells report it."""
-    terminated = 143
-    """SIGTERM: 128 + 15."""
+    BAD_INPUT = 2
+    """Bad input (arguments, config, task files, Action inputs) or a failed selftest/calibration."""
+    INFRA = 3
+    """Our own machinery failed (Docker, the gateway, the grader), or so many runs failed for
+    the harness's or the agent command's reasons that there is no verdict."""
+    GITHUB = 4
+    """A GitHub API call failed in a way the bot cannot recover from."""
+    INTERRUPTED = 130
+    """Ctrl-C / SIGINT (128 + 2, the shell's convention); finished results are kept."""
+    TERMINATED = 143
+    """SIGTERM (128 + 15): handled like Ctrl-C, finished results are kept."""
 
 
 class Terminated(BaseException):
@@ -36,7 +38,7 @@ class Terminated(BaseException):
 class DocdeltaError(Exception):
     """Base class; `hint` tells the user what to do next."""
 
-    exit_code: int = ExitCode.bad_input
+    exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, message: str, *, hint: str = "") -> None:
         super().__init__(message)
@@ -66,10 +68,10 @@ class AgentError(DocdeltaError):
 class InfraError(DocdeltaError):
     """Our own machinery failed; the affected run is `infra_error`, never a fail."""
 
-    exit_code = ExitCode.infrastructure
+    exit_code = ExitCode.INFRA
 
 
 class GitHubError(DocdeltaError):
     """A GitHub API call failed in a way the bot cannot recover from."""
 
-    exit_code = ExitCode.github
+    exit_code = ExitCode.GITHUB

@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Literal
 
 from docdelta import stats
-from docdelta.models import ArmUse, Detection, InstructionRef, Manifest, RunResult
+from docdelta.models import BASE, HEAD, ArmUse, Detection, InstructionRef, Manifest, RunResult
 from docdelta.store import checkout_dir
 
 RefKind = Literal["command", "path"]
 
-BASE, HEAD = "base", "head"
 SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "fish", "terminal"})
 """Info strings of fenced code blocks whose lines are commands to run."""
 KNOWN_FILES = frozenset(

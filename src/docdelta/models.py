@@ -407,6 +407,13 @@ class RunResult(Frozen):
     )
 
 
+BASE, HEAD, NONE, PATCHED = "base", "head", "none", "patched"
+"""The built-in condition names: the PR's base and head, no instruction files, and head
+with a patch applied. A condition is any named overlay; these are the ones docdelta builds."""
+BUILTIN_CONDITIONS = (BASE, HEAD, NONE, PATCHED)
+DEFAULT_CONDITIONS = (BASE, HEAD, NONE)
+
+
 class ConditionSpec(Frozen):
     """A condition is an overlay of instruction files on the source commit."""
 
@@ -419,6 +426,24 @@ class AgentInfo(Frozen):
     name: str
     version: str
     model: str | None = None
+
+
+class RunBounds(Frozen):
+    """What bounds every run, as part of the experiment's identity (manifest and cross-PR
+    cache key): a run cut off at 5 turns or $0.10 is not comparable with one allowed 50
+    turns or $1, so a resume or a cached arm under other bounds is refused, never mixed.
+    The matrix's spend cap, retries and rate-limit policy are not here: they decide which
+    cells run now, not what a run may do."""
+
+    timeout_s: float
+    turn_cap: int | None = Field(description="the cap the agent really enforces; None: it has none")
+    run_budget_usd: float | None = Field(description="per-run reserve, and its cost budget at the gateway")
+    gateway_budget: dict[str, float | int | None] | None = Field(
+        default=None, description="the gateway's per-run budget as configured (gateway agents only)"
+    )
+    upstreams: dict[str, str] | None = Field(
+        default=None, description="gateway route -> upstream base URL (gateway agents only)"
+    )
 
 
 class Manifest(Frozen):
@@ -437,6 +462,8 @@ class Manifest(Frozen):
     image_digest: str | None = None
     seed: int
     repeats: int
+    bounds: RunBounds | None = None
+    docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
     created_at: datetime
 

@@ -30,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO, TypeVar
 
+from docdelta import __version__
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
@@ -44,6 +45,9 @@ from docdelta.grading.checks import run_checks
 from docdelta.grading.hidden import ChangeAssets, capture_agent_diff, grade_change, load_assets
 from docdelta.grading.selftest import selftest
 from docdelta.models import (
+    BASE,
+    DEFAULT_CONDITIONS,
+    HEAD,
     AgentInfo,
     AgentOutcome,
     Cell,
@@ -52,6 +56,7 @@ from docdelta.models import (
     HiddenTestResult,
     Manifest,
     ModelCall,
+    RunBounds,
     RunResult,
     RunStatus,
     Score,
@@ -59,12 +64,10 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
-from docdelta.store import ResultStore, checkout_dir
+from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions, valid_cost
 from docdelta.workspace import SealedCheckout, build_overlays, seal
-
-DEFAULT_CONDITIONS = ("base", "head", "none")
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ class ExperimentRequest:
     conditions: Sequence[str] = DEFAULT_CONDITIONS
     repeats: int = 3
     seed: int = 0
-    source: str = "head"
+    source: str = HEAD
     patch: Path | None = None
     allow_unreviewed: bool = False
     max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
@@ -143,6 +146,7 @@ def prepare(
     agent: Agent,
     sandbox: str,
     image_digest: str | None = None,
+    bounds: RunBounds | None = None,
 ) -> Experiment | None:
     """Resolve refs, detect, load and check tasks, seal one checkout per condition and
     write the manifest. Returns None when no instruction file changed.
@@ -156,7 +160,7 @@ def prepare(
     except ValueError as exc:
         raise ConfigError(str(exc), hint="e.g. --conditions base,head,none") from None
     base_sha, head_sha = repo.resolve(request.base), repo.resolve(request.head)
-    source_sha = {"head": head_sha, "base": base_sha}.get(request.source) or repo.resolve(request.source)
+    source_sha = {HEAD: head_sha, BASE: base_sha}.get(request.source) or repo.resolve(request.source)
     match = matcher(config)
     detection = detect_refs(repo, base_sha, head_sha, match)
     if detection.empty:
@@ -198,6 +202,8 @@ def prepare(
         image_digest=image_digest,
         seed=request.seed,
         repeats=request.repeats,
+        bounds=bounds,
+        docdelta_version=__version__,
         order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
         created_at=datetime.now(UTC),
     )
@@ -222,11 +228,23 @@ def _check_same_experiment(store: ResultStore, manifest: Manifest) -> None:
     if previous is None or previous.identity() == manifest.identity():
         return
     old, new = previous.model_dump(exclude={"created_at"}), manifest.model_dump(exclude={"created_at"})
-    changed = sorted(k for k in new if old.get(k) != new[k])
     raise ConfigError(
-        f"workdir {store.workdir} holds a different experiment (differs in: {', '.join(changed)})",
+        f"workdir {store.workdir} holds a different experiment (differs in: "
+        f"{', '.join(differences(old, new))})",
         hint="use a new --workdir, or delete the old one to start over",
     )
+
+
+def differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """Each field that differs, by dotted path, with both values when they are short
+    (`bounds.timeout_s: 600.0 -> 300.0`), so a refused resume says what changed."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(old.keys() | new.keys(), key=str)
+        return [d for k in keys for d in differences(old.get(k), new.get(k), f"{where}.{k}" if where else k)]
+    if old == new:
+        return []
+    shown = f"{old!r} -> {new!r}"
+    return [f"{where}: {shown}" if len(shown) <= 80 else where]
 
 
 # ------------------------------------------------------------------ progress
@@ -474,7 +492,7 @@ class Runner:
         kind = INCOMPLETE[result.status]
         cell_dir = self.store.cell_dir(repo, result.cell)
         n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
-        (cell_dir / "result.json").rename(cell_dir / f"{kind}-{n}.json")
+        (cell_dir / RESULT_FILE).rename(cell_dir / f"{kind}-{n}.json")
 
     def preflight(self, exp: Experiment, todo: Sequence[Cell]) -> None:
         """Check once, in a sandbox of the first cell to run, that the agent can start."""
@@ -563,9 +581,9 @@ class Runner:
                 break
         score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden)
         if transcript is not None:
-            self.store.save_artifact(exp.repo_name, cell, "transcript.txt", transcript)
+            self.store.save_artifact(exp.repo_name, cell, TRANSCRIPT_FILE, transcript)
         if diff is not None:
-            self.store.save_artifact(exp.repo_name, cell, "diff.patch", diff)
+            self.store.save_artifact(exp.repo_name, cell, DIFF_FILE, diff)
         return RunResult(
             cell=cell,
             status=outcome.status,

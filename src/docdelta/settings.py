@@ -1,9 +1,11 @@
 """The Action's settings: every input and `GITHUB_*` variable, parsed into one pydantic object.
 
-`action.yml` maps each input explicitly to an `INPUT_<NAME>` variable (underscores, so
-a shell can read them too), and `ActionSettings.from_env` reads exactly those plus the
-runner's `GITHUB_*` variables. Anything wrong becomes one `ConfigError` that names the
-input (`repeats`, `fail-on`, ...) as the workflow author wrote it, never a pydantic dump.
+`action.yml` declares each input and `ActionSettings.from_env` reads it as an
+`INPUT_<NAME>` variable (underscores), plus the runner's `GITHUB_*` variables. How to run
+the matrix (agent, sandbox, limits, key, verdict) is `options`, the same `RunOptions` the
+CLI builds from its flags: both hand it to `evaluation.evaluate`. Anything wrong becomes
+one `ConfigError` that names the input (`repeats`, `fail-on`, ...) as the workflow author
+wrote it, never a pydantic dump.
 
 (design.md puts action settings in config.py; they live here so the project config,
 which is read from the base commit, and the workflow's inputs stay apart.)
@@ -17,13 +19,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.errors import ConfigError
-from docdelta.models import GatePolicy
+from docdelta.evaluation import RunOptions
+from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"
@@ -83,42 +87,32 @@ class ActionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     github_token: SecretStr
-    agent: str = Field(min_length=1)
-    agent_command: str | None = None
-    model: str | None = None
-    api_key: SecretStr | None = None
+    options: RunOptions
     tasks: str | None = Field(default=None, description="task directory in the repo; default: project config")
-    conditions: tuple[str, ...] = ("base", "head", "none")
+    conditions: tuple[str, ...] = DEFAULT_CONDITIONS
     repeats: int = Field(default=3, ge=1, le=100)
     seed: int = 0
-    cap_usd: float | None = Field(default=None, gt=0)
+    source: str = Field(default=HEAD, min_length=1, description="source commit: head, base or a SHA")
+    patch: Path | None = Field(default=None, description="diff applied to head's instruction files (patched)")
     fail_on: GatePolicy = "regression"
-    noise_band: float = Field(default=0.05, ge=0, lt=1)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
     comment: bool = True
     check_name: str = Field(default=DEFAULT_CHECK_NAME, min_length=1, max_length=100)
     approve_label: str = Field(default=DEFAULT_APPROVE_LABEL, min_length=1, max_length=50)
-    ca_bundle: Path | None = None
     results_store: StoreSpec = StoreSpec()
     results_path: Path
-    sandbox: str = "docker"
-    allow_network: bool = Field(
-        default=False, description="local sandbox: run unisolated where namespaces are unavailable (recorded)"
-    )
-    timeout_s: float = Field(default=600.0, gt=0)
     pr_handoff: Path | None = Field(default=None, description="pr.json from the pull_request job")
     github: GitHubEnv
 
     @field_validator("conditions")
     @classmethod
     def _known_conditions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if "base" not in value or "head" not in value:
+        if BASE not in value or HEAD not in value:
             raise ValueError("must include base and head (the PR is judged head vs base)")
         if len(set(value)) != len(value):
             raise ValueError("lists a condition twice")
         return value
 
-    @field_validator("ca_bundle")
+    @field_validator("patch")
     @classmethod
     def _readable(cls, value: Path | None) -> Path | None:
         if value is not None and not value.is_file():
@@ -135,8 +129,8 @@ class ActionSettings(BaseModel):
     def secrets(self) -> list[str]:
         """Every secret value, for masking in the log and redacting from anything we post."""
         values = [self.github_token.get_secret_value()]
-        if self.api_key is not None:
-            values.append(self.api_key.get_secret_value())
+        if self.options.api_key is not None:
+            values.append(self.options.api_key.get_secret_value())
         return [v for v in values if v]
 
     @classmethod
@@ -162,21 +156,22 @@ class ActionSettings(BaseModel):
                 f"environment variable GITHUB_{field.upper()} is missing or invalid",
                 hint="run docdelta's action inside GitHub Actions (the runner sets GITHUB_* variables)",
             ) from None
-        values: dict[str, Any] = {"github": github}
+        options: dict[str, Any] = {"sandbox": "docker"}  # the Action's default
+        values: dict[str, Any] = {"github": github, "options": options}
         for name, text in raw.items():
             if text:
-                values[INPUTS[name]] = _convert(name, text, workspace)
+                target, _, option = INPUTS[name].partition(".")
+                (options if option else values)[option or target] = _convert(name, text, workspace)
         values.setdefault("results_path", workspace / ".docdelta-results")
-        if "github_token" not in values:
-            raise ConfigError(
-                "input 'github-token' is empty",
-                hint="pass `github-token: ${{ secrets.GITHUB_TOKEN }}` (the default) or a token of your own",
-            )
+        for name in ("github-token", "agent"):
+            if not raw[name]:
+                raise ConfigError(f"input '{name}' is empty", hint=_EMPTY_HINTS[name])
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
             first = exc.errors()[0]
-            field = str(first["loc"][0]) if first["loc"] else ""
+            field = ".".join(str(part) for part in first["loc"][:2] if first["loc"][0] == "options")
+            field = field or (str(first["loc"][0]) if first["loc"] else "")
             name = next((k for k, v in INPUTS.items() if v == field), field)
             shown = "(secret)" if name in SECRET_INPUTS else repr(raw.get(name, ""))
             raise ConfigError(
@@ -187,31 +182,58 @@ class ActionSettings(BaseModel):
 
 INPUTS: dict[str, str] = {
     "github-token": "github_token",
-    "agent": "agent",
-    "agent-command": "agent_command",
-    "model": "model",
-    "api-key": "api_key",
+    "agent": "options.agent",
+    "agent-command": "options.agent_cmd",
+    "model": "options.model",
+    "api-key": "options.api_key",
+    "provider": "options.provider",
     "tasks": "tasks",
     "conditions": "conditions",
     "repeats": "repeats",
     "seed": "seed",
-    "cap-usd": "cap_usd",
+    "source": "source",
+    "patch": "patch",
+    "cap-usd": "options.cap_usd",
+    "reserve-usd": "options.reserve_usd",
+    "max-turns": "options.max_turns",
+    "infra-retries": "options.infra_retries",
+    "rate-limit": "options.rate_limit",
     "fail-on": "fail_on",
-    "noise-band": "noise_band",
-    "alpha": "alpha",
+    "noise-band": "options.noise_band",
+    "alpha": "options.alpha",
     "comment": "comment",
     "check-name": "check_name",
     "approve-label": "approve_label",
-    "ca-bundle": "ca_bundle",
+    "ca-bundle": "options.extra_ca",
     "results-store": "results_store",
     "results-path": "results_path",
-    "sandbox": "sandbox",
-    "allow-network": "allow_network",
-    "timeout": "timeout_s",
+    "sandbox": "options.sandbox",
+    "allow-network": "options.allow_network",
+    "timeout": "options.timeout_s",
     "pr-handoff": "pr_handoff",
 }
-"""Action input name -> settings field; the variable is `INPUT_` + the name upper-cased, `-` as `_`."""
+"""Action input name -> settings field (`options.<name>`: a `RunOptions` field); the
+variable is `INPUT_` + the name upper-cased, `-` as `_`. action.yml declares exactly these."""
 SECRET_INPUTS = frozenset({"github-token", "api-key"})
+_EMPTY_HINTS = {
+    "github-token": "pass `github-token: ${{ secrets.GITHUB_TOKEN }}` (the default) or a token of your own",
+    "agent": "set `agent:` in the workflow's `with:` block (fake, claude_code, codex, ...)",
+}
+
+
+class Output(StrEnum):
+    """Every output the Action writes to `$GITHUB_OUTPUT`; action.yml declares exactly these."""
+
+    activity = "activity"
+    conclusion = "conclusion"
+    error = "error"
+    verdict = "verdict"
+    head_vs_base = "head-vs-base"
+    head_vs_none = "head-vs-none"
+    cost_usd = "cost-usd"
+    comment_url = "comment-url"
+    check_url = "check-url"
+    results_path = "results-path"
 
 
 def _convert(name: str, text: str, workspace: Path) -> Any:
@@ -230,7 +252,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
             raise ConfigError(
                 f"input 'results-store': {exc}", hint="e.g. `branch:docdelta-results`"
             ) from None
-    if name in ("results-path", "ca-bundle", "pr-handoff"):
+    if name in ("results-path", "ca-bundle", "pr-handoff", "patch"):
         path = Path(text)
         return path if path.is_absolute() else workspace / path
     return text

@@ -40,6 +40,12 @@ from docdelta.models import (
 M = TypeVar("M", bound=BaseModel)
 
 RESULT_FILE = "result.json"
+TRANSCRIPT_FILE = "transcript.txt"
+"""What the agent printed, beside its result."""
+DIFF_FILE = "diff.patch"
+"""A change task's diff of the agent's edits, beside its result."""
+MANIFEST_FILE = "manifest.json"
+DETECTION_FILE = "detection.json"
 LOCK_FILE = ".lock"
 
 
@@ -88,11 +94,11 @@ class ResultStore:
 
     @property
     def manifest_path(self) -> Path:
-        return self.workdir / "manifest.json"
+        return self.workdir / MANIFEST_FILE
 
     @property
     def detection_path(self) -> Path:
-        return self.workdir / "detection.json"
+        return self.workdir / DETECTION_FILE
 
     def runs_dir(self, repo: str) -> Path:
         return self.workdir / "runs" / _safe_segment(repo)

@@ -1,6 +1,6 @@
 """Build the real agent and sandbox provider: the one place the CLI and the Action share.
 
-Only cli.py and app.py call this module; everything else receives what it builds.
+Only the composition root (evaluation.py) calls this module; everything else receives what it builds.
 The Docker SDK is imported only when Docker is asked for, so local runs (and the
 demo) never pay for it.
 """
@@ -58,13 +58,15 @@ def build_provider(
     choice: SandboxChoice,
     *,
     repo: Repo,
-    workdir: Path,
+    private: Sequence[Path],
     config: ProjectConfig,
     agent: Agent,
     environ: Mapping[str, str] = os.environ,
 ) -> tuple[SandboxProvider, str | None]:
     """The sandbox provider, and the digest of the image the agent runs in (docker only;
-    it is part of the experiment's identity and of the results cache key)."""
+    it is part of the experiment's identity and of the results cache key). `private` are
+    directories the local sandbox hides besides the repository (results, tasks with gold);
+    `environ` is where the gateway reads its keys (`Gateway.from_environ`)."""
     if choice.name == "docker":
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
@@ -81,25 +83,19 @@ def build_provider(
             built = agent_image(client, base=built.tag, npm=agent.npm, extra_ca=image_config.extra_ca)
         gateway = None
         if agent.network == "gateway":
-            # Keys are read from the environment here and handed to the gateway over stdin.
+            # Keys are read from `environ` here and handed to the gateway over stdin.
             image = gateway_image(client, image_config.base).tag
             gateway = Gateway.from_environ(
                 config.gateway, image, environ, egress_network=config.gateway.egress_network
             )
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.
-    hide = outermost([repo.root, workdir])
+    hide = _outermost([repo.root.resolve(), *(p.resolve() for p in private)])
     return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
 
 
-def outermost(paths: Sequence[Path]) -> tuple[str, ...]:
-    """The directories to hide, without any that lies inside another: hiding the repository
-    already hides a workdir inside it (`--repo . --workdir .docdelta-work`, the Action's
-    default results path), and the inner one's mount point no longer exists once the
-    outer one is covered, which made every run fail."""
-    resolved = sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts))
-    kept: list[Path] = []
-    for path in resolved:
-        if not any(path.is_relative_to(outer) for outer in kept):
-            kept.append(path)
-    return tuple(str(p) for p in kept)
+def _outermost(paths: Sequence[Path]) -> tuple[str, ...]:
+    """Each path once, without those inside another: once a directory is covered, a path
+    below it no longer exists to be covered again."""
+    kept = [p for p in paths if not any(p != q and p.is_relative_to(q) for q in paths)]
+    return tuple(dict.fromkeys(str(p) for p in kept))

@@ -33,11 +33,11 @@ from docdelta.detect import (
 )
 from docdelta.errors import ConfigError
 from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects
-from docdelta.models import sha256_hex
+from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, sha256_hex
 
 __all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal"]
 
-CONDITIONS = ("base", "head", "none", "patched")
+CONDITIONS = BUILTIN_CONDITIONS
 
 # Fixed so the same tree always gives the same commit id; neutral so nothing the
 # agent can read says which condition it is in.
@@ -125,9 +125,9 @@ def build_overlays(
     cache: dict[str, Overlay] = {}
 
     def head() -> Overlay:
-        if "head" not in cache:
-            cache["head"] = instruction_files(repo, head_sha, matcher)
-        return cache["head"]
+        if HEAD not in cache:
+            cache[HEAD] = instruction_files(repo, head_sha, matcher)
+        return cache[HEAD]
 
     def patched() -> Overlay:
         if patch is None:
@@ -137,10 +137,10 @@ def build_overlays(
         return _patched(head(), patch, matcher)
 
     builders: dict[str, Callable[[], Overlay]] = {
-        "base": lambda: instruction_files(repo, base_sha, matcher),
-        "head": head,
-        "none": Overlay,
-        "patched": patched,
+        BASE: lambda: instruction_files(repo, base_sha, matcher),
+        HEAD: head,
+        NONE: Overlay,
+        PATCHED: patched,
     }
     return {name: builders[name]() for name in names}
 

@@ -17,32 +17,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from actionimage import IMAGE, SOCKET, build_action_image
 from fakegithub import FakeGitHub, event_path
 
 from docdelta.demo import build_demo_repo
 
-ROOT = Path(__file__).resolve().parents[2]
-BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
-IMAGE = "docdelta-action:test"
-CA_DIR = Path("/usr/local/share/ca-certificates")
-SOCKET = "/var/run/docker.sock"
-
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def _build() -> None:
-    """Build on the local base image, trusting this machine's extra CAs (TLS-intercepting proxy)."""
-    extra = "".join(p.read_text() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else ""
-    proc = subprocess.run(
-        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
-         "--build-arg", f"EXTRA_CA_CERT={extra}", str(ROOT)],
-        capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
 def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: Path) -> None:
-    _build()
+    build_action_image()
     demo = build_demo_repo(tmp_path / "workspace")
     payload = json.loads(event_path("pull_request.opened").read_text())
     payload["pull_request"]["base"]["sha"] = demo.base_sha  # EDIT: the demo repository's commits

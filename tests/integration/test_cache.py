@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, event_path
 
+import docdelta
 from docdelta import app
 from docdelta.cache import BranchStore, CachedArm, DirectoryStore
 from docdelta.demo import DemoRepo, build_demo_repo
@@ -69,7 +70,7 @@ def _pr_event(tmp: Path, number: int, base: str, head: str) -> Path:
 
 
 def _act(
-    tmp: Path, ws: Path, fake: FakeGitHub, event: str, path: Path, store: str, sha: str = ""
+    tmp: Path, ws: Path, fake: FakeGitHub, event: str, path: Path, store: str, sha: str = "", **inputs: str
 ) -> tuple[app.ActionResult, str]:
     env = {
         "GITHUB_REPOSITORY": fake.repo,
@@ -83,7 +84,7 @@ def _act(
         "INPUT_SANDBOX": "local",
         "INPUT_RESULTS_STORE": store,
         "INPUT_RESULTS_PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
-    }
+    } | {f"INPUT_{k.upper()}": v for k, v in inputs.items()}
     out = io.StringIO()
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
     result = app.action(
@@ -154,6 +155,30 @@ def test_a_second_pr_with_the_same_base_reuses_the_first_prs_base_arm_from_a_dir
     assert "From cache" not in bodies[5]
     assert "**From cache:** the `base` arm (8 runs)" in bodies[6]
     assert len(list((tmp_path / "cache" / "arms").glob("*.json"))) == 1
+
+
+def test_an_arm_run_under_other_limits_is_not_reused(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    """The cache key holds the run bounds: a base arm whose runs had 600 s is no stand-in for
+    one whose runs get 120 s, nor one with a per-run dollar budget."""
+    ws, demo = workspace
+    store = f"dir:{tmp_path / 'cache'}"
+    heads = [_docs_only_head(ws, demo.head_sha, f"# Agents\nUse `tox -e {n}`.\n".encode()) for n in range(3)]
+    for number, head in enumerate(heads, 10):
+        fake.add_pull(number, demo.head_sha, head, [("CLAUDE.md", "added")])
+    limits: list[dict[str, str]] = [{}, {"timeout": "120"}, {"reserve_usd": "0.5"}]
+    for number, (head, extra) in enumerate(zip(heads, limits, strict=True), 10):
+        event = _pr_event(tmp_path, number, demo.head_sha, head)
+        result, _ = _act(tmp_path, ws, fake, "pull_request", event, store, **extra)
+        assert result.activity == "evaluate"
+
+    assert all("From cache" not in c["body"] for c in fake.comments)
+    entries = [
+        CachedArm.model_validate_json(p.read_text()) for p in (tmp_path / "cache" / "arms").glob("*.json")
+    ]
+    assert sorted(e.key.bounds.timeout_s for e in entries if e.key.bounds) == [120.0, 600.0, 600.0]
+    assert {e.key.docdelta_version for e in entries} == {docdelta.__version__}
 
 
 def test_an_entry_saved_under_another_key_is_ignored(

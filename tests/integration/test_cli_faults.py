@@ -90,7 +90,7 @@ def test_a_matrix_of_agent_errors_leads_with_it_gives_no_verdict_and_exits_3(
 ) -> None:
     repo = _project(tmp_path)
     crashes = _python("import sys; sys.exit('the agent crashed')")
-    assert main(_run_args(repo, tmp_path / "work", crashes, "--repeats", "2")) == ExitCode.infrastructure
+    assert main(_run_args(repo, tmp_path / "work", crashes, "--repeats", "2")) == ExitCode.INFRA
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[0].startswith("## docdelta scorecard: no verdict")
@@ -116,7 +116,7 @@ def test_each_arms_timeouts_are_counted_and_a_timed_out_answer_scores_zero(
         "'make check' in open('AGENTS.md').read() and select.select([], [], [])"
     )
     args = _run_args(repo, tmp_path / "work", _python(answers_then_hangs_in_head), "--repeats", "1")
-    assert main([*args, "--conditions", "base,head", "--timeout", "2"]) == ExitCode.infrastructure
+    assert main([*args, "--conditions", "base,head", "--timeout", "2"]) == ExitCode.INFRA
     out = capsys.readouterr().out
     timeouts = [r for r in _results(tmp_path / "work") if r.status is RunStatus.timeout]
     assert sorted(r.cell.key for r in timeouts) == ["a/head/r1", "b/head/r1"]
@@ -138,7 +138,7 @@ def test_an_agent_command_that_cannot_start_is_refused_before_the_matrix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], cmd: str, named: str
 ) -> None:
     repo = _project(tmp_path)
-    assert main(_run_args(repo, tmp_path / "work", cmd, "--repeats", "1")) == ExitCode.bad_input
+    assert main(_run_args(repo, tmp_path / "work", cmd, "--repeats", "1")) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert named in err and "Traceback" not in err
     assert _results(tmp_path / "work") == []
@@ -164,7 +164,7 @@ def test_bad_numbers_and_lists_are_refused_naming_the_flag(
     repo = _project(tmp_path)
     with pytest.raises(SystemExit) as exit_:
         main(_run_args(repo, tmp_path / "work", _python(ANSWERS), flag, value))
-    assert exit_.value.code == ExitCode.bad_input
+    assert exit_.value.code == ExitCode.BAD_INPUT
     assert f"argument {flag}:" in capsys.readouterr().err
     assert not (tmp_path / "work").exists()
 
@@ -172,7 +172,7 @@ def test_bad_numbers_and_lists_are_refused_naming_the_flag(
 def test_a_huge_plan_shows_its_size_and_needs_yes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _project(tmp_path)
     args = _run_args(repo, tmp_path / "work", _python(ANSWERS), "--repeats", "100000", "--reserve-usd", "0.5")
-    assert main(args) == ExitCode.bad_input
+    assert main(args) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert "the plan is 300,000 runs (1 task x 3 conditions x 100,000 repeats)" in err
     assert "$150,000.00" in err and "hours" in err and "--yes" in err
@@ -191,7 +191,7 @@ def test_a_second_run_on_a_held_workdir_is_refused_naming_the_holder(
     assert holder.stdout is not None and holder.stdin is not None
     assert holder.stdout.readline() == b"held\n"
     try:
-        assert main(_run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")) == ExitCode.bad_input
+        assert main(_run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")) == ExitCode.BAD_INPUT
         err = capsys.readouterr().err
         assert f"in use by another docdelta run (pid {holder.pid} on host " in err and "started 20" in err
     finally:
@@ -238,7 +238,7 @@ def test_badge_to_a_directory_or_a_read_only_place_is_a_clear_error(
     places = (tmp_path, tmp_path / "a-file" / "badge.json", Path("/sys/docdelta-badge.json"))
     capsys.readouterr()
     for out in places:
-        assert main(["badge", "--workdir", results, "--out", str(out)]) == ExitCode.bad_input
+        assert main(["badge", "--workdir", results, "--out", str(out)]) == ExitCode.BAD_INPUT
         err = capsys.readouterr().err
         assert f"cannot write the badge to {out}" in err and "Traceback" not in err
 
@@ -277,7 +277,7 @@ def test_nested_task_files_are_a_clear_error(tmp_path: Path, capsys: pytest.Capt
     (tasks / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     args = _run_args(repo, tmp_path / "work", _python(ANSWERS))
     args[args.index("--tasks") + 1] = str(tasks)
-    assert main(args) == ExitCode.bad_input
+    assert main(args) == ExitCode.BAD_INPUT
     assert "deep.json: nested too deeply" in capsys.readouterr().err
 
 

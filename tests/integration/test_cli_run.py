@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
+import docdelta
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.models import RunResult, RunStatus, Summary
@@ -150,21 +151,21 @@ def _interrupt_mid_matrix(tmp_path: Path, sig: signal.Signals) -> tuple[int, byt
 
 def test_sigint_mid_matrix_keeps_finished_results_and_a_rerun_resumes(tmp_path: Path) -> None:
     code, err, cmd, finished = _interrupt_mid_matrix(tmp_path, signal.SIGINT)
-    assert code == ExitCode.interrupted, err
+    assert code == ExitCode.INTERRUPTED, err
     assert b"rerun the same command to resume" in err
     workdir = tmp_path / "work"
     assert len(_results(workdir)) == finished  # every saved file is complete and valid
     # The rerun bounds the hanging runs by --timeout (not part of the experiment's identity):
     # half the runs then time out, so the scorecard refuses a verdict (exit 3), but it resumes.
     done = subprocess.run([*cmd, "--timeout", "2"], capture_output=True, check=False)
-    assert done.returncode == ExitCode.infrastructure, done.stderr
+    assert done.returncode == ExitCode.INFRA, done.stderr
     assert f"({6 - finished} ran, {finished} reused)".encode() in done.stderr
     assert len(_results(workdir)) == 6
 
 
 def test_sigterm_is_handled_like_sigint_with_exit_143(tmp_path: Path) -> None:
     code, err, _, finished = _interrupt_mid_matrix(tmp_path, signal.SIGTERM)
-    assert code == ExitCode.terminated, err
+    assert code == ExitCode.TERMINATED, err
     assert b"terminated (SIGTERM)" in err and b"rerun the same command to resume" in err
     assert b"Traceback" not in err
     assert len(_results(tmp_path / "work")) == finished
@@ -204,7 +205,7 @@ def test_agent_failures_are_recorded_not_crashes(tmp_path: Path) -> None:
     )
     workdir = tmp_path / "work"
     args = _run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--timeout", "1")
-    assert main(args) == ExitCode.infrastructure  # one run in two timed out: no verdict
+    assert main(args) == ExitCode.INFRA  # one run in two timed out: no verdict
     by_task = {r.cell.task: r for r in _results(workdir)}
     assert by_task["prose"].status is RunStatus.no_answer
     assert by_task["hang"].status is RunStatus.timeout
@@ -262,6 +263,32 @@ def test_a_workdir_of_another_experiment_is_refused(
     assert main(_run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")) == 0
     assert main(_run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--seed", "9")) == 2
     assert "holds a different experiment" in capsys.readouterr().err
+
+
+def test_a_resume_under_another_run_limit_is_refused_with_the_difference_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run allowed 600 s is not comparable with one allowed 300 s: the limits and docdelta's
+    version are part of the manifest, and a resume that changes one names it."""
+    repo = _project(tmp_path)
+    agent = _agent(tmp_path, 'print(\'{"answer": "make check"}\')\n')
+    workdir = tmp_path / "work"
+    base = _run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")
+    assert main(base) == 0
+    manifest = json.loads((workdir / "manifest.json").read_text())
+    assert manifest["bounds"] == {
+        "timeout_s": 600.0, "turn_cap": None, "run_budget_usd": None,
+        "gateway_budget": None, "upstreams": None,
+    }  # fmt: skip
+    assert manifest["docdelta_version"] == docdelta.__version__
+    capsys.readouterr()
+
+    assert main([*base, "--timeout", "300"]) == 2
+    assert "differs in: bounds.timeout_s: 600.0 -> 300.0" in capsys.readouterr().err
+    assert main([*base, "--reserve-usd", "0.5"]) == 2
+    assert "bounds.run_budget_usd: None -> 0.5" in capsys.readouterr().err
+    # what decides only which cells run now (the cap, retries) may change on resume
+    assert main([*base, "--cap-usd", "5", "--infra-retries", "0"]) == 0
 
 
 def test_no_instruction_change_means_nothing_to_evaluate(

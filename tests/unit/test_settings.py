@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from docdelta.activity import Activity
 from docdelta.errors import ConfigError
-from docdelta.settings import INPUTS, ActionSettings, StoreSpec
+from docdelta.evaluation import RunOptions
+from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +38,46 @@ def test_action_yml_maps_every_input_to_the_variable_settings_read() -> None:
         assert env[f"INPUT_{name.upper().replace('-', '_')}"] == f"${{{{ inputs.{name} }}}}"
 
 
+def test_every_run_option_is_an_action_input_and_every_output_is_declared() -> None:
+    """What `docdelta run` can set, the Action can set (RunOptions fields are inputs, but
+    `progress`, which a CI log fixes to lines); what the Action writes, action.yml declares."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    mapped = {v.removeprefix("options.") for v in INPUTS.values() if v.startswith("options.")}
+    assert set(RunOptions.model_fields) - mapped == {"progress"}
+    assert {"source", "patch", "repeats", "seed", "conditions"} <= set(INPUTS)  # the request's knobs
+    assert set(action["outputs"]) == {o.value for o in Output}
+    for activity in Activity:  # the activity output's description lists every value
+        assert activity.value in action["outputs"]["activity"]["description"]
+
+
+def test_run_limits_and_the_key_source_parse_from_inputs(tmp_path: Path) -> None:
+    s = ActionSettings.from_env(
+        _env(
+            tmp_path, max_turns="7", reserve_usd="0.25", infra_retries="0", rate_limit="wait",
+            source="base", api_key="sk-xyz", provider="anthropic", timeout="90",
+        )
+    )  # fmt: skip
+    o = s.options
+    assert (o.max_turns, o.reserve_usd, o.infra_retries, o.rate_limit, o.timeout_s) == (
+        7,
+        0.25,
+        0,
+        "wait",
+        90,
+    )
+    assert o.api_key is not None and o.api_key.get_secret_value() == "sk-xyz" and o.provider == "anthropic"
+    assert (s.source, o.sandbox) == ("base", "docker")
+    assert "sk-xyz" not in repr(s) and s.secrets() == ["ghs_token", "sk-xyz"]
+
+
+def test_a_patch_input_is_a_file_in_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "fix.diff").write_text("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
+    s = ActionSettings.from_env(_env(tmp_path, patch="fix.diff", conditions="base,head,patched"))
+    assert s.patch == tmp_path / "fix.diff" and s.conditions == ("base", "head", "patched")
+    with pytest.raises(ConfigError, match=r"input 'patch'.*is not a readable file"):
+        ActionSettings.from_env(_env(tmp_path, patch="missing.diff"))
+
+
 def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     s = ActionSettings.from_env(_env(tmp_path))
     assert (s.repeats, s.fail_on, s.comment, s.conditions) == (
@@ -53,7 +95,7 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
             cap_usd="1.5", results_store="branch:docdelta-results", check_name="docdelta / api docs",
         )
     )  # fmt: skip
-    assert (s.repeats, s.fail_on, s.comment, s.cap_usd) == (5, "never", False, 1.5)
+    assert (s.repeats, s.fail_on, s.comment, s.options.cap_usd) == (5, "never", False, 1.5)
     assert s.conditions == ("base", "head")
     assert s.results_store == StoreSpec(kind="branch", location="docdelta-results")
     assert s.config_id == "docdelta/api-docs"
@@ -68,6 +110,11 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
         ({"conditions": "head,none"}, "input 'conditions'"),
         ({"comment": "maybe"}, "input 'comment'"),
         ({"results_store": "s3:bucket"}, "input 'results-store'"),
+        ({"max_turns": "0"}, "input 'max-turns' = '0'"),
+        ({"rate_limit": "sometimes"}, "input 'rate-limit' = 'sometimes'"),
+        ({"infra_retries": "-1"}, "input 'infra-retries'"),
+        ({"sandbox": "vm"}, "input 'sandbox' = 'vm'"),
+        ({"agent": " "}, "input 'agent' is empty"),
         ({"ca_bundle": "missing.pem"}, "input 'ca-bundle'"),
         ({"agent": ""}, "input 'agent'"),
         ({"github_token": ""}, "input 'github-token' is empty"),

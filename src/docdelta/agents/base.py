@@ -136,6 +136,9 @@ class Agent(ABC):
     """Pinned npm packages (`name@X.Y.Z`) the agent's image needs; the Docker sandbox
     builds an image with Node.js and exactly these (agents/images.py). Empty for agents
     that are Python scripts (fake, openai) or bring their own executable (command)."""
+    upstream: ClassVar[str | None] = None
+    """The gateway upstream (model API) this agent speaks to, e.g. `anthropic`: where the
+    Action's `api-key` goes when no `provider` input names another. None: no model API."""
 
     @property
     @abstractmethod
@@ -163,6 +166,11 @@ class Agent(ABC):
         """Globs of the instruction files this agent loads natively (detection's table,
         so the report can say when a PR edits only files the agent never reads)."""
         return [glob for glob, families in BUILTIN_PATTERNS if self.name in families]
+
+    def turn_cap(self, requested: int | None) -> int | None:
+        """The turn cap a run really gets when `requested` (`--max-turns`) is asked for:
+        part of the experiment's identity. None: this agent has no turn cap."""
+        return None
 
     def make_outcome(self, status: RunStatus, *, model: str | None = None, **fields: Any) -> AgentOutcome:
         """An outcome stamped with this agent's identity (name, pinned version, model);
@@ -234,6 +242,13 @@ class GatewayAgent(Agent):
     @property
     def network(self) -> NetworkMode:
         return "gateway"
+
+    def turns(self, requested: int | None) -> int:
+        """The turn limit passed to the CLI: `--max-turns`, else this adapter's default."""
+        return requested or self.max_turns
+
+    def turn_cap(self, requested: int | None) -> int | None:
+        return self.turns(requested)
 
     @property
     def required_model(self) -> str:

@@ -56,6 +56,7 @@ class ClaudeCodeAgent(GatewayAgent):
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
+    upstream: ClassVar[str | None] = "anthropic"
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         home = f"{sandbox.tools_dir}/claude-home"
@@ -67,7 +68,7 @@ class ClaudeCodeAgent(GatewayAgent):
             "stream-json",
             "--verbose",
             "--max-turns",
-            str(ctx.max_turns or self.max_turns),
+            str(self.turns(ctx.max_turns)),
             # The container is the sandbox: no permission prompt can be answered headless.
             "--permission-mode",
             "bypassPermissions",

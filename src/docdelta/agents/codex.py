@@ -74,8 +74,11 @@ class CodexAgent(GatewayAgent):
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
-    # Codex has no turn cap: `max_turns` is recorded only; the wall timeout and the
-    # gateway's budget bound a run instead.
+    upstream: ClassVar[str | None] = "openai"
+
+    def turn_cap(self, requested: int | None) -> int | None:
+        """Codex has no turn cap: the wall timeout and the gateway's budget bound a run."""
+        return None
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         codex_home = f"{sandbox.tools_dir}/codex-home"

@@ -51,6 +51,7 @@ CONTEXT_FILE_NAMES = ["GEMINI.md"]
 
 class GeminiAgent(GatewayAgent):
     name: ClassVar[str] = "gemini"
+    upstream: ClassVar[str | None] = "gemini"
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
@@ -65,7 +66,7 @@ class GeminiAgent(GatewayAgent):
             "telemetry": {"enabled": False},
             # The checkout is trusted by construction; the gateway route is the only auth.
             "security": {"folderTrust": {"enabled": False}, "auth": {"selectedType": "gemini-api-key"}},
-            "model": {"maxSessionTurns": ctx.max_turns or self.max_turns},
+            "model": {"maxSessionTurns": self.turns(ctx.max_turns)},
         }
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:

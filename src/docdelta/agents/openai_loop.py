@@ -32,6 +32,7 @@ _STATUS = {loop.EXIT_MAX_TURNS: RunStatus.max_turns, loop.EXIT_RATE_LIMITED: Run
 
 class OpenAIAgent(CommandAgent):
     name: ClassVar[str] = "openai"
+    upstream: ClassVar[str | None] = "openai"
 
     def __init__(
         self,
@@ -62,6 +63,9 @@ class OpenAIAgent(CommandAgent):
     def network(self) -> NetworkMode:
         return "gateway"
 
+    def turn_cap(self, requested: int | None) -> int | None:
+        return requested or DEFAULT_MAX_TURNS
+
     @property
     def instruction_files(self) -> list[str]:
         """The loop loads the root AGENTS.md into its system prompt; nothing else."""
@@ -76,7 +80,7 @@ class OpenAIAgent(CommandAgent):
             "--seed",
             str(ctx.seed),
             "--max-turns",
-            str(ctx.max_turns or DEFAULT_MAX_TURNS),
+            str(self.turn_cap(ctx.max_turns)),
             "--max-tokens",
             str(self.max_tokens),
             "--max-tool-output",

@@ -64,6 +64,7 @@ _ENV = {
 
 class OpenCodeAgent(GatewayAgent):
     name: ClassVar[str] = "opencode"
+    upstream: ClassVar[str | None] = "openai"
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
@@ -79,7 +80,7 @@ class OpenCodeAgent(GatewayAgent):
             "permission": "allow",
             "model": f"{PROVIDER}/{self.required_model}",
             # `steps` caps the agent loop's model calls (OpenCode then asks for a final answer).
-            "agent": {"title": {"disable": True}, "build": {"steps": ctx.max_turns or self.max_turns}},
+            "agent": {"title": {"disable": True}, "build": {"steps": self.turns(ctx.max_turns)}},
             "provider": {
                 PROVIDER: {
                     "npm": "@ai-sdk/openai-compatible",
@@ -107,9 +108,7 @@ class OpenCodeAgent(GatewayAgent):
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         events = json_lines(result.stdout.decode("utf-8", errors="replace"))
-        return self.outcome(
-            events, result, workspace=sandbox.workspace, max_turns=ctx.max_turns or self.max_turns
-        )
+        return self.outcome(events, result, workspace=sandbox.workspace, max_turns=self.turns(ctx.max_turns))
 
     def outcome(
         self, events: Sequence[Mapping[str, Any]], result: ExecResult, *, workspace: str, max_turns: int

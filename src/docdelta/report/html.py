@@ -25,15 +25,25 @@ from urllib.parse import quote
 
 from docdelta.grading.judge import needs_quote
 from docdelta.grading.judged import JUDGED_FILE, apply_judgement, read_judged
-from docdelta.models import Cell, JudgedResult, JudgeRuling, RunResult, Summary, TaskSummary
+from docdelta.models import (
+    BASE,
+    HEAD,
+    NONE,
+    PATCHED,
+    Cell,
+    JudgedResult,
+    JudgeRuling,
+    RunResult,
+    Summary,
+    TaskSummary,
+)
 from docdelta.report.render import environment
-from docdelta.report.summary import BASE, HEAD, NONE
-from docdelta.store import RESULT_FILE
+from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 
-RUN_FILES = (RESULT_FILE, JUDGED_FILE, "transcript.txt", "diff.patch")
+RUN_FILES = (RESULT_FILE, JUDGED_FILE, TRANSCRIPT_FILE, DIFF_FILE)
 """Files of a cell directory the report links to, each only when it exists."""
 
-COLORS = {BASE: "#8a94a6", HEAD: "#2f6fde", NONE: "#d2a24c", "patched": "#3a9d5d"}
+COLORS = {BASE: "#8a94a6", HEAD: "#2f6fde", NONE: "#d2a24c", PATCHED: "#3a9d5d"}
 FALLBACK_COLORS = ("#9b59b6", "#e0607e", "#16a3a3", "#6b6b6b")
 """Conditions beyond the four known ones take these in order."""
 

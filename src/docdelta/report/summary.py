@@ -36,6 +36,10 @@ from dataclasses import asdict
 from docdelta import audit, instruction_usage, stats
 from docdelta.detect import KNOWN_FAMILIES, SHADOWED
 from docdelta.models import (
+    BASE,
+    BUILTIN_CONDITIONS,
+    HEAD,
+    NONE,
     AANoise,
     ConditionStats,
     Confounds,
@@ -55,8 +59,7 @@ from docdelta.models import (
     VerdictSummary,
 )
 
-BASE, HEAD, NONE = "base", "head", "none"
-_CANONICAL_ORDER = (BASE, HEAD, NONE, "patched")
+_CANONICAL_ORDER = BUILTIN_CONDITIONS
 FULL_ISOLATION = frozenset({"netns", "netns+mounts", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""

@@ -386,7 +386,7 @@ def _frames(buf: bytearray) -> Iterator[tuple[int, bytes]]:
         del buf[: 8 + size]
 
 
-def _pump(sock: socket.socket, stdin: bytes, deadline: float, cap: int) -> _Output:
+def _pump(sock: socket.socket, stdin: bytes, deadline: float, cap: int) -> _Output:  # noqa: C901 - one select loop
     """Feed stdin and collect output until the exec ends or the deadline passes, without
     threads and without deadlocking when the process writes before reading its input."""
     out = _Output(cap)

@@ -1,0 +1,249 @@
+"""One composition root: `docdelta run`, `docdelta demo` and the Action all call `evaluate`.
+
+The CLI parses its flags (cli.py) and the Action its inputs (settings.py) into the same
+`RunOptions`; `evaluate` then builds the real agent, sandbox provider, gateway keys,
+limits, progress and store, prepares the experiment, reuses a cached arm when a results
+cache is given, runs the matrix and computes the scorecard. Nothing else differs between
+the entry points, so what the Action runs is exactly what the CLI runs (a test holds the
+two to the same manifest and results).
+
+The model API key reaches the gateway one way only: `Gateway.from_environ` reads the
+variable each upstream's `key_from` names. The CLI hands it the process environment; the
+Action's `api-key` input becomes that one variable for the upstream its `provider` input
+(or the agent) names, and nothing else ever sees it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from docdelta.agents.base import Agent
+from docdelta.cache import ArmStore, Reuse, restore, save
+from docdelta.config import load_project_config
+from docdelta.errors import ConfigError
+from docdelta.gateway.config import GatewayConfig
+from docdelta.git import Repo
+from docdelta.models import BASE, RunBounds, Summary
+from docdelta.runner import (
+    Experiment,
+    ExperimentRequest,
+    LineProgress,
+    MatrixReport,
+    Progress,
+    RateLimitPolicy,
+    RunLimits,
+    Runner,
+    prepare,
+    progress_for,
+)
+from docdelta.sandbox.base import SandboxSpec
+from docdelta.scorecard import scorecard
+from docdelta.store import ResultStore
+from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
+
+SandboxName = Literal["local", "docker"]
+ProgressStyle = Literal["auto", "lines"]
+"""auto: a redrawn bar on a terminal outside CI, plain lines otherwise; lines: always lines."""
+
+
+class RunOptions(BaseModel):
+    """How to run the matrix: agent, sandbox, limits, the gateway's key, progress, verdict.
+
+    One object for every entry point; the CLI builds it from flags, the Action from inputs,
+    and each names its own spelling of a field in errors (`--max-turns`, `max-turns`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    """No NaN or infinity: every comparison with NaN is False, so it would switch a limit off."""
+
+    agent: str = Field(default="fake", min_length=1)
+    agent_cmd: str | None = None
+    model: str | None = None
+    sandbox: SandboxName = "local"
+    allow_network: bool = Field(
+        default=False, description="local sandbox: run unisolated where namespaces are unavailable"
+    )
+    extra_ca: Path | None = Field(default=None, description="PEM bundle trusted by images (and the Action)")
+    timeout_s: float = Field(default=600.0, gt=0)
+    max_turns: int | None = Field(default=None, ge=1)
+    cap_usd: float | None = Field(default=None, gt=0)
+    reserve_usd: float = Field(default=0.0, ge=0)
+    infra_retries: int = Field(default=2, ge=0)
+    rate_limit: RateLimitPolicy = "stop"
+    api_key: SecretStr | None = Field(default=None, description="None: keys from the environment")
+    provider: str | None = Field(default=None, description="api_key's gateway upstream; default: the agent's")
+    progress: ProgressStyle = "auto"
+    noise_band: float = Field(default=0.05, ge=0, lt=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+    @field_validator("extra_ca")
+    @classmethod
+    def _readable(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"{value} is not a readable file")
+        return value
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any], spelling: Callable[[str], str]) -> RunOptions:
+        """Validate `values`; a bad one is a ConfigError naming the field as the user wrote it."""
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            raise options_error(exc, spelling) from None
+
+    def limits(self) -> RunLimits:
+        return RunLimits(
+            timeout_s=self.timeout_s,
+            max_turns=self.max_turns,
+            cap_usd=self.cap_usd,
+            reserve_usd=self.reserve_usd,
+            infra_retries=self.infra_retries,
+            rate_limit=self.rate_limit,
+        )
+
+
+def options_error(exc: ValidationError, spelling: Callable[[str], str]) -> ConfigError:
+    first = exc.errors()[0]
+    name = spelling(str(first["loc"][0])) if first["loc"] else "(options)"
+    value = "(secret)" if first["loc"] and first["loc"][0] == "api_key" else repr(first.get("input"))
+    return ConfigError(f"{name} = {value}: {first['msg'].lower()}", hint=f"fix {name}")
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What the entry point hands in: the repository, where results go, the environment,
+    the progress stream, and (Action) the cross-PR results cache."""
+
+    repo: Repo
+    workdir: Path
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    cache: ArmStore | None = None
+    save_cache: bool = False
+    """Trusted runs only (push to the default branch, a results directory): store the base arm."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a matrix run produced, for the CLI to print and the Action to publish."""
+
+    store: ResultStore
+    experiment: Experiment
+    report: MatrixReport
+    summary: Summary
+    reused: Reuse | None = None
+    saved: bool = False
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(r.outcome.metrics.cost_usd or 0.0 for r in self.report.results)
+
+
+def gateway_environ(
+    options: RunOptions, agent: Agent, gateway: GatewayConfig, environ: Mapping[str, str]
+) -> Mapping[str, str]:
+    """Where the gateway reads its keys: the environment (`key_from` variables), or, when
+    an api key was given, only that key, under its upstream's `key_from` variable."""
+    key = options.api_key.get_secret_value().strip() if options.api_key is not None else ""
+    if not key or agent.network != "gateway":
+        return environ
+    name = options.provider or agent.upstream
+    routes = ", ".join(u.name for u in gateway.upstreams)
+    if name is None:
+        raise ConfigError(
+            f"an API key was given, but the {agent.name} agent names no model API to use it for",
+            hint=f"set the provider (one of the gateway's upstreams: {routes})",
+        )
+    upstream = next((u for u in gateway.upstreams if u.name == name), None)
+    if upstream is None:
+        raise ConfigError(
+            f"provider {name!r} is not one of the gateway's upstreams ({routes})",
+            hint="set provider to one of them, or add the upstream under gateway.upstreams in .docdelta.yml",
+        )
+    return {upstream.key_from: key}
+
+
+def run_bounds(options: RunOptions, agent: Agent, gateway: GatewayConfig) -> RunBounds:
+    """What bounds each run, recorded in the manifest and the cache key."""
+    reserve = options.reserve_usd or None
+    bounds = RunBounds(
+        timeout_s=options.timeout_s, turn_cap=agent.turn_cap(options.max_turns), run_budget_usd=reserve
+    )
+    if agent.network != "gateway":
+        return bounds
+    budget = gateway.for_run(reserve, {}).budget
+    return bounds.model_copy(
+        update={
+            "gateway_budget": budget.model_dump(),
+            "upstreams": {u.name: u.base_url for u in gateway.upstreams},
+        }
+    )
+
+
+def _progress(options: RunOptions, deps: Deps) -> Progress:
+    if options.progress == "lines":
+        return LineProgress(out=deps.stream)
+    return progress_for(deps.stream, ci=bool(deps.environ.get("CI")))
+
+
+def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
+    """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
+    save, and score. None when no instruction file changed between the refs."""
+    store = ResultStore(deps.workdir)
+    with store.lock():  # one run per workdir: a second would run the same cells again
+        return _evaluate(request, options, deps, store)
+
+
+def _evaluate(
+    request: ExperimentRequest, options: RunOptions, deps: Deps, store: ResultStore
+) -> Evaluation | None:
+    repo = deps.repo
+    config = load_project_config(repo, repo.resolve(request.base))
+    agent = build_agent(AgentChoice(options.agent, cmd=options.agent_cmd, model=options.model))
+    keys = gateway_environ(options, agent, config.gateway, deps.environ)
+    provider, image_digest = build_provider(
+        SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
+        repo=repo,
+        private=(store.workdir, request.tasks_dir),
+        config=config,
+        agent=agent,
+        environ=keys,
+    )
+    reused = None
+    try:
+        exp = prepare(
+            repo,
+            request,
+            config=config,
+            store=store,
+            agent=agent,
+            sandbox=options.sandbox,
+            image_digest=image_digest,
+            bounds=run_bounds(options, agent, config.gateway),
+        )
+        if exp is None:
+            return None
+        if deps.cache is not None:
+            reused = restore(deps.cache, exp, store, BASE)
+        runner = Runner(
+            store,
+            provider,
+            SandboxSpec(network=agent.network),
+            agent,
+            options.limits(),
+            _progress(options, deps),
+        )
+        report = runner.run(exp)
+    finally:
+        provider.close()
+    saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)
+    summary = scorecard(
+        store, exp.manifest, exp.detection, report.results, noise=options.noise_band, alpha=options.alpha
+    )
+    return Evaluation(store, exp, report, summary, reused, saved)
