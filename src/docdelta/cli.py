@@ -176,7 +176,7 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
     r.add_argument(
-        "--cap-usd", type=_arg(validate.non_negative), help="stop the matrix before spend would exceed this"
+        "--cap-usd", type=_arg(validate.positive), help="stop the matrix before spend would exceed this"
     )
     r.add_argument(
         "--reserve-usd",
