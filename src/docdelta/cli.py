@@ -166,21 +166,17 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
-    r.add_argument(
-        "--timeout", type=_arg(validate.positive), default=600.0, help="wall-clock seconds per run"
-    )
+    r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
     r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
     r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
         "--allow-network", action="store_true", help="run without isolation where none is available"
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
-    r.add_argument(
-        "--cap-usd", type=_arg(validate.positive), help="stop the matrix before spend would exceed this"
-    )
+    r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
     r.add_argument(
         "--reserve-usd",
-        type=_arg(validate.non_negative),
+        type=float,
         default=0.0,
         help="spend reserved per run for the cap check; behind the gateway also each run's dollar budget",
     )
