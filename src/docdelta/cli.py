@@ -8,23 +8,28 @@ are `errors.ExitCode`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from types import FrameType
+from typing import BinaryIO, TypeVar
 
 import httpx
 
-from docdelta import __version__
+from docdelta import __version__, validate
 from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode
+from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
 from docdelta.evaluation import Deps, RunOptions, evaluate
 from docdelta.git import Repo
 from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
@@ -37,30 +42,30 @@ from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunRe
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.rounds import AUTO, parse_repeats
-from docdelta.runner import ExperimentRequest
+from docdelta.runner import ExperimentRequest, PlanTooLarge
 from docdelta.sandbox import get_provider
 from docdelta.scorecard import scorecard
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
 
+T = TypeVar("T")
 
-def _conditions(value: str) -> list[str]:
-    names = [c.strip() for c in value.split(",") if c.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("expected a comma-separated list such as base,head,none")
-    return names
+
+def _arg(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a `docdelta.validate` function: its message becomes the usage
+    error, which argparse prefixes with the flag's name (exit 2)."""
+
+    def parse(value: str) -> T:
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _at_least(low: int) -> Callable[[str], int]:
-    """An argparse type for whole numbers >= low, so a bad limit is a usage error up front."""
-
-    def parse(value: str) -> int:
-        number = int(value)
-        if number < low:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
-        return number
-
-    return parse
+    return _arg(partial(validate.whole_at_least, low))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--head", help="head ref (with --base)")
     d.add_argument(
         "--diff",
-        type=argparse.FileType("r"),
+        type=argparse.FileType("rb"),
         help="a unified diff ('-' for stdin) instead of two refs; the built-in file table is used",
     )
     d.add_argument("--json", action="store_true", help="print the detection as JSON")
@@ -107,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
-    demo.add_argument("--repeats", type=int, default=5)
+    demo.add_argument("--repeats", type=_at_least(1), default=5)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
 
@@ -147,11 +152,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_run_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--conditions", type=_conditions, default=list(DEFAULT_CONDITIONS))
+    r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
-    r.add_argument("--max-repeats", type=int, default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto")
+    r.add_argument("--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--yes",
+        action="store_true",
+        help=f"run a plan of more than {validate.MAX_RUNS_WITHOUT_CONFIRMATION:,} runs "
+        "(tasks x conditions x repeats)",
+    )
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
     r.add_argument(
         "--agent",
@@ -206,17 +217,53 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with _sigterm_as_exception():
+        try:
+            code = _dispatch(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit as "Exception ignored"
+            return code
+        except DocdeltaError as exc:
+            print(f"docdelta: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print(f"\ndocdelta: interrupted; {_SAVED}", file=sys.stderr)
+            return ExitCode.INTERRUPTED
+        except Terminated:
+            print(f"\ndocdelta: terminated (SIGTERM); {_SAVED}", file=sys.stderr)
+            return ExitCode.TERMINATED
+        except BrokenPipeError:
+            return _reader_went_away()
+
+
+_SAVED = "every finished result is saved — rerun the same command to resume"
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """SIGTERM (a CI cancel, `kill`, `docker stop`) unwinds like Ctrl-C: every `finally`
+    removes its temp files and sandboxes, finished results stay, and the exit is 143."""
+
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends us at once
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return _dispatch(args)
-    except DocdeltaError as exc:
-        print(f"docdelta: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(
-            "\ndocdelta: interrupted; every finished result is saved — rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return ExitCode.INTERRUPTED
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _reader_went_away() -> int:
+    """`docdelta report | head`: the reader closed the pipe, which is its right, not an error.
+    Point stdout at /dev/null so the interpreter's final flush does not fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return ExitCode.OK
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -238,7 +285,7 @@ def _detect(args: argparse.Namespace) -> int:
     if args.diff is not None:
         if args.base or args.head:
             raise ConfigError("--diff and --base/--head are alternatives", hint="pass one or the other")
-        detection = detect_diff(args.diff.read(), matcher(ProjectConfig()))
+        detection = detect_diff(_diff_text(args.diff), matcher(ProjectConfig()))
     elif args.base and args.head:
         repo = Repo(args.repo)
         base = repo.resolve(args.base)
@@ -266,6 +313,13 @@ def _detect(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _diff_text(stream: BinaryIO) -> str:
+    """A diff's text. Only its file headers matter to detection and those are git's (UTF-8
+    or C-quoted); a hunk in another encoding (a Latin-1 file) must not stop it."""
+    with stream:
+        return stream.read().decode("utf-8", errors="replace")
+
+
 def _run(args: argparse.Namespace) -> int:
     request = ExperimentRequest(
         base=args.base,
@@ -278,6 +332,7 @@ def _run(args: argparse.Namespace) -> int:
         source=args.source,
         patch=args.patch,
         allow_unreviewed=args.allow_unreviewed,
+        max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
     return _execute(Repo(args.repo), request, run_options(args), args.workdir)
 
@@ -309,17 +364,38 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path) -> int:
     """Run the composition root and print the scorecard."""
-    done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+    try:
+        done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+    except PlanTooLarge as exc:
+        raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
     if done is None:
         print("nothing to evaluate: no agent instruction file changed")
         return ExitCode.OK
     report = done.report
     print(render_markdown(done.summary))
+    for kept in done.store.set_aside:
+        print(f"docdelta: {kept.parent / 'result.json'} was unreadable: kept as {kept.name}, cell rerun",
+              file=sys.stderr)  # fmt: skip
     print(f"results: {done.store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
+    if done.summary.broken:
+        print(f"docdelta: error: no verdict: {done.summary.broken}", file=sys.stderr)
+        return ExitCode.INFRA
     return ExitCode.OK
+
+
+def _plan_cost(planned: int, options: RunOptions) -> str:
+    """What a plan may cost and take, where the options bound it: the reserve is each run's
+    spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
+    timeout = options.timeout_s
+    hours = f"take up to {planned * timeout / 3600:,.1f} hours (--timeout {timeout:g}s per run)"
+    if options.reserve_usd > 0:
+        return (
+            f"it may cost up to ${planned * options.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
+        )
+    return f"it may {hours}; "
 
 
 def _load_summary(workdir: Path) -> Summary:
@@ -351,8 +427,14 @@ def _report(args: argparse.Namespace) -> int:
 
 def _badge(args: argparse.Namespace) -> int:
     data = badge(_load_summary(args.workdir))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the badge to {args.out}: {exc.strerror or exc}",
+            hint="pass --out a file path (not a directory) in a directory you can write to",
+        ) from None
     print(f"badge written to {args.out}: {data['message']}")
     return ExitCode.OK
 

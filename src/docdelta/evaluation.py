@@ -62,7 +62,8 @@ class RunOptions(BaseModel):
     One object for every entry point; the CLI builds it from flags, the Action from inputs,
     and each names its own spelling of a field in errors (`--max-turns`, `max-turns`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    """No NaN or infinity: every comparison with NaN is False, so it would switch a limit off."""
 
     agent: str = Field(default="fake", min_length=1)
     agent_cmd: str | None = None
@@ -203,8 +204,15 @@ def _progress(options: RunOptions, deps: Deps) -> Progress:
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
     """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
     save, and score. None when no instruction file changed between the refs."""
-    repo = deps.repo
     store = ResultStore(deps.workdir)
+    with store.lock():  # one run per workdir: a second would run the same cells again
+        return _evaluate(request, options, deps, store)
+
+
+def _evaluate(
+    request: ExperimentRequest, options: RunOptions, deps: Deps, store: ResultStore
+) -> Evaluation | None:
+    repo = deps.repo
     config = load_project_config(repo, repo.resolve(request.base)).with_image_base(deps.image_base)
     agent = build_agent(
         AgentChoice(

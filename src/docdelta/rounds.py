@@ -39,9 +39,12 @@ def parse_repeats(text: str) -> int | str:
     if text == AUTO:
         return AUTO
     try:
-        return int(text)
+        repeats = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of repeats or 'auto', got {text!r}") from None
+    if repeats < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 repeat (or 'auto'), got {repeats}")
+    return repeats
 
 
 @dataclass(frozen=True)

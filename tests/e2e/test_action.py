@@ -12,7 +12,10 @@ import hashlib
 import io
 import json
 import os
+import shlex
+import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -177,6 +180,38 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     assert len(fake.comments) == 1
     assert len(fake.requests("PATCH", r"/issues/comments/\d+")) <= 1  # edited only if the text changed
     assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+
+
+def test_the_default_results_path_inside_the_workspace_runs_every_cell(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    """`results-path` defaults to `<workspace>/.docdelta-results`, inside the repository the
+    sandbox hides: every run used to be agent_error and the check still said success."""
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo))
+    del env["INPUT_RESULTS_PATH"]
+    results = demo.path / ".docdelta-results"
+    try:
+        result, _ = _run(env, fake)
+        statuses = {json.loads(p.read_text())["status"] for p in results.rglob("result.json")}
+    finally:
+        shutil.rmtree(results, ignore_errors=True)  # the demo repository is shared by this module
+    assert result.activity == "evaluate"
+    assert statuses == {"ok"}
+
+
+def test_a_matrix_of_agent_errors_gives_no_verdict_and_no_green_check(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    crashes = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(\"the agent crashed\")'"
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo), agent="command", agent_command=crashes)
+    result, _ = _run(env, fake)
+    check = _latest_check(fake)
+    assert check["conclusion"] == result.conclusion == "neutral"
+    assert check["output"]["title"].startswith("no verdict: the evaluation is broken")
+    assert "This evaluation is broken, so there is no verdict." in check["output"]["summary"]
+    assert _outputs(tmp_path)["verdict"] == "none"
 
 
 def test_no_instruction_file_changed_gives_a_neutral_check_and_no_comment(
