@@ -155,7 +155,9 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
-    r.add_argument("--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto")
+    r.add_argument(
+        "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
+    )
     r.add_argument("--seed", type=int, default=0)
     r.add_argument(
         "--yes",

@@ -189,7 +189,7 @@ def test_the_default_results_path_inside_the_workspace_runs_every_cell(
     sandbox hides: every run used to be agent_error and the check still said success."""
     fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
     env = _env(tmp_path, demo, fake, _event(tmp_path, demo))
-    del env["INPUT_RESULTS_PATH"]
+    del env["INPUT_RESULTS-PATH"]
     results = demo.path / ".docdelta-results"
     try:
         result, _ = _run(env, fake)

@@ -52,7 +52,8 @@ def test_detect_reads_a_unified_diff_from_stdin(
     repo = GitRepo.init(tmp_path / "proj")
     base = repo.commit({"README.md": "hi\n"})
     head = repo.commit({".cursor/rules/style.mdc": "use tabs\n", "docs/agents.md": "notes\n"})
-    monkeypatch.setattr(sys, "stdin", io.StringIO(repo.git("diff", base, head)))
+    diff = repo.git("diff", base, head).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(diff)))  # read as bytes (Latin-1 safe)
     assert main(["detect", "--diff", "-"]) == 0
     out = capsys.readouterr().out
     assert "added     .cursor/rules/style.mdc  read by: cursor" in out
