@@ -458,6 +458,9 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     kind = summary.verdict.kind if summary.verdict else "no verdict"
     delta = summary.head_vs_base.value
     title = f"{kind.replace('_', ' ')}: head - base {delta:+.2f}" if delta is not None else kind
+    if summary.broken:
+        failed = sum(summary.faults.values())
+        title = f"no verdict: the evaluation is broken ({failed} runs failed for the harness's reasons)"
     outputs[Output.check_url] = ctx.publish(conclusion, title, body)
     ctx.say(f"docdelta: {conclusion.value}: {decision.reason}")
     return ActionResult(Activity.evaluate, conclusion, title, outputs)

@@ -8,21 +8,26 @@ are `errors.ExitCode`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from types import FrameType
+from typing import Any, BinaryIO, TypeVar
 
 import httpx
 
-from docdelta import __version__
+from docdelta import __version__, validate
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode
+from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
 from docdelta.evaluation import Deps, RunOptions, evaluate
 from docdelta.git import Repo
 from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
@@ -34,30 +39,31 @@ from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
-from docdelta.runner import ExperimentRequest
+from docdelta.runner import ExperimentRequest, PlanTooLarge
 from docdelta.sandbox import get_provider
 from docdelta.scorecard import scorecard
+from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
 
+T = TypeVar("T")
 
-def _conditions(value: str) -> list[str]:
-    names = [c.strip() for c in value.split(",") if c.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("expected a comma-separated list such as base,head,none")
-    return names
+
+def _arg(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a `docdelta.validate` function: its message becomes the usage
+    error, which argparse prefixes with the flag's name (exit 2)."""
+
+    def parse(value: str) -> T:
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _at_least(low: int) -> Callable[[str], int]:
-    """An argparse type for whole numbers >= low, so a bad limit is a usage error up front."""
-
-    def parse(value: str) -> int:
-        number = int(value)
-        if number < low:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
-        return number
-
-    return parse
+    return _arg(partial(validate.whole_at_least, low))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--head", help="head ref (with --base)")
     d.add_argument(
         "--diff",
-        type=argparse.FileType("r"),
+        type=argparse.FileType("rb"),
         help="a unified diff ('-' for stdin) instead of two refs; the built-in file table is used",
     )
     d.add_argument("--json", action="store_true", help="print the detection as JSON")
@@ -89,22 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--workdir", type=Path, required=True)
     _add_run_options(r)
 
-    rep = sub.add_parser("report", help="render the scorecard of a workdir")
-    rep.add_argument("--workdir", type=Path, required=True)
-    rep.add_argument(
-        "--format",
-        choices=("md", "json", "html"),
-        default="md",
-        help="html: one self-contained page; its links to run files are relative to the current directory",
-    )
-
-    b = sub.add_parser("badge", help="write a shields.io endpoint JSON badge")
-    b.add_argument("--workdir", type=Path, required=True)
-    b.add_argument("--out", type=Path, required=True)
+    _add_workdir_commands(sub)
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
-    demo.add_argument("--repeats", type=int, default=5)
+    demo.add_argument("--repeats", type=_at_least(1), default=5)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
 
@@ -141,11 +136,55 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _add_workdir_commands(sub: Any) -> None:
+    """`plan` and `merge` (one evaluation spread over GitHub Actions matrix jobs), and the
+    readers of a workdir, merged or not: `report` and `badge`."""
+    pl = sub.add_parser("plan", help="write the GitHub Actions job matrix (JSON) for `run --shard I/N` jobs")
+    pl.add_argument("--repo", type=Path, default=Path())
+    pl.add_argument("--base", required=True)
+    pl.add_argument("--head", required=True)
+    pl.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    pl.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pl.add_argument("--repeats", type=_at_least(1), default=3)
+    pl.add_argument(
+        "--max-parallel",
+        type=_at_least(1),
+        default=DEFAULT_MAX_PARALLEL,
+        help=f"jobs GitHub runs at once (strategy.max-parallel; default {DEFAULT_MAX_PARALLEL})",
+    )
+    pl.add_argument(
+        "--cells-per-job", type=_at_least(1), help="batch size (default: spread over max-parallel)"
+    )
+
+    mg = sub.add_parser("merge", help="combine the workdirs of `run --shard` jobs into one workdir")
+    mg.add_argument("shards", nargs="+", type=Path, metavar="DIR", help="each shard's workdir")
+    mg.add_argument("--workdir", type=Path, required=True, help="the merged workdir (report, badge read it)")
+
+    rep = sub.add_parser("report", help="render the scorecard of a workdir")
+    rep.add_argument("--workdir", type=Path, required=True)
+    rep.add_argument(
+        "--format",
+        choices=("md", "json", "html"),
+        default="md",
+        help="html: one self-contained page; its links to run files are relative to the current directory",
+    )
+
+    b = sub.add_parser("badge", help="write a shields.io endpoint JSON badge")
+    b.add_argument("--workdir", type=Path, required=True)
+    b.add_argument("--out", type=Path, required=True)
+
+
 def _add_run_options(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--conditions", type=_conditions, default=list(DEFAULT_CONDITIONS))
+    r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--repeats", type=_at_least(1), default=3)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--yes",
+        action="store_true",
+        help=f"run a plan of more than {validate.MAX_RUNS_WITHOUT_CONFIRMATION:,} runs "
+        "(tasks x conditions x repeats)",
+    )
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
     r.add_argument(
         "--agent",
@@ -155,17 +194,21 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
-    r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
+    r.add_argument(
+        "--timeout", type=_arg(validate.positive), default=600.0, help="wall-clock seconds per run"
+    )
     r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
     r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
         "--allow-network", action="store_true", help="run without isolation where none is available"
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
-    r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
+    r.add_argument(
+        "--cap-usd", type=_arg(validate.non_negative), help="stop the matrix before spend would exceed this"
+    )
     r.add_argument(
         "--reserve-usd",
-        type=float,
+        type=_arg(validate.non_negative),
         default=0.0,
         help="spend reserved per run for the cap check; behind the gateway also each run's dollar budget",
     )
@@ -184,6 +227,12 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
         "minutes first (logged in <workdir>/ratelimit.log)",
     )
 
+    r.add_argument("--jobs", type=_at_least(1), default=1, help="cells run at once (default 1)")
+    r.add_argument(
+        "--shard",
+        help="I/N: run only shard I of N of the plan (one GitHub Actions matrix job; see `docdelta plan`)",
+    )
+
 
 def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
@@ -195,17 +244,53 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with _sigterm_as_exception():
+        try:
+            code = _dispatch(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit as "Exception ignored"
+            return code
+        except DocdeltaError as exc:
+            print(f"docdelta: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print(f"\ndocdelta: interrupted; {_SAVED}", file=sys.stderr)
+            return ExitCode.INTERRUPTED
+        except Terminated:
+            print(f"\ndocdelta: terminated (SIGTERM); {_SAVED}", file=sys.stderr)
+            return ExitCode.TERMINATED
+        except BrokenPipeError:
+            return _reader_went_away()
+
+
+_SAVED = "every finished result is saved — rerun the same command to resume"
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """SIGTERM (a CI cancel, `kill`, `docker stop`) unwinds like Ctrl-C: every `finally`
+    removes its temp files and sandboxes, finished results stay, and the exit is 143."""
+
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends us at once
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return _dispatch(args)
-    except DocdeltaError as exc:
-        print(f"docdelta: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(
-            "\ndocdelta: interrupted; every finished result is saved — rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return ExitCode.INTERRUPTED
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _reader_went_away() -> int:
+    """`docdelta report | head`: the reader closed the pipe, which is its right, not an error.
+    Point stdout at /dev/null so the interpreter's final flush does not fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return ExitCode.OK
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -227,7 +312,7 @@ def _detect(args: argparse.Namespace) -> int:
     if args.diff is not None:
         if args.base or args.head:
             raise ConfigError("--diff and --base/--head are alternatives", hint="pass one or the other")
-        detection = detect_diff(args.diff.read(), matcher(ProjectConfig()))
+        detection = detect_diff(_diff_text(args.diff), matcher(ProjectConfig()))
     elif args.base and args.head:
         repo = Repo(args.repo)
         base = repo.resolve(args.base)
@@ -250,6 +335,13 @@ def _detect(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _diff_text(stream: BinaryIO) -> str:
+    """A diff's text. Only its file headers matter to detection and those are git's (UTF-8
+    or C-quoted); a hunk in another encoding (a Latin-1 file) must not stop it."""
+    with stream:
+        return stream.read().decode("utf-8", errors="replace")
+
+
 def _run(args: argparse.Namespace) -> int:
     request = ExperimentRequest(
         base=args.base,
@@ -261,6 +353,7 @@ def _run(args: argparse.Namespace) -> int:
         source=args.source,
         patch=args.patch,
         allow_unreviewed=args.allow_unreviewed,
+        max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
     return _execute(Repo(args.repo), request, run_options(args), args.workdir)
 
@@ -278,6 +371,8 @@ RUN_FLAGS = {
     "reserve_usd": "reserve-usd",
     "infra_retries": "infra-retries",
     "rate_limit": "rate-limit",
+    "jobs": "jobs",
+    "shard": "shard",
 }
 """RunOptions field -> `docdelta run` flag (without `--`); the Action's table is settings.INPUTS."""
 
@@ -291,15 +386,71 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path) -> int:
     """Run the composition root and print the scorecard."""
-    done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+    try:
+        done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+    except PlanTooLarge as exc:
+        raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
     if done is None:
         print("nothing to evaluate: no agent instruction file changed")
         return ExitCode.OK
-    report = done.report
-    print(render_markdown(done.summary))
+    report, summary = done.report, done.summary
+    if options.shard is None:
+        print(render_markdown(summary))
+    else:
+        print(
+            f"shard {options.shard}: {report.ran + report.reused} cells done; "
+            f"combine the shards' workdirs with `docdelta merge DIR... --workdir OUT`, then `docdelta report`"
+        )
+    for kept in done.store.set_aside:
+        print(f"docdelta: {kept.parent / 'result.json'} was unreadable: kept as {kept.name}, cell rerun",
+              file=sys.stderr)  # fmt: skip
     print(f"results: {done.store.workdir} ({report.ran} ran, {report.reused} reused)", file=sys.stderr)
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
+        return ExitCode.INCOMPLETE
+    if summary.broken:
+        print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
+        return ExitCode.INFRA
+    return ExitCode.OK
+
+
+def _plan_cost(planned: int, options: RunOptions) -> str:
+    """What a plan may cost and take, where the flags bound it: the reserve is each run's
+    spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
+    timeout = options.timeout_s
+    hours = f"take up to {planned * timeout / 3600:,.1f} hours (--timeout {timeout:g}s per run)"
+    if options.reserve_usd > 0:
+        cost = planned * options.reserve_usd
+        return f"it may cost up to ${cost:,.2f} (--reserve-usd per run) and {hours}; "
+    return f"it may {hours}; "
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
+    repo = Repo(args.repo)
+    base = repo.resolve(args.base)
+    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * len(args.conditions) * args.repeats
+    plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
+    print(plan.model_dump_json())
+    what = f"{plan.cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}" if plan.evaluate else (
+        "no agent instruction file changed: nothing to run"
+    )  # fmt: skip
+    print(f"docdelta plan: {what}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _merge(args: argparse.Namespace) -> int:
+    merged = merge_workdirs(args.shards, args.workdir)
+    planned = len(merged.manifest.order)
+    print(f"merged {merged.shards} shard workdirs into {args.workdir}: {merged.complete} of {planned} runs")
+    if merged.missing:
+        shown = ", ".join(c.key for c in merged.missing[:5]) + (", ..." if len(merged.missing) > 5 else "")
+        print(
+            f"docdelta: {len(merged.missing)} planned runs have no result ({shown}): a shard is missing "
+            "or stopped early; its job's rerun resumes it",
+            file=sys.stderr,
+        )
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 
@@ -333,8 +484,14 @@ def _report(args: argparse.Namespace) -> int:
 
 def _badge(args: argparse.Namespace) -> int:
     data = badge(_load_summary(args.workdir))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the badge to {args.out}: {exc.strerror or exc}",
+            hint="pass --out a file path (not a directory) in a directory you can write to",
+        ) from None
     print(f"badge written to {args.out}: {data['message']}")
     return ExitCode.OK
 
@@ -433,6 +590,8 @@ def _demo(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "detect": _detect,
     "run": _run,
+    "plan": _plan,
+    "merge": _merge,
     "report": _report,
     "badge": _badge,
     "demo": _demo,

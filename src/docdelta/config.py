@@ -60,6 +60,11 @@ def _describe(err: Any) -> str:
     return str(err["msg"])
 
 
+MAX_INPUT_CHARS = 1_000_000
+"""A task or config file is a page or two of YAML; a megabyte is generous, and keeps a file
+of millions of keys from taking gigabytes to parse."""
+
+
 def load_model(
     text: str, model: type[M], *, source: str, error: type[DocdeltaError], hint: str, is_json: bool = False
 ) -> M:
@@ -67,7 +72,24 @@ def load_model(
 
     YAML node marks map each pydantic error location back to the line a user has to
     edit. An empty document is an empty mapping, so defaults and "missing" errors apply.
+    Size and nesting are bounded: a hostile file (from a PR) must give a clear error, not
+    gigabytes of memory or a RecursionError.
     """
+    if len(text) > MAX_INPUT_CHARS:
+        raise error(
+            f"{source} is {len(text):,} characters, over the {MAX_INPUT_CHARS:,} a task or config "
+            "file may have",
+            hint=hint,
+        )
+    try:
+        return _load_model(text, model, source=source, error=error, hint=hint, is_json=is_json)
+    except RecursionError:
+        raise error(f"{source}: nested too deeply to be a task or config file", hint=hint) from None
+
+
+def _load_model(
+    text: str, model: type[M], *, source: str, error: type[DocdeltaError], hint: str, is_json: bool
+) -> M:
     node: yaml.Node | None
     try:
         data = json.loads(text) if is_json else yaml.safe_load(text)

@@ -45,6 +45,7 @@ from docdelta.runner import (
 )
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
+from docdelta.shard import Shard
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
@@ -77,6 +78,8 @@ class RunOptions(BaseModel):
     rate_limit: RateLimitPolicy = "stop"
     api_key: SecretStr | None = Field(default=None, description="None: keys from the environment")
     provider: str | None = Field(default=None, description="api_key's gateway upstream; default: the agent's")
+    jobs: int = Field(default=1, ge=1, description="cells run at once, each in its own sandbox")
+    shard: Shard | None = Field(default=None, description="run only this slice of the plan (`I/N`)")
     progress: ProgressStyle = "auto"
     noise_band: float = Field(default=0.05, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -87,6 +90,11 @@ class RunOptions(BaseModel):
         if value is not None and not value.is_file():
             raise ValueError(f"{value} is not a readable file")
         return value
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, value: object) -> object:
+        return Shard.parse(value) if isinstance(value, str) else value
 
     @classmethod
     def parse(cls, values: Mapping[str, Any], spelling: Callable[[str], str]) -> RunOptions:
@@ -104,6 +112,7 @@ class RunOptions(BaseModel):
             reserve_usd=self.reserve_usd,
             infra_retries=self.infra_retries,
             rate_limit=self.rate_limit,
+            jobs=self.jobs,
         )
 
 
@@ -194,8 +203,15 @@ def _progress(options: RunOptions, deps: Deps) -> Progress:
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
     """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
     save, and score. None when no instruction file changed between the refs."""
-    repo = deps.repo
     store = ResultStore(deps.workdir)
+    with store.lock():
+        return _evaluate_locked(request, options, deps, store)
+
+
+def _evaluate_locked(
+    request: ExperimentRequest, options: RunOptions, deps: Deps, store: ResultStore
+) -> Evaluation | None:
+    repo = deps.repo
     config = load_project_config(repo, repo.resolve(request.base))
     agent = build_agent(AgentChoice(options.agent, cmd=options.agent_cmd, model=options.model))
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
@@ -231,7 +247,7 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
             options.limits(),
             _progress(options, deps),
         )
-        report = runner.run(exp)
+        report = runner.run(exp, None if options.shard is None else options.shard.cells(exp.manifest.order))
     finally:
         provider.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
+import re2
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = 1
@@ -164,7 +165,7 @@ class MistakeRule(Frozen):
     """A "never do X" rule: a regex over added lines and/or the commands the agent ran."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
-    pattern: str = Field(min_length=1, description="Python regex, searched (not matched) per line")
+    pattern: str = Field(min_length=1, description="RE2 regex, searched (not matched) per line")
     scope: Literal["added", "commands", "both"] = "both"
     paths: list[str] = Field(default=[], description="globs limiting which files' added lines count")
     description: str = ""
@@ -172,11 +173,25 @@ class MistakeRule(Frozen):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+        mistake_regex(pattern)
         return pattern
+
+
+def mistake_regex(pattern: str) -> re2._Regexp[str]:
+    """A mistake rule's pattern, compiled with RE2: it matches in linear time, so a pattern
+    that would backtrack catastrophically in Python's `re` (`(a+)+$`) cannot hang grading.
+    RE2 has no backreferences or lookaround; a pattern that uses them is refused here, at
+    task load, with RE2's reason."""
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ValueError(
+            f"invalid regex {pattern!r}: {reason} (mistake patterns use RE2 syntax: no lookaround "
+            "or backreferences)"
+        ) from None
 
 
 class Gold(Frozen):
@@ -626,6 +641,14 @@ class Summary(Frozen):
     infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
     verdict_refused: str | None = Field(
         default=None, description="why no verdict is given although arms have runs (too many infra errors)"
+    )
+    faults: dict[str, int] = Field(
+        default={}, description="runs per status that is the harness's or agent command's failure"
+    )
+    broken: str | None = Field(
+        default=None,
+        description="set when so many runs are faults that the evaluation measured the failure; "
+        "the scorecard leads with it and there is no verdict",
     )
     instruction_usage: list[InstructionRef] = Field(
         default=[], description="commands and paths named by changed instruction lines, and who used them"

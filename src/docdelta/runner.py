@@ -18,6 +18,7 @@ model (`docdelta.audit`).
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 import sys
@@ -31,6 +32,7 @@ from typing import Any, Literal, Protocol, TextIO, TypeVar
 
 from docdelta import __version__
 from docdelta.agents.base import Agent, AgentContext
+from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
 from docdelta.audit import AuditIndex, audit_run, build_index
 from docdelta.config import ProjectConfig, matcher
@@ -64,6 +66,7 @@ from docdelta.models import (
 from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
 from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
+from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions, valid_cost
 from docdelta.workspace import SealedCheckout, build_overlays, seal
 
 
@@ -99,6 +102,20 @@ class ExperimentRequest:
     source: str = HEAD
     patch: Path | None = None
     allow_unreviewed: bool = False
+    max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
+    """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
+
+
+class PlanTooLarge(ConfigError):
+    """The plan has more runs than the request allows without confirmation."""
+
+    def __init__(self, planned: int, tasks: int, conditions: int, repeats: int, bound: int) -> None:
+        super().__init__(
+            f"the plan is {planned:,} runs ({tasks} task{'s' if tasks != 1 else ''} x {conditions} "
+            f"conditions x {repeats:,} repeats), more than the {bound:,} that run without confirmation",
+            hint="check --repeats and --conditions, or pass --yes to run it",
+        )
+        self.planned = planned
 
 
 def plan_order(task_ids: Sequence[str], conditions: Sequence[str], repeats: int, seed: int) -> list[Cell]:
@@ -138,6 +155,10 @@ def prepare(
     the PR head, maybe a fork, must not steer its own evaluation."""
     if request.repeats < 1:
         raise ConfigError("--repeats must be at least 1", hint="use --repeats 3 or more for statistics")
+    try:
+        unique_conditions(request.conditions)
+    except ValueError as exc:
+        raise ConfigError(str(exc), hint="e.g. --conditions base,head,none") from None
     base_sha, head_sha = repo.resolve(request.base), repo.resolve(request.head)
     source_sha = {HEAD: head_sha, BASE: base_sha}.get(request.source) or repo.resolve(request.source)
     match = matcher(config)
@@ -146,6 +167,9 @@ def prepare(
         return None
 
     loaded = load_tasks(request.tasks_dir)
+    planned = len(loaded) * len(request.conditions) * request.repeats
+    if request.max_runs is not None and planned > request.max_runs:
+        raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
     require_reviewed(loaded, request.allow_unreviewed)
     check_citations(loaded, repo, source_sha)
 
@@ -316,6 +340,26 @@ def with_gateway_telemetry(
     return outcome.model_copy(update=update)
 
 
+def spend(cost: float | None) -> float:
+    """What a run's reported cost adds to the spend cap's tally. Not reported: nothing. NaN,
+    infinite or negative: infinity, which stops a capped matrix; counted as reported, a NaN
+    would make every later cap comparison False and a negative cost would buy more runs."""
+    if cost is None:
+        return 0.0
+    return cost if valid_cost(cost) else math.inf
+
+
+def timed_out(score: Score) -> Score:
+    """A run that hit --timeout scores 0, whatever it printed before the deadline: an agent
+    that answers and then hangs is not a pass. The items stay, each missed, so the
+    scorecard says why."""
+    note = "the run timed out"
+    return Score(
+        value=0.0,
+        items=[i.model_copy(update={"hit": False, "note": note}) for i in score.items],
+    )
+
+
 RateLimitPolicy = Literal["stop", "wait"]
 RATE_LIMIT_WAITS = (300.0, 900.0, 2700.0)
 """5, 15 and 45 minutes: long enough for per-minute and most hourly limits to reset."""
@@ -335,6 +379,8 @@ class RunLimits:
     infra_retries: int = 2
     rate_limit: RateLimitPolicy = "stop"
     rate_limit_waits: tuple[float, ...] = RATE_LIMIT_WAITS
+    jobs: int = 1
+    """Cells run at once, each in its own sandbox and directory."""
 
 
 @dataclass
@@ -368,8 +414,9 @@ class Runner:
         cleanly (`MatrixReport.stopped` says why)."""
         todo = list(exp.manifest.order if cells is None else cells)
         self.require_selftests(exp, {c.task for c in todo})
+        self.preflight(exp, todo)
         report = MatrixReport()
-        spent = sum(r.outcome.metrics.cost_usd or 0.0 for r in self.store.results(exp.repo_name))
+        spent = math.fsum(spend(r.outcome.metrics.cost_usd) for r in self.store.results(exp.repo_name))
         self.progress.start(len(todo))
         try:
             for cell in todo:
@@ -380,6 +427,12 @@ class Runner:
                     self.progress.advance(cell, "reused")
                     continue
                 cap = self.limits.cap_usd
+                if cap is not None and math.isinf(spent):
+                    report.stopped = (
+                        "an agent reported a cost that is not an amount >= 0 (NaN, infinite or negative), "
+                        "so the spend cap cannot be kept"
+                    )
+                    break
                 if cap is not None and spent + self.limits.reserve_usd > cap:
                     report.stopped = (
                         f"spend cap reached: ${spent:.2f} spent + ${self.limits.reserve_usd:.2f} reserve "
@@ -408,7 +461,7 @@ class Runner:
         the cell rerun after each wait. Returns the last result and what all attempts cost."""
         waits = self.limits.rate_limit_waits if self.limits.rate_limit == "wait" else ()
         result = self.run_cell(exp, cell)
-        cost = result.outcome.metrics.cost_usd or 0.0
+        cost = spend(result.outcome.metrics.cost_usd)
         for n, wait in enumerate(waits, 1):
             if result.status is not RunStatus.rate_limited:
                 break
@@ -419,7 +472,7 @@ class Runner:
             )
             self.sleep(wait)
             result = self.run_cell(exp, cell)
-            cost += result.outcome.metrics.cost_usd or 0.0
+            cost += spend(result.outcome.metrics.cost_usd)
         return result, cost
 
     def _rate_limit_stop(self, cell: Cell, result: RunResult) -> str:
@@ -442,6 +495,16 @@ class Runner:
         cell_dir = self.store.cell_dir(repo, result.cell)
         n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
         (cell_dir / RESULT_FILE).rename(cell_dir / f"{kind}-{n}.json")
+
+    def preflight(self, exp: Experiment, todo: Sequence[Cell]) -> None:
+        """Check once, in a sandbox of the first cell to run, that the agent can start."""
+        pending = [
+            c for c in todo if (r := self.store.load(exp.repo_name, c)) is None or r.status in INCOMPLETE
+        ]
+        if not pending or self.agent.user_executable is None:
+            return
+        with self.provider.create(exp.checkouts[pending[0].condition].path, self.spec) as sandbox:
+            preflight(self.agent, sandbox)
 
     def require_selftests(self, exp: Experiment, task_ids: Iterable[str]) -> None:
         """A change task whose selftest fails cannot be run: before its first cell, prove
@@ -551,13 +614,18 @@ class Runner:
         hidden: HiddenTestResult | None,
     ) -> tuple[Score | None, ChecksResult | None]:
         """Answer tasks against gold; change tasks by hidden tests and hard checks.
-        Infra errors are never graded."""
+        Infra errors are never graded; a timeout scores 0 (`timed_out`)."""
         if outcome.status is RunStatus.infra_error:
             return None, None
         if diff is None or hidden is None:
-            return score_answer(task, outcome.answer, checkout.path), None
-        checks = run_checks(task.gold.checks, task.gold.mistakes, diff, outcome.metrics)
-        return score_change(hidden, checks), checks
+            score = score_answer(task, outcome.answer, checkout.path)
+            checks = None
+        else:
+            checks = run_checks(task.gold.checks, task.gold.mistakes, diff, outcome.metrics)
+            score = score_change(hidden, checks)
+        if outcome.status is RunStatus.timeout:
+            return timed_out(score), checks
+        return score, checks
 
     def _infra_outcome(self, exc: DocdeltaError | OSError) -> AgentOutcome:
         return self.agent.make_outcome(

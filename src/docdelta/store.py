@@ -13,8 +13,14 @@ keep the door open for parallel jobs and sharded runs that are merged later.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import socket
 import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,6 +46,9 @@ DIFF_FILE = "diff.patch"
 """A change task's diff of the agent's edits, beside its result."""
 MANIFEST_FILE = "manifest.json"
 DETECTION_FILE = "detection.json"
+LOCK_FILE = ".lock"
+CHECKOUTS = "checkouts"
+"""The sealed checkouts' directory in a workdir."""
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -60,7 +69,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def checkout_dir(workdir: Path, overlay_sha256: str) -> Path:
     """Where a condition's sealed checkout lives: named by its overlay's content, never by
     the condition's name (two conditions with equal docs share one)."""
-    return workdir / "checkouts" / overlay_sha256[:16]
+    return workdir / CHECKOUTS / overlay_sha256[:16]
 
 
 def _safe_segment(name: str) -> str:
@@ -73,6 +82,8 @@ class ResultStore:
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
+        self.set_aside: list[Path] = []
+        """Unreadable results `load` renamed to corrupt-<n>.json, for the CLI to report."""
         try:
             workdir.mkdir(parents=True, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=workdir, prefix=".probe-", delete=True)  # noqa: SIM115
@@ -131,8 +142,25 @@ class ResultStore:
 
     # ------------------------------------------------------------- results
     def load(self, repo: str, cell: Cell) -> RunResult | None:
-        """The complete result of a cell, or None when it has not finished yet."""
-        return self._read(self.cell_dir(repo, cell) / RESULT_FILE, RunResult)
+        """The complete result of a cell, or None when it has not finished yet.
+
+        A result.json that does not parse (a disk fault, a hand edit) is set aside as
+        `corrupt-<n>.json` beside the cell, kept for a human to read, and the cell counts
+        as not run, so one bad file costs one rerun, not the experiment."""
+        path = self.cell_dir(repo, cell) / RESULT_FILE
+        result = self._read_result(path)
+        if result is None and path.exists():
+            n = len(list(path.parent.glob("corrupt-*.json"))) + 1
+            kept = path.rename(path.parent / f"corrupt-{n}.json")
+            self.set_aside.append(kept)
+        return result
+
+    def _read_result(self, path: Path) -> RunResult | None:
+        """A result, or None when it is missing or unreadable."""
+        try:
+            return self._read(path, RunResult)
+        except ConfigError:
+            return None
 
     def save(self, repo: str, result: RunResult) -> Path:
         path = self.cell_dir(repo, result.cell) / RESULT_FILE
@@ -154,6 +182,32 @@ class ResultStore:
             raise InfraError(f"could not write {path}: {exc}", hint="check free disk space") from exc
         return path
 
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the workdir for one `docdelta run`: a second run on it would execute the same
+        cells twice and collide on their result files. An flock, so the kernel releases it
+        when the holder dies, however it dies; the file names the holder for the refusal."""
+        path = self.workdir / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ConfigError(
+                    f"workdir {self.workdir} is in use by another docdelta run ({_holder(path)})",
+                    hint="wait for it to finish, or give this run its own --workdir",
+                ) from None
+            holder = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(holder).encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
     def selftest_path(self, task: str) -> Path:
         return self.workdir / "selftest" / f"{task}.json"
 
@@ -166,6 +220,16 @@ class ResultStore:
         self._write(self.selftest_path(task), SelftestRecord(key=key, report=report))
 
     def results(self, repo: str) -> list[RunResult]:
-        """Every complete result under the repo's runs directory, in a stable order."""
+        """Every complete result under the repo's runs directory, in a stable order; an
+        unreadable one is left out (and set aside by `load` when its cell runs again)."""
         found = sorted(self.runs_dir(repo).glob(f"*/*/r*/{RESULT_FILE}"))
-        return [r for p in found if (r := self._read(p, RunResult)) is not None]
+        return [r for p in found if (r := self._read_result(p)) is not None]
+
+
+def _holder(path: Path) -> str:
+    """`pid 123 on host build-7, started 2026-01-01T10:00:00+00:00`, from a lock file."""
+    try:
+        data = json.loads(path.read_text())
+        return f"pid {data['pid']} on host {data['host']}, started {data['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown: it is starting up"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docdelta.config import load_model
+from docdelta.config import MAX_INPUT_CHARS, load_model
 from docdelta.errors import TaskError
 from docdelta.git import Repo
 from docdelta.models import GoldCitation, Task
@@ -31,6 +31,11 @@ class LoadedTask:
 
 
 def _load_one(path: Path) -> LoadedTask:
+    size = path.stat().st_size
+    if size > MAX_INPUT_CHARS:  # refused before reading: a huge file must not fill memory
+        raise TaskError(
+            f"{path} is {size:,} bytes, over the {MAX_INPUT_CHARS:,} a task file may have", hint=_SCHEMA_HINT
+        )
     data = path.read_bytes()
     try:
         text = data.decode()

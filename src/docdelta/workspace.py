@@ -93,7 +93,14 @@ def _patched(head: Overlay, patch: Path, matcher: InstructionMatcher) -> Overlay
             apply_patch(work, raw)
         except ConfigError as exc:
             raise ConfigError(f"{patch}: {exc.message}", hint=exc.hint) from exc
-        return _read_overlay(work, f"{patch.name} applied to head")
+        patched = _read_overlay(work, f"{patch.name} applied to head")
+    if patched.sha256 == head.sha256:
+        raise ConfigError(
+            f"the patch {patch} applied, but changed nothing in head's instruction files, so the "
+            "patched condition would be a copy of head",
+            hint="make the patch with `git diff` against the head ref (paths like a/AGENTS.md b/AGENTS.md)",
+        )
+    return patched
 
 
 def build_overlays(

@@ -86,3 +86,21 @@ def test_commits_that_cannot_become_tasks_are_refused(history: tuple[GitRepo, st
 def test_a_task_file_for_a_change_needs_validation() -> None:
     with pytest.raises(ValueError, match=r"a change task needs gold\.validation"):
         Task(id="x", prompt="p", kind="change")
+
+
+def test_a_plain_diff_u_reference_is_refused_as_applying_nothing(
+    tmp_path: Path, history: tuple[GitRepo, str, str]
+) -> None:
+    """The grader applies a reference file by file from its `diff --git` headers: a plain
+    `diff -u` has none, so it would apply nothing and the selftest would blame the tests."""
+    repo, parent, fix = history
+    task, assets = task_from_commit(Repo(repo.path), fix)
+    task_file = write_task(task, assets, tmp_path / "tasks")
+    reference = task_file.parent / task.id / "reference.patch"
+    reference.write_text(
+        "--- calc/ops.py.orig\n+++ calc/ops.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a + b\n"
+    )
+    (loaded,) = load_tasks(tmp_path / "tasks")
+    with pytest.raises(TaskError, match=r"holds no `diff --git` file section, so it would apply nothing"):
+        load_assets(loaded.task, loaded.path, Repo(repo.path), parent)

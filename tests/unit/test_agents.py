@@ -11,6 +11,7 @@ import pytest
 from conftest import CheckoutFactory
 
 from docdelta.agents import AgentContext, extract_last_json, get_agent
+from docdelta.agents.command import CommandAgent, preflight
 from docdelta.agents.fake_agent import solve
 from docdelta.agents.prompt import ANSWER_SHAPE, build_prompt
 from docdelta.errors import AgentError
@@ -158,3 +159,36 @@ def test_fake_agent_repeats_vary_with_the_seed(tmp_path: Path) -> None:
         (root / name).write_text(text)
     answers = {json.dumps(solve(build_prompt(TASK), root, seed)[0], sort_keys=True) for seed in range(60)}
     assert 2 <= len(answers) <= 5, "a seeded error rate gives a few distinct answers, not one or chaos"
+
+
+@pytest.mark.parametrize(
+    ("cmd", "starts"),
+    [("sh -c true", True), ("/nonexistent/agent", False), ("no-such-program-xyz --flag", False)],
+)
+def test_preflight_tells_a_command_that_cannot_start_from_one_that_can(
+    sandbox: Sandbox, cmd: str, starts: bool
+) -> None:
+    agent = CommandAgent(cmd)
+    if starts:
+        preflight(agent, sandbox)
+        return
+    with pytest.raises(AgentError, match=f"program {agent.argv[0]!r} is not an executable"):
+        preflight(agent, sandbox)
+
+
+def test_preflight_resolves_relative_paths_in_the_checkout(sandbox: Sandbox) -> None:
+    sandbox.write_file("tools/agent.sh", b"#!/bin/sh\necho hi\n", mode=0o755)
+    sandbox.write_file("tools/notes.txt", b"not a program\n")
+    preflight(CommandAgent("./tools/agent.sh --json"), sandbox)
+    with pytest.raises(AgentError, match="not an executable"):
+        preflight(CommandAgent("./tools/notes.txt"), sandbox)
+
+
+def test_an_unbalanced_quote_is_an_agent_error_naming_the_command() -> None:
+    with pytest.raises(AgentError, match=r"the agent command \"./agent 'my agent\" cannot be split"):
+        CommandAgent("./agent 'my agent")
+
+
+def test_only_the_command_agent_has_a_program_to_check() -> None:
+    assert CommandAgent("./a").user_executable == "./a"
+    assert get_agent("fake").user_executable is None

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.config import ProjectConfig, load_model, load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 
@@ -57,3 +57,17 @@ def test_malformed_config_names_file_field_and_line(tmp_path: Path, text: str, m
     with pytest.raises(ConfigError, match=message) as info:
         load_project_config(Repo(g.path), sha)
     assert ".docdelta.yml" in info.value.hint
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 50_000 + "]" * 50_000, "a: " + "{b: " * 20_000 + "1" + "}" * 20_000, "- " * 30_000 + "x"]
+)
+def test_deeply_nested_yaml_is_a_clear_error_not_a_recursion_error(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"\.docdelta\.yml: nested too deeply"):
+        load_model(text, ProjectConfig, source=".docdelta.yml", error=ConfigError, hint="h")
+
+
+def test_an_oversized_file_is_refused_before_it_is_parsed() -> None:
+    huge = "k: v\n" + "".join(f"x{i}: {i}\n" for i in range(200_000))
+    with pytest.raises(ConfigError, match=r"characters, over the 1,000,000"):
+        load_model(huge, ProjectConfig, source=".docdelta.yml", error=ConfigError, hint="h")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import Content, GitRepo
+from pydantic import ValidationError
 
 from docdelta.grading.checks import parse_diff, run_checks
 from docdelta.models import AgentMetrics, CommandRun, HardChecks, MistakeRule
@@ -105,3 +106,20 @@ def test_an_empty_diff_changes_nothing() -> None:
 def test_a_bad_rule_regex_is_refused_when_the_task_loads() -> None:
     with pytest.raises(ValueError, match="invalid regex"):
         MistakeRule(id="bad", pattern="(unclosed")
+
+
+@pytest.mark.timeout(60)
+def test_a_catastrophically_backtracking_mistake_pattern_cannot_hang_grading() -> None:
+    """`(a+)+$` against a long run of a's and a b takes Python's `re` longer than the age of
+    the universe; RE2 matches in linear time."""
+    rule = MistakeRule(id="evil", pattern=r"(a+)+$", scope="added")
+    diff = (
+        "diff --git a/x.txt b/x.txt\n--- a/x.txt\n+++ b/x.txt\n@@ -0,0 +1 @@\n+" + "a" * 50_000 + "b\n"
+    ).encode()
+    result = run_checks(HardChecks(), [rule], diff)
+    assert [(m.rule, m.count) for m in result.mistakes] == [("evil", 0)]
+
+
+def test_a_pattern_re2_cannot_run_is_refused_at_load_with_the_reason() -> None:
+    with pytest.raises(ValidationError, match=r"invalid regex.*RE2 syntax: no lookaround"):
+        MistakeRule(id="look", pattern=r"(?<=a)b")

@@ -143,8 +143,8 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     md = render_markdown(summary_of(runs))
     lines = md.splitlines()
     assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25 (A/A noise)"
-    assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 |" in lines
-    assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 |" in lines
+    assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 | 0 | 0 |" in lines
+    assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 | 0 | 0 |" in lines
     assert (
         "| **all tasks** | **0.50** | **0.75** | **+0.25 (A/A noise)** | 0.33 | **—** | 0/2 · 0/2 |" in lines
     )
@@ -404,3 +404,32 @@ def test_opencode_does_not_read_a_claude_md_that_an_agents_md_shadows(
     edit = ChangedFile(path="CLAUDE.md", status=FileStatus.modified, families=["claude_code", "opencode"])
     changed = detection().model_copy(update={"changed": [edit]})
     assert summarize(plan, changed, results).confounds.unread_changes == (["CLAUDE.md"] if shadowed else [])
+
+
+def test_a_matrix_mostly_failed_for_the_harness_leads_with_it_and_gives_no_verdict() -> None:
+    """Agent errors and timeouts score 0 in every arm: without this rule they read as a
+    confident "no change" and a green check."""
+    runs = [
+        *arm("a", "base", [0.0, 0.0, 1.0], status=RunStatus.agent_error),
+        *arm("a", "head", [0.0, 0.0, 0.0], status=RunStatus.timeout),
+    ]
+    s = summary_of(runs)
+    assert s.verdict is None and s.faults == {"agent_error": 3, "timeout": 3}
+    assert s.broken is not None and s.broken.startswith("6 of 6 runs (100%) failed")
+    md = render_markdown(s).splitlines()
+    assert md[0].startswith("## docdelta scorecard: no verdict")
+    assert md[4].startswith("> ⚠ **This evaluation is broken, so there is no verdict.** 6 of 6 runs")
+    assert "**Verdict: refused** — the evaluation is broken (see above)." in md
+    decision = stats.gate(s.verdict, "never", refused=s.verdict_refused)
+    assert decision.conclusion == "neutral"
+
+
+def test_a_few_faults_do_not_refuse_the_verdict() -> None:
+    ok = [1.0] * 7
+    runs = [
+        *arm("a", "base", [0.0] * 8),
+        *arm("a", "head", ok),
+        result("a", "head", 0.0, 8, status=RunStatus.timeout),
+    ]
+    s = summary_of(runs)
+    assert s.faults == {"timeout": 1} and s.broken is None and s.verdict is not None

@@ -6,7 +6,9 @@ store; only the agent is a test double that ends each run with a chosen status."
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,9 +18,9 @@ from gitrepo import GitRepo
 from docdelta import stats
 from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
 from docdelta.config import ProjectConfig
-from docdelta.errors import InfraError
+from docdelta.errors import ConfigError, InfraError
 from docdelta.git import Repo
-from docdelta.models import AgentOutcome, ModelCall, RunStatus
+from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunStatus
 from docdelta.report import render_markdown, summarize
 from docdelta.runner import (
     RATE_LIMIT_LOG,
@@ -26,6 +28,7 @@ from docdelta.runner import (
     ExperimentRequest,
     LineProgress,
     MatrixReport,
+    PlanTooLarge,
     RunLimits,
     Runner,
     prepare,
@@ -53,8 +56,9 @@ class StatusAgent(Agent):
 
     name: ClassVar[str] = "status"
 
-    def __init__(self, steps: Sequence[Step]) -> None:
+    def __init__(self, steps: Sequence[Step], costs: Sequence[float | None] = ()) -> None:
         self.steps = list(steps)
+        self.costs = list(costs)
         self.current = RunStatus.ok
         self.api_retries: list[int | None] = []
 
@@ -73,8 +77,14 @@ class StatusAgent(Agent):
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         answer, _ = parse_answer(result.stdout.decode())
         error = "429 rate_limit_error from the model API" if self.current is RunStatus.rate_limited else None
+        cost = self.costs.pop(0) if self.costs else None
         return AgentOutcome(
-            agent=self.name, agent_version="1", status=self.current, answer=answer, error=error
+            agent=self.name,
+            agent_version="1",
+            status=self.current,
+            answer=answer,
+            error=error,
+            metrics=AgentMetrics(cost_usd=cost),
         )
 
 
@@ -94,10 +104,13 @@ def setup(tmp_path: Path) -> tuple[Repo, ExperimentRequest, ResultStore]:
 
 
 def run(
-    setup: tuple[Repo, ExperimentRequest, ResultStore], steps: Sequence[Step], **limits: object
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+    steps: Sequence[Step],
+    costs: Sequence[float | None] = (),
+    **limits: object,
 ) -> tuple[MatrixReport, Experiment, list[float], StatusAgent]:
     repo, request, store = setup
-    agent = StatusAgent(steps)
+    agent = StatusAgent(steps, costs)
     exp = prepare(repo, request, config=ProjectConfig(), store=store, agent=agent, sandbox="local")
     assert exp is not None
     slept: list[float] = []
@@ -214,3 +227,46 @@ def test_gateway_telemetry_classifies_rate_limits_and_budget(
 ) -> None:
     outcome = AgentOutcome(agent="a", agent_version="1", status=agent_status)
     assert with_gateway_telemetry(outcome, calls, over_budget).status is expected
+
+
+def test_a_timeout_scores_zero_even_when_it_printed_the_right_answer(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    report, _, _, _ = run(setup, [RunStatus.timeout, RunStatus.ok])
+    by_status = {r.status: r for r in report.results}
+    timed_out, ok = by_status[RunStatus.timeout], by_status[RunStatus.ok]
+    assert timed_out.outcome.answer is not None and timed_out.outcome.answer.commands == ["make check"]
+    assert timed_out.score is not None and timed_out.score.value == 0.0
+    assert [(i.hit, i.note) for i in timed_out.score.items] == [(False, "the run timed out")]
+    assert ok.score is not None and ok.score.value == 1.0
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -5.0])
+def test_a_cost_that_is_not_an_amount_never_disables_the_cap(
+    setup: tuple[Repo, ExperimentRequest, ResultStore], bad: float
+) -> None:
+    """NaN compares False with everything and a negative cost would buy runs back."""
+    report, _, _, _ = run(setup, [RunStatus.ok], costs=[bad], cap_usd=1.0)
+    assert report.ran == 1
+    assert report.stopped is not None and "not an amount >= 0" in report.stopped
+
+
+def test_a_plan_over_the_bound_is_refused_unless_confirmed(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    repo, request, store = setup
+    agent = StatusAgent([])
+    big = replace(request, repeats=501, max_runs=1000)  # 1 task x 2 conditions x 501
+    with pytest.raises(PlanTooLarge, match="the plan is 1,002 runs") as refused:
+        prepare(repo, big, config=ProjectConfig(), store=store, agent=agent, sandbox="local")
+    assert refused.value.planned == 1002 and "--yes" in refused.value.hint
+    assert store.read_manifest() is None, "nothing is prepared for a refused plan"
+    confirmed = replace(big, max_runs=None)
+    assert prepare(repo, confirmed, config=ProjectConfig(), store=store, agent=agent, sandbox="local")
+
+
+def test_a_condition_named_twice_is_refused(setup: tuple[Repo, ExperimentRequest, ResultStore]) -> None:
+    repo, request, store = setup
+    twice = replace(request, conditions=("base", "head", "base"))
+    with pytest.raises(ConfigError, match="condition base is listed more than once"):
+        prepare(repo, twice, config=ProjectConfig(), store=store, agent=StatusAgent([]), sandbox="local")

@@ -109,6 +109,11 @@ def test_patched_applies_a_diff_to_heads_instruction_files(
             "--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-Not what is there.\n+x\n",
             r"fix\.diff: the patch does not apply",
         ),
+        (
+            "--- AGENTS.md\t2026-01-01\n+++ AGENTS.md\t2026-01-01\n"
+            "@@ -1 +1 @@\n-Use tox -e py.\n+Use tox -e py.\n",
+            r"applied, but changed nothing in head's instruction files",
+        ),
     ],
 )
 def test_bad_patches_are_config_errors(

@@ -150,6 +150,12 @@ class Agent(ABC):
         return None
 
     @property
+    def user_executable(self) -> str | None:
+        """The program the user named for this agent (checked before the matrix by
+        `agents.command.preflight`); None when the adapter ships its own."""
+        return None
+
+    @property
     def network(self) -> NetworkMode:
         """What the agent needs to reach: "none" for self-contained agents (fake, command),
         "gateway" for agents that call a model API (only ever through the gateway)."""

@@ -33,7 +33,13 @@ class CommandAgent(Agent):
     name: ClassVar[str] = "command"
 
     def __init__(self, cmd: str = "") -> None:
-        argv = shlex.split(cmd)
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as exc:
+            raise AgentError(
+                f"the agent command {cmd!r} cannot be split into arguments: {exc}",
+                hint="balance its quotes, e.g. --agent-cmd \"./agent --name 'my agent'\"",
+            ) from None
         if not argv:
             raise AgentError(
                 "the command agent needs a command to run",
@@ -45,6 +51,12 @@ class CommandAgent(Agent):
     @property
     def version(self) -> str:
         return self._version
+
+    @property
+    def user_executable(self) -> str | None:
+        """Only the `command` agent runs a program the user named; the adapters built on
+        it (fake, openai) ship their own script."""
+        return self.argv[0] if self.name == CommandAgent.name else None
 
     def command(self, sandbox: Sandbox, ctx: AgentContext) -> list[str]:
         """The argv to run; subclasses wrap a fixed program here."""
@@ -94,3 +106,35 @@ def _read_metrics(sandbox: Sandbox) -> tuple[AgentMetrics, str | None]:
         return AgentMetrics.model_validate(known), None
     except (ValueError, ValidationError) as exc:
         return AgentMetrics(), f"ignored the metrics file: {str(exc).splitlines()[0]}"
+
+
+NOT_FOUND = 3
+_FIND = (
+    'case "$1" in */*) [ -f "$1" ] && [ -x "$1" ] ;; *) command -v -- "$1" >/dev/null ;; esac '
+    f"|| exit {NOT_FOUND}"
+)
+"""Exit 0 when argv[0] would start (a path to an executable file, or a name on PATH), else
+NOT_FOUND; any other status is the sandbox failing to run a shell at all."""
+
+
+def preflight(agent: Agent, sandbox: Sandbox) -> None:
+    """Before the matrix, in a sandbox like the runs' (same root, PATH and working directory):
+    can the agent's program start at all? A missing program would otherwise fail every run
+    as `agent_error` and the matrix would end as a scorecard of zeros."""
+    program = agent.user_executable
+    if program is None:
+        return
+    result = sandbox.exec(["sh", "-c", _FIND, "sh", program], timeout=60.0)
+    if result.exit_code == 0:
+        return
+    if result.exit_code == NOT_FOUND:
+        raise AgentError(
+            f"the agent command's program {program!r} is not an executable the sandbox can run",
+            hint="give an absolute path to an executable file, a program on the system PATH, "
+            "or a path relative to the repository root (the agent's working directory)",
+        )
+    raise SandboxError(
+        f"the sandbox could not check the agent command's program {program!r} "
+        f"(exit {result.exit_code}): {result.stderr.decode('utf-8', errors='replace').strip()[-500:]}",
+        hint="the sandbox itself fails to start a command; see the error above",
+    )

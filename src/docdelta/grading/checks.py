@@ -14,7 +14,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from docdelta.detect import GlobSet
-from docdelta.models import AgentMetrics, CheckResult, ChecksResult, HardChecks, MistakeHit, MistakeRule
+from docdelta.models import (
+    AgentMetrics,
+    CheckResult,
+    ChecksResult,
+    HardChecks,
+    MistakeHit,
+    MistakeRule,
+    mistake_regex,
+)
 
 SYMLINK_MODE = "120000"
 _MAX_EXAMPLES = 3
@@ -181,7 +189,7 @@ def _size_checks(checks: HardChecks, paths: list[str], files: Sequence[FileDiff]
 
 
 def _mistake(rule: MistakeRule, files: Sequence[FileDiff], metrics: AgentMetrics) -> MistakeHit:
-    regex = re.compile(rule.pattern)
+    regex = mistake_regex(rule.pattern)
     only = GlobSet(rule.paths) if rule.paths else None
     hits: list[str] = []
     if rule.scope in ("added", "both"):

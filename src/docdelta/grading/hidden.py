@@ -104,7 +104,17 @@ def load_assets(task: Task, task_file: Path, repo: Repo, source_sha: str) -> Cha
                 hint=f"put the file at {local} or fix gold.validation.hidden",
             )
     ref = folder / validation.reference
-    return ChangeAssets(hidden=hidden, reference=ref.read_bytes() if ref.is_file() else None)
+    reference = ref.read_bytes() if ref.is_file() else None
+    if reference is not None and not parse_diff(reference):
+        # The grader applies a diff file by file from its `diff --git` headers; a plain
+        # `diff -u` has none, so it would apply nothing and the selftest would blame the tests.
+        raise TaskError(
+            f"task {task.id!r}: the reference {ref} holds no `diff --git` file section, so it "
+            "would apply nothing",
+            hint="write it with `git diff` (e.g. `git diff > reference.patch` in a checkout with the "
+            "solution), not plain `diff -u`",
+        )
+    return ChangeAssets(hidden=hidden, reference=reference)
 
 
 def _safe_rel(path: str, task: Task) -> str:

@@ -7,7 +7,12 @@ must see before trusting a delta.
 Which runs count: `infra_error` runs (and any run without a score) are our
 machinery failing, so they are excluded from scores, tokens, cost and isolation
 and only counted in `infra_errors`. Every other status (timeout, no_answer, ...) is
-the agent's result and is graded as such.
+the agent's result and is graded as such (a timeout scores 0: the runner never grades
+what a hung agent printed before its deadline).
+
+A broken evaluation is not a result: when more than MAX_FAULT_RATE of all runs are
+FAULTS (infra_error, agent_error, timeout), `Summary.broken` says so, the scorecard
+leads with it, no verdict is given, and the gate is not green.
 
 The verdict compares head with base (and with none) over the tasks where both arms
 have graded runs, seeded with the manifest's seed so a report is reproducible. It is
@@ -62,6 +67,14 @@ MAX_MISSED = 5
 TARGET_EFFECT = 0.2
 """The change the power hint asks about: a fifth of the score scale."""
 MAX_INFRA_ERROR_RATE = 0.10
+FAULTS = (RunStatus.infra_error, RunStatus.agent_error, RunStatus.timeout)
+"""Statuses that say the harness or the agent command failed, not how well the docs worked:
+a matrix full of them (a broken --agent-cmd, a sandbox that cannot start the agent, a model
+server that is down) measures the breakage, so a large share of them means no verdict."""
+MAX_FAULT_RATE = 0.25
+"""Above this share of runs in FAULTS the scorecard leads with the failure and gives no
+verdict (and the Action's check is not green). A quarter: one arm in three failing outright
+already crosses it, while an occasional hung or crashed agent run does not."""
 
 
 def _graded(run: RunResult) -> bool:
@@ -269,6 +282,26 @@ def _unread(manifest: Manifest, detection: Detection) -> list[str]:
     return [f.path for f in detection.changed if agent not in f.families or f.path in shadowed]
 
 
+def _faults(results: Sequence[RunResult]) -> dict[str, int]:
+    """Runs per FAULTS status, over all runs (graded or not), zero counts left out."""
+    counts = Counter(r.status for r in results if r.status in FAULTS)
+    return {str(status): counts[status] for status in FAULTS if counts[status]}
+
+
+def _broken(faults: Mapping[str, int], total: int) -> str | None:
+    """The scorecard's lead when more than MAX_FAULT_RATE of the runs are faults."""
+    failed = sum(faults.values())
+    if not total or failed / total <= MAX_FAULT_RATE:
+        return None
+    kinds = ", ".join(f"{n} {status}" for status, n in faults.items())
+    return (
+        f"{failed} of {total} runs ({failed / total:.0%}) failed for reasons of the harness or the agent "
+        f"command ({kinds}), over the {MAX_FAULT_RATE:.0%} a verdict allows: the scores measure the "
+        "failure, not the docs. Read a failed run's `outcome.error` in its result.json, fix the cause "
+        "and rerun"
+    )
+
+
 def summarize(
     manifest: Manifest,
     detection: Detection,
@@ -309,7 +342,9 @@ def summarize(
     for r in results:
         by_condition_all[r.cell.condition].append(r)
     infra_rate = sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
-    refused = None
+    faults = _faults(results)
+    broken = _broken(faults, len(results))
+    refused = broken
     if infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
         refused = (
             f"{infra_rate:.0%} of runs are infra errors (over {MAX_INFRA_ERROR_RATE:.0%}): the graded "
@@ -351,6 +386,8 @@ def summarize(
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,
+        faults=faults,
+        broken=broken,
         instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
         aa_noise=aa,
     )
