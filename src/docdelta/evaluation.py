@@ -222,6 +222,7 @@ def _evaluate_locked(
         config=config,
         agent=agent,
         environ=keys,
+        jobs=options.jobs,
     )
     reused = None
     try:

@@ -58,7 +58,8 @@ def test_four_shards_merged_score_exactly_as_the_unsharded_run(
         assert main(_run(demo, workdir, "--shard", f"{i}/4")) == ExitCode.OK
         assert f"shard {i}/4:" in capsys.readouterr().out
     order = Manifest.model_validate_json((shards[0] / "manifest.json").read_text()).order
-    ran = [sorted(p.parent.relative_to(w / "runs") for p in w.glob("runs/*/*/*/r*/result.json")) for w in shards]
+    ran = [sorted(p.parent for p in w.glob("runs/*/*/*/r*/result.json")) for w in shards]
+    ran = [[p.relative_to(w) for p in r] for w, r in zip(shards, ran, strict=True)]
     assert sum(map(len, ran)) == len(order) and all(abs(len(r) - len(order) / 4) <= 1 for r in ran)
     assert not set(ran[0]) & set(ran[1]), "each cell runs in exactly one shard"
 
