@@ -392,6 +392,7 @@ def _run_matrix(
         seed=settings.seed,
         source=source,
         patch=settings.patch,
+        max_runs=settings.max_runs,
     )
     deps = Deps(
         repo=repo,
@@ -432,6 +433,11 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
     matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, settings.source, trusted)
     summary = matrix.summary
+    if settings.options.shard is not None:
+        # One job of a matrix: the aggregate job merges every shard and posts once.
+        ctx.say(f"docdelta: shard {settings.options.shard} done; `docdelta merge` the shards' results")
+        title = f"shard {settings.options.shard} done"
+        return ActionResult(Activity.evaluate, None, title, {Output.results_path: str(settings.results_path)})
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     conclusion = Conclusion(decision.conclusion)
     notes = [

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
+from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"
@@ -101,6 +102,9 @@ class ActionSettings(BaseModel):
     results_store: StoreSpec = StoreSpec()
     results_path: Path
     pr_handoff: Path | None = Field(default=None, description="pr.json from the pull_request job")
+    max_runs: int = Field(
+        default=MAX_RUNS_WITHOUT_CONFIRMATION, ge=1, description="refuse a plan of more runs than this"
+    )
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -210,6 +214,9 @@ INPUTS: dict[str, str] = {
     "sandbox": "options.sandbox",
     "allow-network": "options.allow_network",
     "timeout": "options.timeout_s",
+    "jobs": "options.jobs",
+    "shard": "options.shard",
+    "max-runs": "max_runs",
     "pr-handoff": "pr_handoff",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the
