@@ -102,6 +102,9 @@ class ActionSettings(BaseModel):
     results_store: StoreSpec = StoreSpec()
     results_path: Path
     pr_handoff: Path | None = Field(default=None, description="pr.json from the pull_request job")
+    merge: Path | None = Field(
+        default=None, description="directory of downloaded shard results: merge and post, run nothing"
+    )
     max_runs: int = Field(
         default=MAX_RUNS_WITHOUT_CONFIRMATION, ge=1, description="refuse a plan of more runs than this"
     )
@@ -216,6 +219,7 @@ INPUTS: dict[str, str] = {
     "timeout": "options.timeout_s",
     "jobs": "options.jobs",
     "shard": "options.shard",
+    "merge": "merge",
     "max-runs": "max_runs",
     "pr-handoff": "pr_handoff",
 }
@@ -259,7 +263,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
             raise ConfigError(
                 f"input 'results-store': {exc}", hint="e.g. `branch:docdelta-results`"
             ) from None
-    if name in ("results-path", "ca-bundle", "pr-handoff", "patch"):
+    if name in ("results-path", "ca-bundle", "pr-handoff", "patch", "merge"):
         path = Path(text)
         return path if path.is_absolute() else workspace / path
     return text
