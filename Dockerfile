@@ -3,12 +3,14 @@
 # BASE_IMAGE defaults to the official Python slim image; any Debian-like image with
 # python3 (>= 3.11) works, with or without pip (python3-venv comes from apt), so the tests
 # can build on a locally imported base where no container registry is reachable.
-# EXTRA_CA_CERT (PEM text, public: a CA certificate is not a secret) is trusted during the
-# build and at run time, for networks that intercept TLS (corporate proxies, GHES).
+#
+# No build argument carries a CA certificate: a workflow cannot pass build arguments to a
+# container action. Extra CAs (GitHub Enterprise, a TLS-intercepting proxy) are trusted at
+# run time from the `ca-bundle` input, for the GitHub API and the agent's image alike; to
+# build the image itself behind such a proxy, use a BASE_IMAGE that already trusts it.
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
 
-ARG EXTRA_CA_CERT=""
 ARG PIP_VERSION=24.3.1
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,14 +21,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
     PATH=/opt/docdelta/bin:$PATH
-
-# The extra CA first: everything after it may download through the intercepting proxy.
-RUN set -eu; \
-    if [ -n "$EXTRA_CA_CERT" ]; then \
-        mkdir -p /usr/local/share/ca-certificates; \
-        printf '%s\n' "$EXTRA_CA_CERT" > /usr/local/share/ca-certificates/docdelta-extra.crt; \
-        update-ca-certificates >/dev/null; \
-    fi
 
 # git is what docdelta reads repositories with (the slim images do not ship it), and
 # a virtualenv needs ensurepip (Debian's own python3 ships it in python3-venv).
@@ -49,4 +43,5 @@ RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('/src/docdelta
 COPY . /src/docdelta
 RUN pip install -q --no-deps /src/docdelta && rm -rf /src/docdelta && docdelta --version
 
-ENTRYPOINT ["docdelta", "action"]
+# An absolute path: the runner passes its own PATH to the container, which need not name the venv.
+ENTRYPOINT ["/opt/docdelta/bin/docdelta", "action"]

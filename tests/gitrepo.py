@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from docdelta.demo import DemoRepo, examples_dir
+
 ENV = {
     "PATH": os.environ.get("PATH", os.defpath),
     "HOME": os.devnull,
@@ -88,3 +90,18 @@ class GitRepo:
         self.git("add", "--all", "--force")
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
+
+
+def demo_repo(dest: Path, extra: Mapping[str, Content]) -> DemoRepo:
+    """The bundled demo's two commits with `extra` files in both (e.g. a `.docdelta.yml`
+    naming this machine's sandbox image), so the PR still changes only AGENTS.md."""
+    source = examples_dir()
+
+    def tree(folder: str) -> dict[str, Content]:
+        root = source / folder
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    repo = GitRepo.init(dest)
+    base = repo.commit({**tree("repo"), **extra}, message="demo base")
+    head = repo.commit(tree("head"), message="demo head")
+    return DemoRepo(path=dest, base_sha=base, head_sha=head)

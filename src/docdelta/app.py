@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from docdelta import stats
 from docdelta.activity import Activity
-from docdelta.cache import open_store
+from docdelta.cache import open_store, token_auth
 from docdelta.config import load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, SandboxError
@@ -47,12 +47,12 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
-from docdelta.github.pygithub import PyGithubPort
+from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.models import BASE, HEAD, ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.runner import ExperimentRequest
 from docdelta.scorecard import scorecard
-from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output
+from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs
 from docdelta.store import MANIFEST_FILE, ResultStore
 
@@ -195,6 +195,8 @@ def action(
             result = _refresh(ctx)
         else:
             result = ActionResult(activity=Activity.skip, title=why)
+    except ApiError as exc:
+        result = _read_only_fork(ctx) if _fork_token(ctx.event, exc) else _fail(ctx, exc)
     except DocdeltaError as exc:
         result = _fail(ctx, exc)
     except Exception as exc:  # a bug: still no traceback in the PR, and a check that says so
@@ -212,15 +214,55 @@ def action(
     return result
 
 
+FORK_SAFE_WORKFLOW = "examples/workflows/docdelta-fork-safe.yml"
+
+# Hints are written for the CLI; in the Action the same advice names the workflow's inputs.
+_CLI_TO_INPUTS = (
+    ("--sandbox docker", "`sandbox: docker`"),
+    ("--sandbox local", "`sandbox: local`"),
+    ("--allow-network", "`allow-network: true`"),
+    ("--agent-cmd", "the `agent-command` input"),
+    ("--cap-usd", "the `cap-usd` input"),
+    ("--tasks", "the `tasks` input"),
+)
+
+
+def action_hint(hint: str) -> str:
+    """`hint` with each CLI flag it names replaced by the Action input that does the same."""
+    for flag, spelled in _CLI_TO_INPUTS:
+        hint = hint.replace(f"pass {flag}", f"set {spelled}").replace(flag, spelled)
+    return hint
+
+
+def _fork_token(event: EventContext, exc: ApiError) -> bool:
+    """A fork's `pull_request` run holds a read-only token: a 403 there is GitHub's rule, not a failure."""
+    return event.event == "pull_request" and event.is_fork and exc.status == 403
+
+
+def _read_only_fork(ctx: _Context) -> ActionResult:
+    """Say why nothing was posted and what to use instead; the job stays green."""
+    why = (
+        "this pull request comes from a fork: on `pull_request` GitHub gives it a read-only token, "
+        "so docdelta can post no check or comment here. Evaluate fork PRs with the fork-safe "
+        f"workflow (`pull_request_target` + an approval label, see {FORK_SAFE_WORKFLOW}), and run "
+        "this one for same-repository PRs only: `if: github.event.pull_request.head.repo.full_name "
+        "== github.repository`."
+    )
+    ctx.runtime.annotate("warning", why, title="docdelta")
+    return ActionResult(
+        Activity.skip, title="fork pull request: read-only token", outputs={Output.error: why}
+    )
+
+
 def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
     """One log line, and a check that explains: our machinery failing is `neutral` (it says
     nothing about the PR), anything the workflow or repository must fix is `failure`."""
-    text = ctx.redact(str(exc))
+    text = ctx.redact(action_hint(str(exc)))
     ctx.runtime.annotate("error", text, title="docdelta")
     conclusion = Conclusion.neutral if isinstance(exc, InfraError | SandboxError) else Conclusion.failure
     first = ctx.redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     title = f"docdelta could not run: {first}"
-    hint = f"\n\n**What to do:** {ctx.redact(exc.hint)}" if exc.hint else ""
+    hint = f"\n\n**What to do:** {ctx.redact(action_hint(exc.hint))}" if exc.hint else ""
     try:
         ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
     except DocdeltaError as publish_exc:
@@ -391,6 +433,12 @@ def _export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
     return dest
 
 
+ACTION_SANDBOX_BASE = "python:3.11-bookworm"
+"""The agent image's base in the Action when `.docdelta.yml` names no `docker.base`: an
+image every GitHub runner can pull, with the python3 and git the sandbox needs. (The
+CLI's default, docdelta-base, exists only where scripts/provision-docker.sh built it.)"""
+
+
 def _run_matrix(
     ctx: _Context,
     repo: Repo,
@@ -415,17 +463,24 @@ def _run_matrix(
         head=head,
         tasks_dir=tasks_dir,
         conditions=conditions,
-        repeats=settings.repeats,
+        repeats=settings.max_repeats if settings.repeats == "auto" else settings.repeats,
+        adaptive=settings.repeats == "auto",
         seed=settings.seed,
         source=source,
         patch=settings.patch,
         max_runs=settings.max_runs,
     )
+    # The fork-safe workflow checks out with `persist-credentials: false`: on a private
+    # repository the results branch is then read with the workflow's token.
+    auth = None
+    if settings.results_store.kind == "branch":
+        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
     deps = Deps(
         repo=repo,
         workdir=workdir / "results",
-        cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root),
+        cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth),
         save_cache=trusted,
+        image_base=ACTION_SANDBOX_BASE,
     )
     done = evaluate(request, settings.options, deps)
     if done is None:
@@ -443,7 +498,10 @@ def _run_matrix(
         ctx.say(f"docdelta: {reuse.condition} arm reused from cache ({reuse.runs} runs)")
     if done.saved:
         ctx.say(f"docdelta: base arm saved to the results store ({settings.results_store.kind})")
-    return _Matrix(done.summary, notes, done.report.stopped, done.cost_usd)
+    # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
+    # runner often just `workspace`); the scorecard names the repository as GitHub does.
+    summary = done.summary.model_copy(update={"repo": settings.github.repository})
+    return _Matrix(summary, notes, done.report.stopped, done.cost_usd)
 
 
 def _diff_links(settings: ActionSettings, pr_number: int | None, summary: Summary) -> dict[str, str]:
@@ -556,12 +614,12 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
     env = os.environ if env is None else env
     runtime = ActionsRuntime.from_env(env, stream)
     for name in SECRET_INPUTS:
-        secret = env.get(f"INPUT_{name.upper().replace('-', '_')}", "")
+        secret = env.get(input_variable(name), "")
         if secret.strip():
             runtime.mask(secret.strip())
     try:
         event = load_event(env.get("GITHUB_EVENT_NAME", ""), Path(env.get("GITHUB_EVENT_PATH", "")))
-        token = env.get("INPUT_GITHUB_TOKEN", "").strip()
+        token = env.get(input_variable("github-token"), "").strip()
         port = PyGithubPort.from_actions_env(token, env)
     except DocdeltaError as exc:
         runtime.annotate("error", str(exc), title="docdelta")
@@ -579,22 +637,27 @@ def _bad_settings(
     exc: ConfigError, env: Mapping[str, str], event: EventContext, port: GitHubPort, runtime: ActionsRuntime
 ) -> int:
     """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
-    secrets = [env.get(f"INPUT_{n.upper().replace('-', '_')}", "").strip() for n in SECRET_INPUTS]
+    secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor([s for s in secrets if s])
-    text = redact(str(exc))
+    text = redact(action_hint(str(exc)))
     runtime.annotate("error", text, title="docdelta")
-    name = env.get("INPUT_CHECK_NAME", "").strip() or DEFAULT_CHECK_NAME
-    hint = f"\n\n**What to do:** {redact(exc.hint)}" if exc.hint else ""
+    name = env.get(input_variable("check-name"), "").strip() or DEFAULT_CHECK_NAME
+    hint = f"\n\n**What to do:** {redact(action_hint(exc.hint))}" if exc.hint else ""
+    first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     try:
         port.publish_check(
             CheckReport(
                 name=name,
                 head_sha=event.head_sha,
                 conclusion=Conclusion.failure,
-                title=redact(f"docdelta could not run: {exc.message}")[:200],
+                title=f"docdelta could not run: {first}"[:200],
                 summary=redact(exc.message) + hint,
             )
         )
     except DocdeltaError as publish_exc:
         runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
+    # The same outputs as any other failed run, so a later step can report or branch on them.
+    failed = {Output.activity: Activity.error, Output.conclusion: Conclusion.failure, Output.error: first}
+    for output, value in failed.items():
+        runtime.set_output(output, value)
     return exc.exit_code

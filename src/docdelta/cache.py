@@ -20,8 +20,9 @@ stale or tampered entry is ignored, never trusted.
 
 from __future__ import annotations
 
+import base64
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -134,16 +135,29 @@ class BranchStore:
     run pushed first, so concurrent writers never lose each other's entries.
     """
 
-    def __init__(self, repo_root: Path, branch: str, *, remote: str = "origin", attempts: int = 3) -> None:
+    def __init__(
+        self,
+        repo_root: Path,
+        branch: str,
+        *,
+        remote: str = "origin",
+        attempts: int = 3,
+        auth: Mapping[str, str] | None = None,
+    ) -> None:
+        """`auth` is git configuration by environment (`token_auth`) for a checkout whose
+        credentials were not persisted: `persist-credentials: false` on a private repository."""
         self.root, self.branch, self.remote, self.attempts = repo_root, branch, remote, attempts
         self.ref = f"refs/docdelta/{branch}"
+        self._auth = dict(auth or {})
         self._fetched = False
 
     def _fetch(self) -> bool:
         """Update the private ref; False when the branch does not exist yet."""
         proc = run_git(
-            self.root, "fetch", "--quiet", "--no-tags", self.remote, f"+refs/heads/{self.branch}:{self.ref}"
-        )
+            self.root,
+            "fetch", "--quiet", "--no-tags", self.remote, f"+refs/heads/{self.branch}:{self.ref}",
+            env=self._auth,
+        )  # fmt: skip
         self._fetched = True
         if proc.returncode == 0:
             return True
@@ -175,7 +189,14 @@ class BranchStore:
             commit = overlay_commit(
                 self.root, parent, {f"arms/{digest}.json": data}, f"docdelta: {digest[:12]}"
             )
-            proc = run_git(self.root, "push", "--quiet", self.remote, f"{commit}:refs/heads/{self.branch}")
+            proc = run_git(
+                self.root,
+                "push",
+                "--quiet",
+                self.remote,
+                f"{commit}:refs/heads/{self.branch}",
+                env=self._auth,
+            )
             if proc.returncode == 0:
                 return
             err = proc.stderr.decode(errors="replace").strip()
@@ -247,12 +268,29 @@ def save(backend: ArmStore, exp: Experiment, results: Sequence[RunResult], condi
     return True
 
 
-def open_store(kind: str, location: str, repo_root: Path) -> ArmStore | None:
-    """The backend a `results-store` setting names (None for `none`)."""
+def token_auth(repo_root: Path, server_url: str, token: str) -> dict[str, str]:
+    """git configuration, passed by environment (never on a command line other processes can
+    read), that sends `token` to `server_url` the way actions/checkout does; empty when the
+    checkout already carries such a header (a second one would be a duplicate GitHub rejects)."""
+    key = f"http.{server_url.rstrip('/')}/.extraheader"
+    if not token or run_git(repo_root, "config", "--get-all", key).stdout.strip():
+        return {}
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": key,
+        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+    }
+
+
+def open_store(
+    kind: str, location: str, repo_root: Path, auth: Mapping[str, str] | None = None
+) -> ArmStore | None:
+    """The backend a `results-store` setting names (None for `none`); `auth` for a branch."""
     if kind == "directory":
         return DirectoryStore(Path(location) if Path(location).is_absolute() else repo_root / location)
     if kind == "branch":
-        return BranchStore(repo_root, location)
+        return BranchStore(repo_root, location, auth=auth)
     return None
 
 
@@ -267,4 +305,5 @@ __all__ = [
     "open_store",
     "restore",
     "save",
+    "token_auth",
 ]

@@ -24,7 +24,9 @@ from typing import Any, BinaryIO, TypeVar
 import httpx
 
 from docdelta import __version__, validate
+from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
@@ -39,6 +41,7 @@ from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
+from docdelta.rounds import AUTO, parse_repeats
 from docdelta.runner import ExperimentRequest, PlanTooLarge
 from docdelta.sandbox import get_provider
 from docdelta.scorecard import scorecard
@@ -126,8 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_judge_options(cal)
 
-    g = sub.add_parser("gc", help="remove Docker containers, networks and volumes left by a crashed run")
-    g.add_argument("--yes", action="store_true", help="also remove those of runs that may still be going")
+    g = sub.add_parser(
+        "gc", help="remove Docker containers, networks and volumes of runs whose docdelta process is gone"
+    )
+    g.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
     s = sub.add_parser("schema", help="print a JSON Schema, for editors")
     s.add_argument("what", choices=("task",))
@@ -177,7 +182,10 @@ def _add_workdir_commands(sub: Any) -> None:
 def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=_at_least(1), default=3)
+    r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
+    r.add_argument(
+        "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
+    )
     r.add_argument("--seed", type=int, default=0)
     r.add_argument(
         "--yes",
@@ -194,25 +202,26 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
-    r.add_argument(
-        "--timeout", type=_arg(validate.positive), default=600.0, help="wall-clock seconds per run"
-    )
+    r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
     r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
     r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
         "--allow-network", action="store_true", help="run without isolation where none is available"
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
-    r.add_argument(
-        "--cap-usd", type=_arg(validate.non_negative), help="stop the matrix before spend would exceed this"
-    )
+    r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
     r.add_argument(
         "--reserve-usd",
-        type=_arg(validate.non_negative),
+        type=float,
         default=0.0,
         help="spend reserved per run for the cap check; behind the gateway also each run's dollar budget",
     )
     r.add_argument("--max-turns", type=_at_least(1), help="turn cap per run, for agents that take one")
+    r.add_argument(
+        "--max-output-tokens",
+        type=_at_least(1),
+        help=f"output cap per model turn of the openai agent (default {DEFAULT_MAX_OUTPUT_TOKENS})",
+    )
     r.add_argument(
         "--infra-retries",
         type=_at_least(0),
@@ -328,10 +337,15 @@ def _detect(args: argparse.Namespace) -> int:
         print("nothing to evaluate: no agent instruction file changed")
     for f in detection.changed:
         moved = f" (from {f.old_path})" if f.old_path else ""
-        link = " [symlink]" if f.symlink else ""
-        print(f"{f.status.value:<9} {f.path}{moved}{link}  read by: {', '.join(f.families) or '-'}")
+        link = f" [symlink -> {f.link_target}]" if f.link_target else " [symlink]" if f.symlink else ""
+        via = f" (imported by {', '.join(f.imported_by)})" if f.imported_by else ""
+        print(f"{f.status.value:<9} {f.path}{moved}{link}{via}  read by: {f.loading_text() or '-'}")
     for n in detection.near_misses:
         print(f"note      {n.path}: {n.reason}")
+    if detection.other_changed and not detection.empty:
+        print(
+            f"note      {len(detection.other_changed)} other file(s) changed in the range (code, tests, docs)"
+        )
     return ExitCode.OK
 
 
@@ -348,7 +362,8 @@ def _run(args: argparse.Namespace) -> int:
         head=args.head,
         tasks_dir=args.tasks,
         conditions=args.conditions,
-        repeats=args.repeats,
+        repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
+        adaptive=args.repeats == AUTO,
         seed=args.seed,
         source=args.source,
         patch=args.patch,
@@ -367,6 +382,7 @@ RUN_FLAGS = {
     "extra_ca": "extra-ca",
     "timeout_s": "timeout",
     "max_turns": "max-turns",
+    "max_output_tokens": "max-output-tokens",
     "cap_usd": "cap-usd",
     "reserve_usd": "reserve-usd",
     "infra_retries": "infra-retries",
@@ -415,13 +431,14 @@ def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdi
 
 
 def _plan_cost(planned: int, options: RunOptions) -> str:
-    """What a plan may cost and take, where the flags bound it: the reserve is each run's
+    """What a plan may cost and take, where the options bound it: the reserve is each run's
     spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
     timeout = options.timeout_s
     hours = f"take up to {planned * timeout / 3600:,.1f} hours (--timeout {timeout:g}s per run)"
     if options.reserve_usd > 0:
-        cost = planned * options.reserve_usd
-        return f"it may cost up to ${cost:,.2f} (--reserve-usd per run) and {hours}; "
+        return (
+            f"it may cost up to ${planned * options.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
+        )
     return f"it may {hours}; "
 
 
@@ -561,16 +578,14 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _gc(args: argparse.Namespace) -> int:
+    """Live runs and other hosts' runs are never touched, so this needs no confirmation."""
     from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415 - Docker only when asked
 
-    if not args.yes:
-        raise ConfigError(
-            "gc removes every docdelta-labelled container, network and volume on this engine, "
-            "including those of runs still in progress",
-            hint="stop other docdelta runs first, then pass --yes",
-        )
-    removed = docker_sandbox.gc(docker_sandbox.engine())
-    print(f"removed {removed} docdelta container(s), network(s) and volume(s)")
+    names = docker_sandbox.gc(docker_sandbox.engine(), dry_run=args.dry_run)
+    for name in names:
+        print(name)
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"{verb} {len(names)} container(s), network(s) and volume(s) of finished docdelta processes")
     return ExitCode.OK
 
 

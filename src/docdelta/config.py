@@ -17,10 +17,11 @@ from typing import Annotated, Any, TypeVar
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from docdelta.detect import GlobSet, InstructionMatcher
+from docdelta.detect import InstructionMatcher
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
+from docdelta.globs import check_glob
 
 CONFIG_PATH = ".docdelta.yml"
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
@@ -115,13 +116,8 @@ def _load_model(
 
 
 # -------------------------------------------------------------------- config
-def _check_glob(glob: str) -> str:
-    GlobSet([glob])  # raises ValueError on an empty pattern
-    return glob
-
-
-Glob = Annotated[str, AfterValidator(_check_glob)]
-"""A gitignore-like glob (see `docdelta.detect.GlobSet`), checked item by item so an
+Glob = Annotated[str, AfterValidator(check_glob)]
+"""A gitignore glob (see `docdelta.globs`), checked item by item so an
 error names its index."""
 
 
@@ -174,6 +170,12 @@ class ProjectConfig(BaseModel):
         if value.startswith("/") or ".." in parts or not value.strip("/"):
             raise ValueError(f"must be a path inside the repository, got {value!r}")
         return value.strip("/")
+
+    def with_image_base(self, base: str | None) -> ProjectConfig:
+        """This config with `base` as the sandbox's base image, unless `docker.base` was set."""
+        if base is None or "base" in self.docker.model_fields_set:
+            return self
+        return self.model_copy(update={"docker": self.docker.model_copy(update={"base": base})})
 
     @property
     def checkout_strip(self) -> list[str]:

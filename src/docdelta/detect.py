@@ -1,19 +1,20 @@
 """Which files are agent instruction files, and which of them a change touches.
 
-The built-in table says, per path pattern, which agent families load the file by
-default (family names match the agent adapter names, e.g. `claude_code`). It is
-deliberately faithful rather than generous: Claude Code does not read AGENTS.md,
-Gemini CLI does not read AGENTS.md unless configured, so a PR that edits only
-AGENTS.md tells you nothing about them, and the report must be able to say so.
+The built-in table (`instructions.RULES`) says, per path pattern, which agent families
+load the file by default (family names match the agent adapter names, e.g.
+`claude_code`). It is deliberately faithful rather than generous: Claude Code does not
+read AGENTS.md unless CLAUDE.md imports or links it, Gemini CLI does not read AGENTS.md
+unless configured, so a PR that edits only AGENTS.md tells you nothing about them, and
+the report must be able to say so. `detect_refs` adds what only the instruction graph of
+each side knows: precedence, @imports, links, loading modes.
 
-Patterns use gitignore-like globs (see `GlobSet`). Projects extend the table with
+Patterns are gitignore globs (`docdelta.globs`). Projects extend the table with
 `instructions.include` (family `custom`) and drop entries with `instructions.exclude`.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,8 @@ from unidiff.patch import PatchSet
 
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.globs import GlobSet
+from docdelta.instructions import CUSTOM_FAMILY, RULES, GitTree, Graph, build, instruction_links
 from docdelta.models import (
     ChangedFile,
     ConditionSpec,
@@ -33,96 +36,10 @@ from docdelta.models import (
 )
 
 MAX_INSTRUCTION_BYTES = 1024 * 1024
-CUSTOM_FAMILY = "custom"
 
-# (glob, families). A path's families are the union over every pattern it matches.
-# Zed reads the first of several root files; Copilot's coding agent reads AGENTS.md
-# anywhere and CLAUDE.md/GEMINI.md at the root; OpenCode falls back to CLAUDE.md
-# when no AGENTS.md exists and loads skills from .claude/skills.
-BUILTIN_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("AGENTS.md", ("codex", "opencode", "cursor", "copilot")),
-    ("AGENTS.override.md", ("codex",)),
-    ("/AGENTS.md", ("zed",)),
-    ("/AGENT.md", ("zed",)),
-    ("CLAUDE.md", ("claude_code", "opencode")),
-    ("/CLAUDE.md", ("zed", "copilot")),
-    ("CLAUDE.local.md", ("claude_code",)),
-    ("**/.claude/rules/**", ("claude_code",)),
-    ("**/.claude/skills/**", ("claude_code", "opencode")),
-    ("/.cursorrules", ("cursor", "zed")),
-    ("**/.cursor/rules/**/*.mdc", ("cursor",)),
-    ("/.github/copilot-instructions.md", ("copilot", "zed")),
-    ("/.github/instructions/**/*.instructions.md", ("copilot",)),
-    ("/.clinerules", ("cline", "zed")),
-    ("/.clinerules/**", ("cline",)),
-    ("/.windsurfrules", ("windsurf", "zed")),
-    ("/.windsurf/rules/**", ("windsurf",)),
-    ("GEMINI.md", ("gemini",)),
-    ("/GEMINI.md", ("zed", "copilot")),
-    ("/CONVENTIONS.md", ("aider",)),
-    ("/.junie/guidelines.md", ("junie",)),
-    ("/.rules", ("zed",)),
-    ("/.kiro/steering/**", ("kiro",)),
-    ("/.amazonq/rules/**", ("amazon_q",)),
-    ("/.roo/rules/**", ("roo",)),
-    ("/.roo/rules-*/**", ("roo",)),
-    ("/.roorules", ("roo",)),
-)
-
-
-def _glob_regex(pattern: str) -> str:
-    """Translate one glob to a regex over repo-relative POSIX paths.
-
-    A pattern without a slash matches a file name at any depth (`AGENTS.md`); a
-    pattern with one is anchored at the repository root (`/CLAUDE.md`,
-    `.github/instructions/*.md`). `*` and `?` stay within one path segment and
-    `**` spans segments, as in .gitignore.
-    """
-    anchored = "/" in pattern.rstrip("/")
-    pattern = pattern.strip("/")
-    out = [] if anchored else ["(?:.*/)?"]
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
-
-
-class GlobSet:
-    """A set of gitignore-like globs; `matches(path)` is True if any glob matches."""
-
-    def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns = tuple(patterns)
-        for p in self.patterns:
-            if not p.strip("/"):
-                raise ValueError(f"empty glob {p!r}")
-        joined = "|".join(f"(?:{_glob_regex(p)})" for p in self.patterns)
-        self._regex = re.compile(f"(?:{joined})\\Z" if joined else r"(?!)")
-
-    def matches(self, path: str) -> bool:
-        return self._regex.match(path) is not None
-
-
-SHADOWED: dict[str, tuple[tuple[str, str], ...]] = {
-    # OpenCode loads only the first of AGENTS.md, CLAUDE.md it finds (checked against
-    # OpenCode 1.18.33 at our scripted model server): a root CLAUDE.md next to a root
-    # AGENTS.md never reaches it.
-    "opencode": (("CLAUDE.md", "AGENTS.md"),),
-}
-"""Family -> (file, the file whose presence keeps it from loading), root-relative paths."""
+BUILTIN_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((r.glob, r.families) for r in RULES)
+"""(glob, families), from `instructions.RULES`. A path's families are the union over every
+pattern it matches; precedence, imports and links are the instruction graph's business."""
 
 KNOWN_FAMILIES = frozenset(f for _, families in BUILTIN_PATTERNS for f in families)
 """Agent families the table knows; adapters of the same name (claude_code, codex, ...) are them."""
@@ -141,7 +58,7 @@ def _literal_names(patterns: Iterable[str]) -> dict[str, str]:
 
 
 # Too generic to flag when it turns up elsewhere (docs/guidelines.md is just a doc).
-_GENERIC_NAMES = frozenset({"guidelines.md"})
+_GENERIC_NAMES = frozenset({"guidelines.md", "settings.json", "settings.local.json"})
 _KNOWN_NAMES = {
     low: name
     for low, name in _literal_names(glob for glob, _ in BUILTIN_PATTERNS).items()
@@ -269,9 +186,163 @@ def detect_diff(diff_text: str, matcher: InstructionMatcher, *, base: str = "", 
 
 
 def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -> Detection:
-    """detect_diff over `git diff base head`; the Detection records the resolved shas."""
+    """What changed for the agents between two commits: `detect_diff` over `git diff base head`,
+    with readers, loading modes, links and @imports from each side's instruction graph; files
+    whose content changed only as an agent sees it (through a link or an import); near misses
+    over both trees; and the range's other changed files. Records the resolved shas."""
     base_sha, head_sha = repo.resolve(base), repo.resolve(head)
-    return detect_diff(repo.diff(base_sha, head_sha), matcher, base=base_sha, head=head_sha)
+    diff = repo.diff(base_sha, head_sha)
+    by_name = detect_diff(diff, matcher, base=base_sha, head=head_sha)
+    base_tree, head_tree = GitTree(repo, base_sha), GitTree(repo, head_sha)
+    graphs = build(base_tree, matcher.families), build(head_tree, matcher.families)
+    listed = _typechanges([*by_name.changed, *_link_changes(diff, graphs, by_name)])
+    changed = [_with_graph(f, *graphs) for f in listed]
+    seen, notes = _seen_changes(graphs, {p for f in changed for p in (f.path, f.old_path) if p}, matcher)
+    changed += seen
+    near = [*by_name.near_misses, *notes]
+    if changed:
+        near = _tree_near_misses(matcher, [base_tree, head_tree], graphs, near)
+    instruction_paths = {p for f in changed for p in (f.path, f.old_path) if p}
+    other = [
+        p
+        for df in diff_files(diff)
+        for p in dict.fromkeys(x for x in (df.old, df.new) if x)
+        if p not in instruction_paths and not any(p in g.links for g in graphs)
+    ]
+    return Detection(
+        base=base_sha,
+        head=head_sha,
+        changed=changed,
+        near_misses=near,
+        other_changed=list(dict.fromkeys(other)),
+    )
+
+
+def _typechanges(files: list[ChangedFile]) -> list[ChangedFile]:
+    """git writes a link that becomes a file (or back) as a deletion plus an addition of one
+    path; for the agent that path was modified."""
+    added = {f.path for f in files if f.status is FileStatus.added}
+    gone = {f.path for f in files if f.status is FileStatus.deleted} & added
+    out = []
+    for f in files:
+        if f.path in gone and f.status is FileStatus.deleted:
+            continue
+        out.append(f.model_copy(update={"status": FileStatus.modified}) if f.path in gone else f)
+    return out
+
+
+def _link_changes(diff: str, graphs: tuple[Graph, Graph], by_name: Detection) -> list[ChangedFile]:
+    """Links the diff adds, deletes or retargets that are instruction links only by what is seen
+    through them (a directory link `.cursor/rules -> ../docs/rules`)."""
+    links = {*graphs[0].links, *graphs[1].links}
+    known = {p for f in by_name.changed for p in (f.path, f.old_path) if p}
+    out = []
+    for df in diff_files(diff):
+        path = df.new or df.old
+        if path is None or path in known or path not in links:
+            continue
+        status = (
+            FileStatus.added
+            if df.old is None
+            else FileStatus.deleted
+            if df.new is None
+            else FileStatus.modified
+        )
+        out.append(ChangedFile(path=path, status=status, families=[], symlink=True))
+    return out
+
+
+def _with_graph(f: ChangedFile, base: Graph, head: Graph) -> ChangedFile:
+    """A changed file's readers as the graphs say (base for its old path, head for the new):
+    precedence drops a shadowed reader, a link or an @import adds one."""
+    readers = {**base.readers(f.old_path or f.path), **head.readers(f.path)}
+    for graph in (base, head):  # a directory link: the readers of what is seen through it
+        if f.path in graph.links:
+            inside = [x.path for fs in graph.loads.values() for x in fs if x.path.startswith(f"{f.path}/")]
+            for path in inside:
+                readers = {**graph.readers(path), **readers}
+    if not readers and f.status is FileStatus.deleted:
+        readers = base.readers(f.path)
+    link = base.links.get(f.old_path or f.path) if f.status is FileStatus.deleted else head.links.get(f.path)
+    return f.model_copy(
+        update={
+            "families": sorted(readers),
+            "loading": {family: loaded.mode for family, loaded in sorted(readers.items())},
+            "kinds": {family: loaded.kind for family, loaded in sorted(readers.items())},
+            "imported_by": sorted({x.via for x in readers.values() if x.via}),
+            "link_target": link,
+            "symlink": link is not None or (f.symlink and f.status is not FileStatus.modified),
+        }
+    )
+
+
+def _through_link(path: str, links: Iterable[str]) -> str | None:
+    """The instruction link `path` is, or is seen through (`.cursor/rules` for `.cursor/rules/a.mdc`)."""
+    return next((link for link in links if path == link or path.startswith(f"{link}/")), None)
+
+
+def _seen_changes(
+    graphs: tuple[Graph, Graph], listed: set[str], matcher: InstructionMatcher
+) -> tuple[list[ChangedFile], list[NearMiss]]:
+    """Files the diff does not list as instruction files but that changed for an agent loading
+    them. Each condition carries its instruction files and links, so these are evaluated: a
+    file that appears or disappears (a link added or left dangling), and a changed content
+    that is an instruction file (`CLAUDE.md -> AGENTS.md`). A doc reached through an @import
+    or a link is the source commit's version in every condition: its edit is a note."""
+    base, head = graphs
+    links = {*base.links, *head.links}
+    changed, notes = [], []
+    loaded = {f.path for g in graphs for files in g.loads.values() for f in files} | links
+    for path in sorted(loaded - listed):
+        before, after = base.digests.get(path), head.digests.get(path)
+        if before == after:
+            continue
+        link = _through_link(path, links)
+        ends = [e for e in (base.ends.get(path), head.ends.get(path)) if e]
+        carried = matcher.matches(path) or link is not None
+        if carried and (None in (before, after) or all(matcher.matches(e) for e in ends)):
+            status = FileStatus.added if before is None else FileStatus.modified
+            status = FileStatus.deleted if after is None else status
+            entry = ChangedFile(path=path, status=status, families=[], symlink=path in links)
+            changed.append(_with_graph(entry, base, head))
+            continue
+        readers = {**base.readers(path), **head.readers(path)}
+        importers = sorted({x.via for x in readers.values() if x.via})
+        how = (
+            f"is @imported by {', '.join(importers)}" if importers else f"is seen through the symlink {link}"
+        )
+        notes.append(
+            NearMiss(
+                path=path,
+                reason=f"changed and {how} (loaded by {', '.join(sorted(readers)) or 'no agent'}), but as a "
+                "doc it is the source commit's version in every condition: this edit is not evaluated",
+            )
+        )
+    return changed, notes
+
+
+def _tree_near_misses(
+    matcher: InstructionMatcher, trees: Sequence[GitTree], graphs: Sequence[Graph], found: list[NearMiss]
+) -> list[NearMiss]:
+    """Near misses anywhere in base's or head's tree (not only in the diff), plus dangling
+    instruction links: confounds of any evaluation, whether or not the PR touched them."""
+    out = {n.path: n for n in found}
+    for tree in trees:
+        for path in tree.paths():
+            reason = None if path in out else matcher.near_miss(path)
+            if reason:
+                out[path] = NearMiss(path=path, reason=reason)
+    for graph, side in zip(graphs, ("base", "head"), strict=True):
+        for path in graph.dangling:
+            out.setdefault(
+                path,
+                NearMiss(
+                    path=path,
+                    reason=f"a symlink to {graph.links[path]!r}, which does not exist at {side}: "
+                    "no agent can read it",
+                ),
+            )
+    return [out[p] for p in sorted(out)]
 
 
 # ------------------------------------------------------------------- overlay
@@ -333,7 +404,8 @@ def check_content(path: str, data: bytes, where: str) -> bytes:
 def instruction_files(repo: Repo, sha: str, matcher: InstructionMatcher) -> Overlay:
     """Every instruction file at commit `sha`, checked, with symlinks kept as links."""
     where = sha[:12]
-    entries = [e for e in repo.tree(sha) if e.is_blob and matcher.matches(e.path)]
+    links = instruction_links(GitTree(repo, sha), matcher.families)
+    entries = [e for e in repo.tree(sha) if e.is_blob and (matcher.matches(e.path) or e.path in links)]
     for e in entries:  # refuse a huge file before reading it
         _check_size(e.path, e.size or 0, where)
     by_oid = dict(repo.read_blobs(list({e.oid: None for e in entries})))

@@ -20,14 +20,14 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2
     """Bad input (arguments, config, task files, Action inputs) or a failed selftest/calibration."""
     INFRA = 3
-    """Our machinery failed (Docker, the gateway, the grader), or most runs failed for the
-    harness's or the agent command's reasons, so there is no verdict."""
+    """Our own machinery failed (Docker, the gateway, the grader), or so many runs failed for
+    the harness's or the agent command's reasons that there is no verdict."""
     GITHUB = 4
     """A GitHub API call failed in a way the bot cannot recover from."""
     INTERRUPTED = 130
     """Ctrl-C / SIGINT (128 + 2, the shell's convention); finished results are kept."""
     TERMINATED = 143
-    """SIGTERM: 128 + 15."""
+    """SIGTERM (128 + 15): handled like Ctrl-C, finished results are kept."""
 
 
 class Terminated(BaseException):

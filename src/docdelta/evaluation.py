@@ -31,6 +31,9 @@ from docdelta.errors import ConfigError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.models import BASE, RunBounds, Summary
+from docdelta.power import POWER_CACHE, cached_drop, power_line
+from docdelta.report.summary import design_of
+from docdelta.rounds import run_matrix
 from docdelta.runner import (
     Experiment,
     ExperimentRequest,
@@ -60,7 +63,8 @@ class RunOptions(BaseModel):
     One object for every entry point; the CLI builds it from flags, the Action from inputs,
     and each names its own spelling of a field in errors (`--max-turns`, `max-turns`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    """No NaN or infinity: every comparison with NaN is False, so it would switch a limit off."""
 
     agent: str = Field(default="fake", min_length=1)
     agent_cmd: str | None = None
@@ -72,6 +76,9 @@ class RunOptions(BaseModel):
     extra_ca: Path | None = Field(default=None, description="PEM bundle trusted by images (and the Action)")
     timeout_s: float = Field(default=600.0, gt=0)
     max_turns: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(
+        default=None, ge=1, description="built-in openai agent: output tokens per turn (None: its default)"
+    )
     cap_usd: float | None = Field(default=None, gt=0)
     reserve_usd: float = Field(default=0.0, ge=0)
     infra_retries: int = Field(default=2, ge=0)
@@ -135,6 +142,9 @@ class Deps:
     cache: ArmStore | None = None
     save_cache: bool = False
     """Trusted runs only (push to the default branch, a results directory): store the base arm."""
+    image_base: str | None = None
+    """The sandbox's base image where `.docdelta.yml` names no `docker.base` (the Action: one
+    a GitHub runner can pull); None keeps the config's default."""
 
 
 @dataclass(frozen=True)
@@ -204,16 +214,23 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
     """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
     save, and score. None when no instruction file changed between the refs."""
     store = ResultStore(deps.workdir)
-    with store.lock():
-        return _evaluate_locked(request, options, deps, store)
+    with store.lock():  # one run per workdir: a second would run the same cells again
+        return _evaluate(request, options, deps, store)
 
 
-def _evaluate_locked(
+def _evaluate(
     request: ExperimentRequest, options: RunOptions, deps: Deps, store: ResultStore
 ) -> Evaluation | None:
     repo = deps.repo
-    config = load_project_config(repo, repo.resolve(request.base))
-    agent = build_agent(AgentChoice(options.agent, cmd=options.agent_cmd, model=options.model))
+    config = load_project_config(repo, repo.resolve(request.base)).with_image_base(deps.image_base)
+    agent = build_agent(
+        AgentChoice(
+            options.agent,
+            cmd=options.agent_cmd,
+            model=options.model,
+            max_output_tokens=options.max_output_tokens,
+        )
+    )
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
     provider, image_digest = build_provider(
         SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
@@ -248,7 +265,20 @@ def _evaluate_locked(
             options.limits(),
             _progress(options, deps),
         )
-        report = runner.run(exp, None if options.shard is None else options.shard.cells(exp.manifest.order))
+        tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
+        drop = cached_drop(
+            store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band
+        )
+        print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
+        if options.shard is None:
+            report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band)
+        elif exp.manifest.adaptive:
+            raise ConfigError(
+                "--repeats auto decides round by round from all runs, so it cannot be split into shards",
+                hint="give --shard a fixed --repeats N",
+            )
+        else:
+            report = runner.run(exp, options.shard.cells(exp.manifest.order))
     finally:
         provider.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)

@@ -81,6 +81,18 @@ class FileStatus(StrEnum):
     renamed = "renamed"
 
 
+class LoadMode(StrEnum):
+    """How an agent family takes in an instruction file (`docdelta.instructions`)."""
+
+    always = "always"
+    """In the agent's context from the start of every run (root AGENTS.md, CLAUDE.md, its @imports)."""
+    on_demand = "on_demand"
+    """Loaded only when the agent or the user calls for it: skills, slash commands, subagents,
+    nested files of a directory the agent works in."""
+    config = "config"
+    """Not read as text but steers the agent: settings, permissions, hooks."""
+
+
 class ChangedFile(Frozen):
     """One instruction file that differs between base and head."""
 
@@ -89,6 +101,25 @@ class ChangedFile(Frozen):
     old_path: str | None = None
     families: list[str] = Field(description="agent families that read this file, e.g. ['codex', 'opencode']")
     symlink: bool = False
+    link_target: str | None = Field(
+        default=None, description="a symlink's target as stored (at head, else base)"
+    )
+    loading: dict[str, LoadMode] = Field(default={}, description="family -> how it loads the file")
+    kinds: dict[str, str] = Field(
+        default={}, description="family -> what the file is to it, e.g. 'slash command'"
+    )
+    imported_by: list[str] = Field(default=[], description="instruction files that @import this one")
+
+    def loading_text(self) -> str:
+        """`claude_code (on demand: slash command), codex`: the readers and how each loads it."""
+        parts = []
+        for family in self.families:
+            mode = self.loading.get(family, LoadMode.always)
+            how = "" if mode is LoadMode.always else mode.value.replace("_", " ")
+            if how and family in self.kinds:
+                how = f"{how}: {self.kinds[family]}"
+            parts.append(f"{family} ({how})" if how else family)
+        return ", ".join(parts)
 
 
 class NearMiss(Frozen):
@@ -105,6 +136,9 @@ class Detection(Frozen):
     head: str
     changed: list[ChangedFile]
     near_misses: list[NearMiss] = []
+    other_changed: list[str] = Field(
+        default=[], description="files changed in the range that are no instruction file (code, tests, docs)"
+    )
 
     @property
     def empty(self) -> bool:
@@ -112,12 +146,25 @@ class Detection(Frozen):
 
 
 # --------------------------------------------------------------------- tasks
-class GoldCitation(Frozen):
-    """Where the gold answer stands in the source commit; checked when the task loads."""
+class GoldQuote(Frozen):
+    """A quote in a file: it stands wherever the quote is in a condition's copy of the file."""
 
     path: str
-    lines: Lines
-    quote: str
+    quote: str = Field(min_length=1)
+    lines: Lines | None = Field(
+        default=None, description="where the quote stood when the task was written: a hint, never scored"
+    )
+
+
+class GoldCitation(GoldQuote):
+    """Where the gold answer stands: a quote in a file, located in each condition's files
+    (`docdelta.quotes`); `any_of` lists other quotes that serve as well (a rule stated in
+    AGENTS.md and in CONTRIBUTING.md)."""
+
+    any_of: list[GoldQuote] = Field(default=[], description="alternatives: citing any one of them counts")
+
+    def choices(self) -> list[GoldQuote]:
+        return [GoldQuote(path=self.path, quote=self.quote, lines=self.lines), *self.any_of]
 
 
 class Validation(Frozen):
@@ -150,7 +197,7 @@ class Validation(Frozen):
 
 
 class HardChecks(Frozen):
-    """Deterministic checks on the agent's diff; globs are gitignore-like (see detect.GlobSet)."""
+    """Deterministic checks on the agent's diff; globs are gitignore-like (see docdelta.globs)."""
 
     require_changed: list[str] = Field(default=[], description="globs; each must match a changed path")
     forbid_changed: list[str] = Field(default=[], description="globs no changed path may match")
@@ -196,8 +243,12 @@ def mistake_regex(pattern: str) -> re2._Regexp[str]:
 
 class Gold(Frozen):
     docs: list[str] = Field(default=[], description="instruction files the answer depends on")
-    files: list[str] = Field(default=[], description="repository paths a correct answer names")
-    commands: list[str] = Field(default=[], description="commands a correct answer gives")
+    files: list[str | list[str]] = Field(
+        default=[], description="repository paths a correct answer names; a list: any one of them"
+    )
+    commands: list[str | list[str]] = Field(
+        default=[], description="commands a correct answer gives; a list: any one of them"
+    )
     guardrails: list[str] = Field(
         default=[], description="commands or snippets a correct answer must NOT recommend"
     )
@@ -253,6 +304,7 @@ class RunStatus(StrEnum):
     no_answer = "no_answer"
     timeout = "timeout"
     oom = "oom"
+    disk_full = "disk_full"
     budget = "budget"
     max_turns = "max_turns"
     rate_limited = "rate_limited"
@@ -292,6 +344,10 @@ class AgentOutcome(Frozen):
     metrics: AgentMetrics = AgentMetrics()
     exit_code: int | None = None
     error: str | None = None
+    served_by: dict[str, str] = Field(
+        default={},
+        description="what the model server said answered (Chat Completions `model`, `system_fingerprint`)",
+    )
 
 
 class ModelCall(Frozen):
@@ -309,7 +365,14 @@ class ModelCall(Frozen):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
-    error: str | None = Field(default=None, description="'budget', 'refused', 'upstream' or None")
+    error: str | None = Field(
+        default=None,
+        description="None, or why the gateway did not complete it: 'budget', 'refused', "
+        "'unauthorized', 'too_large', 'timeout', 'busy', 'upstream', 'unfinished'",
+    )
+    count: int = Field(
+        default=1, ge=1, description="refusals past the first few are logged as one entry with their count"
+    )
     instructions: dict[str, Literal["injected", "tool"]] = Field(
         default={},
         description="audit fingerprint id -> how that file's text reached this request: in the "
@@ -353,6 +416,10 @@ class ScoreItem(Frozen):
     expected: str
     hit: bool | None = Field(description="None: not scored (e.g. key points before a judge exists)")
     note: str = ""
+    attainable: bool = Field(
+        default=True,
+        description="False: the gold is not in this condition's files (a citation whose quote is absent)",
+    )
 
 
 class Score(Frozen):
@@ -426,6 +493,15 @@ class AgentInfo(Frozen):
     name: str
     version: str
     model: str | None = None
+    settings: dict[str, int | str] = Field(
+        default={},
+        description="the agent's knobs that change what it does, e.g. the per-turn output cap",
+    )
+    server: dict[str, str] = Field(
+        default={},
+        description="the model server's identity where it exposes one (llama-server: model, "
+        "chat template hash, build, flags)",
+    )
 
 
 class RunBounds(Frozen):
@@ -462,6 +538,9 @@ class Manifest(Frozen):
     image_digest: str | None = None
     seed: int
     repeats: int
+    adaptive: bool = Field(
+        default=False, description="--repeats auto: `repeats` is the cap, rounds stop tasks once decided"
+    )
     bounds: RunBounds | None = None
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
@@ -525,9 +604,15 @@ class Delta(Frozen):
     control: str
     value: float | None = None
     noise: bool | None = Field(default=None, description="True when |value| <= the noise band")
-    p_value: float | None = Field(default=None, description="per task: Fisher exact test on passes")
+    p_value: float | None = Field(
+        default=None,
+        description="per task, head vs base: the Holm-adjusted sequential p the task's decision used "
+        "(in the direction of the delta); head vs none: Fisher exact test on passes",
+    )
     flip: bool | None = Field(
-        default=None, description="per task: the pass/fail majority differs between the arms"
+        default=None,
+        description="per task: the pass/fail majority differs between the arms and (head vs base) the "
+        "task's change is significant, so a flip is never noise sold as a finding",
     )
     aa_noise: bool | None = Field(
         default=None,
@@ -551,6 +636,9 @@ class TaskSummary(Frozen):
     head_vs_none: Delta
     judged: dict[str, JudgedTally] = Field(
         default={}, description="condition -> the judge's hits; empty when no run of the task was judged"
+    )
+    decision: TaskDecisionSummary | None = Field(
+        default=None, description="head vs base: this task's call; None when an arm has no graded run"
     )
 
 
@@ -591,6 +679,13 @@ class Confounds(Frozen):
         description="changed instruction files the agent under test does not read natively "
         "(e.g. AGENTS.md for Claude Code): their edit cannot change its behaviour",
     )
+    code_changes: int = Field(
+        default=0,
+        description="files other than instruction files changed between base and head: every "
+        "condition runs on the source commit's code, so the other side's docs meet code they were "
+        "not written for",
+    )
+    source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
 
 
 class ArmUse(Frozen):
@@ -659,21 +754,44 @@ class Summary(Frozen):
 
 
 class VerdictSummary(Frozen):
-    """The overall call on treatment vs control, with the numbers that justify it."""
+    """The call on treatment vs control (`docdelta.decision`), with the numbers that justify it."""
 
     treatment: str
     control: str
     kind: VerdictKind
     estimate: float = Field(description="mean over tasks of the per-task mean-score differences")
-    ci_low: float
-    ci_high: float
-    confidence: float
-    p_value: float = Field(description="stratified permutation test, labels shuffled within tasks")
-    exact: bool = Field(description="True when every arrangement was enumerated (no sampling)")
+    ci_low: float | None = Field(description="the equivalence (TOST) interval; None when an arm is too small")
+    ci_high: float | None
+    confidence: float | None
+    p_value: float = Field(
+        description="the p the decision used: Holm-adjusted sequential p of the deciding hypothesis "
+        "(a change), the TOST p (no change), else the smallest adjusted p"
+    )
+    threshold: float = Field(description="what p_value was compared with (alpha)")
+    decided_by: list[str] = Field(default=[], description="task ids and/or 'overall' that decided")
+    exact: bool = Field(description="True when every permutation test enumerated every arrangement")
     alpha: float
     band: float
     tasks: int
+    design: str = Field(description="fixed N repeats, or auto with its looks")
+    rounds: int = Field(description="repeats per arm the longest task ran")
+    repeats_needed: int | None = Field(
+        default=None, description="inconclusive: repeats per arm at which this spread would show no change"
+    )
     reason: str
+
+
+class TaskDecisionSummary(Frozen):
+    """One task's own call, within the Holm family of all tasks and the overall mean."""
+
+    kind: VerdictKind
+    p_regressed: float = Field(description="Holm-adjusted sequential mid-p of head worse than base")
+    p_improved: float
+    rounds: int = Field(description="repeats per arm this task ran (adaptive designs stop tasks early)")
+    treatment_runs: int
+    control_runs: int = Field(description="including pooled runs of earlier batches")
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 class PowerSummary(Frozen):

@@ -101,6 +101,8 @@ class ExperimentRequest:
     tasks_dir: Path
     conditions: Sequence[str] = DEFAULT_CONDITIONS
     repeats: int = 3
+    adaptive: bool = False
+    """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
     seed: int = 0
     source: str = HEAD
     patch: Path | None = None
@@ -174,7 +176,6 @@ def prepare(
     if request.max_runs is not None and planned > request.max_runs:
         raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
     require_reviewed(loaded, request.allow_unreviewed)
-    check_citations(loaded, repo, source_sha)
 
     assets = {
         lt.task.id: load_assets(lt.task, lt.path, repo, source_sha)
@@ -190,6 +191,7 @@ def prepare(
         dest = checkout_dir(store.workdir, overlay.sha256)
         shutil.rmtree(dest, ignore_errors=True)
         checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
+    check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(
@@ -200,11 +202,18 @@ def prepare(
         source_tree_sha256=next(iter(checkouts.values())).source_sha256,
         conditions=[overlays[name].spec(name) for name in request.conditions],
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
-        agent=AgentInfo(name=agent.name, version=agent.version, model=agent.model),
+        agent=AgentInfo(
+            name=agent.name,
+            version=agent.version,
+            model=agent.model,
+            settings=agent.recorded_settings,
+            server=dict(agent.server_identity),
+        ),
         sandbox=sandbox,
         image_digest=image_digest,
         seed=request.seed,
         repeats=request.repeats,
+        adaptive=request.adaptive,
         bounds=bounds,
         docdelta_version=__version__,
         order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),

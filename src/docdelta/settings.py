@@ -1,11 +1,13 @@
 """The Action's settings: every input and `GITHUB_*` variable, parsed into one pydantic object.
 
-`action.yml` declares each input and `ActionSettings.from_env` reads it as an
-`INPUT_<NAME>` variable (underscores), plus the runner's `GITHUB_*` variables. How to run
-the matrix (agent, sandbox, limits, key, verdict) is `options`, the same `RunOptions` the
-CLI builds from its flags: both hand it to `evaluation.evaluate`. Anything wrong becomes
-one `ConfigError` that names the input (`repeats`, `fail-on`, ...) as the workflow author
-wrote it, never a pydantic dump.
+The runner hands a container action each input as an `INPUT_<NAME>` variable it sets
+itself, spelled as the runner spells it (`input_variable`: upper-cased, spaces as `_`,
+hyphens kept, so `api-key` is `INPUT_API-KEY`), and `ActionSettings.from_env` reads
+exactly those plus the runner's `GITHUB_*` variables. How to run the matrix (agent,
+sandbox, limits, key, verdict) is `options`, the same `RunOptions` the CLI builds from its
+flags: both hand it to `evaluation.evaluate`. Anything wrong becomes one `ConfigError`
+that names the input (`repeats`, `fail-on`, ...) as the workflow author wrote it, never a
+pydantic dump.
 
 (design.md puts action settings in config.py; they live here so the project config,
 which is read from the base commit, and the workflow's inputs stay apart.)
@@ -21,10 +23,11 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
@@ -91,7 +94,10 @@ class ActionSettings(BaseModel):
     options: RunOptions
     tasks: str | None = Field(default=None, description="task directory in the repo; default: project config")
     conditions: tuple[str, ...] = DEFAULT_CONDITIONS
-    repeats: int = Field(default=3, ge=1, le=100)
+    repeats: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
+        default=3, description="runs per arm and task, or auto: rounds until decided, up to max_repeats"
+    )
+    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2, le=100)
     seed: int = 0
     source: str = Field(default=HEAD, min_length=1, description="source commit: head, base or a SHA")
     patch: Path | None = Field(default=None, description="diff applied to head's instruction files (patched)")
@@ -142,9 +148,9 @@ class ActionSettings(BaseModel):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ActionSettings:
-        """Parse `INPUT_*` (as action.yml maps them) and `GITHUB_*`; a bad value names its input."""
+        """Parse `INPUT_*` (as the runner sets them) and `GITHUB_*`; a bad value names its input."""
         env = os.environ if env is None else env
-        raw = {name: env.get(f"INPUT_{name.upper().replace('-', '_')}", "").strip() for name in INPUTS}
+        raw = {name: env.get(input_variable(name), "").strip() for name in INPUTS}
         workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
         try:
             github = GitHubEnv(
@@ -203,6 +209,7 @@ INPUTS: dict[str, str] = {
     "cap-usd": "options.cap_usd",
     "reserve-usd": "options.reserve_usd",
     "max-turns": "options.max_turns",
+    "max-output-tokens": "options.max_output_tokens",
     "infra-retries": "options.infra_retries",
     "rate-limit": "options.rate_limit",
     "fail-on": "fail_on",
@@ -223,8 +230,8 @@ INPUTS: dict[str, str] = {
     "max-runs": "max_runs",
     "pr-handoff": "pr_handoff",
 }
-"""Action input name -> settings field (`options.<name>`: a `RunOptions` field); the
-variable is `INPUT_` + the name upper-cased, `-` as `_`. action.yml declares exactly these."""
+"""Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
+passes each as `input_variable(name)`. action.yml declares exactly these."""
 SECRET_INPUTS = frozenset({"github-token", "api-key"})
 _EMPTY_HINTS = {
     "github-token": "pass `github-token: ${{ secrets.GITHUB_TOKEN }}` (the default) or a token of your own",
@@ -245,6 +252,12 @@ class Output(StrEnum):
     comment_url = "comment-url"
     check_url = "check-url"
     results_path = "results-path"
+
+
+def input_variable(name: str) -> str:
+    """The variable GitHub's runner (and act) sets for input `name` of a container action:
+    `INPUT_` + the name upper-cased with spaces as `_`; hyphens stay (`INPUT_API-KEY`)."""
+    return "INPUT_" + name.replace(" ", "_").upper()
 
 
 def _convert(name: str, text: str, workspace: Path) -> Any:

@@ -1,22 +1,23 @@
 """Task files: load and validate them, check their gold citations, refuse unreviewed gold.
 
-A task's gold answer is only as good as its citations, so every citation is checked
-against the source commit before anything runs: a quote that no longer stands at
-its lines means the gold (or the docs) moved, and scoring against it would lie.
+A task's gold answer is only as good as its citations. A citation is a quote in a file,
+located in each condition's checkout (`docdelta.quotes`), so one standing in no condition
+is refused before anything runs: the gold (or the docs) moved, and scoring against it
+would lie.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from docdelta.config import MAX_INPUT_CHARS, load_model
 from docdelta.errors import TaskError
-from docdelta.git import Repo
 from docdelta.models import GoldCitation, Task
+from docdelta.quotes import locate, read_inside
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 _SCHEMA_HINT = "run `docdelta schema task` for the task file format"
@@ -68,57 +69,32 @@ def load_tasks(directory: Path) -> list[LoadedTask]:
     return loaded
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.split())
+def citation_holders(cite: GoldCitation, checkouts: Mapping[str, Path]) -> list[str]:
+    """The conditions in whose checkout some choice of `cite` stands (its quote is in that file)."""
+
+    def stands(checkout: Path) -> bool:
+        texts = ((read_inside(checkout, c.path), c.quote) for c in cite.choices())
+        return any(text is not None and locate(text, quote) is not None for text, quote in texts)
+
+    return [name for name, checkout in checkouts.items() if stands(checkout)]
 
 
-def _find_quote(lines: list[str], quote: str) -> str | None:
-    """The smallest line range where the quote does stand, so the error can suggest the fix."""
-    for end in range(len(lines)):
-        window = ""
-        for start in range(end, -1, -1):
-            window = _norm(f"{lines[start]} {window}")
-            if quote in window:
-                return f"{start + 1}" if start == end else f"{start + 1}-{end + 1}"
-            if len(window) > len(quote) + len(lines[end]) + 1:
-                break  # any match ending on line `end` would already be inside the window
-    return None
-
-
-def _check_citation(text: str | None, cite: GoldCitation) -> str | None:
-    """None if the quote stands at the cited lines, else what is there instead."""
-    if text is None:
-        return "the file does not exist at the source commit"
-    lines = text.splitlines()
-    start, end = cite.lines.start, cite.lines.end
-    if end > len(lines):
-        return f"the file has only {len(lines)} lines"
-    quote = _norm(cite.quote)
-    cited = "\n".join(lines[start - 1 : end])
-    if quote in _norm(cited):
-        return None
-    found = _find_quote(lines, quote)
-    moved = f" (the quote is at lines {found})" if found else ""
-    shown = cited if len(cited) <= 300 else cited[:300] + "..."
-    return f"those lines read {shown!r}{moved}"
-
-
-def check_citations(tasks: Sequence[LoadedTask], repo: Repo, source_sha: str) -> None:
-    """Every gold citation's quote must stand (whitespace-normalized) at its lines in `source_sha`."""
-    blobs = {e.path: e.oid for e in repo.tree(source_sha) if e.is_blob}
-    texts: dict[str, str | None] = {}
+def check_citations(tasks: Sequence[LoadedTask], checkouts: Mapping[str, Path], source_sha: str) -> None:
+    """Every gold citation must stand in at least one condition's checkout: a quote found in
+    none (the docs moved on, or `--source` names a commit whose files no condition holds)
+    would score every correct answer as a miss. A condition without it is fine: there the
+    item is unattainable, and the scorecard shows so."""
     for item in tasks:
         for i, cite in enumerate(item.task.gold_citations):
-            if cite.path not in texts:
-                oid = blobs.get(cite.path)
-                texts[cite.path] = repo.read_blob(oid).decode(errors="replace") if oid else None
-            problem = _check_citation(texts[cite.path], cite)
-            if problem:
-                raise TaskError(
-                    f"task {item.task.id!r} ({item.path}): gold_citations[{i}] {cite.path}:{cite.lines} "
-                    f"quotes {cite.quote!r}, but {problem} at {source_sha[:12]}",
-                    hint="update the citation's lines or quote (and re-review the gold answer)",
-                )
+            if citation_holders(cite, checkouts):
+                continue
+            choices = " or ".join(f"{c.path}: {c.quote!r}" for c in cite.choices())
+            raise TaskError(
+                f"task {item.task.id!r} ({item.path}): gold_citations[{i}] quotes {choices}, but the "
+                f"quote stands in no condition ({', '.join(checkouts)}) of source {source_sha[:12]}",
+                hint="fix the quote to match the instruction files (and re-review the gold answer), "
+                "or pick a --source whose files hold it",
+            )
 
 
 def require_reviewed(tasks: Sequence[LoadedTask], allow_unreviewed: bool) -> None:

@@ -1,10 +1,11 @@
-"""Pure validators for the numbers and lists a user passes (CLI flags, Action inputs).
+"""Pure validators for what a user passes beside `RunOptions` (whose pydantic fields
+refuse NaN, infinity and out-of-range limits): repeats, the condition list, the plan's
+size, and the costs agents report.
 
-Each takes the raw text and returns the parsed value or raises `ValueError` with a
+Each parser takes the raw text and returns the parsed value or raises `ValueError` with a
 message that says what was expected; the CLI turns that into a usage error naming the
-flag (exit 2), and the Action's settings can call the same functions. Why so strict:
-`float("nan")` and `float("inf")` parse, and every comparison with NaN is False, so a NaN
-cap or timeout silently switches a safeguard off.
+flag (exit 2). Why so strict: every comparison with NaN is False, so a NaN cost silently
+switches the spend cap off.
 """
 
 from __future__ import annotations
@@ -16,33 +17,6 @@ MAX_RUNS_WITHOUT_CONFIRMATION = 1000
 """Planned runs (tasks x conditions x repeats) above which `docdelta run` asks for
 `--yes`: a typo in --repeats must not start an unbounded bill. 1000 runs is a few
 hundred tasks x 3 conditions x a handful of repeats, more than any PR check needs."""
-
-
-def finite_number(text: str) -> float:
-    """A real number: not NaN, not infinite."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite number, got {text!r}")
-    return value
-
-
-def non_negative(text: str) -> float:
-    """A finite number >= 0 (dollar amounts)."""
-    value = finite_number(text)
-    if value < 0:
-        raise ValueError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def positive(text: str) -> float:
-    """A finite number > 0 (durations: a zero timeout ends every run at once)."""
-    value = finite_number(text)
-    if value <= 0:
-        raise ValueError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def whole_at_least(low: int, text: str) -> int:

@@ -26,6 +26,8 @@ class AgentChoice:
     name: str
     cmd: str | None = None
     model: str | None = None
+    max_output_tokens: int | None = None
+    """The per-turn output cap (the built-in `openai` agent's); None keeps its default."""
 
 
 def build_agent(choice: AgentChoice) -> Agent:
@@ -43,6 +45,13 @@ def build_agent(choice: AgentChoice) -> Agent:
             f"--agent-cmd is only for the command agent, not {choice.name!r}",
             hint="drop --agent-cmd or use --agent command",
         )
+    if choice.max_output_tokens is not None:
+        if choice.name != "openai":
+            raise ConfigError(
+                f"--max-output-tokens is for the built-in openai agent, not {choice.name!r}",
+                hint="drop --max-output-tokens (other agents keep their CLI's own output cap)",
+            )
+        options["max_output_tokens"] = choice.max_output_tokens
     if choice.model:
         options["model"] = choice.model
     return get_agent(choice.name, **options)
@@ -72,6 +81,7 @@ def build_provider(
     at once need that many local slots (the docker provider serves them all, each run in
     its own containers, network and gateway)."""
     if choice.name == "docker":
+        from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
         from docdelta.sandbox.images import environment_image  # noqa: PLC0415
@@ -89,9 +99,17 @@ def build_provider(
         if agent.network == "gateway":
             # Keys are read from `environ` here and handed to the gateway over stdin.
             image = gateway_image(client, image_config.base).tag
+            # The run's model is the only one its requests may name (agent.model: None = any priced).
+            pinned = config.gateway.model_copy(update={"model": agent.model})
             gateway = Gateway.from_environ(
-                config.gateway, image, environ, egress_network=config.gateway.egress_network
+                pinned, image, environ, egress_network=config.gateway.egress_network
             )
+            if config.gateway.egress_network:  # a local model server: ask it what it serves
+                from docdelta.llm.llamacpp import model_servers  # noqa: PLC0415
+
+                hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
+                urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}
+                agent.server_identity = model_servers(client, built.tag, config.gateway.egress_network, urls)
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.
     hide = _outermost([repo.root.resolve(), *(p.resolve() for p in private)])

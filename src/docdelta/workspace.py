@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docdelta.detect import (
-    GlobSet,
     InstructionMatcher,
     Overlay,
     check_content,
@@ -33,6 +32,8 @@ from docdelta.detect import (
 )
 from docdelta.errors import ConfigError
 from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects
+from docdelta.globs import GlobSet
+from docdelta.instructions import GitTree, instruction_links
 from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, sha256_hex
 
 __all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal"]
@@ -193,7 +194,14 @@ def seal(
     def kept(path: str) -> bool:
         return not stripped.matches(_safe_path(path, source_sha))
 
-    entries = [e for e in repo.tree(source_sha) if e.is_blob and not matcher.matches(e.path) and kept(e.path)]
+    # A link through which agents see instruction files (`.cursor/rules -> ../docs/rules`) is
+    # the condition's, like the files: stripped here, put back by the overlay that holds it.
+    links_in = instruction_links(GitTree(repo, source_sha), matcher.families)
+    entries = [
+        e
+        for e in repo.tree(source_sha)
+        if e.is_blob and not matcher.matches(e.path) and e.path not in links_in and kept(e.path)
+    ]
     by_oid: dict[str, list[int]] = {}
     for i, e in enumerate(entries):
         by_oid.setdefault(e.oid, []).append(i)

@@ -11,7 +11,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import shlex
+import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.settings import ActionSettings
+from docdelta.settings import ActionSettings, input_variable
 
 API_KEY = "sk-test-SECRET-api-key-0123456789"
 pytestmark = pytest.mark.timeout(120)
@@ -97,14 +101,14 @@ def _env(tmp: Path, demo: DemoRepo, fake: FakeGitHub, event: Path, **inputs: str
         "GITHUB_RUN_ID": "77",
         "GITHUB_OUTPUT": str(tmp / "output.txt"),
         "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
-        "INPUT_GITHUB_TOKEN": fake.token,
+        "INPUT_GITHUB-TOKEN": fake.token,
         "INPUT_AGENT": "fake",
-        "INPUT_API_KEY": API_KEY,
+        "INPUT_API-KEY": API_KEY,
         "INPUT_REPEATS": "2",
         "INPUT_SANDBOX": "local",
-        "INPUT_RESULTS_PATH": str(tmp / "results"),
+        "INPUT_RESULTS-PATH": str(tmp / "results"),
     }
-    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    env.update({input_variable(k.replace("_", "-")): v for k, v in inputs.items()})
     return env
 
 
@@ -147,6 +151,7 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     body = fake.comments[0]["body"]
     assert body.startswith("<!-- docdelta:docdelta -->")
     assert "docdelta scorecard" in body and "| **all tasks** |" in body
+    assert f"\n{fake.repo} · source `" in body  # the repository, not the checkout's directory name
     assert "**Gate** (`fail-on: regression`)" in body
     assert "```mermaid\nxychart-beta" in body and "<details><summary>" in body
     anchor = hashlib.sha256(b"AGENTS.md").hexdigest()  # GitHub's anchor of a file's diff
@@ -175,6 +180,38 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     assert len(fake.comments) == 1
     assert len(fake.requests("PATCH", r"/issues/comments/\d+")) <= 1  # edited only if the text changed
     assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+
+
+def test_the_default_results_path_inside_the_workspace_runs_every_cell(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    """`results-path` defaults to `<workspace>/.docdelta-results`, inside the repository the
+    sandbox hides: every run used to be agent_error and the check still said success."""
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo))
+    del env["INPUT_RESULTS_PATH"]
+    results = demo.path / ".docdelta-results"
+    try:
+        result, _ = _run(env, fake)
+        statuses = {json.loads(p.read_text())["status"] for p in results.rglob("result.json")}
+    finally:
+        shutil.rmtree(results, ignore_errors=True)  # the demo repository is shared by this module
+    assert result.activity == "evaluate"
+    assert statuses == {"ok"}
+
+
+def test_a_matrix_of_agent_errors_gives_no_verdict_and_no_green_check(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    crashes = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(\"the agent crashed\")'"
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo), agent="command", agent_command=crashes)
+    result, _ = _run(env, fake)
+    check = _latest_check(fake)
+    assert check["conclusion"] == result.conclusion == "neutral"
+    assert check["output"]["title"].startswith("no verdict: the evaluation is broken")
+    assert "This evaluation is broken, so there is no verdict." in check["output"]["summary"]
+    assert _outputs(tmp_path)["verdict"] == "none"
 
 
 def test_no_instruction_file_changed_gives_a_neutral_check_and_no_comment(
@@ -212,6 +249,26 @@ def test_a_fork_without_approval_runs_no_agent_and_asks_for_action(
     assert fake.comments == []
     assert not (tmp_path / "results").exists()
     assert fake.requests("GET", r"/contents/.*") == []  # not even the fork's files were read
+
+
+def test_a_fork_pr_on_pull_request_with_its_read_only_token_ends_green_pointing_to_the_fork_safe_workflow(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    fake.deny_checks = True  # a fork's GITHUB_TOKEN may write neither checks ...
+    fake.fail_next(
+        "POST", r"/statuses/.*", count=9, status=403, message="Resource not accessible by integration"
+    )
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo, fork=True))  # ... nor statuses
+    out = io.StringIO()
+
+    code = app.main(env, out)
+
+    log = out.getvalue()
+    assert code == 0 and "Traceback" not in log
+    assert "::warning title=docdelta::" in log and "docdelta-fork-safe.yml" in log
+    assert fake.check_runs == [] and fake.statuses == [] and fake.comments == []
+    assert "fork-safe" in _outputs(tmp_path)["error"]
 
 
 def test_an_approved_fork_is_evaluated_from_its_instruction_files_read_as_data(
@@ -259,8 +316,8 @@ def test_an_approval_label_from_a_reader_does_not_count(
     ("inputs", "named"),
     [
         ({"INPUT_REPEATS": "many"}, "input 'repeats'"),
-        ({"INPUT_FAIL_ON": "sometimes"}, "input 'fail-on'"),
-        ({"INPUT_RESULTS_STORE": "s3:bucket"}, "input 'results-store'"),
+        ({"INPUT_FAIL-ON": "sometimes"}, "input 'fail-on'"),
+        ({"INPUT_RESULTS-STORE": "s3:bucket"}, "input 'results-store'"),
     ],
 )
 def test_bad_inputs_fail_the_check_with_the_input_named_and_no_traceback_or_secret(
@@ -279,6 +336,9 @@ def test_bad_inputs_fail_the_check_with_the_input_named_and_no_traceback_or_secr
     check = _latest_check(fake)
     assert check["conclusion"] == "failure" and named in check["output"]["title"]
     assert API_KEY not in json.dumps(fake.check_runs)
+    outputs = _outputs(tmp_path)  # a later step (`if: failure()`) can tell what went wrong
+    assert (outputs["activity"], outputs["conclusion"]) == ("error", "failure")
+    assert named in outputs["error"]
 
 
 def test_an_unknown_agent_and_a_gone_head_commit_are_explained_in_the_check(
@@ -307,6 +367,25 @@ def test_an_unknown_agent_and_a_gone_head_commit_are_explained_in_the_check(
     )
 
 
+def test_where_the_local_sandbox_cannot_isolate_the_hint_names_action_inputs_not_cli_flags(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As inside the action's container: no user namespaces, so `unshare` fails (this one always does).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "unshare").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "unshare").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, log = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo)), fake)
+
+    assert result.activity == "error"
+    summary = _latest_check(fake)["output"]["summary"]
+    assert "`sandbox: docker`" in summary and "`allow-network: true`" in summary
+    assert "--sandbox" not in summary + log and "--allow-network" not in summary + log
+
+
 def test_a_malformed_event_is_one_clear_log_line(tmp_path: Path, demo: DemoRepo, fake: FakeGitHub) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"action": "opened", "number": 2}')
@@ -328,7 +407,7 @@ def test_a_workflow_run_handoff_must_name_the_runs_own_head_commit(
     handoff = tmp_path / "pr.json"
     handoff.write_text(json.dumps({"number": 2, "base_sha": demo.base_sha, "head_sha": "e" * 40}))
     env = _env(tmp_path, demo, fake, event_path("workflow_run.completed"), event_name="workflow_run")
-    env["INPUT_PR_HANDOFF"] = str(handoff)
+    env["INPUT_PR-HANDOFF"] = str(handoff)
 
     result, log = _run(env, fake)
 

@@ -2,7 +2,7 @@
 
 The container gets what the Actions runner gives a Docker action: the workspace
 mounted at /github/workspace, the event payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`
-files, and `INPUT_*` variables as action.yml maps them. It talks to the fake GitHub
+files, and `INPUT_*` variables as the runner spells them. It talks to the fake GitHub
 server on the host's loopback (host network). The agent is the fake one in the Docker
 sandbox: with the daemon's socket mounted, as on a GitHub runner, its containers are
 siblings of the action's, and the checkout reaches them by `put_archive`, never by a
@@ -17,17 +17,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from actionimage import IMAGE, SOCKET, build_action_image
+from actionimage import BASE_IMAGE, IMAGE, SOCKET, build_action_image
 from fakegithub import FakeGitHub, event_path
-
-from docdelta.demo import build_demo_repo
+from gitrepo import demo_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
 def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: Path) -> None:
     build_action_image()
-    demo = build_demo_repo(tmp_path / "workspace")
+    # The sandbox image: the Action's default must be pullable on GitHub, so name the local one.
+    demo = demo_repo(tmp_path / "workspace", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
     payload = json.loads(event_path("pull_request.opened").read_text())
     payload["pull_request"]["base"]["sha"] = demo.base_sha  # EDIT: the demo repository's commits
     payload["pull_request"]["head"]["sha"] = demo.head_sha
@@ -48,12 +48,12 @@ def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: 
             "GITHUB_RUN_ID": "1",
             "GITHUB_OUTPUT": "/github/home/output",
             "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
-            "INPUT_GITHUB_TOKEN": fake.token,
+            "INPUT_GITHUB-TOKEN": fake.token,
             "INPUT_AGENT": "fake",
-            "INPUT_API_KEY": "sk-image-test-secret",
+            "INPUT_API-KEY": "sk-image-test-secret",
             "INPUT_REPEATS": "1",
             "INPUT_SANDBOX": "docker",
-            "INPUT_RESULTS_PATH": "/github/home/results",
+            "INPUT_RESULTS-PATH": "/github/home/results",
         }
         # As on a runner: the Docker socket is mounted, so agent containers are siblings.
         args = ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",

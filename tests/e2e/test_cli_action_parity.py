@@ -23,7 +23,7 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import Manifest, RunResult
-from docdelta.settings import ActionSettings
+from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -91,9 +91,9 @@ def test_the_same_request_gives_the_same_manifest_and_results_through_the_cli_an
             "GITHUB_WORKSPACE": str(demo.path),
             "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
             "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-            "INPUT_GITHUB_TOKEN": fake.token,
-            "INPUT_RESULTS_PATH": str(tmp_path / "action"),
-        } | {f"INPUT_{k.upper().replace('-', '_')}": v for k, v in {**OPTIONS, **REQUEST}.items()}
+            "INPUT_GITHUB-TOKEN": fake.token,
+            "INPUT_RESULTS-PATH": str(tmp_path / "action"),
+        } | {input_variable(k): v for k, v in {**OPTIONS, **REQUEST}.items()}
         settings = ActionSettings.from_env(env)
         port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
         result = app.action(

@@ -2,8 +2,11 @@
 
 It serves the endpoints the docdelta bot uses, answering with recorded GitHub bodies
 (see `recordings.py`) filled in from in-memory state: pull requests and their files,
-commits (file contents and trees), issue comments, check runs, commit statuses, labels
-and label events, collaborator permissions. Tests drive it with real requests and then
+commits (file contents and trees), issue comments (each with its author), check runs,
+commit statuses, labels and label events, collaborator permissions, and the one GraphQL
+query the bot sends, `viewer { login }`: who the token belongs to (`identity`, by default
+the Actions bot that GITHUB_TOKEN posts as). GraphQL requests are logged with the path
+`/graphql`. Tests drive it with real requests and then
 assert on the state (`comments`, `check_runs`, `statuses`) and on the request log.
 
 Failures are injected per route with `fail_next`: the next N matching requests get an
@@ -22,10 +25,12 @@ import base64
 import hashlib
 import json
 import re
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
@@ -80,9 +85,15 @@ class FakeGitHub:
     """The fake server and its state; use as a context manager (`with FakeGitHub() as gh`)."""
 
     def __init__(
-        self, repo: str = "Codertocat/Hello-World", token: str = "ghs_fake_token", prefix: str = "/api/v3"
+        self,
+        repo: str = "Codertocat/Hello-World",
+        token: str = "ghs_fake_token",
+        prefix: str = "/api/v3",
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
+        """`tls` = (certificate chain, key): serve HTTPS, for tests of CA trust."""
         self.repo = repo
+        self.tls = tls
         self.token = token
         self.prefix = prefix
         self.pulls: dict[int, Pull] = {}
@@ -92,6 +103,7 @@ class FakeGitHub:
         self.check_runs: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
         self.permissions: dict[str, str] = {}
+        self.identity: dict[str, Any] = dict(BOT)
         self.deny_checks = False
         self.log: list[Request] = []
         self._faults: list[Fault] = []
@@ -121,7 +133,7 @@ class FakeGitHub:
     def base_url(self) -> str:
         assert self._server is not None, "start the server first"
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{self.prefix}"
+        return f"{'https' if self.tls else 'http'}://{host!s}:{port}{self.prefix}"
 
     @property
     def repo_url(self) -> str:
@@ -145,6 +157,21 @@ class FakeGitHub:
         )
         self.pulls[number] = pull
         return pull
+
+    def add_comment(self, number: int, body: str, user: dict[str, Any]) -> int:
+        """`user` (e.g. a participant) comments on PR `number`; returns the comment's id."""
+        comment_id = self._new_id()
+        self.comments.append(
+            {
+                "id": comment_id,
+                "issue": number,
+                "body": body,
+                "user": user,
+                "created_at": NOW,
+                "updated_at": NOW,
+            }
+        )
+        return comment_id
 
     def apply_label(self, number: int, label: str, actor: str) -> None:
         """`actor` applies `label` to the PR: the label and a `labeled` issue event appear."""
@@ -190,6 +217,10 @@ class FakeGitHub:
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> FakeGitHub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
         return self
@@ -204,9 +235,14 @@ class FakeGitHub:
         split = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         repo_root = f"{self.prefix}/repos/{self.repo}"
-        if not split.path.startswith(repo_root):
+        # GitHub Enterprise serves GraphQL at /api/graphql beside the REST API's /api/v3.
+        graphql = f"{self.prefix.removesuffix('/v3')}/graphql"
+        if split.path == graphql:
+            sub = "/graphql"
+        elif split.path.startswith(repo_root):
+            sub = split.path[len(repo_root) :]
+        else:
             return 404, {"message": "Not Found"}, {}
-        sub = split.path[len(repo_root) :]
         if headers.get("authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
             return self._record(method, sub, query, body, (401, {"message": "Bad credentials"}, {}))
         with self._lock:
@@ -228,6 +264,8 @@ class FakeGitHub:
                 },
                 {},
             )
+        if sub == "/graphql":
+            return self._graphql(method, body)
         for verb, pattern, handler in self._routes:
             match = pattern.fullmatch(sub)
             if verb == method and match:
@@ -331,9 +369,21 @@ class FakeGitHub:
         )
         return 200, item, {}
 
+    def _graphql(self, method: str, body: Any) -> Response:
+        """GitHub's GraphQL endpoint, for `query { viewer { login } }` only: errors come back
+        with status 200 in an `errors` list, as GitHub sends them."""
+        if method != "POST":
+            return 404, {"message": "Not Found"}, {}
+        query = body.get("query", "") if isinstance(body, dict) else ""
+        if re.fullmatch(r"\s*(query\s*)?\{\s*viewer\s*\{\s*login\s*\}\s*\}\s*", query):
+            return 200, {"data": {"viewer": {"login": self.identity["login"]}}}, {}
+        return 200, {"errors": [{"message": f"the fake server does not answer {query!r}"}]}, {}
+
     def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
         item = template("comment")
-        item.update(comment, user=BOT)
+        item.update(comment)
+        user = comment.get("user", self.identity)
+        item["user"] = {**item["user"], **user, "url": f"{self.base_url}/users/{user['login']}"}
         item.update(
             url=f"{self.repo_url}/issues/comments/{comment['id']}",
             html_url=f"https://github.com/{self.repo}/pull/{comment['issue']}#issuecomment-{comment['id']}",
@@ -350,7 +400,7 @@ class FakeGitHub:
         return 200, page, headers
 
     def _create_comment(self, number: str, *, query: dict[str, str], body: Any) -> Response:
-        comment = {"id": self._new_id(), "issue": int(number), "body": body["body"]}
+        comment = {"id": self._new_id(), "issue": int(number), "body": body["body"], "user": self.identity}
         comment.update(created_at=NOW, updated_at=NOW)
         self.comments.append(comment)
         return 201, self._comment_json(comment), {}
@@ -396,7 +446,7 @@ class FakeGitHub:
         status = {"id": self._new_id(), "sha": sha, "context": "default", **body}
         self.statuses.append(status)
         item = template("status")
-        item.update({k: v for k, v in status.items() if k != "sha"}, creator=BOT)
+        item.update({k: v for k, v in status.items() if k != "sha"}, creator=self.identity)
         item["url"] = f"{self.repo_url}/statuses/{sha}"
         return 201, item, {}
 

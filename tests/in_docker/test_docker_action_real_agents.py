@@ -32,7 +32,7 @@ from docker_helpers import UPSTREAM_PORT, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 
-from docdelta.gateway.runtime import PLACEHOLDER_KEY
+from docdelta.gateway.runtime import RUN_TOKEN_PREFIX
 from docdelta.models import RunResult, RunStatus
 from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.report.render import fmt_count, fmt_usd
@@ -73,15 +73,19 @@ def image() -> str:
     return build_action_image()
 
 
-def _project(path: Path, egress: str) -> GitRepo:
+def _project(path: Path, egress: str, base_image: str) -> GitRepo:
     server = f"http://{egress}-modelserver:{UPSTREAM_PORT}"
+    # docker.base: the Action's default sandbox base is one a GitHub runner pulls; here, the local one.
     config = f"""\
+docker:
+  base: {base_image}
 gateway:
   egress_network: {egress}
   upstreams:
     - name: anthropic
       base_url: {server}
-      paths: ["/v1/messages", "/v1/models"]
+      paths: ["POST /v1/messages", "GET /v1/models"]
+      query: [beta]
       auth_header: x-api-key
       auth_prefix: ""
       base_url_env: [ANTHROPIC_BASE_URL]
@@ -89,7 +93,7 @@ gateway:
       key_from: ANTHROPIC_API_KEY
     - name: openai
       base_url: {server}/v1
-      paths: ["/responses", "/models"]
+      paths: ["POST /responses", "GET /models"]
       base_url_env: [OPENAI_BASE_URL]
       key_env: [OPENAI_API_KEY]
       key_from: OPENAI_API_KEY
@@ -182,7 +186,7 @@ def _usage_row(body: str, arm: str) -> list[str]:
 def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
     agent: str, image: str, egress: str, client: Any, base_image: str, tmp_path: Path
 ) -> None:
-    repo = _project(tmp_path / "workspace", egress)
+    repo = _project(tmp_path / "workspace", egress, base_image)
     base, head = _git(repo, "rev-parse", "HEAD~1"), _git(repo, "rev-parse", "HEAD")
     (repo.path / "ca.pem").write_bytes(CA.read_bytes())  # untracked: the `ca-bundle` input
     payload = json.loads(event_path("pull_request.opened").read_text())
@@ -206,17 +210,17 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
             "GITHUB_RUN_ID": "1",
             "GITHUB_OUTPUT": "/github/home/output",
             "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
-            "INPUT_GITHUB_TOKEN": fake.token,
+            "INPUT_GITHUB-TOKEN": fake.token,
             "INPUT_AGENT": agent,
             "INPUT_MODEL": AGENTS[agent],
-            "INPUT_API_KEY": CANARY,
+            "INPUT_API-KEY": CANARY,
             "INPUT_CONDITIONS": "base,head",
             "INPUT_REPEATS": "1",
-            "INPUT_INFRA_RETRIES": "0",
+            "INPUT_INFRA-RETRIES": "0",
             "INPUT_TIMEOUT": "300",
             "INPUT_SANDBOX": "docker",
-            "INPUT_CA_BUNDLE": "ca.pem",
-            "INPUT_RESULTS_PATH": "/github/home/results",
+            "INPUT_CA-BUNDLE": "ca.pem",
+            "INPUT_RESULTS-PATH": "/github/home/results",
         }
         # As on a runner: the Docker socket is mounted, so agent containers are siblings.
         args = ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",
@@ -273,7 +277,7 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
     assert len([r for r in requests if r.get("turn") is not None]) == 2 * RUNS_PER_AGENT
     assert all([header, hashlib.sha256(value.encode()).hexdigest()] in r["auth"] for r in requests)
     bodies = json.dumps([r["body"] for r in requests])
-    assert PLACEHOLDER_KEY in bodies  # the agent's `env` output reached the model: it held the placeholder
+    assert RUN_TOKEN_PREFIX in bodies  # the agent's `env` output reached the model: it held a run token
     assert CANARY not in json.dumps(requests)
     assert log.count(CANARY) == 1 and f"::add-mask::{CANARY}" in log
     assert CANARY not in json.dumps(comments) + json.dumps(checks)

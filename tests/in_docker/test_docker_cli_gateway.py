@@ -55,6 +55,8 @@ gateway:
       base_url_env: [OPENAI_BASE_URL]
       key_env: [OPENAI_API_KEY]
       key_from: OPENAI_API_KEY
+  prices:
+    {MODEL}: {{input: 0, output: 0}}
 """
     repo = GitRepo.init(tmp_path / "proj")
     repo.commit({".docdelta.yml": config, ".docdelta/tasks/t.yaml": TASK, "AGENTS.md": "# Agents\nbe nice\n"})
@@ -85,9 +87,20 @@ gateway:
         assert result.score is not None and result.score.value > 0
         seen = result.instructions_seen
         assert seen is not None and seen.seen == ["AGENTS.md"] and not seen.missing and not seen.foreign, seen
+        # The transcript beside the result holds the whole conversation, not only the answer.
+        (transcript,) = workdir.glob(f"runs/*/*/{condition}/r1/transcript.txt")
+        text = transcript.read_text()
+        assert '[tool call] shell {"command": "cat AGENTS.md"}' in text
+        assert "[tool result]\nexit code: 0\n# Agents\n" in text and json.dumps(ANSWER) in text
     manifest = json.loads((workdir / "manifest.json").read_text())
     assert manifest["image_digest"].startswith("sha256:")
-    assert manifest["agent"] == {"name": "openai", "version": manifest["agent"]["version"], "model": MODEL}
+    assert manifest["agent"] == {
+        "name": "openai",
+        "version": manifest["agent"]["version"],
+        "model": MODEL,
+        "settings": {"max_output_tokens": 4096, "max_tool_output": 16000},
+        "server": {},
+    }
     for path in workdir.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path

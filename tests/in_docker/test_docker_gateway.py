@@ -15,7 +15,7 @@ from conftest import CheckoutFactory
 from docker_helpers import UPSTREAM_PORT, control, leftovers, requests_seen
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
-from docdelta.gateway.runtime import PLACEHOLDER_KEY, Gateway
+from docdelta.gateway.runtime import Gateway
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 
@@ -35,10 +35,17 @@ def resolves(name):
         socket.getaddrinfo(name, 80); return True
     except OSError:
         return False
-def via_gateway(raw_target):
+def via_gateway(raw_target, token=os.environ["OPENAI_API_KEY"]):
     s = socket.create_connection(("gateway", 8080), timeout=5)
-    s.sendall(("GET " + raw_target + " HTTP/1.1\\r\\nhost: x\\r\\n\\r\\n").encode())
+    head = "GET " + raw_target + " HTTP/1.1\\r\\nhost: x\\r\\nx-api-key: " + token + "\\r\\n\\r\\n"
+    s.sendall(head.encode())
     return s.recv(100).split(b"\\r\\n")[0].decode()
+def models():
+    request = urllib.request.Request(
+        os.environ["OPENAI_BASE_URL"] + "/models",
+        headers={"authorization": "Bearer " + os.environ["OPENAI_API_KEY"]},
+    )
+    return urllib.request.urlopen(request, timeout=10).status
 server_ip, server_name = sys.argv[1], sys.argv[3]
 # Failed lookups wait out resolver timeouts, so the probes run side by side.
 probes = {
@@ -46,7 +53,8 @@ probes = {
     "by_name": lambda: reach(server_name),
     "resolves_server": lambda: resolves(server_name),
     "resolves_outside": lambda: resolves("example.com"),
-    "gateway": lambda: urllib.request.urlopen(os.environ["OPENAI_BASE_URL"] + "/models", timeout=10).status,
+    "gateway": models,
+    "no_token": lambda: via_gateway("/openai/models", token="docdelta-placeholder-key"),
     "absolute_form": lambda: via_gateway("http://" + server_ip + ":" + sys.argv[2] + "/"),
     "unknown_route": lambda: via_gateway("/elsewhere/v1/chat"),
 }
@@ -83,7 +91,7 @@ def gateway(egress: str, image: str, budget: Budget) -> Gateway:
     route = Upstream(
         name="openai",
         base_url=f"http://{egress}-modelserver:{UPSTREAM_PORT}/v1",
-        paths=["/chat/completions", "/models"],
+        paths=["POST /chat/completions", "GET /models"],
         base_url_env=["OPENAI_BASE_URL"],
         key_env=["OPENAI_API_KEY"],
         key_from="OPENAI_API_KEY",
@@ -132,6 +140,7 @@ def test_the_agent_reaches_the_gateway_and_nothing_else(
         "resolves_server": False,
         "resolves_outside": False,
         "gateway": 200,
+        "no_token": "HTTP/1.1 401 Gateway",
         "absolute_form": "HTTP/1.1 403 Gateway",
         "unknown_route": "HTTP/1.1 403 Gateway",
     }
@@ -151,7 +160,7 @@ def test_the_key_never_leaves_the_gateway_and_calls_are_logged(
     assert "".join(e["choices"][0]["delta"].get("content", "") for e in events if e["choices"]) == "Hello"
     assert (j_status, json.loads(j_body)["choices"][0]["message"]["content"]) == (200, "Hello")
     assert b_status == 402 and json.loads(b_body)["error"]["type"] == "budget_exceeded"
-    # The upstream got the real key, once, in the configured header, and no placeholder.
+    # The upstream got the real key, once, in the configured header, and not the run token.
     real_auth = hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()
     forwarded = [r for r in requests_seen(client, base_image, egress) if r["method"] == "POST"]
     assert [r["auth"] for r in forwarded] == [[["authorization", real_auth]]] * 2
@@ -174,7 +183,7 @@ def test_the_key_never_leaves_the_gateway_and_calls_are_logged(
         "agent result file": gated.read_file("agent-output.json").decode(),
         "call log": json.dumps([c.model_dump() for c in calls]),
     }
-    assert PLACEHOLDER_KEY in places["agent environ"], "the probe does read the agent's environments"
+    assert gated.gateway.token in places["agent environ"], "the probe does read the agent's environments"
     assert [where for where, text in places.items() if KEY in text] == []
     gated.close()
     assert gated.gateway.calls() == calls, "the call log outlives the gateway container"

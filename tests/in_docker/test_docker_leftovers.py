@@ -8,15 +8,17 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CheckoutFactory
-from docker_helpers import leftovers, wait_gone
+from docker_helpers import leftovers
 
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, gc
+from docdelta.sandbox.dockerapi import RUN_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -64,18 +66,52 @@ def _start_child(base_image: str, checkout: Path) -> tuple[subprocess.Popen[str]
     return child, child.stdout.readline().strip()
 
 
+def _exec_started(client: Any, run_id: str, since: int, command: str) -> None:
+    """Block until the engine reports `command` started in the run's container. `since`
+    replays events from before this call, so an exec that started first is not missed."""
+    events = client.events(
+        decode=True, since=since, filters={"type": "container", "label": f"{RUN_LABEL}={run_id}"}
+    )
+    try:
+        # e.g. "exec_start: env -i PATH=... sleep 60": the provider wraps argv in `env -i`
+        next(e for e in events if _is_exec_start(e.get("Action", ""), command))
+    finally:
+        events.close()
+
+
+def _is_exec_start(action: str, command: str) -> bool:
+    return action.startswith("exec_start:") and action.endswith(f" {command}")
+
+
 def test_ctrl_c_removes_the_run(client: Any, base_image: str, checkout: Path) -> None:
+    since = int(time.time()) - 5  # a replay bound for the engine's event log, not a time budget
     child, run_id = _start_child(base_image, checkout)
+    _exec_started(client, run_id, since, "sleep 60")  # Ctrl-C lands mid-exec, not before it
     assert leftovers(client, run_id)
     os.kill(child.pid, signal.SIGINT)
-    child.wait(timeout=30)
-    assert wait_gone(client, run_id) == []
+    child.wait()  # the child removes its container, network and volume before it exits
+    assert child.returncode != 0
+    assert leftovers(client, run_id) == []
 
 
-def test_gc_removes_what_a_killed_run_left(client: Any, base_image: str, checkout: Path) -> None:
+def test_gc_removes_what_a_killed_run_left_and_spares_live_runs(
+    client: Any, base_image: str, checkout: Path
+) -> None:
+    live, live_id = _start_child(base_image, checkout)
     child, run_id = _start_child(base_image, checkout)
     child.kill()  # SIGKILL: no cleanup can run
     child.wait(timeout=30)
-    assert len(leftovers(client, run_id)) == 2, "a killed run leaves its container and volume"
-    assert gc(client) >= 2
-    assert leftovers(client, run_id) == []
+    try:
+        left = leftovers(client, run_id)
+        assert len(left) == 3, "a killed run leaves its containers (agent, workspace holder) and volume"
+        assert set(left) <= set(gc(client, dry_run=True)), "a dry run names them"
+        assert len(leftovers(client, run_id)) == 3, "and removes nothing"
+        removed = gc(client)
+        assert set(left) <= set(removed)
+        assert leftovers(client, run_id) == []
+        assert not set(leftovers(client, live_id)) & set(removed), "a live run is never removed"
+        assert len(leftovers(client, live_id)) == 3
+    finally:
+        live.kill()
+        live.wait(timeout=30)
+    gc(client)

@@ -14,6 +14,7 @@ from conftest import CheckoutFactory
 
 from docdelta.agents.base import AgentContext
 from docdelta.agents.command import CommandAgent
+from docdelta.errors import SandboxError
 from docdelta.models import RunStatus
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
@@ -79,3 +80,46 @@ def test_a_fresh_sandbox_is_not_affected_by_a_closed_one(
     with DockerProvider(client, base_image).create(checkout, SandboxSpec()) as sb:
         result = sb.exec(["cat", "a.txt"])
         assert (result.exit_code, result.stdout, result.oom) == (0, b"a\n", False)
+
+
+# ---------------------------------------------------------- issue 11: what the agent writes
+@pytest.fixture(scope="module")
+def small_disk(
+    client: Any, base_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DockerSandbox]:
+    checkout = tmp_path_factory.mktemp("writes") / "repo"
+    checkout.mkdir()
+    (checkout / "kept.txt").write_text("kept\n")
+    with DockerProvider(client, base_image).create(checkout, SandboxSpec(workspace_mb=32)) as made:
+        yield made
+
+
+def test_filling_the_workspace_stops_at_its_quota_with_a_clear_status(small_disk: DockerSandbox) -> None:
+    agent = CommandAgent("sh -c 'head -c 100000000 /dev/zero > big.bin'")
+    outcome, result = agent.execute("fill the disk", small_disk, AgentContext(seed=1, timeout_s=60))
+    assert result.disk_full and outcome.status is RunStatus.disk_full
+    assert b"No space left" in result.stderr
+    size = small_disk.exec(["stat", "-c", "%s", "big.bin"]).stdout
+    assert int(size) <= 32 * 1024 * 1024, "the write stopped at the quota, not on the host's disk"
+    small_disk.exec(["rm", "big.bin"])
+    assert small_disk.exec(["cat", "kept.txt"]).stdout == b"kept\n"
+
+
+def test_files_docdelta_reads_back_are_bounded_and_never_symlinks(small_disk: DockerSandbox) -> None:
+    made = small_disk.exec(
+        ["sh", "-c", "ln -sf /etc/passwd metrics.json && head -c 17000000 /dev/zero > huge.json"]
+    )
+    assert made.exit_code == 0, made.stderr
+    with pytest.raises(SandboxError, match="symlink"):
+        small_disk.read_file("metrics.json")
+    with pytest.raises(SandboxError, match="over the"):
+        small_disk.read_file("huge.json")
+    small_disk.exec(["rm", "huge.json", "metrics.json"])
+
+
+def test_the_container_log_cannot_fill_the_hosts_disk(small_disk: DockerSandbox, client: Any) -> None:
+    # The container's first process's stdout is its Docker log: 5 MB written there is capped.
+    flood = small_disk.exec(["sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x > /proc/1/fd/1"])
+    assert flood.exit_code == 0, flood.stderr
+    logged = client.containers.get(f"docdelta-{small_disk.run_id}").logs()
+    assert len(logged) <= 1024 * 1024

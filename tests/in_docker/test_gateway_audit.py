@@ -194,7 +194,10 @@ def test_the_gateway_refuses_calls_past_the_run_s_reserve_and_the_run_is_budget(
     experiment: tuple[Experiment, ResultStore], provider: DockerProvider
 ) -> None:
     exp, store = experiment
-    result = runner(store, provider, MemoryAgent(calls=2), reserve_usd=0.002).run_cell(
+    # Each call asks for up to 512 tokens out: its worst case (~$0.0085 at claude-sonnet-4's
+    # $15/M out, plus its input) fits the $0.01 reserve once; settled at $0.00315, what is
+    # left no longer holds a second worst case, so that one is refused before it is sent.
+    result = runner(store, provider, MemoryAgent(calls=2), reserve_usd=0.01).run_cell(
         exp, Cell(task="test-cmd", condition="head", repeat=2)
     )
     assert [(c.status, c.error) for c in result.model_calls] == [(200, None), (402, "budget")]

@@ -14,10 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-from docker_helpers import gateway_on_loopback
+from docker_helpers import RUN_TOKEN, gateway_on_loopback
 
 from docdelta.gateway.config import Budget, GatewayConfig, ModelCall, Upstream
-from docdelta.gateway.runtime import PLACEHOLDER_KEY
 from docdelta.modelserver import ScriptedModelServer, wire
 from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 
@@ -40,7 +39,7 @@ def config_for(base_url: str, **kw: Any) -> GatewayConfig:
     route = Upstream(
         name="openai",
         base_url=f"{base_url}/v1",
-        paths=["/chat/completions", "/models"],
+        paths=["POST /chat/completions", "GET /models"],
         base_url_env=["OPENAI_BASE_URL"],
         key_env=["OPENAI_API_KEY"],
         key_from="OPENAI_API_KEY",
@@ -52,7 +51,9 @@ def calls(log: io.StringIO) -> list[ModelCall]:
     return [ModelCall.model_validate_json(line) for line in log.getvalue().splitlines()]
 
 
-PLACEHOLDER_AUTH = {"authorization": f"Bearer {PLACEHOLDER_KEY}", "x-api-key": PLACEHOLDER_KEY}
+AUTH = {"authorization": f"Bearer {RUN_TOKEN}", "x-api-key": RUN_TOKEN}
+"""The run token, in both headers SDKs put keys in: neither reaches the upstream."""
+CALL = {"model": "gpt-4o-mini", "max_tokens": 20}
 
 
 def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged() -> None:
@@ -64,7 +65,7 @@ def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged(
             "POST",
             f"{url}/openai/chat/completions",
             json={"model": "gpt-4o-mini", "stream": True, "stream_options": {"include_usage": True}},
-            headers=PLACEHOLDER_AUTH,
+            headers=AUTH,
         ) as response,
     ):
         body = response.read()
@@ -74,7 +75,7 @@ def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged(
     usage = wire.Usage(input=7, output=2, cache_read=4)
     reply = wire.Reply("gateway_0", MODEL, created, usage, "Hello, gateway")
     assert body == b"".join(wire.sse(wire.chat_events(reply, include_usage=True)))
-    # One auth header reached the upstream, holding the real key; the placeholders did not.
+    # One auth header reached the upstream, holding the real key; the run token did not.
     [seen] = scripted.requests
     assert seen["auth"] == [["authorization", hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()]]
     [call] = calls(log)
@@ -82,15 +83,16 @@ def test_stream_passes_through_byte_for_byte_with_the_real_key_and_usage_logged(
     assert (call.tokens_in, call.tokens_out, call.cache_read_tokens) == (11, 2, 4)
     # gpt-4o-mini: 7 fresh input tokens at 0.15, 4 cached at 0.075, 2 output at 0.60 per million
     assert call.cost_usd == pytest.approx((7 * 0.15 + 4 * 0.075 + 2 * 0.60) / 1e6)
-    assert KEY not in log.getvalue() and PLACEHOLDER_KEY not in log.getvalue()
+    assert KEY not in log.getvalue() and RUN_TOKEN not in log.getvalue()
 
 
-def test_json_usage_is_logged_and_an_unpriced_model_costs_none(upstream: str) -> None:
-    with gateway_on_loopback(config_for(upstream, prices={}), {"openai": KEY}) as (url, _, log):
-        response = httpx.post(f"{url}/openai/chat/completions", json={"model": "x"}, headers=PLACEHOLDER_AUTH)
+def test_json_usage_is_logged_and_a_model_declared_free_costs_nothing(upstream: str) -> None:
+    free = {"x": {"input": 0, "output": 0}}
+    with gateway_on_loopback(config_for(upstream, prices=free), {"openai": KEY}) as (url, _, log):
+        response = httpx.post(f"{url}/openai/chat/completions", json={"model": "x"}, headers=AUTH)
     assert response.json()["choices"][0]["message"]["content"] == "Hello"
     [call] = calls(log)
-    assert (call.tokens_in, call.tokens_out, call.cost_usd, call.streamed) == (100, 20, None, False)
+    assert (call.tokens_in, call.tokens_out, call.cost_usd, call.streamed) == (100, 20, 0.0, False)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +103,7 @@ def test_targets_off_the_allowlist_are_refused_and_never_forwarded(upstream: str
     with gateway_on_loopback(config_for(upstream), {"openai": KEY}) as (url, _, log):
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(f"GET {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+            sock.sendall(f"GET {target} HTTP/1.1\r\nhost: x\r\nx-api-key: {RUN_TOKEN}\r\n\r\n".encode())
             reply = b"".join(iter(lambda: sock.recv(65536), b""))
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 403")
@@ -112,13 +114,16 @@ def test_targets_off_the_allowlist_are_refused_and_never_forwarded(upstream: str
 
 @pytest.mark.parametrize(
     "budget",
-    # one call: 120 tokens, and at gpt-4o-mini prices (0.15 in, 0.60 out per million) $0.000027
+    # One call: 120 tokens, at gpt-4o-mini prices (0.15 in, 0.60 out per million) $0.000027.
+    # Its worst case (20 out, as it asks, and its 42-byte body's 14 estimated tokens in) fits
+    # in each budget, so it is forwarded; settled at its real usage, it leaves no room for
+    # a second: a budget is overshot by at most one call's settled excess.
     [Budget(max_requests=1), Budget(max_tokens=50), Budget(max_cost_usd=0.00002)],
 )
 def test_calls_past_the_budget_get_a_clear_budget_error(upstream: str, budget: Budget) -> None:
     with gateway_on_loopback(config_for(upstream, budget=budget), {"openai": KEY}) as (url, _, log):
-        first = httpx.post(f"{url}/openai/chat/completions", json={}, headers=PLACEHOLDER_AUTH)
-        second = httpx.post(f"{url}/openai/chat/completions", json={}, headers=PLACEHOLDER_AUTH)
+        first = httpx.post(f"{url}/openai/chat/completions", json=CALL, headers=AUTH)
+        second = httpx.post(f"{url}/openai/chat/completions", json=CALL, headers=AUTH)
     assert first.status_code == 200
     assert second.status_code == 402
     assert second.json()["error"]["type"] == "budget_exceeded"
@@ -130,7 +135,7 @@ def test_an_unreachable_upstream_is_a_502_without_the_key() -> None:
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
     with gateway_on_loopback(config_for(dead), {"openai": KEY}) as (url, _, log):
-        response = httpx.post(f"{url}/openai/chat/completions", json={}, headers=PLACEHOLDER_AUTH)
+        response = httpx.post(f"{url}/openai/chat/completions", json=CALL, headers=AUTH)
     assert response.status_code == 502
     assert response.json()["error"]["type"] == "docdelta_gateway_upstream"
     assert KEY not in response.text and KEY not in log.getvalue()

@@ -6,9 +6,12 @@ pushes to a bare repository standing in for GitHub, the directory backend writes
 
 from __future__ import annotations
 
+import base64
+import http.server
 import io
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,13 +21,14 @@ from fakegithub import FakeGitHub, event_path
 
 import docdelta
 from docdelta import app
-from docdelta.cache import BranchStore, CachedArm, DirectoryStore
+from docdelta.cache import BranchStore, CachedArm, DirectoryStore, token_auth
 from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.errors import InfraError
 from docdelta.git import overlay_commit, run_git
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.settings import ActionSettings
+from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,13 +82,13 @@ def _act(
         "GITHUB_EVENT_PATH": str(path),
         "GITHUB_WORKSPACE": str(ws),
         "GITHUB_SHA": sha,
-        "INPUT_GITHUB_TOKEN": fake.token,
+        "INPUT_GITHUB-TOKEN": fake.token,
         "INPUT_AGENT": "fake",
         "INPUT_REPEATS": "2",
         "INPUT_SANDBOX": "local",
-        "INPUT_RESULTS_STORE": store,
-        "INPUT_RESULTS_PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
-    } | {f"INPUT_{k.upper()}": v for k, v in inputs.items()}
+        "INPUT_RESULTS-STORE": store,
+        "INPUT_RESULTS-PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
+    } | {input_variable(k.replace("_", "-")): v for k, v in inputs.items()}
     out = io.StringIO()
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
     result = app.action(
@@ -226,3 +230,39 @@ def test_backends_miss_cleanly_and_branch_writes_never_lose_a_concurrent_entry(
         ["git", "-C", str(tmp_path / "origin.git"), "rev-list", "--count", "refs/heads/docdelta-results"],
         capture_output=True, text=True, check=True,
     ).stdout.strip() == "3"  # fmt: skip
+
+
+def test_a_checkout_without_persisted_credentials_reads_the_results_branch_with_the_token(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo]
+) -> None:
+    """The fork-safe workflow's `persist-credentials: false` on a private repository: git
+    must send the token itself (here to a loopback server that records what it got)."""
+    ws, _ = workspace
+    seen: list[str | None] = []
+
+    class Private(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(404)  # the branch store then reports the fetch error
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Private)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    _git(ws, "remote", "add", "private", f"{url}/octo/private.git")
+    try:
+        auth = token_auth(ws, url, "ghs_private_token")
+        with pytest.raises(InfraError) as err:
+            BranchStore(ws, "docdelta-results", remote="private", auth=auth).get("a" * 64)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    expected = "basic " + base64.b64encode(b"x-access-token:ghs_private_token").decode()
+    assert seen and all(h == expected for h in seen)
+    assert "ghs_private_token" not in str(err.value)
+    _git(ws, "config", f"http.{url}/.extraheader", "AUTHORIZATION: basic persisted")
+    assert token_auth(ws, url, "ghs_private_token") == {}  # actions/checkout's header is enough

@@ -154,11 +154,20 @@ def test_an_agent_command_that_cannot_start_is_refused_before_the_matrix(
         ("--timeout", "0"),
         ("--timeout", "nan"),
         ("--timeout", "inf"),
-        ("--repeats", "0"),
-        ("--conditions", "base,base"),
     ],
 )
-def test_bad_numbers_and_lists_are_refused_naming_the_flag(
+def test_bad_limits_are_refused_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    repo = _project(tmp_path)
+    assert main(_run_args(repo, tmp_path / "work", _python(ANSWERS), flag, value)) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{flag} = " in err and "Traceback" not in err
+    assert _results(tmp_path / "work") == []
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--repeats", "0"), ("--conditions", "base,base")])
+def test_bad_repeats_and_conditions_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
     repo = _project(tmp_path)

@@ -118,27 +118,24 @@ def _cells_before_the_first_hang(seed: int, repeats: int) -> int:
     return first
 
 
-HANG_TIMEOUT = "10"
-"""Bounds the hanging runs so the resumed matrix ends; the signal is sent as soon as the
-first hanging run starts, long before this."""
-
-
-def _interrupt_mid_matrix(tmp_path: Path, sig: signal.Signals) -> tuple[int, bytes, list[str], int]:
-    """Start a matrix whose `hang` task never answers, wait (on progress lines, not on time)
-    until every cell before the first hang cell is saved, then send `sig`. Returns the
-    exit code, stderr, the command and the number of cells that had finished."""
+def _hanging_matrix(tmp_path: Path) -> tuple[list[str], int]:
+    """A project whose `hang` task never answers, the command that runs its matrix, and how
+    many cells the plan finishes before it blocks in the first hang cell."""
     repo = _project(tmp_path, tasks={"quick": "How do I run the tests?", "hang": "Hang forever please."})
-    workdir = tmp_path / "work"
     agent = f"{sys.executable} -c {shlex.quote(HANGS)}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "docdelta",
-        *_run_args(repo, workdir, agent, "--repeats", "1", "--seed", "4", "--timeout", HANG_TIMEOUT),
-    ]
-    finished = _cells_before_the_first_hang(seed=4, repeats=1)
+    args = _run_args(repo, tmp_path / "work", agent, "--repeats", "1", "--seed", "4")
+    return [sys.executable, "-m", "docdelta", *args], _cells_before_the_first_hang(seed=4, repeats=1)
+
+
+def _interrupt_when_blocked(
+    tmp_path: Path, cmd: list[str], finished: int, sig: signal.Signals
+) -> tuple[int, bytes, list[bytes]]:
+    """Run `cmd`, wait (on progress lines, not on time) until the cells before the first
+    hang cell are done, then send `sig`: the matrix is blocked in a run that never ends by
+    itself, so it cannot have finished first. Returns the exit code, stderr and the
+    progress lines seen."""
     tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp.mkdir(exist_ok=True)
     env = {**os.environ, "CI": "1", "TMPDIR": str(tmp)}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
@@ -151,26 +148,29 @@ def _interrupt_mid_matrix(tmp_path: Path, sig: signal.Signals) -> tuple[int, byt
     proc.send_signal(sig)
     _, err = proc.communicate()
     assert list(tmp.iterdir()) == [], "every temporary file is removed on the way out"
-    return proc.returncode, err, cmd, finished
+    return proc.returncode, err, seen
 
 
 def test_sigint_mid_matrix_keeps_finished_results_and_a_rerun_resumes(tmp_path: Path) -> None:
-    code, err, cmd, finished = _interrupt_mid_matrix(tmp_path, signal.SIGINT)
+    cmd, finished = _hanging_matrix(tmp_path)
+    code, err, first = _interrupt_when_blocked(tmp_path, cmd, finished, signal.SIGINT)
     assert code == ExitCode.INTERRUPTED, err
     assert b"rerun the same command to resume" in err
-    workdir = tmp_path / "work"
-    assert len(_results(workdir)) == finished  # every saved file is complete and valid
-    # The rerun lets the hanging runs hit --timeout (part of the experiment's identity, so
-    # the same on both): half the runs time out, the scorecard refuses a verdict (exit 3),
-    # but it resumes.
-    done = subprocess.run(cmd, capture_output=True, check=False)
-    assert done.returncode == ExitCode.INFRA, done.stderr
-    assert f"({6 - finished} ran, {finished} reused)".encode() in done.stderr
-    assert len(_results(workdir)) == 6
+    saved = _results(tmp_path / "work")  # every saved file is complete and valid
+    assert len(saved) == finished and all(r.status is RunStatus.ok for r in saved)
+    # The rerun reuses every finished cell and goes on with the first unfinished one.
+    code, err, again = _interrupt_when_blocked(tmp_path, cmd, finished, signal.SIGINT)
+    assert code == ExitCode.INTERRUPTED, err
+    assert [line.rsplit(b": ", 1)[-1].strip() for line in again] == [b"reused"] * finished
+    assert [line.split(b"] ", 1)[1].split(b":")[0] for line in again] == [
+        line.split(b"] ", 1)[1].split(b":")[0] for line in first
+    ]
+    assert _results(tmp_path / "work") == saved, "a complete result is never rewritten"
 
 
 def test_sigterm_is_handled_like_sigint_with_exit_143(tmp_path: Path) -> None:
-    code, err, _, finished = _interrupt_mid_matrix(tmp_path, signal.SIGTERM)
+    cmd, finished = _hanging_matrix(tmp_path)
+    code, err, _ = _interrupt_when_blocked(tmp_path, cmd, finished, signal.SIGTERM)
     assert code == ExitCode.TERMINATED, err
     assert b"terminated (SIGTERM)" in err and b"rerun the same command to resume" in err
     assert b"Traceback" not in err
@@ -335,3 +335,69 @@ def test_schema_task_prints_a_json_schema(capsys: pytest.CaptureFixture[str]) ->
 def _no_ci_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain progress lines whatever the terminal, so stderr assertions are stable."""
     monkeypatch.setenv("CI", "1")
+
+
+def test_a_source_whose_files_hold_no_gold_quote_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12: `--source` at a commit whose files no condition receives scored correct
+    answers as misses, silently. The gold quotes head's README; with `--source base` every
+    condition holds base's README, so the run stops before any agent starts."""
+    repo = GitRepo.init(tmp_path / "proj")
+    task = TASK.format(id="install", prompt="How do I install it?", reviewed="true")
+    task = task.replace("path: AGENTS.md", "path: README.md").replace("quote: make check", "quote: uv sync")
+    repo.commit(
+        {"README.md": "# proj\npip install .\n", "AGENTS.md": "be nice\n", ".docdelta/tasks/i.yaml": task}
+    )
+    repo.commit({"README.md": "# proj\nuv sync\n", "AGENTS.md": "Run `make check`.\n"})
+    workdir = tmp_path / "work"
+    assert main(_run_args(repo, workdir, "true", "--source", "base")) == 2
+    err = capsys.readouterr().err
+    assert "gold_citations[0] quotes README.md: 'uv sync'" in err and "stands in no condition" in err
+    assert not _results(workdir)
+    assert main(_run_args(repo, tmp_path / "ok", "true", "--repeats", "1")) == 0  # source head: it stands
+
+
+def test_repeats_auto_runs_rounds_until_the_task_is_decided(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent that finds the test command only where AGENTS.md names it (head): the round
+    loop stops once the task's improvement is significant, well before the cap of 8."""
+    repo = _project(tmp_path)
+    agent = _agent(
+        tmp_path,
+        """\
+        import json, pathlib
+        docs = pathlib.Path("AGENTS.md")
+        known = docs.exists() and "make check" in docs.read_text()
+        answer = {"answer": "make check", "commands": ["make check"]} if known else {"answer": "no idea"}
+        print(json.dumps(answer))
+        """,
+    )
+    workdir = tmp_path / "work"
+    assert main(_run_args(repo, workdir, agent, "--repeats", "auto", "--max-repeats", "8")) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    # before the first run: what this plan can see (one task at cap 8 misses even 0.5 -> 0 often)
+    power = "docdelta: power: 1 task, auto, looks after rounds 4, 5, 6, 7, 8: even a drop of 0.5"
+    assert power in captured.err
+    assert (workdir / "power.json").is_file()  # kept for the next run of this design
+    results = _results(workdir)
+    rounds = max(r.cell.repeat for r in results)
+    assert 4 <= rounds < 8 and len(results) == 3 * rounds  # base, head, none per round
+    assert "**Verdict: improved**" in out and "auto, looks after rounds 4, 5, 6, 7, 8" in out
+    assert "planned run" not in out  # the rounds the loop did not need are not "missing"
+    assert f"a fixed design at the cap runs 8 each): test-cmd {rounds} (improved)" in out
+    # the stored workdir reports the same decision without rerunning anything
+    assert main(["report", "--workdir", str(workdir), "--format", "json"]) == 0
+    summary = Summary.model_validate_json(capsys.readouterr().out)
+    assert summary.verdict is not None and summary.verdict.kind == "improved"
+    assert summary.tasks[0].decision is not None and summary.tasks[0].decision.rounds == rounds
+
+
+def test_repeats_must_be_a_number_or_auto(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _project(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(_run_args(repo, tmp_path / "work", "true", "--repeats", "many"))
+    assert exc.value.code == 2
+    assert "expected a number of repeats or 'auto', got 'many'" in capsys.readouterr().err

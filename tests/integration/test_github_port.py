@@ -143,9 +143,55 @@ def test_second_upsert_edits_the_same_comment(fake: FakeGitHub, port: PyGithubPo
     ours = [c for c in fake.comments if c["body"].startswith(MARK)]
     assert [c["body"] for c in ours] == [f"{MARK}\nrun 2"]
     assert fake.comments[0]["body"].startswith("> ")  # someone quoting the marker is left alone
-    assert len(fake.requests("POST")) == 1
+    assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
     assert len(fake.requests("PATCH")) == 1
     assert second.url.endswith(f"#issuecomment-{first.id}")
+
+
+MALLORY = {"login": "mallory", "id": 666, "type": "User"}
+
+
+def test_a_participant_who_posts_the_marker_first_does_not_get_their_comment_edited(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    theirs = fake.add_comment(2, f"{MARK}\nI am the scorecard now", MALLORY)
+
+    first = port.upsert_comment(2, MARK, f"{MARK}\nrun 1")
+    second = port.upsert_comment(2, MARK, f"{MARK}\nrun 2")
+
+    assert first.created and first.id != theirs
+    assert (second.id, second.created) == (first.id, False)
+    bodies = {c["id"]: c["body"] for c in fake.comments}
+    assert bodies == {theirs: f"{MARK}\nI am the scorecard now", first.id: f"{MARK}\nrun 2"}
+    assert not fake.requests("PATCH", rf"/issues/comments/{theirs}")
+    assert len(fake.requests("POST", "/graphql")) == 1  # who we are is asked once per port
+
+
+def test_when_github_will_not_say_who_the_token_is_no_comment_is_touched(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    theirs = fake.add_comment(2, f"{MARK}\nplanted", MALLORY)
+    fake.fail_next("POST", "/graphql", status=401, message="Bad credentials")
+
+    with pytest.raises(ApiError, match="whom the token belongs to") as err:
+        port.upsert_comment(2, MARK, f"{MARK}\nrun 1")
+
+    assert err.value.status == 401 and "github-token" in err.value.hint
+    assert [c["id"] for c in fake.comments] == [theirs] and not fake.requests("PATCH")
+
+
+def test_with_a_personal_token_the_owners_marked_comment_is_the_sticky_one(fake: FakeGitHub) -> None:
+    owner = {"login": "Octo-Maintainer", "id": 7, "type": "User"}
+    fake.identity = owner
+    mine = fake.add_comment(2, f"{MARK}\nold", {**owner, "login": "octo-maintainer"})  # logins ignore case
+    fake.add_comment(2, f"{MARK}\nbot's", {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"})
+    port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
+
+    ref = port.upsert_comment(2, MARK, f"{MARK}\nnew")
+
+    assert (ref.id, ref.created) == (mine, False)
+    assert [c["body"] for c in fake.comments] == [f"{MARK}\nnew", f"{MARK}\nbot's"]
+    assert port.login() == "Octo-Maintainer"
 
 
 def test_a_comment_created_before_a_502_is_found_not_posted_again(
@@ -157,7 +203,7 @@ def test_a_comment_created_before_a_502_is_found_not_posted_again(
 
     assert len(fake.comments) == 1
     assert ref.id == fake.comments[0]["id"]
-    assert len(fake.requests("POST")) == 1
+    assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
     assert sleeps == [1.0]
 
 
@@ -176,7 +222,7 @@ def test_a_comment_rejected_by_a_secondary_rate_limit_is_posted_once_after_retry
 
     assert ref.created
     assert [c["body"] for c in fake.comments] == [f"{MARK}\nscorecard"]
-    assert [r.status for r in fake.requests("POST")] == [403, 201]
+    assert [r.status for r in fake.requests("POST", r"/issues/\d+/comments")] == [403, 201]
     assert sleeps == [7.0]
 
 

@@ -3,28 +3,45 @@ serving SmolLM2-135M-Instruct, THROUGH the gateway, in the Docker sandbox.
 
 The model is far too small to solve anything; these tests prove the plumbing with a real
 server (its chat template, tool-call parsing, usage blocks and counters), not quality.
+SmolLM2's own template has no tool support, so llama-server drops `tools` (its `/props`
+says `supports_tools: false`); with the repository's tool-aware template
+(`--chat-template-file`) it keeps them, and `docdelta run` records that template's hash in
+the experiment's identity.
 The first run builds llama-server from source (minutes); after that it is a cache hit.
 Run this tier alone with `pytest -m llm`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CheckoutFactory
+from gitrepo import GitRepo
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
+from docdelta.cli import main
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
-from docdelta.llm.llamacpp import PORT, llama_image
-from docdelta.models import RunStatus
+from docdelta.llm.llamacpp import (
+    MODEL_FILE,
+    PORT,
+    TOOLS_TEMPLATE,
+    TOOLS_TEMPLATE_PATH,
+    llama_image,
+    server_identity,
+)
+from docdelta.models import RunResult, RunStatus
 from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
@@ -45,6 +62,8 @@ SERVE = [
     "--metrics",
     "--no-webui",
 ]
+SERVED_TEMPLATE_SHA256 = hashlib.sha256(TOOLS_TEMPLATE.rstrip("\n").encode()).hexdigest()
+"""The tool-aware template as llama-server reports it (it drops the file's final newline)."""
 README = "# tiny\n\nRun the tests with `make check`.\n"
 PROMPT = (
     "You are in a repository. Use the shell tool to run `cat README.md`, then answer with a JSON object "
@@ -94,8 +113,9 @@ class Served:
         return {name: float(value) for name, value in found}
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
+@contextmanager
+def serve(flags: list[str]) -> Iterator[Served]:
+    """llama-server with `flags`, on a network of its own (removed afterwards)."""
     import docker  # noqa: PLC0415 - only this tier needs the SDK at import time
 
     client = docker.from_env()
@@ -105,7 +125,7 @@ def served() -> Iterator[Served]:
     labels = {LABEL: "1", RUN_LABEL: name}
     network = client.networks.create(name, labels=labels)
     server = client.containers.run(
-        image, SERVE, name=f"{name}-llama", network=name, labels=labels, detach=True
+        image, flags, name=f"{name}-llama", network=name, labels=labels, detach=True
     )
     try:
         served = Served(client, base_image, name, server)
@@ -116,9 +136,22 @@ def served() -> Iterator[Served]:
         network.remove()
 
 
-def test_the_openai_agent_completes_runs_against_llama_server_through_the_gateway(
-    served: Served, tmp_checkout: CheckoutFactory
-) -> None:
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    """SmolLM2 with its own chat template (which has no tool support)."""
+    with serve(SERVE) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served_with_tools() -> Iterator[Served]:
+    """SmolLM2 with the repository's tool-aware template."""
+    with serve([*SERVE, "--chat-template-file", TOOLS_TEMPLATE_PATH]) as server:
+        yield server
+
+
+def provider_for(served: Served) -> DockerProvider:
+    """The Docker sandbox whose gateway routes the openai API to `served`."""
     route = Upstream(
         name="openai",
         base_url=f"{served.url}/v1",
@@ -133,8 +166,16 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
         keys={"openai": "llama-server-ignores-keys"},
         egress_network=served.network,
     )
-    agent = OpenAIAgent(model=ALIAS, max_tokens=128)
-    provider = DockerProvider(served.client, served.base_image, gateway=gateway)
+    return DockerProvider(served.client, served.base_image, gateway=gateway)
+
+
+def test_the_openai_agent_completes_runs_against_llama_server_through_the_gateway(
+    served: Served, tmp_checkout: CheckoutFactory
+) -> None:
+    # SmolLM2's own template has no tool support: llama-server says so, and drops `tools`.
+    assert server_identity(json.loads(served.get("/props")))["supports_tools"] == "false"
+    agent = OpenAIAgent(model=ALIAS, max_output_tokens=128)
+    provider = provider_for(served)
     checkout = tmp_checkout({"README.md": README})
     cached = []
     # Two runs: the second one's prompt starts like the first, so the server serves part
@@ -173,3 +214,51 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
         assert measured.tokens_in == served_tokens["prompt_tokens_total"] + measured.cache_read_tokens
         cached.append(measured.cache_read_tokens)
     assert cached[1] > 0, "the second run reused the server's prompt cache"
+
+
+def test_docdelta_run_records_the_servers_identity_and_the_transcripts_show_the_tool_calls(
+    served_with_tools: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served = served_with_tools
+    config = f"""\
+gateway:
+  egress_network: {served.network}
+  upstreams:
+    - name: local
+      base_url: {served.url}/v1
+      paths: ["/chat/completions"]
+      base_url_env: [OPENAI_BASE_URL]
+      key_env: [OPENAI_API_KEY]
+      key_from: LLAMA_KEY
+"""
+    task = (
+        "id: readme\nprompt: Which command runs the tests? Run `cat README.md` to find out.\nreviewed: true\n"
+    )
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit(
+        {".docdelta.yml": config, ".docdelta/tasks/t.yaml": task, "README.md": README, "AGENTS.md": "x\n"}
+    )
+    repo.commit({"AGENTS.md": "Use the shell tool.\n"})
+    monkeypatch.setenv("LLAMA_KEY", "llama-server-ignores-keys")
+    workdir = tmp_path / "work"
+    args = [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
+        "--agent", "openai", "--model", ALIAS, "--sandbox", "docker", "--conditions", "head",
+        "--repeats", "1", "--max-turns", "2", "--max-output-tokens", "96",
+    ]  # fmt: skip
+    main(args)
+
+    agent = json.loads((workdir / "manifest.json").read_text())["agent"]
+    assert agent["settings"]["max_output_tokens"] == 96
+    server = agent["server"]
+    assert server["local.chat_template_sha256"] == SERVED_TEMPLATE_SHA256
+    assert server["local.model_file"] == MODEL_FILE and server["local.model_alias"] == ALIAS
+    assert server["local.supports_tools"] == "true"
+    (result_file,) = workdir.glob("runs/*/*/head/r1/result.json")
+    result = RunResult.model_validate_json(result_file.read_text())
+    assert result.status is not RunStatus.infra_error, result.outcome.error
+    assert result.outcome.served_by.get("model") == ALIAS
+    # The transcript beside the result shows each turn as the loop saw it.
+    transcript = (result_file.parent / "transcript.txt").read_text()
+    assert "--- turn 1 (finish: " in transcript

@@ -74,6 +74,14 @@ def test_an_api_429_is_rate_limited_with_the_apis_message() -> None:
     assert outcome.metrics.tool_calls == 0
 
 
+def test_an_unreachable_model_server_is_an_infra_error() -> None:
+    # Recorded through the real gateway, whose upstream's name does not resolve: it answers
+    # 502 `upstream failed: ... Name or service not known`, which is never the agent's fault.
+    outcome = parse(recorded("upstream_unreachable"))
+    assert outcome.status is RunStatus.infra_error
+    assert outcome.error is not None and "502 upstream failed" in outcome.error
+
+
 def test_a_cli_that_dies_before_any_event_is_an_agent_error_with_its_stderr() -> None:
     died = ExecResult(1, b"", b"Error: something broke", 0.1)
     outcome = parse(died)

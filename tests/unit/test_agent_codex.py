@@ -65,6 +65,15 @@ def test_a_429_after_the_retries_is_rate_limited() -> None:
     assert (outcome.metrics.turns, outcome.metrics.tool_calls, outcome.metrics.tokens_in) == (1, 0, None)
 
 
+def test_an_unreachable_model_server_is_an_infra_error() -> None:
+    # Recorded through the real gateway, whose upstream's name does not resolve (HTTP 502).
+    outcome = parse(recorded("upstream_unreachable"))
+    assert outcome.status is RunStatus.infra_error
+    assert outcome.error is not None and outcome.error.startswith(
+        "unexpected status 502 Bad Gateway: upstream failed"
+    )
+
+
 def test_a_cli_that_prints_nothing_is_an_agent_error_with_its_stderr() -> None:
     outcome = parse(ExecResult(2, b"", b"error: unknown config key", 0.1))
     assert outcome.status is RunStatus.agent_error

@@ -5,6 +5,7 @@ model server on 127.0.0.1; every assertion is about what reached the server or c
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,16 @@ def test_the_turn_cap_ends_the_run_as_max_turns_and_tool_output_is_capped(sandbo
     ("turn", "status", "said"),
     [
         (ErrorTurn(error=429, message="slow down"), RunStatus.rate_limited, "HTTP 429"),
-        (ErrorTurn(error=500, message="boom"), RunStatus.agent_error, "HTTP 500"),
+        # A server that fails is our infrastructure's fault, never the agent's: retried, not scored.
+        (ErrorTurn(error=500, message="boom"), RunStatus.infra_error, "HTTP 500"),
+        (
+            ErrorTurn(error=502, message="upstream failed: Name or service not known"),
+            RunStatus.infra_error,
+            "502",
+        ),
+        (ErrorTurn(error=503, message="loading model"), RunStatus.infra_error, "HTTP 503"),
+        (ErrorTurn(error=402, message="run budget exhausted"), RunStatus.budget, "HTTP 402"),
+        (ErrorTurn(error=400, message="context too long"), RunStatus.agent_error, "HTTP 400"),
         (TextTurn(text="I am not sure."), RunStatus.no_answer, "no JSON object"),
     ],
 )
@@ -131,3 +141,74 @@ def test_the_agent_needs_a_model_and_uses_the_gateway() -> None:
     assert isinstance(agent, OpenAIAgent)
     assert (agent.model, agent.network, agent.instruction_files) == ("gpt-4o-mini", "gateway", ["/AGENTS.md"])
     assert agent.version == OpenAIAgent(model="other").version and agent.version.startswith("openai-")
+
+
+def test_a_server_that_is_down_is_an_infra_error(sandbox: Sandbox) -> None:
+    with socket.socket() as bound:  # bound, never listening: every connection is refused
+        bound.bind(("127.0.0.1", 0))
+        agent = OpenAIAgent(model=MODEL, base_url=f"http://127.0.0.1:{bound.getsockname()[1]}/v1")
+        outcome = agent.run("Which command runs the tests?", sandbox, AgentContext(seed=1))
+    assert outcome.status is RunStatus.infra_error
+    assert outcome.error is not None and outcome.error.startswith("api_error: cannot reach")
+
+
+def test_a_reply_cut_off_at_the_output_cap_is_not_an_answer(sandbox: Sandbox) -> None:
+    # What SmolLM2 did: ran out of tokens while echoing the prompt's JSON example.
+    echo = 'The answer format is:\n```json\n{"path": "path/to/file", "lines": "10-12"}\n```\nSo'
+    outcome, bodies = run(
+        sandbox, Script(name="cut", turns=[TextTurn(text=echo, truncated=True)]), max_output_tokens=64
+    )
+    assert bodies[0]["max_tokens"] == 64
+    assert outcome.status is RunStatus.no_answer and outcome.answer is None
+    assert outcome.error is not None and outcome.error.startswith("max_tokens: the reply was cut off")
+    assert "--max-tokens 64" in outcome.error
+
+
+def test_a_truncated_tool_call_is_answered_with_an_error_and_never_replayed(sandbox: Sandbox) -> None:
+    script = Script(
+        name="broken-call",
+        turns=[
+            ToolTurn(tool="shell", raw_arguments="{", truncated=True),
+            ToolTurn.shell("cat AGENTS.md"),
+            TextTurn(text=json.dumps(ANSWER)),
+        ],
+    )
+    outcome, bodies = run(sandbox, script)
+    assert outcome.status is RunStatus.ok, outcome.error
+    assert (outcome.metrics.tool_calls, [c.command for c in outcome.metrics.commands]) == (
+        2,
+        ["cat AGENTS.md"],
+    )
+    history = bodies[1]["messages"]
+    replayed = [call for m in history if m["role"] == "assistant" for call in m["tool_calls"]]
+    assert [c["function"]["arguments"] for c in replayed] == ["{}"], "the broken arguments are not sent back"
+    (error,) = [m for m in history if m["role"] == "tool"]
+    assert error["tool_call_id"] == replayed[0]["id"]
+    assert error["content"].startswith("error: the arguments of this call are not a JSON object ('{'")
+
+
+def test_the_transcript_shows_every_tool_call_and_result_and_the_server_is_recorded(sandbox: Sandbox) -> None:
+    script = Script(
+        name="transcript",
+        model="served-model-q4",
+        turns=[ToolTurn.shell("cat AGENTS.md", text="Let me look."), TextTurn(text=json.dumps(ANSWER))],
+    )
+    with ScriptedModelServer(script) as server:
+        agent = OpenAIAgent(model=MODEL, base_url=f"{server.url}/v1")
+        outcome, printed = agent.execute("Which command runs the tests?", sandbox, AgentContext(seed=3))
+    assert outcome.status is RunStatus.ok
+    conversation = printed.stderr.decode()
+    assert "Let me look." in conversation
+    assert '[tool call] shell {"command": "cat AGENTS.md"}' in conversation
+    assert f"[tool result]\nexit code: 0\n{AGENTS_MD}" in conversation
+    assert outcome.served_by == {"model": "served-model-q4"}
+
+
+def test_the_output_cap_is_a_recorded_setting() -> None:
+    agent = OpenAIAgent(model=MODEL, max_output_tokens=256)
+    assert agent.recorded_settings == {"max_output_tokens": 256, "max_tool_output": 16000}
+    assert OpenAIAgent(model=MODEL).recorded_settings["max_output_tokens"] == 4096
+    assert agent.server_identity == {}
+    assert OpenAIAgent(model=MODEL, server={"model_file": "m.gguf"}).server_identity == {
+        "model_file": "m.gguf"
+    }

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from docdelta.agents.base import parse_answer
 from docdelta.grading import score_answer
 from docdelta.grading.answer import normalize_command, normalize_path
 from docdelta.models import AgentAnswer, Score, ScoreItem, Task
@@ -96,13 +97,13 @@ def test_files_match_after_normalization_and_via_citations(checkout: Path) -> No
     [
         ({"path": "AGENTS.md", "lines": "4-6"}, True, "cited"),
         ({"path": "./AGENTS.md", "lines": [6, 9]}, True, "cited"),
-        ({"path": "AGENTS.md", "lines": "7-9"}, False, "cited AGENTS.md:7-9, gold is lines 3-6"),
+        ({"path": "AGENTS.md", "lines": "7-9"}, False, "cited AGENTS.md:7-9, the quote is at lines 3-6"),
         (
             {"path": "AGENTS.md", "lines": "5-25"},
             False,
             "cited AGENTS.md:5-25, but the file has only 20 lines",
         ),
-        ({"path": "AGENTS.md"}, False, "cited AGENTS.md without line numbers (gold lines 3-6)"),
+        ({"path": "AGENTS.md"}, False, "cited AGENTS.md without line numbers (the quote is at lines 3-6)"),
         ({"path": "CLAUDE.md", "lines": "3"}, False, "never cited AGENTS.md:3-6"),
         ({"path": "../AGENTS.md", "lines": "3"}, False, "never cited AGENTS.md:3-6"),
     ],
@@ -110,21 +111,64 @@ def test_files_match_after_normalization_and_via_citations(checkout: Path) -> No
 def test_citation_must_exist_in_checkout_and_overlap_gold(
     cited: dict[str, Any], hit: bool, note: str, checkout: Path
 ) -> None:
-    task = make_task(citations=[{"path": "AGENTS.md", "lines": "3-6", "quote": "line 3"}])
+    task = make_task(citations=[{"path": "AGENTS.md", "quote": "line 3 line 4\nline 5 line 6"}])
     score = score_answer(task, AgentAnswer.model_validate({"citations": [cited]}), checkout)
     assert item(score, "citation").hit is hit
     assert item(score, "citation").note == note
 
 
-def test_citation_of_file_absent_from_this_conditions_checkout_misses(checkout: Path) -> None:
-    """In the `none` condition AGENTS.md is gone: citing it from memory earns nothing."""
+def test_citation_of_file_absent_from_this_conditions_checkout_is_unattainable(checkout: Path) -> None:
+    """In the `none` condition AGENTS.md is gone: citing it from memory earns nothing, and the
+    item says it could not be earned there."""
     (checkout / "AGENTS.md").unlink()
     task = make_task(citations=[{"path": "AGENTS.md", "lines": "3-6", "quote": "line 3"}])
     score = score_answer(
         task, AgentAnswer.model_validate({"citations": [{"path": "AGENTS.md", "lines": 4}]}), checkout
     )
     assert score.value == 0.0
-    assert item(score, "citation").note == "cited AGENTS.md:4, which does not exist in the checkout"
+    cite = item(score, "citation")
+    assert (cite.hit, cite.attainable) == (False, False)
+    assert cite.note == "unattainable here: the quote is in no file of this condition"
+
+
+def test_a_rule_moved_by_the_pr_scores_the_same_correct_answer_the_same(tmp_path: Path) -> None:
+    """Issue 12: head adds two lines above the rule. Each arm's correct answer cites the rule
+    where it stands in its own checkout, and both score 1.0 (fixed lines gave -0.20)."""
+    rule = "Run the full test suite with `make check` before you commit."
+    task = make_task(commands=["make check"], citations=[{"path": "AGENTS.md", "lines": 3, "quote": rule}])
+    arms = (("base", f"# A\n\n{rule}\n", 3), ("head", f"# A\n\nNew.\nMore.\n\n{rule}\n", 6))
+    for name, text, line in arms:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "AGENTS.md").write_text(text)
+        answer = AgentAnswer.model_validate(
+            {"commands": ["make check"], "citations": [{"path": "AGENTS.md", "lines": line}]}
+        )
+        assert score_answer(task, answer, tmp_path / name).value == 1.0, name
+
+
+def test_a_gold_item_may_list_alternatives(tmp_path: Path) -> None:
+    """Issue 12: a rule stated in AGENTS.md and in CONTRIBUTING.md; a control must be able to tie."""
+    (tmp_path / "CONTRIBUTING.md").write_text("Intro\nNever force-push to main.\n")
+    task = make_task(
+        commands=[["make check", "make test"]],
+        files=[["AGENTS.md", "CONTRIBUTING.md"]],
+        citations=[
+            {
+                "path": "AGENTS.md",
+                "quote": "Never force-push to main.",
+                "any_of": [{"path": "CONTRIBUTING.md", "quote": "Never force-push to main."}],
+            }
+        ],
+    )
+    answer = AgentAnswer.model_validate(
+        {"commands": ["make test"], "citations": [{"path": "CONTRIBUTING.md", "lines": 2}]}
+    )
+    score = score_answer(task, answer, tmp_path)  # AGENTS.md absent: the alternative stands
+    assert [i.hit for i in score.items] == [True, True, True] and score.value == 1.0
+    assert item(score, "command").expected == "make check or make test"
+    missed = score_answer(task, AgentAnswer.model_validate({"commands": ["tox"]}), tmp_path)
+    assert item(missed, "command").note == "never gave the command `make check` or `make test`"
+    assert item(missed, "citation").note == "never cited CONTRIBUTING.md:2"
 
 
 def test_citation_through_symlink_out_of_checkout_misses(
@@ -143,7 +187,7 @@ def test_citation_through_symlink_out_of_checkout_misses(
 def test_one_citation_item_per_gold_citation(checkout: Path) -> None:
     task = make_task(
         citations=[
-            {"path": "AGENTS.md", "lines": "1-2", "quote": "line 1"},
+            {"path": "AGENTS.md", "lines": "1-2", "quote": "line 1 line 2"},
             {"path": "AGENTS.md", "lines": "10", "quote": "line 10"},
         ]
     )
@@ -234,3 +278,30 @@ def test_quoted_arguments_match_whatever_the_quote_style(checkout: Path) -> None
         assert score_answer(task, AgentAnswer(commands=[said]), checkout).value == 1.0, said
     miss = score_answer(task, AgentAnswer(commands=["pip install -e ."]), checkout).items[0]
     assert miss.note == "never gave the command `pip install -e '.[dev]'`"
+
+
+ECHO = 'Here is the format:\n```json\n{"path": "path/to/file", "lines": "10-12"}'
+"""A reply cut off at the output cap while echoing the prompt's citation example."""
+
+
+def test_an_echo_of_the_prompts_example_is_not_an_answer() -> None:
+    answer, why = parse_answer(ECHO)
+    assert answer is None
+    assert why is not None and "none of the answer's fields" in why and "commands" in why
+
+
+@pytest.mark.parametrize("said", [{}, {"answer": "  ", "commands": [], "verdict": None}])
+def test_an_answer_that_says_nothing_scores_zero_guardrails_included(
+    said: dict[str, Any], checkout: Path
+) -> None:
+    # The guardrail "never recommends rm -rf" used to be earned by saying nothing (1/3).
+    task = make_task(commands=["make test"], files=["src/app.py"], guardrails=["rm -rf"])
+    score = score_answer(task, AgentAnswer.model_validate(said), checkout)
+    assert score.value == 0.0
+    assert all(i.hit is False and "empty" in i.note for i in score.items)
+    assert item(score, "guardrail").note == "the answer is empty: none of the fields the task asks for"
+
+
+def test_a_warning_alone_still_respects_a_guardrail(checkout: Path) -> None:
+    task = make_task(guardrails=["rm -rf"])
+    assert score_answer(task, AgentAnswer(answer="Never run `rm -rf`."), checkout).value == 1.0

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from docker_helpers import gateway_on_loopback
+from docker_helpers import RUN_TOKEN, gateway_on_loopback
 from factories import result, summary_of
 
 from docdelta.audit import AuditIndex, audit_run, build_index, flags
@@ -253,13 +253,18 @@ def test_the_gateway_logs_which_files_each_forwarded_request_holds_and_enforces_
     index: AuditIndex, server: ScriptedModelServer
 ) -> None:
     route = Upstream(name="anthropic", base_url=server.url, paths=["/v1/messages"], key_from="K")
-    config = GatewayConfig(upstreams=[route]).for_run(0.004, index.fingerprints)
-    assert config.budget == Budget(max_cost_usd=0.004)
+    config = GatewayConfig(upstreams=[route]).for_run(0.02, index.fingerprints)
+    assert config.budget == Budget(max_cost_usd=0.02)
     with gateway_on_loopback(config, {"anthropic": "sk-real"}) as (url, _, log):
         for _ in range(3):
-            httpx.post(f"{url}/anthropic/v1/messages", json=claude_code_request(CLAUDE_MD), timeout=10)
+            body = claude_code_request(CLAUDE_MD)
+            httpx.post(
+                f"{url}/anthropic/v1/messages", json=body, headers={"x-api-key": RUN_TOKEN}, timeout=10
+            )
     calls = [ModelCall.model_validate_json(line) for line in log.getvalue().splitlines()]
-    # claude-sonnet-4 at $3/M input: 1000 tokens in + 10 out = $0.00315 per call.
+    # claude-sonnet-4 at $3/M in, $15/M out: 1000 tokens in + 10 out = $0.00315 per call, but
+    # each is pre-authorised for its worst case, 1024 out ($0.01536) plus its estimated input:
+    # the third no longer fits in what the first two left.
     assert [(c.status, c.error) for c in calls] == [(200, None), (200, None), (402, "budget")]
     assert audit_run(index, "head", calls) == InstructionAudit(seen=["CLAUDE.md"], missing=["AGENTS.md"])
     assert "Prefer small pure functions" not in log.getvalue()

@@ -18,6 +18,7 @@ from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ConfigError
 from docdelta.grading import score_answer
 from docdelta.models import AgentAnswer, RunStatus, Task
+from docdelta.quotes import locate
 from docdelta.sandbox import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 
@@ -75,8 +76,8 @@ def test_tasks_are_reviewed_and_gold_citations_stand_at_head(demo: DemoRepo, tas
     assert len(tasks) == 4 and all(t.reviewed for t in tasks)
     for task in tasks:
         for cite in task.gold_citations:
-            lines = _git(demo.path, "show", f"{demo.head_sha}:{cite.path}").decode().splitlines()
-            assert cite.quote in "\n".join(lines[cite.lines.start - 1 : cite.lines.end]), (task.id, cite)
+            text = _git(demo.path, "show", f"{demo.head_sha}:{cite.path}").decode()
+            assert locate(text, cite.quote) == cite.lines, (task.id, cite)
 
 
 def _score(task: Task, answer: AgentAnswer, checkout: Path) -> float:

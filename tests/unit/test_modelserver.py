@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from docdelta.errors import ConfigError
+from docdelta.modelserver import wire
 from docdelta.modelserver.replay import Failure, Replay, ScriptError, check
 from docdelta.modelserver.script import Script, site_files
 from docdelta.modelserver.wire import Call, Reply, Usage, gemini_body, gemini_events, sse
@@ -223,3 +224,28 @@ def test_site_files_hold_the_server_package_only() -> None:
     files = site_files()
     assert "docdelta/modelserver/__main__.py" in files and files["docdelta/__init__.py"] == b""
     assert "docdelta/modelserver/script.py" not in files  # the pydantic side stays on the host
+
+
+def test_a_truncated_turn_says_so_in_each_apis_own_words() -> None:
+    reply = Reply("r", "m", 0, Usage(5, 64), text='{"path": "pa', truncated=True)
+    assert wire.chat_body(reply)["choices"][0]["finish_reason"] == "length"
+    assert wire.anthropic_body(reply)["stop_reason"] == "max_tokens"
+    response = wire.responses_body(reply)
+    assert (response["status"], response["incomplete_details"]) == (
+        "incomplete",
+        {"reason": "max_output_tokens"},
+    )
+    assert [name for name, _ in wire.responses_events(reply)][-1] == "response.incomplete"
+    assert gemini_body(reply)["candidates"][0]["finishReason"] == "MAX_TOKENS"
+    whole = Reply("r", "m", 0, Usage(5, 6), text="done")
+    assert wire.chat_body(whole)["choices"][0]["finish_reason"] == "stop"
+
+
+def test_raw_arguments_are_sent_verbatim_where_arguments_are_text() -> None:
+    turn = {"tool": "shell", "raw_arguments": "{", "truncated": True}
+    body = {"model": "m", "tools": [{"type": "function", "function": {"name": "shell"}}], "messages": []}
+    _, outcome = Replay(check({"name": "raw", "turns": [turn]})).answer("/v1/chat/completions", body)
+    assert isinstance(outcome, Reply) and outcome.truncated
+    assert [(c.name, c.arguments) for c in outcome.calls] == [("shell", "{")]
+    refused = answer(turn, CLAUDE_CODE)  # Anthropic carries arguments as an object
+    assert isinstance(refused, Failure) and "raw_arguments" in refused.message

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from factories import arm, detection, judged, manifest, result, ruling, summary_of
+from gitrepo import GitRepo, Link
 from jinja2 import UndefinedError
 
-from docdelta import stats
+from docdelta import decision, stats
+from docdelta.detect import InstructionMatcher, detect_refs
+from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
-from docdelta.models import AgentInfo, ChangedFile, FileStatus, NearMiss, RunResult, RunStatus, Summary
+from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
 from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment, mermaid_label
 
@@ -86,8 +90,9 @@ def test_missing_none_arm_gives_none_deltas_and_a_confound() -> None:
     assert s.head_vs_none.value is None
     assert s.confounds.missing_conditions == ["none"]
     md = render_markdown(s)
-    # a flip (0/2 -> 2/2), yet two runs a side of identical docs drawn from {0.5, 1.0} can do it
-    assert "| a ⇄ | 0.50 | 1.00 | +0.50 (A/A noise) | 0.33 | — | 0/2 · 2/2 |" in md
+    # 0/2 -> 2/2 at 1.0, yet two runs a side of identical docs drawn from {0.5, 1.0} can do it:
+    # not significant (mid-p 1/12, Holm over the task and the overall mean), so no flip mark
+    assert "| a | 0.50 | 1.00 | +0.50 (A/A noise) | 0.17 | — | 0/2 · 2/2 |" in md
     assert "- condition `none` has no graded runs: its deltas are unavailable" in md
 
 
@@ -146,7 +151,7 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 | 0 | 0 |" in lines
     assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 | 0 | 0 |" in lines
     assert (
-        "| **all tasks** | **0.50** | **0.75** | **+0.25 (A/A noise)** | 0.33 | **—** | 0/2 · 0/2 |" in lines
+        "| **all tasks** | **0.50** | **0.75** | **+0.25 (A/A noise)** | 0.17 | **—** | 0/2 · 0/2 |" in lines
     )
     assert "- `AGENTS.md` (modified; read by codex, opencode)" in lines
 
@@ -208,17 +213,41 @@ def test_a_clear_improvement_is_called_improved_with_its_numbers() -> None:
     s = summary_of(_clear_improvement(), repeats=3)
     v = s.verdict
     assert v is not None
-    assert (v.kind, v.estimate, v.exact, v.tasks) == ("improved", 1.0, True, 3)
-    assert v.p_value == pytest.approx(2 / 20**3)  # only the two most extreme of 20^3 splits
-    assert (v.ci_low, v.ci_high) == (1.0, 1.0)
-    assert [t.head_vs_base.flip for t in s.tasks] == [True, True, True]
-    assert s.tasks[0].head_vs_base.p_value == pytest.approx(0.1)
+    assert (v.kind, v.estimate, v.exact, v.tasks, v.decided_by) == ("improved", 1.0, True, 3, ["overall"])
+    # the overall mid-p: half the one most extreme of 20^3 splits; Holm over 3 tasks + overall
+    assert v.p_value == pytest.approx(4 * 0.5 / 20**3)
+    assert v.ci_low is not None and v.ci_high is not None and 0 < v.ci_low < v.ci_high < 1
+    # one task alone (0/3 -> 3/3: mid-p 1/40, x3 by Holm) is not significant: no flip is sold
+    assert [t.head_vs_base.flip for t in s.tasks] == [False, False, False]
+    assert s.tasks[0].head_vs_base.p_value == pytest.approx(3 / 40)
+    assert s.tasks[0].decision is not None and s.tasks[0].decision.kind == "inconclusive"
     assert s.overall["head"].pass_all == 1.0 and s.overall["base"].pass_all == 0.0
     md = render_markdown(s)
     assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +1.00"
-    assert "**Verdict: improved** — head - base +1.00, 95% CI [+1.00, +1.00], p < 0.001" in md
-    assert "- flips (open these first): a (base 0/3 → head 3/3 at 1.0, Fisher p = 0.1), b (" in md
+    assert (
+        "**Verdict: improved** — head - base +1.00, 90% equivalence interval [+0.36, +0.84], "
+        "p < 0.001 vs alpha 0.05, decided by overall"
+    ) in md
+    assert "- significant flips (open these first): none: no task's pass/fail majority changed" in md
     assert "- tokens, head vs base: -850 tokens per run (Hodges-Lehmann; Mann-Whitney p < 0.001)" in md
+
+
+def test_a_broken_task_fails_on_its_own_and_is_listed_as_a_flip() -> None:
+    """One task of three drops 8/8 -> 0/8 while the others stay put: the task's own test
+    decides, where the old overall-only verdict weighed the mean of -0.33 alone."""
+    runs: list[RunResult] = []
+    for t, base, head in (("a", [1.0] * 8, [0.0] * 8), ("b", [1.0, 0.0] * 4, [1.0, 0.0] * 4)):
+        runs += [*arm(t, "base", base), *arm(t, "head", head)]
+    runs += [*arm("c", "base", [0.0, 1.0] * 4), *arm("c", "head", [0.0, 1.0] * 4)]
+    s = summary_of(runs, repeats=8)
+    v = s.verdict
+    assert v is not None and v.kind == "regressed" and "a" in v.decided_by
+    assert [t.head_vs_base.flip for t in s.tasks] == [True, False, False]
+    a = s.tasks[0].decision
+    assert a is not None and a.kind == "regressed" and a.p_regressed <= 0.05
+    assert v.p_value == a.p_regressed  # the p shown is the one the decision used
+    md = render_markdown(s)
+    assert "- significant flips (open these first): a (base 8/8 → head 0/8 at 1.0, Holm-adjusted p" in md
 
 
 def test_power_hint_names_the_floor_of_p_and_the_repeats_needed() -> None:
@@ -236,16 +265,26 @@ def test_power_hint_names_the_floor_of_p_and_the_repeats_needed() -> None:
     ) in md
 
 
-def test_identical_arms_are_called_noise_and_a_small_gap_is_inconclusive() -> None:
-    same = summary_of([*arm("a", "base", [1.0, 1.0, 1.0]), *arm("a", "head", [1.0, 1.0, 1.0])])
+def test_identical_arms_are_no_change_only_when_the_runs_can_show_it() -> None:
+    few = summary_of([*arm("a", "base", [1.0, 1.0, 1.0]), *arm("a", "head", [1.0, 1.0, 1.0])])
+    # three passes a side do not rule out a 0.3 drop: the adjusted interval is wide
+    assert few.verdict is not None and few.verdict.kind == "inconclusive"
+    assert few.verdict.repeats_needed is not None and few.verdict.repeats_needed > 3
+    many = [*arm("a", "base", [0.0, 1.0] * 30), *arm("a", "head", [1.0, 0.0] * 30)]
+    same = summarize(manifest(["a"], ["base", "head"], repeats=60), detection(), many, noise=0.3)
     assert same.verdict is not None and same.verdict.kind == "no_change"
-    assert render_markdown(same).startswith("## docdelta scorecard: no change (noise) · head - base 0.00")
-    assert "- flips (open these first): none: every task keeps its pass/fail majority" in render_markdown(
-        same
-    )
-    gap = summary_of([*arm("a", "base", [0.0, 1.0, 0.0]), *arm("a", "head", [1.0, 1.0, 0.0])])
-    assert gap.verdict is not None and gap.verdict.kind == "inconclusive"
-    assert gap.tasks[0].head_vs_base.flip is True  # 1/3 -> 2/3 changes the majority
+    md = render_markdown(same)
+    assert md.startswith("## docdelta scorecard: no change (noise) · head - base 0.00")
+    assert "none: no task's pass/fail majority changed significantly" in md
+
+
+def test_one_run_per_arm_is_never_no_change() -> None:
+    """Issue 13: 1 task x 1 repeat once printed "no change" from a zero-width bootstrap."""
+    runs = [*arm("a", "base", [0.33]), *arm("a", "head", [0.33])]
+    s = summarize(manifest(["a"], ["base", "head"], repeats=1), detection(), runs, noise=0.5)
+    assert s.verdict is not None and s.verdict.kind == "inconclusive"
+    assert s.verdict.ci_low is None and "1 graded run" in s.verdict.reason
+    assert "no interval (too few runs per arm)" in render_markdown(s)
 
 
 def test_infra_error_rate_counts_every_result() -> None:
@@ -292,14 +331,19 @@ def test_aa_band_marks_each_task_as_noise_but_not_the_whole_and_leaves_the_verdi
     assert [t.head_vs_base.aa_noise for t in s.tasks] == [True] * 4
     assert s.head_vs_base.aa_noise is False
     assert s.head_vs_base.noise is False and s.tasks[0].head_vs_base.noise is False
-    # the verdict is still the permutation test + configured band, as without the A/A band
-    direct = stats.verdict([(_scores(runs, t, "head"), _scores(runs, t, "base")) for t in "abcd"], seed=7)
+    # the verdict is still `decision.decide` + configured band, as without the A/A band
+    direct = decision.decide(
+        decision.from_strata({t: (_scores(runs, t, "head"), _scores(runs, t, "base")) for t in "abcd"}),
+        decision.Design.fixed(5),
+        seed=7,
+    )
     assert direct is not None and s.verdict is not None
     assert direct.kind == s.verdict.kind == "improved"
     assert (s.verdict.p_value, s.verdict.band) == (direct.p_value, 0.05)
     md = render_markdown(s)
-    assert "| a ⇄ | 0.40 | 0.80 | +0.40 (A/A noise) | 0.52 | — | 2/5 · 4/5 |" in md
-    assert "| **all tasks** | **0.40** | **0.80** | **+0.40** | 0.029 |" in md
+    # each task alone is noise (Holm-adjusted p 0.57, no flip mark); all four at once decide
+    assert "| a | 0.40 | 0.80 | +0.40 (A/A noise) | 0.57 | — | 2/5 · 4/5 |" in md
+    assert "| **all tasks** | **0.40** | **0.80** | **+0.40** | 0.042 |" in md
     assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +0.40"
     assert (
         f"- A/A noise at this size: ±{a.band:.2f} — differences up to this are what identical docs "
@@ -387,23 +431,44 @@ def test_mermaid_labels_cannot_break_the_chart() -> None:
     assert mermaid_label('a "quoted" [task]\nname') == "a  quoted   task  name"
 
 
-@pytest.mark.parametrize(("files", "shadowed"), [({"AGENTS.md", "CLAUDE.md"}, True), ({"CLAUDE.md"}, False)])
-def test_opencode_does_not_read_a_claude_md_that_an_agents_md_shadows(
-    files: set[str], shadowed: bool
+@pytest.mark.parametrize(
+    ("agent", "files", "unread"),
+    [
+        ("opencode", {"AGENTS.md": "agents\n"}, True),  # shadowed: OpenCode takes AGENTS.md only
+        ("opencode", {}, False),
+        ("claude_code", {"AGENTS.md": "agents\n"}, False),
+        ("codex", {"AGENTS.md": "agents\n"}, True),
+        ("codex", {"AGENTS.md": Link("CLAUDE.md")}, False),  # AGENTS.md -> CLAUDE.md: Codex reads it
+    ],
+)
+def test_unread_changes_follow_the_instruction_graph(
+    tmp_path: Path, agent: str, files: dict[str, str | Link], unread: bool
 ) -> None:
+    """The scorecard's "does not read it" comes from each side's instruction graph."""
+    git = GitRepo.init(tmp_path / "proj")
+    git.commit({"CLAUDE.md": "run the tests with make check\n", **files})
+    head = git.commit({"CLAUDE.md": "run the tests with make test\n"})
+    found = detect_refs(Repo(git.path), "HEAD~1", head, InstructionMatcher())
     results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
-    plan = manifest(["t"], ["base", "head"])
-    plan = plan.model_copy(
-        update={
-            "agent": AgentInfo(name="opencode", version="1"),
-            "conditions": [
-                c.model_copy(update={"files": dict.fromkeys(files, "sha")}) for c in plan.conditions
-            ],
-        }
-    )
-    edit = ChangedFile(path="CLAUDE.md", status=FileStatus.modified, families=["claude_code", "opencode"])
-    changed = detection().model_copy(update={"changed": [edit]})
-    assert summarize(plan, changed, results).confounds.unread_changes == (["CLAUDE.md"] if shadowed else [])
+    plan = manifest(["t"], ["base", "head"]).model_copy(update={"agent": AgentInfo(name=agent, version="1")})
+    assert summarize(plan, found, results).confounds.unread_changes == (["CLAUDE.md"] if unread else [])
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("h" * 40, "every condition ran on head's code, so base's instruction files were evaluated on code"),
+        ("b" * 40, "every condition ran on base's code, so head's instruction files were evaluated on code"),
+    ],
+)
+def test_code_changed_in_the_range_is_stated_with_the_commit_that_ran(source: str, says: str) -> None:
+    results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
+    plan = manifest(["t"], ["base", "head"]).model_copy(update={"source_sha": source})
+    found = detection().model_copy(update={"other_changed": [f"src/m{i}.py" for i in range(19)]})
+    text = render_markdown(summarize(plan, found, results))
+    assert "19 other files (code, tests, docs) changed between base and head" in text
+    assert says in text
+    assert "other file" not in render_markdown(summarize(plan, detection(), results))
 
 
 def test_a_matrix_mostly_failed_for_the_harness_leads_with_it_and_gives_no_verdict() -> None:

@@ -71,13 +71,14 @@ def with_answer(
 
 @pytest.fixture
 def runs() -> list[RunResult]:
-    """Task `zeta` flips (base fails, head passes); task `alpha` does not; one infra error.
-    The flip sorts last by name, so a report that lists it first put it there on purpose."""
-    out = [*arm("zeta", "base", [0.0, 0.0], missed=["make check"]), *arm("zeta", "head", [1.0, 1.0])]
+    """Task `zeta` flips significantly (base fails 6 of 6, head passes 6 of 6); task `alpha`
+    does not; one infra error. The flip sorts last by name, so a report that lists it first
+    put it there on purpose."""
+    out = [*arm("zeta", "base", [0.0] * 6, missed=["make check"]), *arm("zeta", "head", [1.0] * 6)]
     out += [*arm("alpha", "base", [1.0, 1.0, 0.25]), *arm("alpha", "head", [1.0, 1.0])]
     out += [result("alpha", "head", None, 3, status=RunStatus.infra_error)]
-    out[2] = with_answer(
-        out[2], f"Run make check. {EVIL}", ran=("make check && echo '<b>ok</b>'",), read=("AGENTS.md",)
+    out[6] = with_answer(
+        out[6], f"Run make check. {EVIL}", ran=("make check && echo '<b>ok</b>'",), read=("AGENTS.md",)
     )
     return out
 

@@ -10,7 +10,7 @@ import yaml
 from docdelta.activity import Activity
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
-from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec
+from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec, input_variable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,20 +22,29 @@ def _env(tmp_path: Path, **inputs: str) -> dict[str, str]:
         "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
         "GITHUB_WORKSPACE": str(tmp_path),
         "GITHUB_RUN_ID": "42",
-        "INPUT_GITHUB_TOKEN": "ghs_token",
+        "INPUT_GITHUB-TOKEN": "ghs_token",
         "INPUT_AGENT": "fake",
     }
-    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    env.update({input_variable(k.replace("_", "-")): v for k, v in inputs.items()})
     return env
 
 
-def test_action_yml_maps_every_input_to_the_variable_settings_read() -> None:
+def test_action_yml_declares_every_input_settings_read_and_leaves_the_mapping_to_the_runner() -> None:
+    """A container action's `runs.env` reaches the container unevaluated (`${{ inputs.x }}`
+    as literal text); the runner sets INPUT_* itself, so action.yml must have no runs.env."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "docker" and action["runs"]["image"] == "Dockerfile"
-    env = action["runs"]["env"]
+    assert "env" not in action["runs"]
     assert set(action["inputs"]) == set(INPUTS)
-    for name in INPUTS:
-        assert env[f"INPUT_{name.upper().replace('-', '_')}"] == f"${{{{ inputs.{name} }}}}"
+
+
+def test_inputs_are_read_under_the_names_the_runner_sets(tmp_path: Path) -> None:
+    """GitHub's runner and act keep the hyphen: `api-key` arrives as INPUT_API-KEY."""
+    assert input_variable("api-key") == "INPUT_API-KEY"
+    env = _env(tmp_path) | {"INPUT_API-KEY": "sk-1", "INPUT_FAIL-ON": "never", "INPUT_FAIL_ON": "bogus"}
+    s = ActionSettings.from_env(env)
+    assert s.options.api_key is not None and s.options.api_key.get_secret_value() == "sk-1"
+    assert s.fail_on == "never"  # the underscore spelling is nobody's: ignored
 
 
 def test_every_run_option_is_an_action_input_and_every_output_is_declared() -> None:
@@ -98,6 +107,8 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     assert (s.repeats, s.fail_on, s.comment, s.options.cap_usd) == (5, "never", False, 1.5)
     assert s.conditions == ("base", "head")
     assert s.results_store == StoreSpec(kind="branch", location="docdelta-results")
+    auto = ActionSettings.from_env(_env(tmp_path, repeats="auto"))
+    assert (auto.repeats, auto.max_repeats) == ("auto", 20)
     assert s.config_id == "docdelta/api-docs"
 
 

@@ -142,11 +142,38 @@ def _brute_force_p(strata: list[tuple[list[float], list[float]]]) -> float:
     return hits / len(combos)
 
 
+@settings(deadline=None)  # the brute force is slow on a busy machine, not wrong
 @given(strata_st)
 def test_exact_permutation_p_matches_brute_force(strata: list[tuple[list[float], list[float]]]) -> None:
     test = stats.permutation_test(strata)
     assert test is not None and test.exact
     assert test.p_value == pytest.approx(_brute_force_p(strata), abs=1e-9)
+
+
+@settings(deadline=None)
+@given(strata_st)
+def test_directional_mid_p_matches_brute_force(strata: list[tuple[list[float], list[float]]]) -> None:
+    """lower = P(delta < observed) + P(delta = observed) / 2 over every relabelling; the two
+    one-sided mid-p values add up to 1."""
+    observed = stats.stratified_delta(strata)
+    assert observed is not None
+    per_task = []
+    for t, c in strata:
+        pooled = t + c
+        per_task.append(
+            [
+                sum(pooled[i] for i in chosen) / len(t)
+                - sum(pooled[i] for i in range(len(pooled)) if i not in chosen) / len(c)
+                for chosen in itertools.combinations(range(len(pooled)), len(t))
+            ]
+        )
+    deltas = [sum(combo) / len(strata) for combo in itertools.product(*per_task)]
+    below = sum(d < observed - 1e-7 for d in deltas) / len(deltas)
+    tie = sum(abs(d - observed) <= 1e-7 for d in deltas) / len(deltas)
+    test = stats.directional_test(strata)
+    assert test is not None and test.exact
+    assert test.lower == pytest.approx(below + tie / 2, abs=1e-9)
+    assert test.lower + test.higher == pytest.approx(1.0, abs=1e-9)
 
 
 @given(strata_st, st.integers(0, 2**32 - 1))

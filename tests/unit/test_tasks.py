@@ -7,11 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
 
 from docdelta.errors import TaskError
-from docdelta.git import Repo
-from docdelta.tasks import check_citations, load_tasks, require_reviewed, task_json_schema
+from docdelta.tasks import check_citations, citation_holders, load_tasks, require_reviewed, task_json_schema
 
 GOOD_YAML = """\
 id: test-command
@@ -45,8 +43,9 @@ def test_yaml_and_json_tasks_load_with_the_hash_of_their_bytes(tmp_path: Path) -
     loaded = load_tasks(tmp_path)
     assert [t.task.id for t in loaded] == ["test-command", "b"]
     assert loaded[0].path == y and loaded[0].sha256 == hashlib.sha256(y.read_bytes()).hexdigest()
-    assert loaded[0].task.gold_citations[0].lines.start == 2
-    assert loaded[1].task.gold_citations[0].lines.end == 4 and not loaded[1].task.reviewed
+    first, second = loaded[0].task.gold_citations[0].lines, loaded[1].task.gold_citations[0].lines
+    assert first is not None and first.start == 2
+    assert second is not None and second.end == 4 and not loaded[1].task.reviewed
 
 
 @pytest.mark.parametrize(
@@ -105,35 +104,55 @@ def test_missing_or_empty_directory_is_an_error_with_a_hint(tmp_path: Path) -> N
 
 
 @pytest.fixture
-def source(tmp_path: Path) -> tuple[Repo, str]:
-    g = GitRepo.init(tmp_path / "proj")
-    sha = g.commit({"AGENTS.md": "# Rules\nRun the tests\n   with make test.\nNever push.\n"})
-    return Repo(g.path), sha
+def conditions(tmp_path: Path) -> dict[str, Path]:
+    """Three condition checkouts: head holds the rule two lines lower than base, none lacks it."""
+    base = write(tmp_path / "base", "AGENTS.md", "# Rules\nRun the tests\n   with make test.\nNever push.\n")
+    head = write(tmp_path / "head", "AGENTS.md", "# Rules\n\nIntro.\nRun the tests with make test.\n")
+    none = write(tmp_path / "none", "README.md", "hello\n")
+    return {"base": base.parent, "head": head.parent, "none": none.parent}
 
 
-def test_citations_that_stand_pass(tmp_path: Path, source: tuple[Repo, str]) -> None:
+def test_citations_that_stand_in_some_condition_pass(tmp_path: Path, conditions: dict[str, Path]) -> None:
     write(tmp_path / "t", "a.yaml", GOOD_YAML)
-    check_citations(load_tasks(tmp_path / "t"), *source)
+    loaded = load_tasks(tmp_path / "t")
+    check_citations(loaded, conditions, "s" * 40)
+    assert citation_holders(loaded[0].task.gold_citations[0], conditions) == ["base", "head"]
+    # The stale `lines` hint does not matter: the quote is located by content.
+    check_citations(
+        load_tasks(write(tmp_path / "u", "a.yaml", GOOD_YAML.replace("2-3", "9")).parent),
+        conditions,
+        "s" * 40,
+    )
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (
-            ("lines: 2-3", "lines: 4"),
-            r"task 'test-command' .*gold_citations\[0\] AGENTS\.md:4 quotes .* but those lines read "
-            r"'Never push\.' \(the quote is at lines 2-3\)",
+            ('make test"', 'make check"'),
+            r"task 'test-command' .*gold_citations\[0\] quotes AGENTS\.md: .* stands in no condition "
+            r"\(base, head, none\) of source ssssssssssss",
         ),
-        (("lines: 2-3", "lines: 9-10"), r"AGENTS\.md:9-10 .* the file has only 4 lines"),
-        (("path: AGENTS.md", "path: CLAUDE.md"), r"CLAUDE\.md:2-3 .* does not exist at the source commit"),
+        (("path: AGENTS.md", "path: CLAUDE.md"), r"CLAUDE\.md: .* stands in no condition"),
     ],
 )
-def test_citations_that_do_not_stand_say_what_is_there(
-    tmp_path: Path, source: tuple[Repo, str], edit: tuple[str, str], message: str
+def test_citations_that_stand_nowhere_are_refused(
+    tmp_path: Path, conditions: dict[str, Path], edit: tuple[str, str], message: str
 ) -> None:
     write(tmp_path / "t", "a.yaml", GOOD_YAML.replace(*edit))
-    with pytest.raises(TaskError, match=message):
-        check_citations(load_tasks(tmp_path / "t"), *source)
+    with pytest.raises(TaskError, match=message) as info:
+        check_citations(load_tasks(tmp_path / "t"), conditions, "s" * 40)
+    assert "--source" in info.value.hint
+
+
+def test_an_alternative_quote_is_enough(tmp_path: Path, conditions: dict[str, Path]) -> None:
+    text = GOOD_YAML.replace(
+        'make test"', 'make check"\n    any_of:\n      - {path: AGENTS.md, quote: Never push}'
+    )
+    write(tmp_path / "t", "a.yaml", text)
+    loaded = load_tasks(tmp_path / "t")
+    check_citations(loaded, conditions, "s" * 40)
+    assert citation_holders(loaded[0].task.gold_citations[0], conditions) == ["base"]
 
 
 def test_unreviewed_gold_is_refused_unless_allowed(tmp_path: Path) -> None:
@@ -150,5 +169,6 @@ def test_schema_describes_task_files_and_their_line_shorthands() -> None:
     assert {"id", "prompt", "gold", "gold_citations", "reviewed"} <= set(schema["properties"])
     assert schema["required"] == ["id", "prompt"]
     lines = schema["$defs"]["GoldCitation"]["properties"]["lines"]
-    assert {"type": "integer", "minimum": 1} in lines["anyOf"]
+    assert {"type": "integer", "minimum": 1} in lines["anyOf"][0]["anyOf"]  # optional: a hint
+    assert schema["$defs"]["GoldCitation"]["required"] == ["path", "quote"]
     json.dumps(schema)

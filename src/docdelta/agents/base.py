@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import posixpath
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from docdelta.detect import BUILTIN_PATTERNS
 from docdelta.errors import AgentError
-from docdelta.models import AgentAnswer, AgentOutcome, RunStatus
+from docdelta.instructions import RULES
+from docdelta.models import AgentAnswer, AgentOutcome, LoadMode, RunStatus
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
 _DECODER = json.JSONDecoder()
@@ -67,6 +69,10 @@ def parse_answer(text: str) -> tuple[AgentAnswer | None, str | None]:
     data = extract_last_json(text)
     if data is None:
         return None, "no JSON object in the agent's output"
+    if not data.keys() & AgentAnswer.model_fields.keys():
+        # e.g. a reply that only echoed the prompt's citation example {"path", "lines"}
+        fields = ", ".join(AgentAnswer.model_fields)
+        return None, f"the final JSON object has none of the answer's fields ({fields})"
     try:
         return AgentAnswer.model_validate(data), None
     except ValidationError as exc:
@@ -79,6 +85,8 @@ def classify(result: ExecResult, answer: AgentAnswer | None) -> RunStatus:
         return RunStatus.timeout
     if result.oom:
         return RunStatus.oom
+    if result.disk_full:
+        return RunStatus.disk_full
     if answer is None:
         return RunStatus.no_answer if result.exit_code == 0 else RunStatus.agent_error
     return RunStatus.ok
@@ -132,6 +140,10 @@ class Invocation:
 
 class Agent(ABC):
     name: ClassVar[str]
+    server_identity: Mapping[str, str] = MappingProxyType({})
+    """The model server's identity where it exposes one (llama-server's `/props`), set by
+    the wiring and recorded in the manifest beside the model name, which a local server
+    lets its operator give any weights."""
     npm: ClassVar[tuple[str, ...]] = ()
     """Pinned npm packages (`name@X.Y.Z`) the agent's image needs; the Docker sandbox
     builds an image with Node.js and exactly these (agents/images.py). Empty for agents
@@ -150,6 +162,12 @@ class Agent(ABC):
         return None
 
     @property
+    def recorded_settings(self) -> dict[str, int | str]:
+        """Knobs that change what the agent does (recorded in the manifest, so results made
+        with another value are never mixed in); {} for agents without any."""
+        return {}
+
+    @property
     def user_executable(self) -> str | None:
         """The program the user named for this agent (checked before the matrix by
         `agents.command.preflight`); None when the adapter ships its own."""
@@ -163,9 +181,11 @@ class Agent(ABC):
 
     @property
     def instruction_files(self) -> list[str]:
-        """Globs of the instruction files this agent loads natively (detection's table,
-        so the report can say when a PR edits only files the agent never reads)."""
-        return [glob for glob, families in BUILTIN_PATTERNS if self.name in families]
+        """Globs of the instruction files this agent loads into every run natively (the
+        instruction graph's always-loaded rules; imports and on-demand files come on top)."""
+        return sorted(
+            {r.glob.lstrip("/") for r in RULES if self.name in r.families and r.mode is LoadMode.always}
+        )
 
     def turn_cap(self, requested: int | None) -> int | None:
         """The turn cap a run really gets when `requested` (`--max-turns`) is asked for:
@@ -209,7 +229,7 @@ class Agent(ABC):
         result = sandbox.exec(inv.argv, stdin=inv.stdin, env=inv.env, timeout=ctx.timeout_s)
         outcome = self.parse(result, sandbox, ctx)
         update: dict[str, Any] = {}
-        if result.timed_out or result.oom:
+        if result.timed_out or result.oom or result.disk_full:
             update["status"] = classify(result, outcome.answer)
         if not outcome.metrics.duration_s:
             update["metrics"] = outcome.metrics.model_copy(update={"duration_s": result.duration_s})

@@ -28,6 +28,7 @@ from docdelta.agents.base import (
     classify,
     json_lines,
     parse_answer,
+    status_for_api_error,
 )
 from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
@@ -193,6 +194,8 @@ def _status(final: Mapping[str, Any], error: str | None, fallback: RunStatus) ->
     when the run ended normally."""
     if final.get("subtype") == "error_max_turns":
         return RunStatus.max_turns
+    if final.get("terminal_reason") == "api_error":  # the model API failed: its HTTP status says whose fault
+        return status_for_api_error(final.get("api_error_status"))
     if error is not None and _RATE_LIMITED.search(error):
         return RunStatus.rate_limited
     if error is not None and fallback is RunStatus.ok:

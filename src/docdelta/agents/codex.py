@@ -33,6 +33,7 @@ from docdelta.agents.base import (
     classify,
     json_lines,
     parse_answer,
+    status_for_api_error,
 )
 from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
@@ -45,6 +46,9 @@ PROVIDER = "docdelta"
 # passes it as a config override; "$@" is the rest of the command line.
 _LAUNCH = f'exec codex exec -c "model_providers.{PROVIDER}.base_url=\\"$OPENAI_BASE_URL\\"" "$@"'
 _RATE_LIMITED = re.compile(r"\b429\b|rate[ _-]?limit|too many requests", re.IGNORECASE)
+_API_STATUS = re.compile(r"(?:unexpected status|last status:) (\d{3})\b")
+"""How Codex names the HTTP status of a failed model call (`exceeded retry limit, last
+status: 429 Too Many Requests`, `unexpected status 502 Bad Gateway: ...`)."""
 _SHELLS = {"sh", "bash", "zsh", "dash"}
 _TOOL_ITEMS = {"command_execution", "mcp_tool_call", "web_search", "file_change"}
 
@@ -58,7 +62,10 @@ def _config(max_retries: int | None) -> str:
     )
     return (
         f'model_provider = "{PROVIDER}"\n'
-        "check_for_update_on_startup = false\n\n"
+        "check_for_update_on_startup = false\n"
+        # Codex offers the model OpenAI's own web search by default: a way out of the
+        # sandbox through the provider, which the gateway refuses. Off at the source.
+        'web_search = "disabled"\n\n'
         f"[model_providers.{PROVIDER}]\n"
         'name = "docdelta gateway"\n'
         'wire_api = "responses"\n'
@@ -119,7 +126,10 @@ def outcome_from_events(
     if result.exit_code not in (0, None) and not errors and result.stderr:
         errors.append(result.stderr.decode("utf-8", errors="replace")[-2000:])
     status = classify(result, answer)
-    if errors and _RATE_LIMITED.search(errors[-1]):
+    api_status = _API_STATUS.search(errors[-1]) if errors else None
+    if api_status is not None:  # the model API failed: its HTTP status says whose fault
+        status = status_for_api_error(int(api_status.group(1)))
+    elif errors and _RATE_LIMITED.search(errors[-1]):
         status = RunStatus.rate_limited
     elif errors and status is RunStatus.ok:
         status = RunStatus.agent_error

@@ -92,16 +92,23 @@ class CommandAgent(Agent):
         )
 
 
-def _read_metrics(sandbox: Sandbox) -> tuple[AgentMetrics, str | None]:
-    """The agent's metrics file, leniently: bad telemetry never fails a run."""
+def metrics_data(sandbox: Sandbox) -> dict[str, Any]:
+    """The agent's metrics file as a JSON object ({} when there is none); ValueError when
+    it is not one. Adapters of their own loops read their extra keys from it."""
     try:
         raw = sandbox.read_file(f"{sandbox.tools_dir}/{_METRICS_FILE}")
     except SandboxError:
-        return AgentMetrics(), None
+        return {}
+    data: Any = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
+
+
+def _read_metrics(sandbox: Sandbox) -> tuple[AgentMetrics, str | None]:
+    """The agent's metrics file, leniently: bad telemetry never fails a run."""
     try:
-        data: Any = json.loads(raw)
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
+        data = metrics_data(sandbox)
         known = {k: v for k, v in data.items() if k in AgentMetrics.model_fields}
         return AgentMetrics.model_validate(known), None
     except (ValueError, ValidationError) as exc:

@@ -17,7 +17,16 @@ Protocol (the `command` agent's): the prompt on stdin; the model's final message
 stdout (the grader takes the last JSON object in it); metrics as JSON at the path in
 $DOCDELTA_METRICS, rewritten after every turn so a run killed at its timeout still
 reports what it did. How the loop ended is the exit code (see ENDINGS), with the reason
-on stderr.
+on stderr's last line; a failed model call also leaves its HTTP status in the metrics
+(`api_status`, null when the server could not be reached) for the adapter to classify.
+stderr also carries the conversation as it happens (every reply, tool call and result),
+which docdelta keeps as the run's transcript.
+
+Two things a small local model does are not answers: a reply cut off at the output cap
+(finish reason `length`) ends the run as `max_tokens`, and a tool call whose arguments
+are not a JSON object (a call cut off mid-way, `"{"`) is never sent back to the server
+as is (llama.cpp rejects the next turn with HTTP 500): it is replayed with empty
+arguments and answered with a tool error the model can read.
 """
 
 from __future__ import annotations
@@ -33,12 +42,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-EXIT_ANSWERED, EXIT_USAGE, EXIT_MAX_TURNS, EXIT_RATE_LIMITED, EXIT_API_ERROR = 0, 2, 3, 4, 5
+EXIT_ANSWERED, EXIT_USAGE, EXIT_MAX_TURNS, EXIT_API_ERROR, EXIT_MAX_TOKENS = 0, 2, 3, 5, 6
 ENDINGS = {
     EXIT_ANSWERED: "answered",
     EXIT_MAX_TURNS: "max_turns",
-    EXIT_RATE_LIMITED: "rate_limited",
     EXIT_API_ERROR: "api_error",
+    EXIT_MAX_TOKENS: "max_tokens",
 }
 """Exit code -> how the loop ended; the adapter maps these onto run statuses."""
 
@@ -82,6 +91,9 @@ class Metrics:
         self.commands: list[dict[str, Any]] = []
         self.files_read: list[str] = []
         self.tokens: dict[str, int | None] = {"tokens_in": 0, "tokens_out": 0, "cache_read_tokens": 0}
+        self.api_status: int | None = None
+        self.served_by: dict[str, str] = {}
+        """The model and `system_fingerprint` the server said it answered with."""
 
     def add_usage(self, usage: Any) -> None:
         usage = usage if isinstance(usage, dict) else {}
@@ -104,6 +116,8 @@ class Metrics:
             "commands": self.commands,
             "files_read": self.files_read,
             **self.tokens,
+            "api_status": self.api_status,
+            "served_by": self.served_by,
         }
         partial = self.path.with_name(self.path.name + ".partial")
         partial.write_text(json.dumps(data), encoding="utf-8")
@@ -141,7 +155,13 @@ def complete(args: argparse.Namespace, messages: list[dict[str, Any]]) -> dict[s
         raise ApiError(None, f"unexpected answer from {request.full_url}: {raw[:500]!r}") from exc
     if not isinstance(message, dict):
         raise ApiError(None, f"unexpected message from {request.full_url}: {message!r}")
-    return {"message": message, "usage": answer.get("usage")}
+    served = {key: answer[key] for key in ("model", "system_fingerprint") if isinstance(answer.get(key), str)}
+    return {
+        "message": message,
+        "usage": answer.get("usage"),
+        "finish_reason": answer["choices"][0].get("finish_reason"),
+        "served_by": served,
+    }
 
 
 def run_shell(command: str, args: argparse.Namespace) -> tuple[int | None, str]:
@@ -168,21 +188,50 @@ def run_shell(command: str, args: argparse.Namespace) -> tuple[int | None, str]:
     return code, output
 
 
+def call_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool call's arguments as a JSON object, or None when they are not one (cut off)."""
+    raw = (call.get("function") or {}).get("arguments")
+    if isinstance(raw, dict):
+        return raw
+    try:
+        params = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return None
+    return params if isinstance(params, dict) else None
+
+
+def replayable(call: dict[str, Any]) -> dict[str, Any]:
+    """The call as it goes back into the conversation: malformed arguments become `{}`,
+    so the server can render the history (its tool-call parser re-reads it)."""
+    if call_arguments(call) is not None:
+        return call
+    function = {**(call.get("function") or {}), "arguments": "{}"}
+    return {**call, "function": function}
+
+
 def tool_result(call: dict[str, Any], args: argparse.Namespace, metrics: Metrics) -> str:
     """What the model gets back for one tool call; mistakes are reported to it, not fatal."""
     function = call.get("function") or {}
     if function.get("name") != "shell":
         return f"error: unknown tool {function.get('name')!r}; the only tool is `shell`"
-    try:
-        params = json.loads(function.get("arguments") or "{}")
-    except ValueError:
-        params = None
-    command = params.get("command") if isinstance(params, dict) else None
+    params = call_arguments(call)
+    if params is None:
+        raw = str(function.get("arguments"))[:200]
+        return (
+            f"error: the arguments of this call are not a JSON object ({raw!r}; was the call cut off?); "
+            'call shell again with {"command": "<command line>"}'
+        )
+    command = params.get("command")
     if not isinstance(command, str) or not command.strip():
         return 'error: call shell with {"command": "<command line>"}'
     code, output = run_shell(command, args)
     metrics.commands.append({"command": command, "exit_code": code})
     return f"exit code: {'timeout' if code is None else code}\n{output}"
+
+
+def log(text: str) -> None:
+    """One step of the conversation, for the run's transcript (stderr)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def system_prompt(metrics: Metrics) -> str:
@@ -205,20 +254,32 @@ def loop(prompt: str, args: argparse.Namespace, metrics: Metrics) -> tuple[int, 
         try:
             reply = complete(args, messages)
         except ApiError as exc:
-            code = EXIT_RATE_LIMITED if exc.status == 429 else EXIT_API_ERROR
-            return code, str(exc)
+            metrics.api_status = exc.status
+            return EXIT_API_ERROR, str(exc)
         metrics.turns += 1
         metrics.add_usage(reply["usage"])
+        metrics.served_by = reply["served_by"] or metrics.served_by
         metrics.save()
         message = reply["message"]
         calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
         text = message.get("content") or ""
+        log(f"--- turn {metrics.turns} (finish: {reply['finish_reason']})" + (f"\n{text}" if text else ""))
+        if not calls and reply["finish_reason"] == "length":
+            return EXIT_MAX_TOKENS, (
+                f"the reply was cut off at the output cap (--max-tokens {args.max_tokens}); "
+                "a truncated reply is not an answer"
+            )
         if not calls:
             return EXIT_ANSWERED, text
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+        messages.append(
+            {"role": "assistant", "content": text or None, "tool_calls": [replayable(c) for c in calls]}
+        )
         for call in calls:
             metrics.tool_calls += 1
+            function = call.get("function") or {}
+            log(f"[tool call] {function.get('name')} {function.get('arguments')}")
             result = tool_result(call, args, metrics)
+            log(f"[tool result]\n{result}")
             messages.append({"role": "tool", "tool_call_id": call.get("id") or "", "content": result})
         metrics.save()
     return EXIT_MAX_TURNS, f"stopped after {args.max_turns} turns without a final answer"

@@ -4,8 +4,11 @@ It is the agent for local and self-hosted OpenAI-compatible servers (llama.cpp, 
 ollama) and for any hosted model behind the gateway. The loop itself is a stdlib-only
 script (openai_agent.py) copied into the sandbox, so it runs in any image with python3;
 this adapter is the `command` agent around it, plus the endings only the loop can see:
-its turn cap (`max_turns`) and a 429 from the model API (`rate_limited`). Like Codex, it
-puts the root AGENTS.md in its system prompt (and reads no other instruction file).
+its turn cap (`max_turns`), a reply cut off at the output cap (`no_answer`: a truncated
+reply is never taken as final), and a failed model call, classified by its HTTP status
+with `status_for_api_error` like every other adapter's (an unreachable or 5xx server is
+an `infra_error`: retried, never scored). Like Codex, it puts the root AGENTS.md in its
+system prompt (and reads no other instruction file).
 
 Tokens and cost are what the gateway logged when there is one (the runner replaces the
 agent's own counts with them); the loop's own counts, read from the API's usage blocks,
@@ -14,20 +17,22 @@ are what is left without a gateway.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib.resources import files
 from typing import ClassVar
 
 from docdelta.agents import openai_agent as loop
-from docdelta.agents.base import AgentContext
-from docdelta.agents.command import CommandAgent
+from docdelta.agents.base import AgentContext, status_for_api_error
+from docdelta.agents.command import CommandAgent, metrics_data
 from docdelta.errors import AgentError
 from docdelta.models import AgentOutcome, RunStatus, sha256_hex
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
 SCRIPT = files("docdelta.agents").joinpath("openai_agent.py").read_bytes()
 DEFAULT_MAX_TURNS = 20
-_STATUS = {loop.EXIT_MAX_TURNS: RunStatus.max_turns, loop.EXIT_RATE_LIMITED: RunStatus.rate_limited}
-"""Loop endings sharper than `classify` can tell; any other failure is an `agent_error`."""
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+"""The per-turn output cap (`max_tokens`) unless `--max-output-tokens` says otherwise."""
+_ENDING_PREFIX = "openai agent: "
 
 
 class OpenAIAgent(CommandAgent):
@@ -38,8 +43,9 @@ class OpenAIAgent(CommandAgent):
         self,
         model: str = "",
         base_url: str | None = None,
-        max_tokens: int = 4096,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         max_tool_output: int = 16000,
+        server: Mapping[str, str] | None = None,
     ) -> None:
         if not model:
             raise AgentError(
@@ -50,8 +56,10 @@ class OpenAIAgent(CommandAgent):
         self._model = model
         self.base_url = base_url
         """None: the sandbox's OPENAI_BASE_URL (the gateway sets it)."""
-        self.max_tokens = max_tokens
+        self.max_output_tokens = max_output_tokens
         self.max_tool_output = max_tool_output
+        if server:
+            self.server_identity = dict(server)
         # The loop's hash is the version: a changed loop makes old results incomparable.
         self._version = f"openai-{sha256_hex(SCRIPT)[:12]}"
 
@@ -82,7 +90,7 @@ class OpenAIAgent(CommandAgent):
             "--max-turns",
             str(self.turn_cap(ctx.max_turns)),
             "--max-tokens",
-            str(self.max_tokens),
+            str(self.max_output_tokens),
             "--max-tool-output",
             str(self.max_tool_output),
         ]
@@ -91,10 +99,35 @@ class OpenAIAgent(CommandAgent):
     def files(self, sandbox: Sandbox) -> dict[str, bytes]:
         return {f"{sandbox.tools_dir}/openai_agent.py": SCRIPT}
 
+    @property
+    def recorded_settings(self) -> dict[str, int | str]:
+        return {"max_output_tokens": self.max_output_tokens, "max_tool_output": self.max_tool_output}
+
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         outcome = super().parse(result, sandbox, ctx)
-        status = _STATUS.get(result.exit_code) if result.exit_code is not None else None
-        if status is None:
+        try:
+            extra = metrics_data(sandbox)
+        except ValueError:
+            extra = {}
+        served = extra.get("served_by")
+        if isinstance(served, dict):
+            update: dict[str, object] = {"served_by": {k: str(v) for k, v in served.items()}}
+            outcome = outcome.model_copy(update=update)
+        if result.exit_code == loop.EXIT_MAX_TURNS:
+            status = RunStatus.max_turns
+        elif result.exit_code == loop.EXIT_MAX_TOKENS:
+            status = RunStatus.no_answer
+        elif result.exit_code == loop.EXIT_API_ERROR:
+            api_status = extra.get("api_status")
+            status = status_for_api_error(api_status if isinstance(api_status, int) else None)
+        else:
             return outcome
-        why = result.stderr.decode("utf-8", errors="replace")[-2000:].strip()
-        return outcome.model_copy(update={"status": status, "error": why or None})
+        return outcome.model_copy(update={"status": status, "answer": None, "error": _ending(result)})
+
+
+def _ending(result: ExecResult) -> str | None:
+    """The loop's own account of how it ended: the last `openai agent: ...` line on stderr
+    (the lines before it are the conversation)."""
+    lines = result.stderr.decode("utf-8", errors="replace").splitlines()
+    ending = next((line for line in reversed(lines) if line.startswith(_ENDING_PREFIX)), None)
+    return ending.removeprefix(_ENDING_PREFIX)[:2000] if ending else None

@@ -1,9 +1,14 @@
 """Host side of the gateway: its image, and one gateway container per run.
 
 The gateway container sits on the run's internal network (as `gateway`, the agent's only
-peer) and on an egress network. The real keys reach it over the container's stdin, once:
-never as an environment variable, a label, a command-line argument or a file, so
-`docker inspect` and the daemon's disk never hold them. Its stdout is the call log.
+peer) and on an egress network, and listens only on its internal address. The real keys
+reach it over the container's stdin, once: never as an environment variable, a label, a
+command-line argument or a file, so `docker inspect` and the daemon's disk never hold them.
+The agent gets a random per-run token instead, which the gateway checks on every request.
+
+Stdin then stays open as a watchdog (`stdin_once`): when docdelta closes it, or dies and
+Docker closes it, the gateway stops accepting, finishes calls in flight and exits. Its
+stdout is the call log, read only after it has exited, so every call it took is in it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import secrets
 import time
 from collections.abc import Mapping
 from contextlib import suppress
@@ -19,20 +25,31 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
+import requests
 from docker import DockerClient
 from docker.models.networks import Network
 
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import GatewayConfig, ModelCall
-from docdelta.gateway.server import READY, setup_message
-from docdelta.sandbox.dockerapi import AGENT_USER, ROLE_LABEL, raw_socket
+from docdelta.gateway.server import DRAIN_S, READY, setup_message
+from docdelta.sandbox.dockerapi import AGENT_USER, ROLE_LABEL, bounded_log, close_stdin, raw_socket
 from docdelta.sandbox.images import BuiltImage, ensure_image
 
-PLACEHOLDER_KEY = "docdelta-placeholder-key"
-"""What agents hold instead of a key; the gateway drops it and adds the real one."""
 SITE = "/opt/docdelta-gateway"
 _RUNTIME_PACKAGES = ("httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi", "typing_extensions")
 _READY_TIMEOUT_S = 30.0
+_EXIT_TIMEOUT_S = DRAIN_S + 15.0
+"""How long a stopping gateway may take to drain and exit before it is killed."""
+LOG_MAX_BYTES = 64 * 1024 * 1024
+"""The call log's cap on the daemon's disk: thousands of calls (refusals are folded)."""
+
+
+RUN_TOKEN_PREFIX = "docdelta-run-"  # noqa: S105 - a label, not a secret
+
+
+def new_run_token() -> str:
+    """What a run's agent holds instead of a key: random, so no other client can use the gateway."""
+    return RUN_TOKEN_PREFIX + secrets.token_urlsafe(24)
 
 
 def gateway_image(client: DockerClient, base: str) -> BuiltImage:
@@ -107,10 +124,11 @@ class RunningGateway:
         self._client = client
         self.config = config
         self.url = f"http://gateway:{config.port}"
-        self.placeholder = PLACEHOLDER_KEY
+        self.token = new_run_token()
         self._container: Any = None
+        self._stdin: Any = None
         self._own_network: Network | None = None
-        self._final_calls: list[ModelCall] = []
+        self._final_calls: list[ModelCall] | None = None
 
     def attach(self, gateway: Gateway, internal: Network, labels: dict[str, str]) -> None:
         name = f"{internal.name}-gateway"
@@ -122,26 +140,29 @@ class RunningGateway:
         self._container = self._client.containers.create(
             gateway.image,
             name=name,
+            # With stdin open, the SDK's create also sets StdinOnce: when our attach connection
+            # closes, Docker closes the gateway's stdin. That is the watchdog.
             stdin_open=True,
             user=AGENT_USER,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             read_only=True,
-            mem_limit="256m",
+            mem_limit="512m",
             pids_limit=64,
             network=egress.name,
             labels={**labels, ROLE_LABEL: "gateway"},
             environment={},
+            log_config=bounded_log(LOG_MAX_BYTES),
         )
         internal.connect(self._container, aliases=["gateway"])
-        stream = self._container.attach_socket(params={"stdin": 1, "stream": 1})
-        sock = raw_socket(stream)
+        self._stdin = self._container.attach_socket(params={"stdin": 1, "stream": 1})
         self._container.start()
+        self._container.reload()
+        listen = self._container.attrs["NetworkSettings"]["Networks"][internal.name]["IPAddress"]
         setup = setup_message(
-            gateway.config.model_dump(mode="json"), gateway.keys, self.placeholder, gateway.ca_pem
+            gateway.config.model_dump(mode="json"), gateway.keys, self.token, gateway.ca_pem, listen
         )
-        sock.sendall(json.dumps(setup).encode() + b"\n")
-        sock.close()
+        raw_socket(self._stdin).sendall(json.dumps(setup).encode() + b"\n")
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -157,26 +178,44 @@ class RunningGateway:
         raise InfraError(f"the model gateway did not start:\n{log}")
 
     def client_env(self) -> dict[str, str]:
-        """What an agent needs to use the gateway: base URLs and the placeholder key."""
+        """What an agent needs to use the gateway: base URLs and the run token as its key."""
         env = {"DOCDELTA_GATEWAY_URL": self.url}
         for upstream in self.config.upstreams:
             env |= {var: f"{self.url}/{upstream.name}" for var in upstream.base_url_env}
-            env |= {var: self.placeholder for var in upstream.key_env}
+            env |= {var: self.token for var in upstream.key_env}
         return env
 
     def calls(self) -> list[ModelCall]:
-        """Every call the gateway logged, oldest first (kept after `close`)."""
-        return _read_calls(self._container) if self._container is not None else list(self._final_calls)
+        """Every call the gateway took, oldest first. This stops the gateway first: the
+        record is complete only once it accepts no more calls and has drained (a process
+        the agent left behind can no longer spend), so read it once the agent is done."""
+        self.stop()
+        return list(self._final_calls or [])
 
     def budget_exceeded(self) -> bool:
         return any(call.error == "budget" for call in self.calls())
 
+    def stop(self) -> None:
+        """Close the gateway's stdin (it stops accepting, drains, logs the rest and exits),
+        wait for it to exit, then read its whole log. A second call does nothing."""
+        if self._final_calls is not None or self._container is None:
+            return
+        container = self._container
+        close_stdin(self._stdin)
+        with suppress(docker.errors.NotFound):
+            try:
+                container.wait(timeout=_EXIT_TIMEOUT_S)
+            except requests.exceptions.RequestException:  # it did not exit in time
+                container.kill()
+                container.wait(timeout=_EXIT_TIMEOUT_S)
+            self._final_calls = _read_calls(container)
+
     def close(self) -> None:
+        self.stop()
         container, self._container = self._container, None
         network, self._own_network = self._own_network, None
         if container is not None:
             with suppress(docker.errors.NotFound):
-                self._final_calls = _read_calls(container)
                 container.remove(force=True)
         if network is not None:
             with suppress(docker.errors.NotFound):
@@ -184,5 +223,6 @@ class RunningGateway:
 
 
 def _read_calls(container: Any) -> list[ModelCall]:
+    """The log of an exited container: the daemon has copied all its output by then."""
     out = container.logs(stdout=True, stderr=False).decode(errors="replace")
     return [ModelCall.model_validate_json(line) for line in out.splitlines() if line.startswith("{")]

@@ -91,16 +91,21 @@ def extract(body: bytes, *, streamed: bool) -> tuple[str | None, Usage]:
     return model, usage
 
 
+def price_for(prices: Mapping[str, Mapping[str, Any]], model: str) -> Mapping[str, Any] | None:
+    """A model's price from a table of USD per million tokens keyed by model-name prefix
+    (longest prefix wins, so dated snapshots match their family); None when unpriced."""
+    matches = [name for name in prices if model.startswith(name)]
+    return prices[max(matches, key=len)] if matches else None
+
+
 def cost_usd(prices: Mapping[str, Mapping[str, Any]], model: str | None, usage: Usage) -> float | None:
-    """Cost from a table of USD per million tokens keyed by model-name prefix (longest
-    prefix wins, so dated snapshots match their family); None when the model is unpriced
-    or the upstream reported no usage: we never guess."""
+    """Cost of one call's usage; None when the model is unpriced or the upstream reported
+    no usage: we never guess (the gateway's ledger books such calls at their worst case)."""
     if model is None or not usage:
         return None
-    matches = [name for name in prices if model.startswith(name)]
-    if not matches:
+    price = price_for(prices, model)
+    if price is None:
         return None
-    price = prices[max(matches, key=len)]
     cached = usage.get("cache_read_tokens", 0)
     # OpenAI counts cached tokens inside prompt tokens; Anthropic reports them apart.
     fresh_in = usage.get("tokens_in", 0) - (cached if price.get("cached_in_input", False) else 0)

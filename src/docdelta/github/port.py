@@ -82,7 +82,8 @@ class GitHubPort(Protocol):
         ...
 
     def upsert_comment(self, number: int, marker: str, body: str) -> CommentRef:
-        """Edit the comment whose body starts with `marker`, else create one (never a duplicate)."""
+        """Edit the token's own comment whose body starts with `marker`, else create one (never a
+        duplicate); a comment by anyone else is never edited, whatever it starts with."""
         ...
 
     def publish_check(self, report: CheckReport) -> CheckRef:

@@ -10,6 +10,13 @@ request may be repeated depends on what it does, not on its HTTP verb alone:
   after a failure we look again for what it would have created (the marker, the check
   name) and only post again if it is not there — a 502 may come after GitHub did the work.
 
+The sticky comment is the one that starts with the marker *and* was written by the
+token's own account: anyone can post the marker, so the author is what makes it ours.
+Who the token is comes from GraphQL's `viewer`, which answers for a user's token and a
+GitHub App installation token (GITHUB_TOKEN) alike; REST `GET /user` is 403 for the
+latter and `GET /app` wants the app's JWT. Bot logins end in `[bot]`, which no user
+name can, so comparing logins cannot mistake a person for the bot.
+
 Rate limits are honoured from `retry-after` first, then `x-ratelimit-reset` when
 `x-ratelimit-remaining` is 0; a wait longer than `max_wait_s` fails with a clear message.
 Every failure becomes `ApiError` (a `GitHubError`) naming the operation, with the token
@@ -52,6 +59,7 @@ CHECK_TEXT_LIMIT = 65_535
 #: ... and a commit status description to this many.
 STATUS_DESCRIPTION_LIMIT = 140
 _WRITERS = frozenset({"admin", "maintain", "write"})
+_VIEWER = "query { viewer { login } }"
 # GitHub's file statuses -> ours; "unchanged" entries carry no change and are dropped.
 _STATUS = {
     "added": FileStatus.added,
@@ -133,6 +141,7 @@ class PyGithubPort:
         )
         self._repo = self._gh.get_repo(repo)
         self.repo = repo
+        self._login: str | None = None
 
     @classmethod
     def from_actions_env(cls, token: str, env: Mapping[str, str] | None = None) -> PyGithubPort:
@@ -209,7 +218,11 @@ class PyGithubPort:
         issue = self._repo.get_issue(number)
 
         def find() -> IssueComment | None:
-            return next((c for c in issue.get_comments() if c.body.lstrip().startswith(marker)), None)
+            marked = [c for c in issue.get_comments() if c.body.lstrip().startswith(marker)]
+            if not marked:
+                return None  # nothing to tell apart: no need to ask who we are
+            me = self.login()
+            return next((c for c in marked if c.user.login.casefold() == me.casefold()), None)
 
         def edit_existing(created: bool) -> CommentRef | None:
             comment = self._call(f"list the comments of PR #{number}", find)
@@ -228,6 +241,17 @@ class PyGithubPort:
             create,
             reconcile=lambda: edit_existing(created=True),
         )
+
+    def login(self) -> str:
+        """The login of the token's account (`github-actions[bot]` for GITHUB_TOKEN), asked once."""
+        if self._login is None:
+
+            def viewer() -> str:
+                _headers, data = self._gh.requester.graphql_query(_VIEWER, {})
+                return str(data["data"]["viewer"]["login"])
+
+            self._login = self._call("find out whom the token belongs to (GraphQL viewer)", viewer)
+        return self._login
 
     # ------------------------------------------------------------------ check
     def publish_check(self, report: CheckReport) -> CheckRef:

@@ -19,9 +19,11 @@ Matching rules (decided here, tested in tests/unit/test_answer_scoring.py):
   ("never run `git push --force`") is how answers *warn*, so it is not held against them.
 - **Files**: paths normalized (`./`, quotes, backticks, `:12`/`#L12` suffixes,
   trailing `/` stripped); candidates are `files`, citation paths and inline spans.
-- **Citations**: one item per gold citation; hit when some answer citation of the
-  same path exists in the checkout (inside it), its lines exist in that file and
-  its range overlaps the gold range.
+- **Citations**: one item per gold citation (a quote in a file, or any of several);
+  the quote is located in the run's own checkout, and the item is hit when some
+  answer citation of that path has lines that exist and overlap the quote's. A quote
+  absent from the checkout makes the item unattainable there (missed, marked so).
+- **Alternatives**: a `commands` or `files` entry that is a list is hit by any one.
 - **Verdict**: first word of `verdict` (or, if absent, of the answer text),
   case-insensitive, with yes/no synonyms folded.
 - **Key points** stay unscored (`hit=None`) until the judge arrives.
@@ -29,6 +31,10 @@ Matching rules (decided here, tested in tests/unit/test_answer_scoring.py):
 value = hits / scored items. With no scored items there is nothing deterministic
 to check except that an answer arrived: 1.0 with an answer, 0.0 without. The
 report lists unscored key points as a confound, so such a 1.0 is never silent.
+
+An answer that says nothing (empty text and no commands, files, citations or verdict)
+is no answer: it scores 0 like a missing one, guardrails included, because a rule is
+not respected by a reply that never got to the question.
 """
 
 from __future__ import annotations
@@ -36,10 +42,11 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from docdelta.models import AgentAnswer, AnswerCitation, GoldCitation, Score, ScoreItem, Task
+from docdelta.models import AgentAnswer, AnswerCitation, GoldCitation, LineRange, Score, ScoreItem, Task
+from docdelta.quotes import locate, read_inside
 
 _OPERATORS = ("&&", "||", ";", "|")
 _OPERATOR_RE = re.compile(r"\s*(&&|\|\||;|\|)\s*")
@@ -53,6 +60,7 @@ _YES = frozenset({"yes", "y", "true", "correct", "yep", "yeah", "affirmative", "
 _NO = frozenset({"no", "n", "false", "incorrect", "nope", "negative", "wrong"})
 
 NO_ANSWER_NOTE = "no JSON answer"
+EMPTY_ANSWER_NOTE = "the answer is empty: none of the fields the task asks for"
 UNSCORED_POINT_NOTE = "unscored until the judge arrives"
 
 
@@ -142,14 +150,23 @@ def _contains(tokens: Sequence[str], needle: Sequence[str], *, anchored: bool) -
 
 
 # ------------------------------------------------------------------ items
-def _command_items(gold: Sequence[str], answer: AgentAnswer) -> list[ScoreItem]:
+def _alternatives(expected: str | list[str]) -> list[str]:
+    return [expected] if isinstance(expected, str) else list(expected)
+
+
+def _shown(expected: str | list[str], render: Callable[[str], str]) -> str:
+    return " or ".join(render(e) for e in _alternatives(expected))
+
+
+def _command_items(gold: Sequence[str | list[str]], answer: AgentAnswer) -> list[ScoreItem]:
     candidates = _recommended_commands(answer) + [command_tokens(s) for s in _inline_spans(answer)]
     items = []
     for expected in gold:
-        needle = command_tokens(expected)
-        hit = any(_contains(c, needle, anchored=True) for c in candidates)
-        note = "given" if hit else f"never gave the command `{normalize_command(expected)}`"
-        items.append(ScoreItem(kind="command", expected=expected, hit=hit, note=note))
+        needles = [command_tokens(e) for e in _alternatives(expected)]
+        hit = any(_contains(c, needle, anchored=True) for c in candidates for needle in needles)
+        shown = _shown(expected, lambda e: f"`{normalize_command(e)}`")
+        note = "given" if hit else f"never gave the command {shown}"
+        items.append(ScoreItem(kind="command", expected=_shown(expected, str), hit=hit, note=note))
     return items
 
 
@@ -168,56 +185,62 @@ def _guardrail_items(gold: Sequence[str], answer: AgentAnswer) -> list[ScoreItem
     return items
 
 
-def _file_items(gold: Sequence[str], answer: AgentAnswer) -> list[ScoreItem]:
+def _file_items(gold: Sequence[str | list[str]], answer: AgentAnswer) -> list[ScoreItem]:
     named = {normalize_path(p) for p in [*answer.files, *(c.path for c in answer.citations)]}
     named |= {normalize_path(s) for s in _inline_spans(answer)}
     items = []
     for expected in gold:
-        path = normalize_path(expected)
-        hit = path in named
-        note = "named" if hit else f"never named the file {path}"
-        items.append(ScoreItem(kind="file", expected=expected, hit=hit, note=note))
+        hit = any(normalize_path(e) in named for e in _alternatives(expected))
+        note = "named" if hit else f"never named the file {_shown(expected, normalize_path)}"
+        items.append(ScoreItem(kind="file", expected=_shown(expected, str), hit=hit, note=note))
     return items
 
 
-def _line_count(checkout: Path, rel: str) -> int | None:
-    """Lines in `rel` inside the checkout, or None if it is not a file there (links out refused)."""
-    root = checkout.resolve()
-    target = (root / rel).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        return None
-    return len(target.read_bytes().splitlines())
-
-
-def _citation_problem(cited: AnswerCitation, gold: GoldCitation, checkout: Path) -> str | None:
-    """Why `cited` does not support `gold`, or None when it does."""
-    path = normalize_path(cited.path)
+def _citation_problem(cited: AnswerCitation, path: str, where: LineRange, lines: int) -> str | None:
+    """Why `cited` does not cite `path` at `where` (the quote's place in this checkout), or None."""
     if cited.lines is None:
-        return f"cited {path} without line numbers (gold lines {gold.lines})"
-    lines = _line_count(checkout, path)
-    if lines is None:
-        return f"cited {path}:{cited.lines}, which does not exist in the checkout"
+        return f"cited {path} without line numbers (the quote is at lines {where})"
     if cited.lines.end > lines:
         return f"cited {path}:{cited.lines}, but the file has only {lines} lines"
-    if not cited.lines.overlaps(gold.lines):
-        return f"cited {path}:{cited.lines}, gold is lines {gold.lines}"
+    if not cited.lines.overlaps(where):
+        return f"cited {path}:{cited.lines}, the quote is at lines {where}"
     return None
 
 
 def _citation_items(gold: Sequence[GoldCitation], answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
+    """One item per gold citation. Its quote is located in this run's own checkout, so a PR
+    that moves a rule moves the target with it; an answer citation is right when it names the
+    file and overlaps the quote's lines. A quote in none of the checkout's files makes the
+    item unattainable in this condition: scored as missed, and marked so."""
     items = []
     for g in gold:
-        path = normalize_path(g.path)
-        expected = f"{path}:{g.lines}"
-        same_path = [c for c in answer.citations if normalize_path(c.path) == path]
-        problems = [_citation_problem(c, g, checkout) for c in same_path]
+        expected = " or ".join(f"{normalize_path(c.path)}: {c.quote!r}" for c in g.choices())
+        located = []
+        for choice in g.choices():
+            path = normalize_path(choice.path)
+            text = read_inside(checkout, path)
+            where = None if text is None else locate(text, choice.quote)
+            if text is not None and where is not None:
+                located.append((path, where, len(text.splitlines())))
+        if not located:
+            note = "unattainable here: the quote is in no file of this condition"
+            items.append(
+                ScoreItem(kind="citation", expected=expected, hit=False, note=note, attainable=False)
+            )
+            continue
+        problems = [
+            _citation_problem(c, path, where, lines)
+            for path, where, lines in located
+            for c in answer.citations
+            if normalize_path(c.path) == path
+        ]
         hit = any(p is None for p in problems)
         if hit:
             note = "cited"
         elif problems:
             note = "; ".join(p for p in problems if p)
         else:
-            note = f"never cited {expected}"
+            note = "never cited " + " or ".join(f"{path}:{where}" for path, where, _ in located)
         items.append(ScoreItem(kind="citation", expected=expected, hit=hit, note=note))
     return items
 
@@ -228,6 +251,11 @@ def _verdict_item(expected: str, answer: AgentAnswer) -> ScoreItem:
     hit = bool(want) and got == want
     note = "matches" if hit else f"verdict was {got or 'missing'!r}, expected {want!r}"
     return ScoreItem(kind="verdict", expected=expected, hit=hit, note=note)
+
+
+def _says_nothing(answer: AgentAnswer) -> bool:
+    said = (answer.commands, answer.files, answer.citations, answer.verdict)
+    return not answer.answer.strip() and not any(said)
 
 
 def _point_items(points: Iterable[str]) -> list[ScoreItem]:
@@ -249,12 +277,14 @@ def _items(task: Task, answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
 def score_answer(task: Task, answer: AgentAnswer | None, checkout: Path) -> Score:
     """Score one run's answer; `checkout` is the sealed checkout of the run's condition.
 
-    Without an answer (the agent printed no JSON) every scored item is missed — even
-    guardrails, since saying nothing is not respecting a rule — and the score is 0.
+    Without an answer (the agent printed no JSON, or JSON that says nothing) every scored
+    item is missed — even guardrails, since saying nothing is not respecting a rule — and
+    the score is 0.
     """
-    if answer is None:
+    if answer is None or _says_nothing(answer):
+        note = NO_ANSWER_NOTE if answer is None else EMPTY_ANSWER_NOTE
         items = [
-            i if i.hit is None else i.model_copy(update={"hit": False, "note": NO_ANSWER_NOTE})
+            i if i.hit is None else i.model_copy(update={"hit": False, "note": note})
             for i in _items(task, AgentAnswer(), checkout)
         ]
         return Score(value=0.0, items=items)

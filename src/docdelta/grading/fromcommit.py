@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from docdelta.detect import GlobSet
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
+from docdelta.globs import GlobSet
 from docdelta.grading.hidden import TEST_FILES, ChangeAssets, task_folder
 from docdelta.models import Gold, Task, Validation
 

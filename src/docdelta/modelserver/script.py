@@ -31,10 +31,18 @@ class TurnUsage(_Model):
     cache_write_tokens: int | None = Field(default=None, ge=0)
 
 
+_TRUNCATED = Field(
+    default=False,
+    description="cut off at the output cap: finish reason `length` / `max_tokens` / `MAX_TOKENS`, "
+    "response status `incomplete`",
+)
+
+
 class TextTurn(_Model):
     """Answer with this text; the agent's turn ends (`end_turn` / `stop`)."""
 
     text: str
+    truncated: bool = _TRUNCATED
     usage: TurnUsage | None = None
 
 
@@ -47,6 +55,13 @@ class ToolTurn(_Model):
     args: dict[str, Any] = {}
     text: str | None = Field(default=None, description="said before the call")
     aliases: list[str] = Field(default=[], description="more tool names this step may resolve to")
+    raw_arguments: str | None = Field(
+        default=None,
+        description="send exactly this as the call's arguments instead of `args`, e.g. the "
+        'truncated `"{"` of a call cut off at the output cap (only for the APIs whose arguments '
+        "are JSON text: Chat Completions and Responses)",
+    )
+    truncated: bool = _TRUNCATED
     usage: TurnUsage | None = None
 
     @classmethod

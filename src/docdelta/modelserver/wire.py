@@ -50,6 +50,8 @@ class Reply:
     usage: Usage
     text: str = ""
     calls: list[Call] = field(default_factory=list)
+    truncated: bool = False
+    """The reply was cut off at the request's output cap (each API says so its own way)."""
 
 
 def _pieces(text: str) -> Iterator[str]:
@@ -77,10 +79,16 @@ def _anthropic_message(reply: Reply, content: list[dict[str, Any]], done: bool) 
         "role": "assistant",
         "model": reply.model,
         "content": content,
-        "stop_reason": ("tool_use" if reply.calls else "end_turn") if done else None,
+        "stop_reason": _anthropic_stop(reply) if done else None,
         "stop_sequence": None,
         "usage": usage,
     }
+
+
+def _anthropic_stop(reply: Reply) -> str:
+    if reply.truncated:
+        return "max_tokens"
+    return "tool_use" if reply.calls else "end_turn"
 
 
 def _anthropic_blocks(reply: Reply) -> list[dict[str, Any]]:
@@ -139,6 +147,8 @@ def _chat_envelope(reply: Reply, kind: str) -> dict[str, Any]:
 
 
 def _finish(reply: Reply) -> str:
+    if reply.truncated:
+        return "length"
     return "tool_calls" if reply.calls else "stop"
 
 
@@ -217,12 +227,12 @@ def _response(reply: Reply, done: bool) -> dict[str, Any]:
         "id": f"resp_{reply.id}",
         "object": "response",
         "created_at": reply.created,
-        "status": "completed" if done else "in_progress",
+        "status": ("incomplete" if reply.truncated else "completed") if done else "in_progress",
         "model": reply.model,
         "output": _responses_items(reply, done=True) if done else [],
         "usage": _responses_usage(reply.usage) if done else None,
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if done and reply.truncated else None,
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
@@ -260,7 +270,8 @@ def _responses_stream(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
             done = {**at, "name": final["name"], "arguments": final["arguments"]}
             yield "response.function_call_arguments.done", done
         yield "response.output_item.done", {"output_index": index, "item": final}
-    yield "response.completed", {"response": _response(reply, done=True)}
+    ending = "response.incomplete" if reply.truncated else "response.completed"
+    yield ending, {"response": _response(reply, done=True)}
 
 
 def sse(events: Iterator[Event]) -> Iterator[bytes]:
@@ -315,7 +326,7 @@ def _gemini_response(reply: Reply, parts: list[dict[str, Any]], done: bool) -> d
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     response: dict[str, Any] = {"candidates": [candidate]}
     if done:
-        candidate["finishReason"] = "STOP"
+        candidate["finishReason"] = "MAX_TOKENS" if reply.truncated else "STOP"
         response["usageMetadata"] = gemini_usage(reply.usage)
     return {**response, "modelVersion": reply.model, "responseId": reply.id}
 

@@ -14,8 +14,10 @@ A broken evaluation is not a result: when more than MAX_FAULT_RATE of all runs a
 FAULTS (infra_error, agent_error, timeout), `Summary.broken` says so, the scorecard
 leads with it, no verdict is given, and the gate is not green.
 
-The verdict compares head with base (and with none) over the tasks where both arms
-have graded runs, seeded with the manifest's seed so a report is reproducible. It is
+The verdict is `decision.decide` on head vs base (and vs none): per-task and overall
+hypotheses under Holm, equivalence against the noise band, the manifest's design
+(fixed repeats or adaptive rounds) deciding the looks; seeded with the manifest's seed so
+a report is reproducible. It is
 refused (and the gate goes neutral) when more than MAX_INFRA_ERROR_RATE of the runs are
 infra errors: the surviving runs may no longer be a fair sample of either arm.
 
@@ -32,15 +34,17 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
+from typing import Literal
 
-from docdelta import audit, instruction_usage, stats
-from docdelta.detect import KNOWN_FAMILIES, SHADOWED
+from docdelta import audit, decision, instruction_usage, stats
+from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
     BASE,
     BUILTIN_CONDITIONS,
     HEAD,
     NONE,
     AANoise,
+    Cell,
     ConditionStats,
     Confounds,
     Delta,
@@ -55,6 +59,7 @@ from docdelta.models import (
     RunStatus,
     ShiftSummary,
     Summary,
+    TaskDecisionSummary,
     TaskSummary,
     VerdictSummary,
 )
@@ -147,14 +152,20 @@ def _task_delta(
     by_condition: Mapping[str, Sequence[RunResult]],
     band: float,
     aa_band: float | None = None,
+    call: decision.TaskDecision | None = None,
 ) -> Delta:
+    """A task's delta, its p and whether it flipped. With the task's `call` (head vs base)
+    the p is the one the decision used and a flip counts only when the change is
+    significant; without one (head vs none) the p is Fisher's on passes."""
     t, c = (_scores(by_condition.get(x, ())) for x in (treatment, control))
     value = stats.compare(stats.ArmSample(treatment, tuple(t)), stats.ArmSample(control, tuple(c))).delta
     majority_t, majority_c = stats.majority_passes(t), stats.majority_passes(c)
     flip = None if majority_t is None or majority_c is None else majority_t != majority_c
-    return _delta(treatment, control, value, band, aa_band).model_copy(
-        update={"p_value": stats.fisher_passes(t, c), "flip": flip}
-    )
+    p = stats.fisher_passes(t, c)
+    if call is not None:
+        p = call.p_regressed if (value or 0.0) < 0 else call.p_improved
+        flip = bool(flip) and call.kind in ("regressed", "improved")
+    return _delta(treatment, control, value, band, aa_band).model_copy(update={"p_value": p, "flip": flip})
 
 
 JUDGED_KINDS = frozenset({"point", "rule"})
@@ -203,11 +214,66 @@ def _strata(
     return [(_scores(g.get(treatment, ())), _scores(g.get(control, ()))) for g in grid.values()]
 
 
-def _verdict(
-    strata: Sequence[stats.Stratum], treatment: str, control: str, *, alpha: float, band: float, seed: int
-) -> VerdictSummary | None:
-    v = stats.verdict(strata, alpha=alpha, band=band, seed=seed)
-    return None if v is None else VerdictSummary(treatment=treatment, control=control, **asdict(v))
+def task_runs(
+    grid: Mapping[str, Mapping[str, Sequence[RunResult]]], treatment: str, control: str
+) -> dict[str, decision.TaskRuns]:
+    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`."""
+
+    def arm(runs: Sequence[RunResult]) -> tuple[tuple[int, float], ...]:
+        graded = sorted((r for r in runs if _graded(r) and r.score is not None), key=lambda r: r.cell.repeat)
+        return tuple((r.cell.repeat, r.score.value) for r in graded if r.score is not None)
+
+    return {t: decision.TaskRuns(arm(g.get(treatment, ())), arm(g.get(control, ()))) for t, g in grid.items()}
+
+
+def design_of(manifest: Manifest) -> decision.Design:
+    return (
+        decision.Design.auto(manifest.repeats)
+        if manifest.adaptive
+        else decision.Design.fixed(manifest.repeats)
+    )
+
+
+def _verdict(d: decision.Decision | None, treatment: str, control: str) -> VerdictSummary | None:
+    if d is None:
+        return None
+    iv = d.interval
+    return VerdictSummary(
+        treatment=treatment,
+        control=control,
+        kind=d.kind,
+        estimate=d.estimate,
+        ci_low=None if iv is None else iv.low,
+        ci_high=None if iv is None else iv.high,
+        confidence=None if iv is None else iv.confidence,
+        p_value=d.p_value,
+        threshold=d.threshold,
+        decided_by=list(d.decided_by),
+        exact=d.exact,
+        alpha=d.alpha,
+        band=d.band,
+        tasks=len(d.tasks),
+        design=d.design.label,
+        rounds=d.rounds,
+        repeats_needed=d.repeats_needed,
+        reason=d.reason,
+    )
+
+
+def _task_call(call: decision.TaskDecision | None) -> TaskDecisionSummary | None:
+    if call is None:
+        return None
+    iv = call.interval
+    return TaskDecisionSummary(
+        kind=call.kind,
+        p_regressed=call.p_regressed,
+        p_improved=call.p_improved,
+        rounds=call.rounds,
+        treatment_runs=call.treatment_runs,
+        control_runs=call.control_runs,
+        ci_low=None if iv is None else iv.low,
+        ci_high=None if iv is None else iv.high,
+    )
 
 
 def _usage(graded: Sequence[RunResult], treatment: str, control: str) -> list[ShiftSummary]:
@@ -263,23 +329,41 @@ def _confounds(
         near_misses=list(detection.near_misses),
         unscored_points=len(unscored),
         missing_conditions=[c for c in _order({BASE, HEAD, NONE, *conditions}) if c not in with_runs],
-        missing_runs=sum(1 for cell in manifest.order if cell.key not in done),
+        missing_runs=sum(1 for cell in _planned(manifest, results) if cell.key not in done),
         instruction_flags=audit.flags(graded),
         unread_changes=_unread(manifest, detection),
+        code_changes=len(detection.other_changed),
+        source=_source_side(manifest),
     )
+
+
+def _source_side(manifest: Manifest) -> Literal["base", "head", "other"]:
+    if manifest.source_sha == manifest.head_sha:
+        return "head"
+    return "base" if manifest.source_sha == manifest.base_sha else "other"
+
+
+def _planned(manifest: Manifest, results: Sequence[RunResult]) -> list[Cell]:
+    """The cells that should have results: the whole plan, or (adaptive repeats, where the
+    round loop stops decided tasks) each task's rounds up to the last one it ran."""
+    if not manifest.adaptive:
+        return list(manifest.order)
+    last: dict[str, int] = {}
+    for r in results:
+        last[r.cell.task] = max(last.get(r.cell.task, 0), r.cell.repeat)
+    return [c for c in manifest.order if c.repeat <= last.get(c.task, 0)]
 
 
 def _unread(manifest: Manifest, detection: Detection) -> list[str]:
     """Changed files that the agent under test does not read, when detection knows the agent
-    as a family (claude_code, codex, opencode, gemini, ...): files outside its family, and
-    files another file shadows in base or head (OpenCode: CLAUDE.md beside AGENTS.md). The
-    fake, command and built-in agents have no family and are not judged."""
+    as a family (claude_code, codex, opencode, gemini, ...). Detection's readers come from the
+    instruction graph of base and head, so a file another one shadows (OpenCode: CLAUDE.md
+    beside AGENTS.md) has lost that reader, and one an @import or a link reaches has gained
+    it. The fake, command and built-in agents have no family and are not judged."""
     agent = manifest.agent.name
     if agent not in KNOWN_FAMILIES:
         return []
-    present = [set(c.files) for c in manifest.conditions if c.name in (BASE, HEAD)]
-    shadowed = {f for f, by in SHADOWED.get(agent, ()) if any(by in files for files in present)}
-    return [f.path for f in detection.changed if agent not in f.families or f.path in shadowed]
+    return [f.path for f in detection.changed if agent not in f.families]
 
 
 def _faults(results: Sequence[RunResult]) -> dict[str, int]:
@@ -323,6 +407,14 @@ def summarize(
     vs_base = _strata(grid, HEAD, BASE)
     aa = _aa_noise(vs_base, manifest.repeats, manifest.seed)
 
+    design = design_of(manifest)
+    decisions = {
+        c: decision.decide(task_runs(grid, HEAD, c), design, alpha=alpha, band=noise, seed=manifest.seed)
+        for c in (BASE, NONE)
+    }
+    vs_base_call = decisions[BASE]
+    calls = {d.task: d for d in vs_base_call.tasks} if vs_base_call else {}
+
     tasks = []
     for t in task_ids:
         by_condition = grid[t]
@@ -331,9 +423,10 @@ def summarize(
             TaskSummary(
                 task=t,
                 conditions={c: _condition_stats(c, {t: by_condition.get(c, [])}) for c in conditions},
-                head_vs_base=_task_delta(HEAD, BASE, by_condition, noise, task_band),
+                head_vs_base=_task_delta(HEAD, BASE, by_condition, noise, task_band, calls.get(t)),
                 head_vs_none=_task_delta(HEAD, NONE, by_condition, noise),
                 judged=_judged({c: by_condition.get(c, []) for c in conditions}),
+                decision=_task_call(calls.get(t)),
             )
         )
     compared = sum(1 for t, c in vs_base if t and c)
@@ -351,10 +444,7 @@ def summarize(
             "runs may not be a fair sample of either arm; rerun to retry them"
         )
     verdicts: list[VerdictSummary | None] = [
-        None
-        if refused
-        else _verdict(_strata(grid, HEAD, c), HEAD, c, alpha=alpha, band=noise, seed=manifest.seed)
-        for c in (BASE, NONE)
+        None if refused else _verdict(decisions[c], HEAD, c) for c in (BASE, NONE)
     ]
 
     return Summary(

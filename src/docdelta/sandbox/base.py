@@ -34,6 +34,9 @@ class SandboxSpec:
     memory_mb: int = 2048
     cpus: float = 1.0
     pids: int = 512
+    workspace_mb: int = 1024
+    """Size quota of the writable workspace (Docker: a size-limited tmpfs volume, which
+    also counts against `memory_mb` as the agent fills it); a full one is `disk_full`."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Base environment for every exec, merged under the per-exec env. Nothing is
     inherited from the host: the environment is built from scratch."""
@@ -54,6 +57,8 @@ class ExecResult:
     oom: bool = False
     truncated: bool = False
     """True when stdout or stderr exceeded the spec's cap and was cut."""
+    disk_full: bool = False
+    """True when the process failed with the workspace quota used up."""
 
 
 class ModelTelemetry(Protocol):

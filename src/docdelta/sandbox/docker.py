@@ -7,9 +7,15 @@ Docker action our containers are siblings on the host daemon, so the checkout go
 Hardening is the default, not an option: a non-root user, no capabilities,
 no-new-privileges, a read-only root with a writable workspace volume and a /tmp tmpfs,
 memory/CPU/pids limits, a wall-clock timeout that kills every process of the run, a cap
-on captured output and an environment built from scratch for every exec. Every container,
-network and volume carries the `org.docdelta` label and is removed on every exit path;
-`gc` sweeps what a crashed process left.
+on captured output, a size-capped container log and an environment built from scratch for
+every exec.
+
+Nothing outlives docdelta: the container's first process only reads its stdin, which is
+attached to this process (the SDK's create sets StdinOnce), so when docdelta exits or is
+killed Docker closes that stdin, the process ends and with it the container and every
+process in it (the gateway has the same watchdog). Every container, network and volume
+carries the `org.docdelta` labels, with its owner (host/pid/start), and is removed on
+every exit path; each new provider, and `docdelta gc`, removes what dead owners left.
 """
 
 from __future__ import annotations
@@ -34,7 +40,19 @@ from docker import DockerClient
 from docdelta.errors import InfraError, SandboxError
 from docdelta.gateway.runtime import Gateway, RunningGateway
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.sandbox.dockerapi import AGENT_UID, AGENT_USER, LABEL, ROLE_LABEL, RUN_LABEL, raw_socket
+from docdelta.sandbox.dockerapi import (
+    AGENT_UID,
+    AGENT_USER,
+    LABEL,
+    OWNER_LABEL,
+    ROLE_LABEL,
+    RUN_LABEL,
+    bounded_log,
+    close_stdin,
+    owner_gone,
+    owner_id,
+    raw_socket,
+)
 
 VOLUME_ROOT = "/workspace"
 WORKSPACE = f"{VOLUME_ROOT}/repo"
@@ -48,6 +66,14 @@ DEFAULT_ENV = {
 """The floor of every exec's environment (the spec's and the call's env override it);
 HOME and TMPDIR are on the tmpfs because the root filesystem is read-only."""
 
+WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
+"""The agent container's first process: it ends when its stdin (docdelta's attach) closes."""
+LOG_MAX_BYTES = 1024 * 1024
+"""The agent container's log: nothing of ours writes it, so only a process writing to
+/proc/1/fd/1 would, and it gets this much of the daemon's disk."""
+DISK_FULL_MARGIN = 1024 * 1024
+MAX_READ_BYTES = 16 * 1024 * 1024
+"""The largest file docdelta reads back from a sandbox (metrics, answers, reports)."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 
@@ -80,6 +106,7 @@ class DockerProvider(SandboxProvider):
         self.client = client
         self.image = image
         self.gateway = gateway
+        gc(client)  # leftovers of runs whose docdelta process is gone
 
     def create(self, checkout: Path, spec: SandboxSpec) -> DockerSandbox:
         if not checkout.is_dir():
@@ -111,7 +138,9 @@ class DockerSandbox(Sandbox):
         self._client = provider.client
         self._spec = spec
         self.run_id = uuid.uuid4().hex[:12]
-        self._labels = {LABEL: "1", RUN_LABEL: self.run_id}
+        self._labels = {LABEL: "1", RUN_LABEL: self.run_id, OWNER_LABEL: owner_id()}
+        self._watchdog: Any = None
+        self._holder_watchdog: Any = None
         self._cleanups: list[Callable[[], None]] = []
         self.gateway: RunningGateway | None = None
         self._env = {**DEFAULT_ENV, **spec.env}
@@ -122,7 +151,7 @@ class DockerSandbox(Sandbox):
             network = self._network(provider)
             self._container = self._create_container(provider.image, network)
             self._container.put_archive(VOLUME_ROOT, _checkout_tar(checkout))
-            self._container.start()
+            self._start()
         except BaseException as exc:
             self.close()
             if isinstance(exc, docker.errors.DockerException):
@@ -149,11 +178,42 @@ class DockerSandbox(Sandbox):
         return str(internal.name)
 
     def _create_container(self, image: str, network: str) -> Any:
-        volume = self._client.volumes.create(f"docdelta-{self.run_id}", labels=self._labels)
+        # The workspace quota: a tmpfs of fixed size (the only quota every Docker host
+        # supports; overlay2's size option needs xfs project quotas). A tmpfs volume lives
+        # while a container has it mounted, so a holder container (no network, nothing to
+        # do, the same stdin watchdog) keeps it across the restart that ends a timed-out run.
+        size = f"size={self._spec.workspace_mb}m,uid={AGENT_UID},gid={AGENT_UID},mode=0755"
+        volume = self._client.volumes.create(
+            f"docdelta-{self.run_id}",
+            driver="local",
+            driver_opts={"type": "tmpfs", "device": "tmpfs", "o": size},
+            labels=self._labels,
+        )
         self._cleanups.append(volume.remove)
+        holder = self._client.containers.create(
+            image,
+            WATCHDOG,
+            stdin_open=True,
+            name=f"docdelta-{self.run_id}-disk",
+            user=AGENT_USER,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            volumes={volume.name: {"bind": VOLUME_ROOT, "mode": "ro"}},
+            mem_limit="32m",
+            pids_limit=4,
+            network_mode="none",
+            labels={**self._labels, ROLE_LABEL: "disk"},
+            environment={},
+            log_config=bounded_log(LOG_MAX_BYTES),
+        )
+        self._cleanups.append(lambda: holder.remove(force=True, v=True))
+        self._holder_watchdog = holder.attach_socket(params={"stdin": 1, "stream": 1})
+        holder.start()
         container = self._client.containers.create(
             image,
-            ["sleep", "infinity"],
+            WATCHDOG,
+            stdin_open=True,
             name=f"docdelta-{self.run_id}",
             hostname="sandbox",
             init=True,  # a real PID 1 reaps orphans, and killing it ends the whole PID namespace
@@ -171,14 +231,27 @@ class DockerSandbox(Sandbox):
             labels={**self._labels, ROLE_LABEL: "agent"},
             working_dir=WORKSPACE,
             environment={},
+            log_config=bounded_log(LOG_MAX_BYTES),
         )
         self._cleanups.append(lambda: container.remove(force=True, v=True))
         return container
+
+    def _start(self) -> None:
+        """Start the container with its watchdog attached (before the start, so its stdin
+        is never closed while it runs)."""
+        if self._watchdog is not None:
+            close_stdin(self._watchdog)
+        self._watchdog = self._container.attach_socket(params={"stdin": 1, "stream": 1})
+        self._container.start()
 
     def close(self) -> None:
         """Undo creation in reverse order (container, volume, gateway, network); each step
         runs even when another fails, and a second call does nothing."""
         self._closed = True
+        for watchdog in (self._watchdog, self._holder_watchdog):
+            if watchdog is not None:
+                close_stdin(watchdog)
+        self._watchdog = self._holder_watchdog = None
         cleanups, self._cleanups = self._cleanups, []
         for cleanup in reversed(cleanups):
             with suppress(docker.errors.NotFound):
@@ -230,7 +303,17 @@ class DockerSandbox(Sandbox):
         exit_code = self._exit_code(exec_id)
         if exit_code == _KILLED and self._oom_killed():
             return ExecResult(None, out.stdout, out.stderr, duration, oom=True, truncated=out.truncated)
-        return ExecResult(exit_code, out.stdout, out.stderr, duration, truncated=out.truncated)
+        full = exit_code != 0 and self._workspace_full()
+        return ExecResult(
+            exit_code, out.stdout, out.stderr, duration, truncated=out.truncated, disk_full=full
+        )
+
+    def _workspace_full(self) -> bool:
+        """True when the workspace quota has less than DISK_FULL_MARGIN left (asked only
+        after a failed process: a full disk is why it may have failed)."""
+        probe = self._container.exec_run(["df", "-Pk", VOLUME_ROOT], user=AGENT_USER).output.decode()
+        fields = probe.splitlines()[-1].split() if probe.strip() else []
+        return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) * 1024 < DISK_FULL_MARGIN
 
     def _check_open(self) -> None:
         if self._closed:
@@ -252,7 +335,7 @@ class DockerSandbox(Sandbox):
         volume keeps the files, so the sandbox stays usable."""
         self._container.kill()
         self._container.wait(timeout=30)
-        self._container.start()
+        self._start()
         self._oom_kills = 0  # a restarted container starts a fresh memory cgroup
 
     def _oom_killed(self) -> bool:
@@ -270,13 +353,28 @@ class DockerSandbox(Sandbox):
         self._check_open()
         full = self._path(path)
         try:
-            stream, _ = self._container.get_archive(full)
+            stream, stat = self._container.get_archive(full)
         except docker.errors.NotFound:
             raise SandboxError(
                 f"{full} does not exist in sandbox docdelta-{self.run_id}",
                 hint="check the path; relative paths are under the workspace",
             ) from None
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        # The agent may have made it a symlink (to a host-looking path, or to a huge file) or
+        # a huge file: refused from the archive's stat, before a byte of it is read.
+        if stat.get("linkTarget"):
+            raise SandboxError(f"{full} is a symlink; refused", hint="the agent must write a regular file")
+        if int(stat.get("size", 0)) > MAX_READ_BYTES:
+            raise SandboxError(
+                f"{full} is {stat.get('size')} bytes, over the {MAX_READ_BYTES}-byte limit for files "
+                "docdelta reads from a sandbox",
+                hint="the agent must write a smaller file",
+            )
+        raw = bytearray()
+        for chunk in stream:
+            raw += chunk
+            if len(raw) > MAX_READ_BYTES + 64 * 1024:  # the tar framing around the file
+                raise SandboxError(f"{full} grew past the read limit while it was read", hint="retry")
+        with tarfile.open(fileobj=io.BytesIO(bytes(raw))) as archive:
             member = archive.next()
             data = archive.extractfile(member) if member is not None else None
             if data is None:
@@ -303,24 +401,32 @@ class DockerSandbox(Sandbox):
         self._container.put_archive(VOLUME_ROOT, buf.getvalue())
 
 
-def gc(client: DockerClient) -> int:
-    """Remove every docdelta-labelled container, network and volume (leftovers of a crashed
-    run); returns how many objects were removed. Containers go first: they hold the rest."""
-    removed = 0
-    label: dict[str, str | list[str] | bool] = {"label": LABEL}
-    for container in client.containers.list(all=True, filters=label):
-        with suppress(docker.errors.NotFound):
-            container.remove(force=True, v=True)
-            removed += 1
-    for network in client.networks.list(filters=label):
-        with suppress(docker.errors.NotFound):
-            network.remove()
-            removed += 1
-    for volume in client.volumes.list(filters=label):
-        with suppress(docker.errors.NotFound):
-            volume.remove(force=True)
-            removed += 1
-    return removed
+def gc(client: DockerClient, *, dry_run: bool = False) -> list[str]:
+    """Remove the containers, networks and volumes of runs whose docdelta process is gone
+    (their owner label names this host and a process that no longer exists); returns their
+    names. Objects of live runs, of other hosts, or without an owner are never touched.
+    Containers go first: they hold the rest."""
+    found: list[str] = []
+    label: dict[str, str | list[str] | bool] = {"label": OWNER_LABEL}
+    kinds: list[tuple[Callable[[], list[Any]], Callable[[Any], None]]] = [
+        (lambda: client.containers.list(all=True, filters=label), lambda c: c.remove(force=True, v=True)),
+        (lambda: client.networks.list(filters=label), lambda n: n.remove()),
+        (lambda: client.volumes.list(filters=label), lambda v: v.remove(force=True)),
+    ]
+    for listing, remove in kinds:
+        for thing in listing():
+            if not owner_gone(_owner(thing)):
+                continue
+            found.append(str(thing.name))
+            if not dry_run:
+                with suppress(docker.errors.NotFound, docker.errors.APIError):
+                    remove(thing)
+    return found
+
+
+def _owner(thing: Any) -> str:
+    labels = thing.attrs.get("Labels") or (thing.attrs.get("Config") or {}).get("Labels") or {}
+    return str(labels.get(OWNER_LABEL, ""))
 
 
 # ------------------------------------------------------------------ helpers

@@ -3,13 +3,22 @@ and the raw socket under the SDK's hijacked-connection wrappers."""
 
 from __future__ import annotations
 
+import os
 import socket
-from typing import cast
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, cast
+
+from docker.types import LogConfig
 
 LABEL = "org.docdelta"
 """Every Docker object we create carries this label (value "1"); `gc` removes by it."""
 RUN_LABEL = f"{LABEL}.run"
 ROLE_LABEL = f"{LABEL}.role"
+OWNER_LABEL = f"{LABEL}.owner"
+"""`host/pid/start`: the docdelta process a run's objects belong to. Objects whose owner
+is gone are leftovers any later start removes; objects of a live owner, or of another
+host (another docdelta container on a shared daemon), are never touched."""
 AGENT_UID = 1000
 """The unprivileged user every container runs as (the base image names it `agent`)."""
 AGENT_USER = f"{AGENT_UID}:{AGENT_UID}"
@@ -18,3 +27,43 @@ AGENT_USER = f"{AGENT_UID}:{AGENT_UID}"
 def raw_socket(stream: object) -> socket.socket:
     """The socket of an attach/exec stream, for half-closing stdin and select()."""
     return cast(socket.socket, getattr(stream, "_sock", stream))
+
+
+def bounded_log(max_bytes: int) -> Any:
+    """A container log the daemon keeps to `max_bytes` on its disk (one file, no rotation
+    copies), so a process writing to its container's stdout cannot fill the host."""
+    return LogConfig(type=LogConfig.types.JSON, config={"max-size": str(max_bytes), "max-file": "1"})
+
+
+def close_stdin(stream: object) -> None:
+    """End an attach connection now (shutdown, not just close: the SDK's file wrappers keep
+    the socket open past `close`), so Docker closes the container's stdin."""
+    sock = raw_socket(stream)
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with suppress(OSError):
+        sock.close()
+
+
+def _start_ticks(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), so a
+    reused pid does not pass for the process that owned a run."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_id() -> str:
+    """This process as an owner label value."""
+    return f"{socket.gethostname()}/{os.getpid()}/{_start_ticks(os.getpid())}"
+
+
+def owner_gone(owner: str) -> bool:
+    """True only for an owner on this host whose process no longer exists."""
+    host, _, rest = owner.partition("/")
+    pid, _, start = rest.partition("/")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return _start_ticks(int(pid)) != start

@@ -1,0 +1,438 @@
+"""The gate's decision: per task and overall, fixed or sequential, with its error budget.
+
+Pure numbers in, a `Decision` out; the summary, the check, the round loop
+(`docdelta.rounds`) and the power simulation (`docdelta.power`) all call `decide`, so the
+rule the bench measures is the rule the CLI and the Action apply.
+
+The procedure, and why this one:
+
+* **Hypotheses.** One per task and one overall (the stratified mean of per-task deltas),
+  each tested in both directions. A task that breaks is found on its own instead of
+  drowning in the mean; the overall test still catches a small change spread over tasks.
+* **Per-look test.** The stratified permutation test of the mean-score delta, one-sided, as
+  a mid-p value (`stats.directional_test`; for one pass/fail task it is the mid-p Fisher
+  test). It holds for pass/fail and partial scores alike and assumes nothing but
+  exchangeable runs within a task.
+* **Looks and optional stopping.** A design has a schedule of looks: one for a fixed
+  `--repeats N`; for `--repeats auto` a few rounds up to `--max-repeats`. By look k the share (n_k / cap)^2 of
+  alpha is spent (w_k is that look's increment: a power spending function between Pocock
+  and O'Brien-Fleming), and a hypothesis's sequential p-value is min_k p_k / w_k. By the
+  union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
+  experiment (a task stopped early, rounds added where it was unclear): its error rate
+  holds under optional stopping. Group-sequential z boundaries would spend less, but they rest on a normal
+  approximation that 4-20 pass/fail runs per arm do not support and on equal information
+  per look, which stopping tasks one by one breaks; always-valid e-values (betting
+  martingales on paired head - base differences) hold without any of that, but for a
+  0.8 -> 0.3 drop even the best bet known in advance grows by 0.23 nats per pair, so
+  crossing 1 / (alpha / 4) = 80 takes 19 pairs or more, a learned bet many more: the
+  cost users balk at. The union bound over 5 looks costs less (bench/bench_gate.py).
+* **Multiplicity.** Holm's step-down procedure at alpha over all hypotheses of one
+  direction (tasks + overall), on their sequential p-values: the family-wise rate of a
+  false regression (and, separately, of a false improvement) stays <= alpha under any
+  dependence between tasks. A rejection also needs the delta outside the noise band.
+* **No change.** Two one-sided tests (TOST) against the configured band, once, at the
+  design's final look (the cap for `auto`), with all of alpha: no_change when the
+  (1 - 2 alpha) interval of the delta lies inside +-band and no hypothesis changed. The
+  interval is Agresti-Caffo adjusted (one pseudo-run scoring 0 and one scoring 1 added to
+  each arm), so identical runs never give a zero-width interval, and an arm of fewer than
+  MIN_ARM_RUNS runs gives none at all: 1 task x 1 repeat is inconclusive, never "no change".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scipy.stats import norm
+
+from docdelta import stats
+from docdelta.models import VerdictKind
+
+OVERALL = "overall"
+"""The name of the overall hypothesis, beside the task ids."""
+MAX_EXACT_SUPPORT = 5_000
+"""Above this many possible deltas a look samples its permutations (seeded) instead of
+enumerating them: partial scores make every split distinct, and a look must stay cheap
+because the round loop and the power simulation take thousands of them."""
+MIN_ARM_RUNS = 2
+"""Fewest runs per arm from which a task's spread (and so an interval) can be estimated."""
+AUTO_FIRST_LOOK = 4
+AUTO_LOOKS = 5
+"""`--repeats auto` looks after rounds 4, 8, 12, 16, 20 at the default cap."""
+DEFAULT_MAX_REPEATS = 20
+SPENDING_POWER = 2.0
+"""alpha t^2: between Pocock (spend early, stop clear cases soon, weak at the cap) and
+O'Brien-Fleming (almost nothing early); chosen on bench/bench_gate.py."""
+POOLED = 0
+"""The repeat number pooled control runs (earlier batches of the base arm) carry: before round 1."""
+
+
+# ------------------------------------------------------------------ design
+@dataclass(frozen=True)
+class Design:
+    """When decisions may be taken (`looks`, in rounds = repeats per arm) and the share of
+    alpha each look spends (`weights`, summing to 1)."""
+
+    looks: tuple[int, ...]
+    weights: tuple[float, ...]
+    adaptive: bool
+
+    @classmethod
+    def fixed(cls, repeats: int) -> Design:
+        return cls((repeats,), (1.0,), adaptive=False)
+
+    @classmethod
+    def auto(cls, max_repeats: int = DEFAULT_MAX_REPEATS) -> Design:
+        """AUTO_LOOKS looks spread from AUTO_FIRST_LOOK to the cap; by look k the share
+        t^SPENDING_POWER of alpha is spent, t = look / cap."""
+        first = min(AUTO_FIRST_LOOK, max_repeats)
+        count = min(AUTO_LOOKS, max_repeats - first + 1)
+        if count <= 1:
+            looks: tuple[int, ...] = (max_repeats,)
+        else:
+            step = (max_repeats - first) / (count - 1)
+            looks = tuple(sorted({round(first + i * step) for i in range(count)}))
+        spent = [(n / max_repeats) ** SPENDING_POWER for n in looks]
+        weights = tuple(b - a for a, b in zip([0.0, *spent], spent, strict=False))
+        return cls(looks, weights, adaptive=True)
+
+    @property
+    def cap(self) -> int:
+        return self.looks[-1]
+
+    def taken(self, rounds: int) -> list[tuple[int, float]]:
+        """(look, weight) of the looks reached after `rounds` rounds. A fixed design always
+        takes its one look on whatever runs exist (a partly failed matrix still decides)."""
+        if not self.adaptive:
+            return [(rounds, 1.0)]
+        return [(n, w) for n, w in zip(self.looks, self.weights, strict=True) if n <= rounds]
+
+    @property
+    def label(self) -> str:
+        if not self.adaptive:
+            return f"fixed {self.cap} repeats"
+        return f"auto, looks after rounds {', '.join(map(str, self.looks))}"
+
+
+# ------------------------------------------------------------------- input
+Runs = Sequence[tuple[int, float]]
+"""(repeat, score) of one arm's graded runs; pooled earlier control runs carry repeat POOLED."""
+
+
+@dataclass(frozen=True)
+class TaskRuns:
+    treatment: Runs
+    control: Runs
+
+    def upto(self, rounds: int) -> stats.Stratum:
+        return (
+            [s for r, s in self.treatment if r <= rounds],
+            [s for r, s in self.control if r <= rounds],
+        )
+
+    @property
+    def rounds(self) -> int:
+        return max((r for r, _ in (*self.treatment, *self.control)), default=0)
+
+
+# ------------------------------------------------------------------ output
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+    confidence: float
+
+    def inside(self, band: float) -> bool:
+        return -band < self.low and self.high < band
+
+
+@dataclass(frozen=True)
+class TaskDecision:
+    task: str
+    kind: VerdictKind
+    delta: float | None
+    treatment_runs: int
+    control_runs: int
+    rounds: int
+    p_regressed: float
+    """Holm-adjusted sequential p of "treatment is worse": the p the regression call used."""
+    p_improved: float
+    interval: Interval | None
+    """The equivalence (TOST) interval at the last look; None when an arm is too small."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: VerdictKind
+    decided_by: tuple[str, ...]
+    """The hypotheses that decided (task ids and/or OVERALL); empty when inconclusive."""
+    p_value: float
+    """The p the decision used: Holm-adjusted sequential p (changes), TOST p (no change),
+    else the smallest adjusted p of either direction."""
+    threshold: float
+    estimate: float
+    interval: Interval | None
+    alpha: float
+    band: float
+    exact: bool
+    design: Design
+    rounds: int
+    tasks: tuple[TaskDecision, ...]
+    reason: str
+    repeats_needed: int | None = None
+    """Inconclusive: repeats per arm at which this spread would show no change if the true delta is 0."""
+    stop: dict[str, bool] = field(default_factory=dict)
+    """Per task: True when it is decided and needs no more rounds (the round loop reads it)."""
+
+    @property
+    def decisive(self) -> bool:
+        """Nothing more to learn: a change was found, or no change shown."""
+        return self.kind != "inconclusive"
+
+
+# --------------------------------------------------------------- machinery
+def holm(p_values: Mapping[str, float]) -> dict[str, float]:
+    """Holm step-down adjusted p-values: reject those <= alpha, family-wise rate <= alpha."""
+    order = sorted(p_values, key=lambda k: p_values[k])
+    m, running, out = len(order), 0.0, {}
+    for i, key in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p_values[key]))
+        out[key] = running
+    return out
+
+
+def _adjusted_mean(scores: Sequence[float]) -> tuple[float, float, int]:
+    """Agresti-Caffo: (mean, variance of the mean, n) with a 0 and a 1 pseudo-run added."""
+    values = [*scores, 0.0, 1.0]
+    n = len(values)
+    m = math.fsum(values) / n
+    return m, math.fsum((v - m) ** 2 for v in values) / n / n, n
+
+
+def _interval(strata: Sequence[stats.Stratum], level: float) -> tuple[Interval, float, float] | None:
+    """(1 - 2 level) interval of the stratified delta, its centre and standard error; None
+    when any arm has fewer than MIN_ARM_RUNS runs (its spread cannot be estimated)."""
+    if not strata or any(len(t) < MIN_ARM_RUNS or len(c) < MIN_ARM_RUNS for t, c in strata):
+        return None
+    centre, variance = 0.0, 0.0
+    for t, c in strata:
+        (mt, vt, _), (mc, vc, _) = _adjusted_mean(t), _adjusted_mean(c)
+        centre += mt - mc
+        variance += vt + vc
+    k = len(strata)
+    centre, se = centre / k, math.sqrt(variance) / k
+    z = float(norm.ppf(1 - level))
+    return Interval(centre - z * se, centre + z * se, 1 - 2 * level), centre, se
+
+
+def _tost_p(centre: float, se: float, band: float) -> float:
+    """The TOST p-value: the larger of the two one-sided z p's against -band and +band."""
+    if se == 0:
+        return 0.0 if abs(centre) < band else 1.0
+    return float(max(norm.sf((centre + band) / se), norm.sf((band - centre) / se)))
+
+
+@dataclass
+class _Seq:
+    """Running sequential p's of one hypothesis over the looks taken."""
+
+    lower: float = 1.0
+    higher: float = 1.0
+    tost: float = math.inf
+    """TOST p at the final look (inf before it): <= alpha means equivalence is shown."""
+    exact: bool = True
+    interval: Interval | None = None
+    centre: float = 0.0
+    se: float = 0.0
+
+
+def _look(
+    seq: _Seq,
+    strata: Sequence[stats.Stratum],
+    weight: float,
+    *,
+    final: bool,
+    alpha: float,
+    band: float,
+    seed: int,
+) -> None:
+    """Fold one look into `seq`. Equivalence is tested once, at the design's final look, with
+    all of alpha: stopping early for "no change" would buy little (it needs the most runs)."""
+    test = stats.directional_test(strata, seed=seed, max_exact=MAX_EXACT_SUPPORT)
+    if test is not None:
+        seq.lower = min(seq.lower, test.lower / weight)
+        seq.higher = min(seq.higher, test.higher / weight)
+        seq.exact = seq.exact and test.exact
+    found = _interval(strata, alpha)
+    if found is not None:
+        seq.interval, seq.centre, seq.se = found
+        if final:
+            seq.tost = _tost_p(seq.centre, seq.se, band)
+
+
+def _needed(seq: _Seq, n: float, *, alpha: float, band: float) -> int | None:
+    """Repeats per arm at which the current spread would put the TOST interval inside the band."""
+    margin = band - abs(seq.centre)
+    if seq.interval is None or margin <= 0:
+        return None
+    z = float(norm.ppf(1 - alpha))
+    return max(math.ceil((n + 2) * (z * seq.se / margin) ** 2) - 2, math.ceil(n) + 1)
+
+
+def _sequential(
+    usable: Mapping[str, TaskRuns],
+    design: Design,
+    looks: Sequence[tuple[int, float]],
+    *,
+    alpha: float,
+    band: float,
+    seed: int,
+) -> dict[str, _Seq]:
+    """Every hypothesis (each task, OVERALL) folded over the looks taken, on the data each
+    look saw (runs of rounds up to it)."""
+    seqs = {name: _Seq() for name in [*usable, OVERALL]}
+    for i, (n, weight) in enumerate(looks):
+        final = not design.adaptive or n == design.cap
+        strata = {t: r.upto(n) for t, r in usable.items()}
+        for t, stratum in strata.items():
+            if stratum[0] and stratum[1]:
+                _look(seqs[t], [stratum], weight, final=final, alpha=alpha, band=band, seed=seed + i)
+        both = [s for s in strata.values() if s[0] and s[1]]
+        if both:
+            _look(seqs[OVERALL], both, weight, final=final, alpha=alpha, band=band, seed=seed + i)
+    return seqs
+
+
+# ------------------------------------------------------------------ decide
+def decide(
+    tasks: Mapping[str, TaskRuns],
+    design: Design,
+    *,
+    alpha: float = stats.DEFAULT_ALPHA,
+    band: float = stats.DEFAULT_NOISE_BAND,
+    seed: int = 0,
+) -> Decision | None:
+    """The decision on treatment vs control after the rounds run so far; None without a
+    task whose two arms both have graded runs."""
+    usable = {t: r for t, r in sorted(tasks.items()) if r.treatment and r.control}
+    if not usable:
+        return None
+    rounds = max(r.rounds for r in usable.values())
+    looks = design.taken(rounds)
+    seqs = _sequential(usable, design, looks, alpha=alpha, band=band, seed=seed)
+
+    full = {t: r.upto(rounds) for t, r in usable.items()}
+    deltas: dict[str, float | None] = {t: stats.stratified_delta([s]) for t, s in full.items()}
+    deltas[OVERALL] = stats.stratified_delta(list(full.values()))
+    lower = holm({k: s.lower for k, s in seqs.items()})
+    higher = holm({k: s.higher for k, s in seqs.items()})
+
+    def beyond(k: str) -> bool:
+        d = deltas[k]
+        return d is not None and not stats.is_noise(d, band)
+
+    regressed = [k for k in seqs if lower[k] <= alpha + 1e-12 and beyond(k) and (deltas[k] or 0) < 0]
+    improved = [k for k in seqs if higher[k] <= alpha + 1e-12 and beyond(k) and (deltas[k] or 0) > 0]
+    equivalent = {k: s.tost <= alpha for k, s in seqs.items()}
+
+    task_decisions = []
+    for t, runs in usable.items():
+        kind: VerdictKind = (
+            "regressed"
+            if t in regressed
+            else "improved"
+            if t in improved
+            else "no_change"
+            if equivalent[t]
+            else "inconclusive"
+        )
+        tr, cr = full[t]
+        task_decisions.append(
+            TaskDecision(
+                t, kind, deltas[t], len(tr), len(cr), runs.rounds, lower[t], higher[t], seqs[t].interval
+            )
+        )
+
+    overall = seqs[OVERALL]
+    estimate = deltas[OVERALL] or 0.0
+    exact = all(s.exact for s in seqs.values())
+
+    def make(
+        kind: VerdictKind,
+        who: Sequence[str],
+        p: float,
+        reason: str,
+        stop: dict[str, bool],
+        needed: int | None = None,
+    ) -> Decision:
+        return Decision(
+            kind,
+            tuple(who),
+            p,
+            alpha,
+            estimate,
+            overall.interval,
+            alpha,
+            band,
+            exact,
+            design,
+            rounds,
+            tuple(task_decisions),
+            reason,
+            needed,
+            stop,
+        )
+
+    stop = {d.task: d.kind != "inconclusive" for d in task_decisions}
+    if regressed or improved:
+        kind = "regressed" if regressed else "improved"
+        who = regressed or improved
+        ps = lower if regressed else higher
+        p = min(ps[k] for k in who)
+        named = ", ".join("the overall mean" if k == OVERALL else f"task {k}" for k in who)
+        mixed = f"; also improved: {', '.join(improved)}" if regressed and improved else ""
+        seq = "sequential " if design.adaptive else ""
+        reason = (
+            f"{named} {kind} (Holm-adjusted {seq}p = {p:.3g} <= alpha {alpha:g}, delta outside "
+            f"±{band:.2f}){mixed}; identical docs are called {kind} in at most {alpha:.0%} of PRs by "
+            f"this design ({len(seqs)} hypotheses under Holm, {len(design.looks)} look"
+            f"{'s' if len(design.looks) != 1 else ''}; bench/bench_gate.py measures the real rate)"
+        )
+        stop = dict.fromkeys(stop, True) if regressed else stop
+        return make(kind, who, p, reason, stop)
+    if not looks:
+        reason = f"no look yet: the first decision is taken after round {design.looks[0]}"
+        return make("inconclusive", (), 1.0, reason, stop)
+    if overall.interval is None:
+        small = min(min(len(t), len(c)) for t, c in full.values())
+        reason = (
+            f"an arm has {small} graded run{'s' if small != 1 else ''}: at least {MIN_ARM_RUNS} per arm "
+            "and task are needed to estimate the spread, so neither a change nor no change can be shown"
+        )
+        return make("inconclusive", (), 1.0, reason, stop, MIN_ARM_RUNS)
+    iv = overall.interval
+    if equivalent[OVERALL]:
+        reason = (
+            f"equivalent: the {iv.confidence:.0%} interval [{iv.low:+.2f}, {iv.high:+.2f}] lies inside "
+            f"±{band:.2f} (TOST p = {overall.tost:.3g} <= alpha {alpha:g}) and no task changed"
+        )
+        return make("no_change", (OVERALL,), overall.tost, reason, dict.fromkeys(stop, True))
+    per_arm = sum(len(t) + len(c) for t, c in full.values()) / (2 * len(full))
+    needed = _needed(overall, per_arm, alpha=alpha, band=band)
+    smallest = min(*lower.values(), *higher.values())
+    more = (
+        f"; about {needed} repeats per arm would show no change if the true delta is 0"
+        if needed is not None
+        else "; the estimate itself lies outside the band"
+    )
+    reason = (
+        f"no hypothesis reaches alpha {alpha:g} (smallest Holm-adjusted p = {smallest:.3g}) and the "
+        f"{iv.confidence:.0%} interval [{iv.low:+.2f}, {iv.high:+.2f}] is not inside ±{band:.2f}{more}"
+    )
+    return make("inconclusive", (), smallest, reason, stop, needed)
+
+
+def from_strata(strata: Mapping[str, stats.Stratum]) -> dict[str, TaskRuns]:
+    """Scores listed in repeat order (repeat = position + 1): for tests and simulations."""
+    return {t: TaskRuns(tuple(enumerate(tr, 1)), tuple(enumerate(cr, 1))) for t, (tr, cr) in strata.items()}

