@@ -78,10 +78,10 @@ def test_a_bad_cli_option_names_its_flag() -> None:
         "noise_band",
         "alpha",
     }
-    with pytest.raises(ConfigError, match=r"--cap-usd = 0\.0: input should be greater than 0"):
-        run_options(_parser().parse_args([*base, "--cap-usd", "0"]))
-    with pytest.raises(SystemExit):  # argparse's own check comes first, naming the flag
-        _parser().parse_args([*base, "--timeout", "0"])
+    with pytest.raises(ConfigError, match=r"--cap-usd = -1\.0: input should be greater than 0"):
+        run_options(_parser().parse_args([*base, "--cap-usd", "-1"]))
+    with pytest.raises(ConfigError, match=r"--timeout = 0\.0"):
+        run_options(_parser().parse_args([*base, "--timeout", "0"]))
 
 
 def test_every_subcommand_has_a_handler() -> None:
