@@ -51,7 +51,10 @@ from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.models import BASE, HEAD, ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.runner import ExperimentRequest
+from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
+from docdelta.shard import merge_workdirs
+from docdelta.store import MANIFEST_FILE, ResultStore
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
@@ -391,6 +394,28 @@ class _Matrix:
     cost_usd: float
 
 
+def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Matrix:
+    """The aggregate job of a matrix workflow: merge every shard's results found under
+    `shards` (the downloaded artifacts) and score the merged workdir; nothing runs."""
+    found = sorted(m.parent for m in shards.rglob(MANIFEST_FILE))
+    if not found:
+        raise ConfigError(
+            f"input 'merge': no shard results (manifest.json) under {shards}",
+            hint="download every run job's results-path artifact into that directory",
+        )
+    merged = merge_workdirs(found, workdir)
+    store = ResultStore(workdir)
+    detection = store.read_detection()
+    assert detection is not None  # merge_workdirs copied it from every shard
+    results = store.results(merged.manifest.repo)
+    summary = scorecard(store, merged.manifest, detection, results)
+    stopped = (
+        f"{len(merged.missing)} planned runs have no result (a shard is missing)" if merged.missing else None
+    )
+    notes = [f"**Merged** {merged.shards} shards: {merged.complete} of {len(merged.manifest.order)} runs."]
+    return _Matrix(summary, notes, stopped, sum(r.outcome.metrics.cost_usd or 0.0 for r in results))
+
+
 def _export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
     """The task files as committed at `sha` (the trusted base), never as a PR left them."""
     entries = [e for e in repo.tree(sha, [path]) if e.is_blob and not e.is_symlink]
@@ -429,6 +454,8 @@ def _run_matrix(
     config = load_project_config(repo, base_sha)
     tasks_path = settings.tasks or config.tasks
     workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}"
+    if settings.merge is not None:
+        return _merged_matrix(settings, settings.merge, workdir / "results")
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
     request = ExperimentRequest(
@@ -441,6 +468,7 @@ def _run_matrix(
         seed=settings.seed,
         source=source,
         patch=settings.patch,
+        max_runs=settings.max_runs,
     )
     # The fork-safe workflow checks out with `persist-credentials: false`: on a private
     # repository the results branch is then read with the workflow's token.
@@ -490,6 +518,11 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
     matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, settings.source, trusted)
     summary = matrix.summary
+    if settings.options.shard is not None:
+        # One job of a matrix: the aggregate job merges every shard and posts once.
+        ctx.say(f"docdelta: shard {settings.options.shard} done; `docdelta merge` the shards' results")
+        title = f"shard {settings.options.shard} done"
+        return ActionResult(Activity.evaluate, None, title, {Output.results_path: str(settings.results_path)})
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     conclusion = Conclusion(decision.conclusion)
     notes = [

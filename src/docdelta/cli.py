@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import httpx
 
@@ -45,6 +45,7 @@ from docdelta.rounds import AUTO, parse_repeats
 from docdelta.runner import ExperimentRequest, PlanTooLarge
 from docdelta.sandbox import get_provider
 from docdelta.scorecard import scorecard
+from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
 from docdelta.tasks import load_tasks, task_json_schema
 
@@ -97,18 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--workdir", type=Path, required=True)
     _add_run_options(r)
 
-    rep = sub.add_parser("report", help="render the scorecard of a workdir")
-    rep.add_argument("--workdir", type=Path, required=True)
-    rep.add_argument(
-        "--format",
-        choices=("md", "json", "html"),
-        default="md",
-        help="html: one self-contained page; its links to run files are relative to the current directory",
-    )
-
-    b = sub.add_parser("badge", help="write a shields.io endpoint JSON badge")
-    b.add_argument("--workdir", type=Path, required=True)
-    b.add_argument("--out", type=Path, required=True)
+    _add_workdir_commands(sub)
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
@@ -149,6 +139,44 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_* variables)")
     return p
+
+
+def _add_workdir_commands(sub: Any) -> None:
+    """`plan` and `merge` (one evaluation spread over GitHub Actions matrix jobs), and the
+    readers of a workdir, merged or not: `report` and `badge`."""
+    pl = sub.add_parser("plan", help="write the GitHub Actions job matrix (JSON) for `run --shard I/N` jobs")
+    pl.add_argument("--repo", type=Path, default=Path())
+    pl.add_argument("--base", required=True)
+    pl.add_argument("--head", required=True)
+    pl.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    pl.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pl.add_argument("--repeats", type=_at_least(1), default=3)
+    pl.add_argument(
+        "--max-parallel",
+        type=_at_least(1),
+        default=DEFAULT_MAX_PARALLEL,
+        help=f"jobs GitHub runs at once (strategy.max-parallel; default {DEFAULT_MAX_PARALLEL})",
+    )
+    pl.add_argument(
+        "--cells-per-job", type=_at_least(1), help="batch size (default: spread over max-parallel)"
+    )
+
+    mg = sub.add_parser("merge", help="combine the workdirs of `run --shard` jobs into one workdir")
+    mg.add_argument("shards", nargs="+", type=Path, metavar="DIR", help="each shard's workdir")
+    mg.add_argument("--workdir", type=Path, required=True, help="the merged workdir (report, badge read it)")
+
+    rep = sub.add_parser("report", help="render the scorecard of a workdir")
+    rep.add_argument("--workdir", type=Path, required=True)
+    rep.add_argument(
+        "--format",
+        choices=("md", "json", "html"),
+        default="md",
+        help="html: one self-contained page; its links to run files are relative to the current directory",
+    )
+
+    b = sub.add_parser("badge", help="write a shields.io endpoint JSON badge")
+    b.add_argument("--workdir", type=Path, required=True)
+    b.add_argument("--out", type=Path, required=True)
 
 
 def _add_run_options(r: argparse.ArgumentParser) -> None:
@@ -206,6 +234,12 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
         default="stop",
         help="stop: a rate-limited run stops the matrix (default); wait: retry it after 5, 15 and 45 "
         "minutes first (logged in <workdir>/ratelimit.log)",
+    )
+
+    r.add_argument("--jobs", type=_at_least(1), default=1, help="cells run at once (default 1)")
+    r.add_argument(
+        "--shard",
+        help="I/N: run only shard I of N of the plan (one GitHub Actions matrix job; see `docdelta plan`)",
     )
 
 
@@ -353,6 +387,8 @@ RUN_FLAGS = {
     "reserve_usd": "reserve-usd",
     "infra_retries": "infra-retries",
     "rate_limit": "rate-limit",
+    "jobs": "jobs",
+    "shard": "shard",
 }
 """RunOptions field -> `docdelta run` flag (without `--`); the Action's table is settings.INPUTS."""
 
@@ -373,8 +409,14 @@ def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdi
     if done is None:
         print("nothing to evaluate: no agent instruction file changed")
         return ExitCode.OK
-    report = done.report
-    print(render_markdown(done.summary))
+    report, summary = done.report, done.summary
+    if options.shard is None:
+        print(render_markdown(summary))
+    else:
+        print(
+            f"shard {options.shard}: {report.ran + report.reused} cells done; "
+            f"combine the shards' workdirs with `docdelta merge DIR... --workdir OUT`, then `docdelta report`"
+        )
     for kept in done.store.set_aside:
         print(f"docdelta: {kept.parent / 'result.json'} was unreadable: kept as {kept.name}, cell rerun",
               file=sys.stderr)  # fmt: skip
@@ -382,8 +424,8 @@ def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdi
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
-    if done.summary.broken:
-        print(f"docdelta: error: no verdict: {done.summary.broken}", file=sys.stderr)
+    if summary.broken:
+        print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
     return ExitCode.OK
 
@@ -398,6 +440,36 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
             f"it may cost up to ${planned * options.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
         )
     return f"it may {hours}; "
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
+    repo = Repo(args.repo)
+    base = repo.resolve(args.base)
+    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * len(args.conditions) * args.repeats
+    plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
+    print(plan.model_dump_json())
+    what = f"{plan.cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}" if plan.evaluate else (
+        "no agent instruction file changed: nothing to run"
+    )  # fmt: skip
+    print(f"docdelta plan: {what}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _merge(args: argparse.Namespace) -> int:
+    merged = merge_workdirs(args.shards, args.workdir)
+    planned = len(merged.manifest.order)
+    print(f"merged {merged.shards} shard workdirs into {args.workdir}: {merged.complete} of {planned} runs")
+    if merged.missing:
+        shown = ", ".join(c.key for c in merged.missing[:5]) + (", ..." if len(merged.missing) > 5 else "")
+        print(
+            f"docdelta: {len(merged.missing)} planned runs have no result ({shown}): a shard is missing "
+            "or stopped early; its job's rerun resumes it",
+            file=sys.stderr,
+        )
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
 
 
 def _load_summary(workdir: Path) -> Summary:
@@ -533,6 +605,8 @@ def _demo(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "detect": _detect,
     "run": _run,
+    "plan": _plan,
+    "merge": _merge,
     "report": _report,
     "badge": _badge,
     "demo": _demo,

@@ -48,6 +48,7 @@ from docdelta.runner import (
 )
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
+from docdelta.shard import Shard
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
@@ -84,6 +85,8 @@ class RunOptions(BaseModel):
     rate_limit: RateLimitPolicy = "stop"
     api_key: SecretStr | None = Field(default=None, description="None: keys from the environment")
     provider: str | None = Field(default=None, description="api_key's gateway upstream; default: the agent's")
+    jobs: int = Field(default=1, ge=1, description="cells run at once, each in its own sandbox")
+    shard: Shard | None = Field(default=None, description="run only this slice of the plan (`I/N`)")
     progress: ProgressStyle = "auto"
     noise_band: float = Field(default=0.05, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -94,6 +97,11 @@ class RunOptions(BaseModel):
         if value is not None and not value.is_file():
             raise ValueError(f"{value} is not a readable file")
         return value
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, value: object) -> object:
+        return Shard.parse(value) if isinstance(value, str) else value
 
     @classmethod
     def parse(cls, values: Mapping[str, Any], spelling: Callable[[str], str]) -> RunOptions:
@@ -111,6 +119,7 @@ class RunOptions(BaseModel):
             reserve_usd=self.reserve_usd,
             infra_retries=self.infra_retries,
             rate_limit=self.rate_limit,
+            jobs=self.jobs,
         )
 
 
@@ -230,6 +239,7 @@ def _evaluate(
         config=config,
         agent=agent,
         environ=keys,
+        jobs=options.jobs,
     )
     reused = None
     try:
@@ -260,7 +270,15 @@ def _evaluate(
             store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band
         )
         print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
-        report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band)
+        if options.shard is None:
+            report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band)
+        elif exp.manifest.adaptive:
+            raise ConfigError(
+                "--repeats auto decides round by round from all runs, so it cannot be split into shards",
+                hint="give --shard a fixed --repeats N",
+            )
+        else:
+            report = runner.run(exp, options.shard.cells(exp.manifest.order))
     finally:
         provider.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)

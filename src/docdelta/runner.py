@@ -18,12 +18,15 @@ model (`docdelta.audit`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent import futures
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -63,7 +66,7 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions, valid_cost
@@ -388,6 +391,8 @@ class RunLimits:
     infra_retries: int = 2
     rate_limit: RateLimitPolicy = "stop"
     rate_limit_waits: tuple[float, ...] = RATE_LIMIT_WAITS
+    jobs: int = 1
+    """Cells run at once, each in its own sandbox and directory."""
 
 
 @dataclass
@@ -414,70 +419,81 @@ class Runner:
     ) -> None:
         self.store, self.provider, self.spec, self.agent = store, provider, spec, agent
         self.limits, self.progress, self.sleep = limits, progress, sleep
+        self._live: set[Sandbox] = set()
+        """Agent sandboxes of runs in flight, for `abort` to close."""
+        self._aborted = threading.Event()
+        self._lock = threading.Lock()
+
+    def abort(self) -> None:
+        """Close the sandbox of every run in flight (from the main thread, on Ctrl-C or
+        SIGTERM), so worker threads come back instead of waiting for their agents."""
+        self._aborted.set()
+        with self._lock:
+            live = list(self._live)
+        for sandbox in live:
+            sandbox.close()
 
     def run(self, exp: Experiment, cells: Iterable[Cell] | None = None) -> MatrixReport:
-        """Run one round of cells (default: the whole plan). Complete results are reused;
-        the spend cap is checked before every run, and it and rate limits stop the round
-        cleanly (`MatrixReport.stopped` says why)."""
+        """Run one round of cells (default: the whole plan), `limits.jobs` at a time.
+        Complete results are reused; the spend cap is checked before every start, counting
+        the reserve of every run in flight; it and rate limits stop new starts while the
+        runs in flight finish (their results kept; `MatrixReport.stopped` says why).
+        Results and progress come in the order of `cells` whatever the order runs end in,
+        so they are the same at every `jobs`."""
         todo = list(exp.manifest.order if cells is None else cells)
         self.require_selftests(exp, {c.task for c in todo})
         self.preflight(exp, todo)
-        report = MatrixReport()
         spent = math.fsum(spend(r.outcome.metrics.cost_usd) for r in self.store.results(exp.repo_name))
+        matrix = _Matrix(self, exp, todo, spent)
         self.progress.start(len(todo))
         try:
-            for cell in todo:
-                existing = self.store.load(exp.repo_name, cell)
-                if existing is not None and existing.status not in INCOMPLETE:
-                    report.reused += 1
-                    report.results.append(existing)
-                    self.progress.advance(cell, "reused")
-                    continue
-                cap = self.limits.cap_usd
-                if cap is not None and math.isinf(spent):
-                    report.stopped = (
-                        "an agent reported a cost that is not an amount >= 0 (NaN, infinite or negative), "
-                        "so the spend cap cannot be kept"
-                    )
-                    break
-                if cap is not None and spent + self.limits.reserve_usd > cap:
-                    report.stopped = (
-                        f"spend cap reached: ${spent:.2f} spent + ${self.limits.reserve_usd:.2f} reserve "
-                        f"> ${cap:.2f} cap"
-                    )
-                    break
-                if existing is not None:
-                    self._set_aside(exp.repo_name, existing)
-                result, cost = self._run_patiently(exp, cell)
-                spent += cost
-                self.store.save(exp.repo_name, result)
-                if result.status is RunStatus.rate_limited:
-                    self._set_aside(exp.repo_name, result)
-                    self.progress.advance(cell, result.status.value)
-                    report.stopped = self._rate_limit_stop(cell, result)
-                    break
-                report.ran += 1
-                report.results.append(result)
-                self.progress.advance(cell, result.status.value)
+            with futures.ThreadPoolExecutor(max_workers=self.limits.jobs, thread_name_prefix="cell") as pool:
+                matrix.drive(pool)
         finally:
             self.progress.finish()
-        return report
+        return matrix.report
 
-    def _run_patiently(self, exp: Experiment, cell: Cell) -> tuple[RunResult, float]:
+    def cap_reached(self, spent: float, in_flight: int) -> str | None:
+        """Why no further run may start, or None: the spend so far plus the reserve of
+        every run in flight and of the next one must stay within the cap."""
+        cap = self.limits.cap_usd
+        if cap is None:
+            return None
+        if math.isinf(spent):
+            return (
+                "an agent reported a cost that is not an amount >= 0 (NaN, infinite or negative), "
+                "so the spend cap cannot be kept"
+            )
+        reserve = self.limits.reserve_usd
+        if spent + reserve * (in_flight + 1) > cap:
+            flight = f" + {in_flight} in flight" if in_flight else ""
+            return f"spend cap reached: ${spent:.2f} spent + ${reserve:.2f} reserve{flight} > ${cap:.2f} cap"
+        return None
+
+    def finish_cell(self, exp: Experiment, result: RunResult) -> str | None:
+        """Save a finished run; a rate-limited one becomes history. Returns why the matrix
+        must stop starting runs, or None."""
+        self.store.save(exp.repo_name, result)
+        if result.status is not RunStatus.rate_limited:
+            return None
+        self.set_aside(exp.repo_name, result)
+        return self._rate_limit_stop(result.cell, result)
+
+    def run_patiently(self, exp: Experiment, cell: Cell) -> tuple[RunResult, float]:
         """Run a cell; under `rate_limit="wait"` a rate-limited run is kept as history and
         the cell rerun after each wait. Returns the last result and what all attempts cost."""
         waits = self.limits.rate_limit_waits if self.limits.rate_limit == "wait" else ()
         result = self.run_cell(exp, cell)
         cost = spend(result.outcome.metrics.cost_usd)
-        for n, wait in enumerate(waits, 1):
+        for n, pause in enumerate(waits, 1):
             if result.status is not RunStatus.rate_limited:
                 break
             self.store.save(exp.repo_name, result)
-            self._set_aside(exp.repo_name, result)
+            self.set_aside(exp.repo_name, result)
             self._log_rate_limit(
-                f"{cell.key}: rate limited; waiting {wait:g}s before retry {n} of {len(waits)}"
+                f"{cell.key}: rate limited; waiting {pause:g}s before retry {n} of {len(waits)}"
             )
-            self.sleep(wait)
+            self.sleep(pause)
             result = self.run_cell(exp, cell)
             cost += spend(result.outcome.metrics.cost_usd)
         return result, cost
@@ -495,7 +511,7 @@ class Runner:
         with (self.store.workdir / RATE_LIMIT_LOG).open("a", encoding="utf-8") as log:
             log.write(f"{stamp} {line}\n")
 
-    def _set_aside(self, repo: str, result: RunResult) -> None:
+    def set_aside(self, repo: str, result: RunResult) -> None:
         """A saved result that is not complete (see INCOMPLETE) becomes history beside the
         cell (`infra-1.json`, `rate_limited-1.json`, ...), so the cell runs again."""
         kind = INCOMPLETE[result.status]
@@ -534,6 +550,18 @@ class Runner:
             )
             self.store.save_selftest(task_id, key, report)
 
+    @contextlib.contextmanager
+    def _tracked(self, sandbox: Sandbox) -> Iterator[None]:
+        with self._lock:
+            if self._aborted.is_set():
+                raise InfraError("the matrix was interrupted before this run started")
+            self._live.add(sandbox)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._live.discard(sandbox)
+
     def run_cell(self, exp: Experiment, cell: Cell) -> RunResult:
         """One run of one cell; our own failures are retried and never graded as agent failures."""
         loaded = exp.tasks[cell.task]
@@ -562,7 +590,7 @@ class Runner:
             transcript: bytes | None = None
             hidden: HiddenTestResult | None = None
             try:
-                with self.provider.create(checkout.path, spec) as sandbox:
+                with self.provider.create(checkout.path, spec) as sandbox, self._tracked(sandbox):
                     isolation = sandbox.isolation
                     outcome, printed = self.agent.execute(prompt, sandbox, ctx)
                     transcript = _transcript(printed)
@@ -639,3 +667,75 @@ class Runner:
             RunStatus.infra_error,
             error=str(exc),
         )
+
+
+@dataclass
+class _Matrix:
+    """One `Runner.run` in progress: which cells are done, in flight and reported.
+
+    Runs start in the order of `todo` while a worker is free and the cap allows; each run
+    is a `Runner.run_cell` on a worker thread (its own sandbox and cell directory, no
+    shared state but the store's separate files). The main thread alone saves results,
+    tallies spend and reports progress, in `todo` order."""
+
+    runner: Runner
+    exp: Experiment
+    todo: list[Cell]
+    spent: float
+    report: MatrixReport = field(default_factory=MatrixReport)
+    done: dict[int, tuple[RunResult, str, bool]] = field(default_factory=dict)
+    """Finished or reused cells not yet reported, by position in `todo`."""
+    reported: int = 0
+    in_flight: dict[futures.Future[tuple[RunResult, float]], int] = field(default_factory=dict)
+
+    def drive(self, pool: futures.ThreadPoolExecutor) -> None:
+        store, repo = self.runner.store, self.exp.repo_name
+        try:
+            for index, cell in enumerate(self.todo):
+                existing = store.load(repo, cell)
+                if existing is not None and existing.status not in INCOMPLETE:
+                    self.report.reused += 1
+                    self._done(index, existing, "reused")
+                    continue
+                while len(self.in_flight) >= self.runner.limits.jobs and not self.report.stopped:
+                    self._collect()
+                self.report.stopped = self.report.stopped or self.runner.cap_reached(
+                    self.spent, len(self.in_flight)
+                )
+                if self.report.stopped:
+                    break
+                if existing is not None:
+                    self.runner.set_aside(repo, existing)
+                future = pool.submit(self.runner.run_patiently, self.exp, cell)
+                self.in_flight[future] = index
+            while self.in_flight:
+                self._collect()
+        except BaseException:
+            # Ctrl-C, SIGTERM or our own fault: runs not started never start; the sandboxes
+            # of runs in flight are closed under them and their results dropped (a rerun
+            # runs those cells), finished ones are saved already.
+            self.runner.abort()
+            raise
+
+    def _collect(self) -> None:
+        finished, _ = futures.wait(self.in_flight, return_when=futures.FIRST_COMPLETED)
+        for future in finished:
+            index = self.in_flight.pop(future)
+            result, cost = future.result()
+            self.spent += cost
+            stop = self.runner.finish_cell(self.exp, result)
+            if stop is None:
+                self.report.ran += 1
+            else:
+                self.report.stopped = self.report.stopped or stop
+            self._done(index, result, result.status.value, kept=stop is None)
+
+    def _done(self, index: int, result: RunResult, status: str, *, kept: bool = True) -> None:
+        """Report every cell whose predecessors in `todo` are reported too."""
+        self.done[index] = (result, status, kept)
+        while self.reported in self.done:
+            result, status, kept = self.done.pop(self.reported)
+            if kept:
+                self.report.results.append(result)
+            self.runner.progress.advance(result.cell, status)
+            self.reported += 1

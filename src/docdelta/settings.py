@@ -31,6 +31,7 @@ from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
+from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"
@@ -107,6 +108,12 @@ class ActionSettings(BaseModel):
     results_store: StoreSpec = StoreSpec()
     results_path: Path
     pr_handoff: Path | None = Field(default=None, description="pr.json from the pull_request job")
+    merge: Path | None = Field(
+        default=None, description="directory of downloaded shard results: merge and post, run nothing"
+    )
+    max_runs: int = Field(
+        default=MAX_RUNS_WITHOUT_CONFIRMATION, ge=1, description="refuse a plan of more runs than this"
+    )
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -217,6 +224,10 @@ INPUTS: dict[str, str] = {
     "sandbox": "options.sandbox",
     "allow-network": "options.allow_network",
     "timeout": "options.timeout_s",
+    "jobs": "options.jobs",
+    "shard": "options.shard",
+    "merge": "merge",
+    "max-runs": "max_runs",
     "pr-handoff": "pr_handoff",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
@@ -265,7 +276,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
             raise ConfigError(
                 f"input 'results-store': {exc}", hint="e.g. `branch:docdelta-results`"
             ) from None
-    if name in ("results-path", "ca-bundle", "pr-handoff", "patch"):
+    if name in ("results-path", "ca-bundle", "pr-handoff", "patch", "merge"):
         path = Path(text)
         return path if path.is_absolute() else workspace / path
     return text

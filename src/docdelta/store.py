@@ -47,6 +47,8 @@ DIFF_FILE = "diff.patch"
 MANIFEST_FILE = "manifest.json"
 DETECTION_FILE = "detection.json"
 LOCK_FILE = ".lock"
+CHECKOUTS = "checkouts"
+"""The sealed checkouts' directory in a workdir."""
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -67,7 +69,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def checkout_dir(workdir: Path, overlay_sha256: str) -> Path:
     """Where a condition's sealed checkout lives: named by its overlay's content, never by
     the condition's name (two conditions with equal docs share one)."""
-    return workdir / "checkouts" / overlay_sha256[:16]
+    return workdir / CHECKOUTS / overlay_sha256[:16]
 
 
 def _safe_segment(name: str) -> str:

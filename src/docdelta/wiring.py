@@ -18,6 +18,7 @@ from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxProvider
+from docdelta.sandbox.pool import PerThreadProvider
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,14 @@ def build_provider(
     config: ProjectConfig,
     agent: Agent,
     environ: Mapping[str, str] = os.environ,
+    jobs: int = 1,
 ) -> tuple[SandboxProvider, str | None]:
     """The sandbox provider, and the digest of the image the agent runs in (docker only;
     it is part of the experiment's identity and of the results cache key). `private` are
     directories the local sandbox hides besides the repository (results, tasks with gold);
-    `environ` is where the gateway reads its keys (`Gateway.from_environ`)."""
+    `environ` is where the gateway reads its keys (`Gateway.from_environ`); `jobs` runs
+    at once need that many local slots (the docker provider serves them all, each run in
+    its own containers, network and gateway)."""
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
@@ -109,7 +113,12 @@ def build_provider(
         return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
     # Hide the user's repository and the results (which name conditions) from the agent.
     hide = _outermost([repo.root.resolve(), *(p.resolve() for p in private)])
-    return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
+    if jobs == 1:
+        return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
+    # A local provider holds one live sandbox (its slot): one per worker thread.
+    return PerThreadProvider(
+        lambda slot: get_provider(choice.name, allow_network=choice.allow_network, hide=hide, slot=slot)
+    ), None
 
 
 def _outermost(paths: Sequence[Path]) -> tuple[str, ...]:

@@ -270,3 +270,13 @@ def test_a_condition_named_twice_is_refused(setup: tuple[Repo, ExperimentRequest
     twice = replace(request, conditions=("base", "head", "base"))
     with pytest.raises(ConfigError, match="condition base is listed more than once"):
         prepare(repo, twice, config=ProjectConfig(), store=store, agent=StatusAgent([]), sandbox="local")
+
+
+def test_jobs_count_the_reserve_of_every_run_in_flight_against_the_cap(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    # Two cells, two workers, $1 reserved per run, a $1.50 cap: the first run may start,
+    # a second beside it could spend $2 in all, so it never starts while the first runs.
+    report, _, _, _ = run(setup, [RunStatus.ok], costs=[0.25], cap_usd=1.5, reserve_usd=1.0, jobs=2)
+    assert report.ran == 1
+    assert report.stopped == "spend cap reached: $0.00 spent + $1.00 reserve + 1 in flight > $1.50 cap"

@@ -1,0 +1,37 @@
+"""One sandbox provider per worker thread, for `--jobs N` with providers that hold one
+live sandbox at a time (the local provider's slot)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from docdelta.sandbox.base import Sandbox, SandboxProvider, SandboxSpec
+
+
+class PerThreadProvider(SandboxProvider):
+    """Hands each thread's `create` to that thread's own provider, made on first use by
+    `factory(slot)` with slots counted from 0, so parallel runs never share a slot; every
+    one is closed by `close`."""
+
+    def __init__(self, factory: Callable[[int], SandboxProvider]) -> None:
+        self._factory = factory
+        self._providers: dict[int, SandboxProvider] = {}
+        self._lock = threading.Lock()
+
+    def _mine(self) -> SandboxProvider:
+        me = threading.get_ident()
+        with self._lock:
+            if me not in self._providers:
+                self._providers[me] = self._factory(len(self._providers))
+            return self._providers[me]
+
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        return self._mine().create(checkout, spec)
+
+    def close(self) -> None:
+        with self._lock:
+            providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            provider.close()
