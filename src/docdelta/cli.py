@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from docdelta import __version__
-from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.config import ProjectConfig, check_exposure, load_project_config, matcher
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError
@@ -34,7 +34,7 @@ from docdelta.models import JudgeInfo, Manifest, RunResult, Summary
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.runner import ExperimentRequest, RunLimits, Runner, prepare, progress_for
-from docdelta.sandbox import get_provider
+from docdelta.sandbox import get_provider, provider_names
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
 from docdelta.store import ResultStore
@@ -160,10 +160,15 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
-    r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+    r.add_argument(
+        "--sandbox",
+        default="local",
+        choices=provider_names(),
+        help="local (bubblewrap), docker, or none (no isolation, flagged as a confound); default: local",
+    )
     r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
-        "--allow-network", action="store_true", help="run without isolation where none is available"
+        "--allow-network", action="store_true", help="local sandbox: give runs asking for it the host network"
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
     r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
@@ -292,6 +297,7 @@ def _execute(repo: Repo, request: ExperimentRequest, args: argparse.Namespace, w
         workdir=store.workdir,
         config=config,
         agent=agent,
+        tasks_dir=request.tasks_dir,
     )
     try:
         exp = prepare(
@@ -382,7 +388,9 @@ def _selftest(args: argparse.Namespace) -> int:
     loaded = load_tasks(args.tasks)
     with tempfile.TemporaryDirectory(prefix="docdelta-selftest-") as tmp:
         scratch = args.workdir or Path(tmp)
-        provider = get_provider("local", hide=(str(repo.root),))
+        check_exposure(config.sandbox, {"repository": repo.root, "tasks directory": args.tasks})
+        toolchain = [str(p) for p in config.sandbox.host_paths()]
+        provider = get_provider("local", ro_paths=toolchain, env=config.sandbox.env)
         try:
             reports = selftest_tasks(
                 repo,
@@ -461,7 +469,7 @@ def _demo(args: argparse.Namespace) -> int:
         model=None,
         sandbox=args.sandbox,
         extra_ca=None,
-        allow_network=True,
+        allow_network=False,
         timeout=60.0,
         cap_usd=None,
         reserve_usd=0.0,

@@ -103,7 +103,7 @@ class ActionSettings(BaseModel):
     results_path: Path
     sandbox: str = "docker"
     allow_network: bool = Field(
-        default=False, description="local sandbox: run unisolated where namespaces are unavailable (recorded)"
+        default=False, description="local sandbox: runs that ask for network get the host network (recorded)"
     )
     timeout_s: float = Field(default=600.0, gt=0)
     pr_handoff: Path | None = Field(default=None, description="pr.json from the pull_request job")

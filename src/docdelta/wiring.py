@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docdelta.agents import Agent, get_agent
-from docdelta.config import ProjectConfig
+from docdelta.config import ProjectConfig, check_exposure
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.sandbox import get_provider
@@ -62,9 +62,18 @@ def build_provider(
     config: ProjectConfig,
     agent: Agent,
     environ: Mapping[str, str] = os.environ,
+    tasks_dir: Path | None = None,
 ) -> tuple[SandboxProvider, str | None]:
     """The sandbox provider, and the digest of the image the agent runs in (docker only;
-    it is part of the experiment's identity and of the results cache key)."""
+    it is part of the experiment's identity and of the results cache key).
+
+    Every provider is an allowlist: the repository, tasks and workdir are invisible to the
+    agent, and `.docdelta.yml` may not name them among its read-only toolchain paths."""
+    protected = {"repository": repo.root, "workdir": workdir}
+    if tasks_dir is not None:
+        protected["tasks directory"] = tasks_dir
+    check_exposure(config.sandbox, protected)
+    toolchain = {"ro_paths": [str(p) for p in config.sandbox.host_paths()], "env": config.sandbox.env}
     if choice.name == "docker":
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
@@ -86,7 +95,6 @@ def build_provider(
             gateway = Gateway.from_environ(
                 config.gateway, image, environ, egress_network=config.gateway.egress_network
             )
-        return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
-    # Hide the user's repository and the results (which name conditions) from the agent.
-    hide = (str(repo.root), str(workdir.resolve()))
-    return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
+        provider = docker_sandbox.DockerProvider(client, built.tag, gateway=gateway, **toolchain)
+        return provider, built.digest
+    return get_provider(choice.name, allow_network=choice.allow_network, **toolchain), None

@@ -52,7 +52,7 @@ from docdelta.models import (
 
 BASE, HEAD, NONE = "base", "head", "none"
 _CANONICAL_ORDER = (BASE, HEAD, NONE, "patched")
-FULL_ISOLATION = frozenset({"netns", "netns+mounts", "docker-none", "docker-internal"})
+FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
 MAX_MISSED = 5

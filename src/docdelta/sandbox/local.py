@@ -1,23 +1,32 @@
-"""The local sandbox: the agent runs as a subprocess in Linux namespaces, no Docker.
+"""The local sandbox: bubblewrap on this machine, no Docker; and `none`, no sandbox at all.
 
-Why namespaces rather than "just a subprocess": an agent under test must not reach
-the network (it could fetch the answer, or leak the checkout), must not outlive its
-timeout, and must not read the user's repository or the results workdir (where the
-other conditions' instruction files and the gold answers live). `unshare` gives all
-three without root: a user namespace maps us to root inside, a network namespace
-holds only `lo`, a pid namespace dies with its first process, and a mount namespace
-lets us lay an empty tmpfs over the directories to hide. Capabilities are dropped
-before the agent starts, so it cannot unmount what hides those directories.
+An instruction file from a pull request can make the agent do anything inside its
+sandbox, so the sandbox is an **allowlist**: each exec runs under `bwrap` with every
+namespace unshared (no network, its own PID, IPC and UTS namespaces, a user namespace
+mapping it to an unprivileged uid, no capabilities) and a root built from nothing. It
+sees the system's `/usr` and `/lib*` read-only, a filtered `/etc` (name resolution,
+certificates, the loader cache; a synthetic passwd/group), its own writable checkout at
+`/workspace/repo`, a tools dir, a private `$HOME` and `/tmp`, its own `/proc` and a
+minimal `/dev`, plus any read-only toolchain paths the project names in `.docdelta.yml`.
+Nothing else of the host exists inside: not the user's repository, the tasks, the
+results workdir, other runs, `/root`, `/run` or any socket.
 
-The workspace path is `<root>/slot-<k>/repo` for every condition, so nothing the
-agent sees (cwd, paths in tool output) names the condition it runs in.
+Why bubblewrap rather than our own `unshare` + mounts: it is the tool Flatpak and
+Claude Code's Linux sandbox are built on, it builds the root from an allowlist instead
+of hiding a denylist, and it fails loudly. A machine where it cannot run gets a
+`SandboxError` with the install hint (exit 2), never a weaker sandbox: running without
+isolation is the separate, explicit `none` provider, recorded as isolation "none".
+
+Every exec is its own PID namespace whose init is bwrap: when the command exits or is
+killed at the timeout, the kernel kills everything it started (double forks and
+`setsid` daemons included). The private root of a provider carries its owner's PID;
+a root left by a killed docdelta is removed when the next provider starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -26,71 +35,132 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
-from docdelta.errors import ConfigError, SandboxError
+from docdelta.errors import SandboxError
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.dockerapi import AGENT_UID
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
+    "or use --sandbox docker; --sandbox none runs the agent without isolation (recorded as a confound)"
+)
+ROOT_PREFIX = "docdelta-sandbox-"
+OWNER_FILE = "owner"
+"""In a provider's private root: "<pid> <start time>" of the docdelta process that owns it."""
+
+# In-sandbox layout of the bwrap provider (the Docker provider uses the same workspace).
+INSIDE_WORKSPACE = "/workspace/repo"
+INSIDE_TOOLS = "/workspace/tools"
+INSIDE_HOME = "/home/agent"
+INSIDE_TMP = "/tmp"  # noqa: S108 - the sandbox's own, private /tmp
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Read-only from the host (on merged-/usr systems all but /usr are symlinks, kept as such)."""
+ETC_ALLOWLIST = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "protocols",
+    "services",
+    "ssl",
+    "timezone",
+)
+"""What programs need from /etc; everything else there (host users, credentials, daemon
+configs, the host's git and pip config) stays outside."""
+_PASSWD = f"root:x:0:0:root:/root:/bin/sh\nagent:x:{AGENT_UID}:{AGENT_UID}:docdelta agent:{INSIDE_HOME}:/bin/sh\n"
+_GROUP = f"root:x:0:\nagent:x:{AGENT_UID}:\n"
 _KILL_GRACE_S = 2.0
 _CHUNK = 65536
 
 
 @cache
-def _probe(unshare: str, tier: str) -> bool:
-    """Can this machine run `tier` isolation? Asked once per process, by doing it."""
-    with tempfile.TemporaryDirectory(prefix="docdelta-probe-") as tmp:
+def _probe(bwrap: str) -> str | None:
+    """None when `bwrap` can build a sandbox here, else its error; asked once per binary."""
+    try:
+        done = subprocess.run(
+            [bwrap, *_NAMESPACES, "--ro-bind", "/usr", "/usr", *_system_links(), "--", "/usr/bin/true"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            env={"PATH": SYSTEM_PATH},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+
+
+_NAMESPACES = (
+    "--unshare-all",
+    "--unshare-user",
+    "--uid",
+    str(AGENT_UID),
+    "--gid",
+    str(AGENT_UID),
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+)
+
+
+def _system_links() -> list[str]:
+    """/bin, /lib, ... as the host has them: a symlink stays a symlink, a directory is bound."""
+    args: list[str] = []
+    for path in SYSTEM_DIRS[1:]:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _owner_stamp(pid: int) -> str | None:
+    """"<pid> <start time>" of a live process (the start time tells a reused PID apart)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def sweep_leftovers(parent: Path) -> list[Path]:
+    """Remove private roots under `parent` whose owning docdelta process is gone (killed
+    with SIGKILL, or its machine rebooted); roots of live processes are left alone."""
+    removed = []
+    for root in parent.glob(f"{ROOT_PREFIX}*"):
         try:
-            done = subprocess.run(
-                [*_prefix(unshare, tier, [tmp]), "true"],
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return done.returncode == 0
-
-
-def _prefix(unshare: str, tier: str, hide: Sequence[str]) -> list[str]:
-    """The argv that wraps an agent command for an isolation tier."""
-    if tier == "none":
-        return []
-    if tier == "netns":
-        return [unshare, "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--"]
-    mounts = "".join(
-        f"mount -t tmpfs -o size=64k,mode=0555 tmpfs {shlex.quote(p)} || exit 125; " for p in hide
-    )
-    script = f'{mounts}exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"'
-    return [
-        unshare,
-        "--user",
-        "--map-root-user",
-        "--net",
-        "--mount",
-        "--pid",
-        "--fork",
-        "--kill-child",
-        "--mount-proc",
-        "--",
-        "sh",
-        "-c",
-        script,
-        "sh",
-    ]
+            stamp = (root / OWNER_FILE).read_text().strip()
+            alive = _owner_stamp(int(stamp.split()[0])) == stamp
+        except (OSError, ValueError):
+            continue  # not ours, or not readable: never guess
+        if not alive:
+            _remove(root)
+            removed.append(root)
+    return removed
 
 
 class LocalProvider(SandboxProvider):
-    """Creates local sandboxes in `<root>/slot-<slot>`.
+    """Creates bubblewrap sandboxes backed by `<root>/slot-<slot>` on the host.
 
     Options: `root` (default: a fresh private directory under the system temp dir,
-    removed by `close()`, so concurrent docdelta processes never share a slot; every
-    condition of one experiment still sees the same workspace path), `slot` (one per
-    parallel job), `hide` (host directories the agent must not read, e.g. the
-    user's repository and the results workdir), `allow_network` (run without
-    isolation where namespaces are unavailable, or when a spec asks for network),
-    `unshare` (the binary to use).
+    stamped with our PID, removed by `close()` and swept by the next provider if we are
+    killed), `slot` (one per parallel job), `ro_paths` (host paths the agent and hidden
+    tests may read, at the same path inside: a virtualenv, a Node install),
+    `env` (variables set in every exec, e.g. PATH to that toolchain), `allow_network`
+    (give runs that ask for network mode "open" the host's network; recorded in the
+    isolation), `bwrap` (the binary to use).
     """
 
     name: ClassVar[str] = "local"
@@ -100,23 +170,25 @@ class LocalProvider(SandboxProvider):
         *,
         root: str | os.PathLike[str] | None = None,
         slot: int = 0,
-        hide: Sequence[str | os.PathLike[str]] = (),
+        ro_paths: Sequence[str | os.PathLike[str]] = (),
+        env: Mapping[str, str] | None = None,
         allow_network: bool = False,
-        unshare: str = "unshare",
+        bwrap: str = "bwrap",
     ) -> None:
         self._own_root = root is None
-        base = Path(tempfile.mkdtemp(prefix="docdelta-sandbox-")) if root is None else Path(root)
+        if root is None:
+            temp = Path(tempfile.gettempdir())
+            sweep_leftovers(temp)
+            base = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=temp))
+            (base / OWNER_FILE).write_text(f"{_owner_stamp(os.getpid())}\n")
+        else:
+            base = Path(root)
         self.root = base.resolve()
         self.slot = slot
         self.allow_network = allow_network
-        self.unshare = shutil.which(unshare) or unshare
-        self.hide = [str(Path(p).resolve()) for p in hide if Path(p).is_dir()]
-        for hidden in self.hide:
-            if self.root.is_relative_to(hidden):
-                raise ConfigError(
-                    f"sandbox root {self.root} lies inside {hidden}, a directory the agent must not see",
-                    hint="choose a sandbox root outside the repository and the results workdir",
-                )
+        self.bwrap = bwrap
+        self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
+        self.env = dict(env or {})
         self._live: LocalSandbox | None = None
 
     def close(self) -> None:
@@ -125,28 +197,32 @@ class LocalProvider(SandboxProvider):
         if self._own_root:
             _remove(self.root)
 
-    def _tier(self, spec: SandboxSpec) -> str:
-        if spec.network != "none":
-            if not self.allow_network:
-                raise SandboxError(
-                    f"the local sandbox cannot give an agent network mode {spec.network!r} safely",
-                    hint="use --sandbox docker, or pass --allow-network to run it unisolated (recorded)",
-                )
-            return "none"
-        if _probe(self.unshare, "mounts"):
-            return "mounts"
-        if _probe(self.unshare, "netns"):
-            return "netns"
-        if self.allow_network:
-            return "none"
+    def _network(self, spec: SandboxSpec) -> bool:
+        """True when the run gets the host's network (only with `allow_network`)."""
+        if spec.network == "none":
+            return False
+        if spec.network == "open" and self.allow_network:
+            return True
         raise SandboxError(
-            f"cannot isolate the agent: `{self.unshare} --user --map-root-user --net` does not work here",
-            hint="enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), "
-            "use --sandbox docker, or pass --allow-network to run without isolation (recorded)",
+            f"the local sandbox cannot give an agent network mode {spec.network!r}",
+            hint="use --sandbox docker (its gateway is the only way out), "
+            "or pass --allow-network to give the run the host's network (recorded)",
         )
 
-    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
-        tier = self._tier(spec)
+    def _binary(self) -> str:
+        found = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
+        if found is None:
+            raise SandboxError(f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT)
+        why = _probe(found)
+        if why is not None:
+            raise SandboxError(
+                f"bubblewrap ({found}) cannot build a sandbox on this machine: {why}",
+                hint="allow unprivileged user namespaces (e.g. sysctl kernel.unprivileged_userns_clone=1, "
+                "or an AppArmor profile for bwrap), or use --sandbox docker",
+            )
+        return found
+
+    def _slot(self, checkout: Path) -> Path:
         if self._live is not None and not self._live.closed:
             raise SandboxError(
                 f"slot {self.slot} under {self.root} already holds a live sandbox",
@@ -165,8 +241,84 @@ class LocalProvider(SandboxProvider):
                 f"cannot prepare sandbox {slot_dir} from {checkout}: {exc}",
                 hint="check that the checkout exists and the temp dir is writable",
             ) from exc
-        isolation = {"none": "none", "netns": "netns", "mounts": "netns+mounts" if self.hide else "netns"}
-        self._live = LocalSandbox(slot_dir, spec, _prefix(self.unshare, tier, self.hide), isolation[tier])
+        return slot_dir
+
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        network = self._network(spec)
+        bwrap = self._binary()
+        slot_dir = self._slot(checkout)
+        etc = self.root / "etc"
+        if not etc.is_dir():
+            etc.mkdir()
+            (etc / "passwd").write_text(_PASSWD)
+            (etc / "group").write_text(_GROUP)
+        mounts = {
+            INSIDE_WORKSPACE: slot_dir / "repo",
+            INSIDE_TOOLS: slot_dir / "tools",
+            INSIDE_HOME: slot_dir / "home",
+            INSIDE_TMP: slot_dir / "tmp",
+        }
+        prefix = [bwrap, *_NAMESPACES, "--hostname", "sandbox"]
+        if network:
+            prefix.append("--share-net")
+        prefix += _system_links()
+        prefix += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
+        for name in (*ETC_ALLOWLIST, *(("resolv.conf",) if network else ())):
+            prefix += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        prefix += ["--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group"]
+        for inside, host in mounts.items():
+            prefix += ["--bind", str(host), inside]
+        for path in self.ro_paths:
+            prefix += ["--ro-bind", path, path]
+        prefix += ["--remount-ro", "/"]
+        env = {
+            "PATH": SYSTEM_PATH,
+            "HOME": INSIDE_HOME,
+            "LANG": "C.UTF-8",
+            "TMPDIR": INSIDE_TMP,
+            "USER": "agent",
+            "GIT_CEILING_DIRECTORIES": "/workspace",
+            **self.env,
+        }
+        isolation = "bwrap+host-network" if network else "bwrap"
+
+        def wrap(argv: Sequence[str], cwd: str) -> list[str]:
+            return [*prefix, "--chdir", cwd, "--", *argv]
+
+        self._live = LocalSandbox(slot_dir, spec, mounts, wrap, env, isolation)
+        return self._live
+
+
+class NoneProvider(LocalProvider):
+    """No sandbox: the agent runs as a plain subprocess of docdelta, in a copy of the
+    checkout, with an environment built from scratch and its process group killed at the
+    end, but it sees and can change everything this user can (the network, the user's
+    repository, the tasks and their gold answers, every socket). Only ever chosen
+    explicitly (`--sandbox none`); every result records isolation "none", which the
+    scorecard flags as a confound."""
+
+    name: ClassVar[str] = "none"
+
+    def _network(self, spec: SandboxSpec) -> bool:
+        if spec.network == "gateway":
+            raise SandboxError(
+                "the none provider has no model gateway", hint="use --sandbox docker for agents that call a model"
+            )
+        return True
+
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        self._network(spec)
+        slot_dir = self._slot(checkout)
+        mounts = {str(slot_dir / sub): slot_dir / sub for sub in ("repo", "tools", "home", "tmp")}
+        env = {
+            "PATH": SYSTEM_PATH,
+            "HOME": str(slot_dir / "home"),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(slot_dir / "tmp"),
+            "GIT_CEILING_DIRECTORIES": str(slot_dir),
+            **self.env,
+        }
+        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd: list(argv), env, "none")
         return self._live
 
 
@@ -184,38 +336,52 @@ def _remove(path: Path) -> None:
 
 
 class LocalSandbox(Sandbox):
-    """One live local sandbox; the workspace and tools dir are real host paths."""
+    """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
-    def __init__(self, slot_dir: Path, spec: SandboxSpec, prefix: list[str], isolation: str) -> None:
+    `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
+    host directory; `wrap` turns (argv, in-sandbox cwd) into the host command line."""
+
+    def __init__(
+        self,
+        slot_dir: Path,
+        spec: SandboxSpec,
+        mounts: Mapping[str, Path],
+        wrap: Callable[[Sequence[str], str], list[str]],
+        env: Mapping[str, str],
+        isolation: str,
+    ) -> None:
         self.slot_dir = slot_dir
         self.spec = spec
-        self.workspace = str(slot_dir / "repo")
-        self.tools_dir = str(slot_dir / "tools")
+        self.workspace, self.tools_dir = list(mounts)[:2]
         self.isolation = isolation
-        self._prefix = prefix
+        self._mounts = dict(mounts)
+        self._wrap = wrap
+        self._env = {**env, **spec.env}
         self.closed = False
+
+    @property
+    def host_workspace(self) -> Path:
+        """Where the workspace lives on the host (for tests and the grader's diff)."""
+        return self._mounts[self.workspace]
+
+    def _inside(self, path: str) -> PurePosixPath:
+        """The normalised in-sandbox path (relative paths are under the workspace)."""
+        if self.closed:
+            raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
+        return PurePosixPath(os.path.normpath(PurePosixPath(self.workspace, path)))
 
     def _resolve(self, path: str) -> Path:
         """Host path for an in-sandbox path, refusing anything outside the slot."""
-        if self.closed:
-            raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
-        full = Path(os.path.realpath(Path(self.workspace) / path))
-        if not full.is_relative_to(self.slot_dir):
-            raise SandboxError(
-                f"path {path!r} resolves to {full}, outside the sandbox {self.slot_dir}",
-                hint="use a path relative to the workspace or under the sandbox's tools dir",
-            )
-        return full
-
-    def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        env = {
-            "PATH": SYSTEM_PATH,
-            "HOME": str(self.slot_dir / "home"),
-            "LANG": "C.UTF-8",
-            "TMPDIR": str(self.slot_dir / "tmp"),
-            "GIT_CEILING_DIRECTORIES": str(self.slot_dir),
-        }
-        return env | dict(self.spec.env) | dict(extra or {})
+        inside = self._inside(path)
+        for mount, host in self._mounts.items():
+            if inside.is_relative_to(mount):
+                full = Path(os.path.realpath(host / inside.relative_to(mount)))
+                if full.is_relative_to(host):
+                    return full
+        raise SandboxError(
+            f"path {path!r} lies outside the sandbox {self.slot_dir}",
+            hint="use a path relative to the workspace or under the sandbox's tools dir",
+        )
 
     def exec(
         self,
@@ -226,21 +392,22 @@ class LocalSandbox(Sandbox):
         cwd: str | None = None,
         timeout: float = 600.0,
     ) -> ExecResult:
-        workdir = self._resolve(cwd or ".")
+        inside = self._inside(cwd or ".")
+        workdir = self._resolve(str(inside))
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [*self._prefix, *argv],
+                self._wrap(argv, str(inside)),
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=workdir,
-                env=self._env(env),
+                env={**self._env, **(env or {})},
                 start_new_session=True,
             )
         except OSError as exc:
             raise SandboxError(
-                f"cannot start {argv[0]!r} in {workdir}: {exc}",
+                f"cannot start {argv[0]!r} in {inside}: {exc}",
                 hint="check that the command exists on the system PATH",
             ) from exc
         cap = self.spec.max_output_bytes
