@@ -193,7 +193,7 @@ def test_agent_sees_neither_gold_nor_conditions_nor_the_results(tmp_path: Path) 
     for result in _results(workdir):
         assert result.outcome.answer is not None
         assert json.loads(result.outcome.answer.answer) == [[], [], False, False], result.cell.key
-        assert result.isolation == "netns+mounts"
+        assert result.isolation == "bwrap"
 
 
 def test_unreviewed_tasks_are_refused_unless_allowed(
