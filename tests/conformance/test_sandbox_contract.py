@@ -15,17 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import CheckoutFactory
 
-from conformance.providers import PROVIDERS, ProviderFactory
 from docdelta.errors import SandboxError
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec
-
-
-@pytest.fixture(params=list(PROVIDERS.values()))
-def provider(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SandboxProvider]:
-    factory: ProviderFactory = request.param
-    made = factory(tmp_path)
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sandbox_config
 from gitrepo import GitRepo
 
 from docdelta.cli import main
@@ -33,18 +34,20 @@ reviewed: {reviewed}
 def _project(tmp_path: Path, *, reviewed: bool = True, tasks: dict[str, str] | None = None) -> GitRepo:
     """A repo whose AGENTS.md gains the test command at head; tasks live in .docdelta/tasks."""
     repo = GitRepo.init(tmp_path / "proj")
+    (tmp_path / "agent-bin").mkdir()
     task_files = {
         f".docdelta/tasks/{tid}.yaml": TASK.format(id=tid, prompt=prompt, reviewed=str(reviewed).lower())
         for tid, prompt in (tasks or {"test-cmd": "How do I run the tests?"}).items()
     }
-    repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", **task_files})
+    config = {".docdelta.yml": sandbox_config(tmp_path / "agent-bin")}
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", **config, **task_files})
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     return repo
 
 
 def _agent(tmp_path: Path, body: str) -> str:
     """A command agent: a Python script reading the prompt on stdin, cwd = the checkout."""
-    script = tmp_path / "agent.py"
+    script = tmp_path / "agent-bin" / "agent.py"
     script.write_text(textwrap.dedent(body))
     return f"{sys.executable} {script}"
 

@@ -86,28 +86,31 @@ def test_host_side_paths_outside_the_sandbox_are_refused(tmp_path: Path, sandbox
     assert sandbox.exec(["cat", "/home/agent/.profile"]).stdout == b"ok"
 
 
-def test_without_bubblewrap_it_refuses_and_never_downgrades(tmp_path: Path, checkout: Path) -> None:
+def test_without_bubblewrap_it_refuses_and_never_downgrades(tmp_path: Path) -> None:
     for allow_network in (False, True):
-        provider = LocalProvider(root=tmp_path / "a", bwrap=str(tmp_path / "no-bwrap-here"), allow_network=allow_network)
         with pytest.raises(SandboxError, match="needs bubblewrap") as err:
-            provider.create(checkout, SandboxSpec())
+            LocalProvider(
+                root=tmp_path / "a", bwrap=str(tmp_path / "no-bwrap-here"), allow_network=allow_network
+            )
         assert err.value.hint == INSTALL_HINT and "apt-get install bubblewrap" in err.value.hint
 
 
-def test_a_bubblewrap_that_cannot_build_a_sandbox_is_refused(tmp_path: Path, checkout: Path) -> None:
+def test_a_bubblewrap_that_cannot_build_a_sandbox_is_refused(tmp_path: Path) -> None:
     # A fake bwrap standing in for a machine whose kernel denies user namespaces.
     fake = tmp_path / "fake-bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
     with pytest.raises(SandboxError, match="No permissions to create new namespace"):
-        LocalProvider(root=tmp_path / "a", bwrap=str(fake)).create(checkout, SandboxSpec())
+        LocalProvider(root=tmp_path / "a", bwrap=str(fake))
 
 
 def test_network_other_than_none_needs_allow_network_and_is_recorded(tmp_path: Path, checkout: Path) -> None:
     with pytest.raises(SandboxError, match="'open'"):
         LocalProvider(root=tmp_path / "a").create(checkout, SandboxSpec(network="open"))
     with pytest.raises(SandboxError, match="'gateway'"):
-        LocalProvider(root=tmp_path / "a", allow_network=True).create(checkout, SandboxSpec(network="gateway"))
+        LocalProvider(root=tmp_path / "a", allow_network=True).create(
+            checkout, SandboxSpec(network="gateway")
+        )
     server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -134,11 +137,15 @@ def test_read_only_toolchain_paths_and_env(tmp_path: Path, checkout: Path) -> No
     tool.mkdir(parents=True)
     (tool / "mytool").write_text("#!/bin/sh\necho tool says hi\n")
     (tool / "mytool").chmod(0o755)
-    provider = LocalProvider(root=tmp_path / "sb", ro_paths=[tool.parent], env={"PATH": f"{tool}:/usr/bin:/bin"})
+    provider = LocalProvider(
+        root=tmp_path / "sb", ro_paths=[tool.parent], env={"PATH": f"{tool}:/usr/bin:/bin"}
+    )
     with provider.create(checkout, SandboxSpec()) as sb:
         assert sb.exec(["sh", "-c", "mytool"]).stdout == b"tool says hi\n"
         assert sb.exec(["sh", "-c", f"touch {tool}/x"]).exit_code != 0, "toolchains are read-only"
-        assert sb.exec(["ls", str(tmp_path)]).stdout == b"toolchain\n", "only the named path, not its siblings"
+        assert sb.exec(["ls", str(tmp_path)]).stdout == b"toolchain\n", (
+            "only the named path, not its siblings"
+        )
 
 
 def test_a_detached_grandchild_dies_with_the_pid_namespace(sandbox: LocalSandbox) -> None:

@@ -38,6 +38,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
+from docdelta.config import CONFIG_PATH
 from docdelta.errors import SandboxError
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.sandbox.dockerapi import AGENT_UID
@@ -79,7 +80,9 @@ ETC_ALLOWLIST = (
 )
 """What programs need from /etc; everything else there (host users, credentials, daemon
 configs, the host's git and pip config) stays outside."""
-_PASSWD = f"root:x:0:0:root:/root:/bin/sh\nagent:x:{AGENT_UID}:{AGENT_UID}:docdelta agent:{INSIDE_HOME}:/bin/sh\n"
+_PASSWD = (
+    f"root:x:0:0:root:/root:/bin/sh\nagent:x:{AGENT_UID}:{AGENT_UID}:docdelta agent:{INSIDE_HOME}:/bin/sh\n"
+)
 _GROUP = f"root:x:0:\nagent:x:{AGENT_UID}:\n"
 _KILL_GRACE_S = 2.0
 _CHUNK = 65536
@@ -127,7 +130,7 @@ def _system_links() -> list[str]:
 
 
 def _owner_stamp(pid: int) -> str | None:
-    """"<pid> <start time>" of a live process (the start time tells a reused PID apart)."""
+    """ "<pid> <start time>" of a live process (the start time tells a reused PID apart)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -175,6 +178,8 @@ class LocalProvider(SandboxProvider):
         allow_network: bool = False,
         bwrap: str = "bwrap",
     ) -> None:
+        self.bwrap = bwrap
+        self._bwrap_path = self._binary()  # refuse up front, before any checkout is sealed
         self._own_root = root is None
         if root is None:
             temp = Path(tempfile.gettempdir())
@@ -186,8 +191,13 @@ class LocalProvider(SandboxProvider):
         self.root = base.resolve()
         self.slot = slot
         self.allow_network = allow_network
-        self.bwrap = bwrap
         self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
+        for path in self.ro_paths:
+            if not os.path.exists(path):
+                raise SandboxError(
+                    f"toolchain path {path} does not exist on this machine",
+                    hint=f"create it or remove it from sandbox.paths in {CONFIG_PATH}",
+                )
         self.env = dict(env or {})
         self._live: LocalSandbox | None = None
 
@@ -210,9 +220,12 @@ class LocalProvider(SandboxProvider):
         )
 
     def _binary(self) -> str:
+        """The bwrap binary, once it has shown it can build a sandbox here."""
         found = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
         if found is None:
-            raise SandboxError(f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT)
+            raise SandboxError(
+                f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT
+            )
         why = _probe(found)
         if why is not None:
             raise SandboxError(
@@ -245,7 +258,7 @@ class LocalProvider(SandboxProvider):
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         network = self._network(spec)
-        bwrap = self._binary()
+        bwrap = self._bwrap_path
         slot_dir = self._slot(checkout)
         etc = self.root / "etc"
         if not etc.is_dir():
@@ -265,7 +278,14 @@ class LocalProvider(SandboxProvider):
         prefix += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
         for name in (*ETC_ALLOWLIST, *(("resolv.conf",) if network else ())):
             prefix += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        prefix += ["--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group"]
+        prefix += [
+            "--ro-bind",
+            str(etc / "passwd"),
+            "/etc/passwd",
+            "--ro-bind",
+            str(etc / "group"),
+            "/etc/group",
+        ]
         for inside, host in mounts.items():
             prefix += ["--bind", str(host), inside]
         for path in self.ro_paths:
@@ -299,10 +319,14 @@ class NoneProvider(LocalProvider):
 
     name: ClassVar[str] = "none"
 
+    def _binary(self) -> str:
+        return ""  # nothing to wrap the agent in
+
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
             raise SandboxError(
-                "the none provider has no model gateway", hint="use --sandbox docker for agents that call a model"
+                "the none provider has no model gateway",
+                hint="use --sandbox docker for agents that call a model",
             )
         return True
 
