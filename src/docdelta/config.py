@@ -217,7 +217,10 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     if entry is None:
         return ProjectConfig()
     source = f"{CONFIG_PATH} (at {sha[:12]})"
-    hint = f"fix {CONFIG_PATH} on the base branch; fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox"
+    hint = (
+        f"fix {CONFIG_PATH} on the base branch; "
+        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox"
+    )
     if entry.is_symlink or not entry.is_blob:
         raise ConfigError(f"{source} must be a regular file", hint=hint)
     try:

@@ -73,7 +73,7 @@ def build_provider(
     if tasks_dir is not None:
         protected["tasks directory"] = tasks_dir
     check_exposure(config.sandbox, protected)
-    toolchain = {"ro_paths": [str(p) for p in config.sandbox.host_paths()], "env": config.sandbox.env}
+    ro_paths, env = [str(p) for p in config.sandbox.host_paths()], config.sandbox.env
     if choice.name == "docker":
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
@@ -95,6 +95,8 @@ def build_provider(
             gateway = Gateway.from_environ(
                 config.gateway, image, environ, egress_network=config.gateway.egress_network
             )
-        provider = docker_sandbox.DockerProvider(client, built.tag, gateway=gateway, **toolchain)
+        provider = docker_sandbox.DockerProvider(
+            client, built.tag, gateway=gateway, ro_paths=ro_paths, env=env
+        )
         return provider, built.digest
-    return get_provider(choice.name, allow_network=choice.allow_network, **toolchain), None
+    return get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env), None

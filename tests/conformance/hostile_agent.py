@@ -69,8 +69,9 @@ def _readable(path: str) -> bool:
 
 
 def read(args: dict[str, Any]) -> dict[str, Any]:
-    """Open the named host paths, search every non-system file under `walk` for the
-    canaries (a file under `walk` is read itself), and read the environment and command line of every process it can see."""
+    """Open the named host paths, search every non-system file under `walk` (a file named
+    there is read itself) for the canaries, and read the environment and command line of
+    every process it can see."""
     canaries = [c.encode() for c in args["canaries"]]
     found: dict[str, list[str]] = {}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ reviewed: true
 """
 
 
-def _project(tmp_path: Path, config: dict[str, object] | None = None) -> GitRepo:
+def _project(tmp_path: Path, config: Mapping[str, object] | None = None) -> GitRepo:
     repo = GitRepo.init(tmp_path / "proj")
     files = {"README.md": "# proj\n", "AGENTS.md": "# Agents\n", ".docdelta/tasks/test-cmd.yaml": TASK}
     if config is not None:
@@ -33,29 +34,16 @@ def _project(tmp_path: Path, config: dict[str, object] | None = None) -> GitRepo
     return repo
 
 
+def _args(repo: GitRepo, workdir: Path, tasks: Path, *extra: str) -> list[str]:
+    return [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(tasks), "--workdir", str(workdir), "--repeats", "1", *extra,
+    ]  # fmt: skip
+
+
 def _run(repo: GitRepo, workdir: Path, *extra: str, tasks: Path | None = None) -> int:
-    return main(
-        [
-            "run",
-            "--repo",
-            str(repo.path),
-            "--base",
-            "HEAD~1",
-            "--head",
-            "HEAD",
-            "--tasks",
-            str(tasks or repo.path / ".docdelta/tasks"),
-            "--workdir",
-            str(workdir),
-            "--agent",
-            "fake",
-            "--repeats",
-            "1",
-            "--conditions",
-            "base,head",
-            *extra,
-        ]  # fmt: skip
-    )
+    args = _args(repo, workdir, tasks or repo.path / ".docdelta/tasks", "--agent", "fake", *extra)
+    return main([*args, "--conditions", "base,head"])
 
 
 def test_without_bubblewrap_the_run_refuses_with_the_install_hint(
@@ -133,32 +121,8 @@ def test_toolchain_paths_and_env_reach_the_agent(tmp_path: Path) -> None:
     }
     repo = _project(tmp_path, config)
     workdir = tmp_path / "work"
-    extra = ("--conditions", "head")
-    assert (
-        main(
-            [
-                "run",
-                "--repo",
-                str(repo.path),
-                "--base",
-                "HEAD~1",
-                "--head",
-                "HEAD",
-                "--tasks",
-                str(repo.path / ".docdelta/tasks"),
-                "--workdir",
-                str(workdir),
-                "--agent",
-                "command",
-                "--agent-cmd",
-                f"python3 {agent}",
-                "--repeats",
-                "1",
-                *extra,
-            ]  # fmt: skip
-        )
-        == 0
-    )
+    extra = ("--agent", "command", "--agent-cmd", f"python3 {agent}", "--conditions", "head")
+    assert main(_args(repo, workdir, repo.path / ".docdelta/tasks", *extra)) == 0
     (result,) = [RunResult.model_validate_json(p.read_text()) for p in workdir.glob("runs/**/result.json")]
     assert result.outcome.answer is not None
     assert result.outcome.answer.answer == "from the toolchain on"
