@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -45,9 +46,22 @@ def _exchange(family: int, address: Any) -> str | None:
         return None
 
 
+def _socket_files() -> list[str]:
+    """Every Unix socket file visible outside the system trees (e.g. /run/*.sock)."""
+    found = []
+    for top, dirs, files in os.walk("/", onerror=lambda _e: None):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in SKIP_WALK]
+        for name in files:
+            path = os.path.join(top, name)
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    found.append(path)
+    return found
+
+
 def connect(args: dict[str, Any]) -> dict[str, Any]:
     reached = {}
-    for path in args["unix"]:
+    for path in [*args["unix"], *(_socket_files() if args["discover"] else [])]:
         reached[path] = _exchange(socket.AF_UNIX, path)
     for name in args["abstract"]:
         reached[f"@{name}"] = _exchange(socket.AF_UNIX, "\0" + name)
