@@ -309,6 +309,20 @@ def test_control_unsandboxed_runs_share_the_host_tmp(
     assert seen["readable"] == notes[:2], "the host's /tmp and /var/tmp outlive the run"
 
 
+def test_kernel_interfaces_and_device_nodes_are_not_writable(
+    provider: SandboxProvider, checkout: Path
+) -> None:
+    """A root-owned sysctl (core_pattern runs a program as host root) or device node must
+    not be writable, even by an agent whose uid maps to root. Each write puts back the
+    value already there, so even a failing run changes nothing on the host."""
+    script = (
+        'v=$(cat /proc/sys/kernel/core_pattern) && echo "$v" > /proc/sys/kernel/core_pattern && echo sysctl; '
+        "chmod 666 /dev/null && echo chmod; true"
+    )
+    with provider.create(checkout, SandboxSpec()) as sb:
+        assert sb.exec(["sh", "-c", script]).stdout == b""
+
+
 # --------------------------------------------------------------- daemons
 def _marked(marker: str) -> list[int]:
     """Host PIDs whose command line carries `marker` (container processes included)."""

@@ -59,13 +59,23 @@ def test_the_root_is_an_allowlist(sandbox: LocalSandbox) -> None:
     }
     etc = set(sandbox.exec(["ls", "-A", "/etc"]).stdout.decode().split())
     assert etc <= {*ETC_ALLOWLIST, "passwd", "group"} and {"passwd", "hosts", "ld.so.cache"} <= etc
-    assert b"agent:x:1000" in sandbox.exec(["cat", "/etc/passwd"]).stdout
+    # As root, the agent is nobody on the host (see local._identity); else uid 1000 in a user namespace.
+    uid_inside = "65534" if os.geteuid() == 0 else "1000"
+    assert f"agent:x:{uid_inside}:".encode() in sandbox.exec(["cat", "/etc/passwd"]).stdout
     who = sandbox.exec(["sh", "-c", "id -u; grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'"])
     uid, caps, pids = who.stdout.decode().split("\n")[:3]
-    assert uid == "1000" and caps.split()[1] == "0" * 16, "an unprivileged uid with no capabilities"
+    assert uid == uid_inside and caps.split()[1] == "0" * 16, "an unprivileged uid with no capabilities"
     assert int(pids) <= 5, "its own /proc shows only its own processes (bwrap, sh, ls, grep)"
     denied = sandbox.exec(["sh", "-c", "touch /usr/x || touch /etc/x || mkdir /new || echo denied"])
     assert denied.stdout == b"denied\n", "the system root is read-only"
+
+
+def test_the_agents_files_belong_to_an_unprivileged_host_user(sandbox: LocalSandbox) -> None:
+    assert sandbox.exec(["sh", "-c", "echo mine > made.txt"]).exit_code == 0
+    owner = (sandbox.host_workspace / "made.txt").stat().st_uid
+    assert owner != 0 and owner == (65534 if os.geteuid() == 0 else os.geteuid())
+    sandbox.write_file("from-host.txt", b"x")  # files the host writes stay the agent's to change
+    assert sandbox.exec(["sh", "-c", "echo changed > from-host.txt"]).exit_code == 0
 
 
 def test_host_side_paths_outside_the_sandbox_are_refused(tmp_path: Path, sandbox: LocalSandbox) -> None:

@@ -80,10 +80,9 @@ ETC_ALLOWLIST = (
 )
 """What programs need from /etc; everything else there (host users, credentials, daemon
 configs, the host's git and pip config) stays outside."""
-_PASSWD = (
-    f"root:x:0:0:root:/root:/bin/sh\nagent:x:{AGENT_UID}:{AGENT_UID}:docdelta agent:{INSIDE_HOME}:/bin/sh\n"
-)
-_GROUP = f"root:x:0:\nagent:x:{AGENT_UID}:\n"
+ROOTLESS_UID = 65534
+"""The agent's host uid when docdelta runs as root (nobody): see `_identity`."""
+SETPRIV = "/usr/bin/setpriv"
 _KILL_GRACE_S = 2.0
 _CHUNK = 65536
 
@@ -91,9 +90,20 @@ _CHUNK = 65536
 @cache
 def _probe(bwrap: str) -> str | None:
     """None when `bwrap` can build a sandbox here, else its error; asked once per binary."""
+    namespaces, inside, _ = _identity(network=False)
     try:
         done = subprocess.run(
-            [bwrap, *_NAMESPACES, "--ro-bind", "/usr", "/usr", *_system_links(), "--", "/usr/bin/true"],
+            [
+                bwrap,
+                *namespaces,
+                "--ro-bind",
+                "/usr",
+                "/usr",
+                *_system_links(),
+                "--",
+                *inside,
+                "/usr/bin/true",
+            ],
             capture_output=True,
             timeout=30,
             check=False,
@@ -104,18 +114,26 @@ def _probe(bwrap: str) -> str | None:
     return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
 
 
-_NAMESPACES = (
-    "--unshare-all",
-    "--unshare-user",
-    "--uid",
-    str(AGENT_UID),
-    "--gid",
-    str(AGENT_UID),
-    "--die-with-parent",
-    "--new-session",
-    "--cap-drop",
-    "ALL",
-)
+def _identity(*, network: bool) -> tuple[list[str], list[str], int]:
+    """(bwrap's namespace and capability flags, the command that starts the agent inside,
+    the agent's uid inside).
+
+    As a normal user, bwrap unshares everything, the user namespace included, and maps
+    the agent to uid 1000 without capabilities. As root that would map the agent to host
+    root, which without any capability still owns /proc/sys and the device nodes (a
+    `core_pattern` write is a host escape). So as root bwrap builds the same namespaces
+    but the user's, and setpriv drops the agent to nobody before it starts: no
+    capabilities, no new privileges, and the host sees every file it writes as nobody's.
+    """
+    common = ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if os.geteuid() != 0:
+        uid = ["--unshare-user", "--uid", str(AGENT_UID), "--gid", str(AGENT_UID)]
+        return ["--unshare-all", *(["--share-net"] if network else []), *uid, *common], [], AGENT_UID
+    unshare = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    keep = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    drop = [f"--reuid={ROOTLESS_UID}", f"--regid={ROOTLESS_UID}", "--clear-groups"]
+    inside = [SETPRIV, *drop, "--inh-caps=-all", "--bounding-set=-all", "--"]
+    return [*unshare, *([] if network else ["--unshare-net"]), *common, *keep], inside, ROOTLESS_UID
 
 
 def _system_links() -> list[str]:
@@ -180,6 +198,14 @@ class LocalProvider(SandboxProvider):
     ) -> None:
         self.bwrap = bwrap
         self._bwrap_path = self._binary()  # refuse up front, before any checkout is sealed
+        self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
+        for path in self.ro_paths:
+            if not os.path.exists(path):
+                raise SandboxError(
+                    f"toolchain path {path} does not exist on this machine",
+                    hint=f"create it or remove it from sandbox.paths in {CONFIG_PATH}",
+                )
+        self.env = dict(env or {})
         self._own_root = root is None
         if root is None:
             temp = Path(tempfile.gettempdir())
@@ -191,14 +217,6 @@ class LocalProvider(SandboxProvider):
         self.root = base.resolve()
         self.slot = slot
         self.allow_network = allow_network
-        self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
-        for path in self.ro_paths:
-            if not os.path.exists(path):
-                raise SandboxError(
-                    f"toolchain path {path} does not exist on this machine",
-                    hint=f"create it or remove it from sandbox.paths in {CONFIG_PATH}",
-                )
-        self.env = dict(env or {})
         self._live: LocalSandbox | None = None
 
     def close(self) -> None:
@@ -226,6 +244,11 @@ class LocalProvider(SandboxProvider):
             raise SandboxError(
                 f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT
             )
+        if os.geteuid() == 0 and not os.path.exists(SETPRIV):
+            raise SandboxError(
+                f"as root, the local sandbox needs {SETPRIV} to drop the agent to an unprivileged user",
+                hint="install util-linux (apt-get install util-linux), or run docdelta as a normal user",
+            )
         why = _probe(found)
         if why is not None:
             raise SandboxError(
@@ -248,6 +271,8 @@ class LocalProvider(SandboxProvider):
             shutil.copytree(checkout, slot_dir / "repo", symlinks=True)
             for sub in ("tools", "home", "tmp"):
                 (slot_dir / sub).mkdir()
+            if os.geteuid() == 0:
+                _give(slot_dir, ROOTLESS_UID)
         except OSError as exc:
             _remove(slot_dir)
             raise SandboxError(
@@ -260,21 +285,21 @@ class LocalProvider(SandboxProvider):
         network = self._network(spec)
         bwrap = self._bwrap_path
         slot_dir = self._slot(checkout)
+        namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
             etc.mkdir()
-            (etc / "passwd").write_text(_PASSWD)
-            (etc / "group").write_text(_GROUP)
+            (etc / "passwd").write_text(
+                f"root:x:0:0:root:/root:/bin/sh\nagent:x:{uid}:{uid}::{INSIDE_HOME}:/bin/sh\n"
+            )
+            (etc / "group").write_text(f"root:x:0:\nagent:x:{uid}:\n")
         mounts = {
             INSIDE_WORKSPACE: slot_dir / "repo",
             INSIDE_TOOLS: slot_dir / "tools",
             INSIDE_HOME: slot_dir / "home",
             INSIDE_TMP: slot_dir / "tmp",
         }
-        prefix = [bwrap, *_NAMESPACES, "--hostname", "sandbox"]
-        if network:
-            prefix.append("--share-net")
-        prefix += _system_links()
+        prefix = [bwrap, *namespaces, "--hostname", "sandbox", *_system_links()]
         prefix += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
         for name in (*ETC_ALLOWLIST, *(("resolv.conf",) if network else ())):
             prefix += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -286,10 +311,11 @@ class LocalProvider(SandboxProvider):
             str(etc / "group"),
             "/etc/group",
         ]
+        # Mount points' parents are made traversable (bwrap as root would create them 0700).
         for inside, host in mounts.items():
-            prefix += ["--bind", str(host), inside]
+            prefix += [*_parents(inside), "--bind", str(host), inside]
         for path in self.ro_paths:
-            prefix += ["--ro-bind", path, path]
+            prefix += [*_parents(path), "--ro-bind", path, path]
         prefix += ["--remount-ro", "/"]
         env = {
             "PATH": SYSTEM_PATH,
@@ -297,15 +323,16 @@ class LocalProvider(SandboxProvider):
             "LANG": "C.UTF-8",
             "TMPDIR": INSIDE_TMP,
             "USER": "agent",
-            "GIT_CEILING_DIRECTORIES": "/workspace",
+            "GIT_CEILING_DIRECTORIES": str(PurePosixPath(INSIDE_WORKSPACE).parent),
             **self.env,
         }
         isolation = "bwrap+host-network" if network else "bwrap"
 
         def wrap(argv: Sequence[str], cwd: str) -> list[str]:
-            return [*prefix, "--chdir", cwd, "--", *argv]
+            return [*prefix, "--chdir", cwd, "--", *start, *argv]
 
-        self._live = LocalSandbox(slot_dir, spec, mounts, wrap, env, isolation)
+        owner = ROOTLESS_UID if os.geteuid() == 0 else None
+        self._live = LocalSandbox(slot_dir, spec, mounts, wrap, env, isolation, owner=owner)
         return self._live
 
 
@@ -346,6 +373,22 @@ class NoneProvider(LocalProvider):
         return self._live
 
 
+def _parents(path: str) -> list[str]:
+    """bwrap arguments that create the parents of an in-sandbox path, mode 0755."""
+    args: list[str] = []
+    for parent in reversed(PurePosixPath(path).parents[:-1]):
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def _give(path: Path, uid: int) -> None:
+    """Make a tree the sandboxed agent's (it runs as `uid`), links included, never followed."""
+    os.lchown(path, uid, uid)
+    for top, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(top, name), uid, uid)
+
+
 def _remove(path: Path) -> None:
     """rmtree that also removes read-only trees (e.g. a module cache an agent made)."""
 
@@ -373,8 +416,12 @@ class LocalSandbox(Sandbox):
         wrap: Callable[[Sequence[str], str], list[str]],
         env: Mapping[str, str],
         isolation: str,
+        *,
+        owner: int | None = None,
     ) -> None:
         self.slot_dir = slot_dir
+        self._owner = owner
+        """The host uid files written from the host are given to, so the agent can change them."""
         self.spec = spec
         self.workspace, self.tools_dir = list(mounts)[:2]
         self.isolation = isolation
@@ -475,9 +522,13 @@ class LocalSandbox(Sandbox):
 
     def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         full = self._resolve(path)
+        missing = [p for p in (full.parent, *full.parent.parents) if not p.exists()]
         full.parent.mkdir(parents=True, exist_ok=True)
         full.write_bytes(data)
         full.chmod(mode)
+        if self._owner is not None:
+            for made in (full, *missing):
+                os.lchown(made, self._owner, self._owner)
 
     def close(self) -> None:
         if not self.closed:
