@@ -2,8 +2,8 @@
 
 An instruction file from a pull request can make the agent do anything inside its
 sandbox, so the sandbox is an **allowlist**: each exec runs under `bwrap` with every
-namespace unshared (no network, its own PID, IPC and UTS namespaces, a user namespace
-mapping it to an unprivileged uid, no capabilities) and a root built from nothing. It
+namespace unshared (no network, its own PID, IPC and UTS namespaces, an unprivileged
+uid, no capabilities; as root, see `_identity`) and a root built from nothing. It
 sees the system's `/usr` and `/lib*` read-only, a filtered `/etc` (name resolution,
 certificates, the loader cache; a synthetic passwd/group), its own writable checkout at
 `/workspace/repo`, a tools dir, a private `$HOME` and `/tmp`, its own `/proc` and a
