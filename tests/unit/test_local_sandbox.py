@@ -58,7 +58,12 @@ def test_the_root_is_an_allowlist(sandbox: LocalSandbox) -> None:
         "tmp",
     }
     etc = set(sandbox.exec(["ls", "-A", "/etc"]).stdout.decode().split())
-    assert etc <= {*ETC_ALLOWLIST, "passwd", "group"} and {"passwd", "hosts", "ld.so.cache"} <= etc
+    assert (
+        etc <= {*ETC_ALLOWLIST, "passwd", "group", "resolv.conf"}
+        and {"passwd", "hosts", "ld.so.cache"} <= etc
+    )
+    assert sandbox.exec(["cat", "/etc/resolv.conf"]).stdout == b"", "no name servers without network"
+    assert sandbox.exec(["ls", "/etc/ssl/private"]).exit_code != 0, "the host's private keys stay out"
     # As root, the agent is nobody on the host (see local._identity); else uid 1000 in a user namespace.
     uid_inside = "65534" if os.geteuid() == 0 else "1000"
     assert f"agent:x:{uid_inside}:".encode() in sandbox.exec(["cat", "/etc/passwd"]).stdout

@@ -288,11 +288,7 @@ class LocalProvider(SandboxProvider):
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
-            etc.mkdir()
-            (etc / "passwd").write_text(
-                f"root:x:0:0:root:/root:/bin/sh\nagent:x:{uid}:{uid}::{INSIDE_HOME}:/bin/sh\n"
-            )
-            (etc / "group").write_text(f"root:x:0:\nagent:x:{uid}:\n")
+            _filtered_etc(etc, uid)
         mounts = {
             INSIDE_WORKSPACE: slot_dir / "repo",
             INSIDE_TOOLS: slot_dir / "tools",
@@ -300,17 +296,20 @@ class LocalProvider(SandboxProvider):
             INSIDE_TMP: slot_dir / "tmp",
         }
         prefix = [bwrap, *namespaces, "--hostname", "sandbox", *_system_links()]
-        prefix += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
-        for name in (*ETC_ALLOWLIST, *(("resolv.conf",) if network else ())):
-            prefix += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         prefix += [
             "--ro-bind",
-            str(etc / "passwd"),
-            "/etc/passwd",
+            "/usr",
+            "/usr",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
             "--ro-bind",
-            str(etc / "group"),
-            "/etc/group",
+            str(etc),
+            "/etc",
         ]
+        if network:
+            prefix += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         # Mount points' parents are made traversable (bwrap as root would create them 0700).
         for inside, host in mounts.items():
             prefix += [*_parents(inside), "--bind", str(host), inside]
@@ -371,6 +370,27 @@ class NoneProvider(LocalProvider):
         }
         self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd: list(argv), env, "none")
         return self._live
+
+
+def _filtered_etc(etc: Path, uid: int) -> None:
+    """The sandbox's /etc, made once per provider root: the allowlisted entries copied
+    from the host (links kept as links, private keys left out) and a passwd/group that
+    name only root and the agent. One bind mount instead of one per entry keeps exec fast."""
+    etc.mkdir(mode=0o755)
+    for name in ETC_ALLOWLIST:
+        host = Path("/etc", name)
+        with contextlib.suppress(OSError, shutil.Error):  # absent, or unreadable to this user
+            if host.is_symlink() or not host.is_dir():
+                shutil.copy2(host, etc / name, follow_symlinks=False)
+            else:
+                shutil.copytree(host, etc / name, symlinks=True, ignore=shutil.ignore_patterns("private"))
+    (etc / "passwd").write_text(
+        f"root:x:0:0:root:/root:/bin/sh\nagent:x:{uid}:{uid}::{INSIDE_HOME}:/bin/sh\n"
+    )
+    (etc / "group").write_text(f"root:x:0:\nagent:x:{uid}:\n")
+    (etc / "resolv.conf").touch()  # where the host's is bound when a run gets the network
+    for path in (etc / "passwd", etc / "group", etc / "resolv.conf"):
+        path.chmod(0o644)
 
 
 def _parents(path: str) -> list[str]:
