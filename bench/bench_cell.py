@@ -3,7 +3,8 @@
 One cell = copy the sealed checkout into a fresh sandbox, run an agent that answers
 at once (so the agent's own thinking is not measured), score, and store the result
 atomically. The floor is what any harness must pay to lay out the same tree. Also
-times the full 60-cell demo matrix with the fake agent. Goals (issue 2): overhead
+times the full 60-cell demo matrix with the fake agent, and the same cell without a
+sandbox (`none`), which shows what the isolation itself costs. Goals (issue 2): overhead
 per cell <= 3x the floor; 60-cell demo matrix < 60 s on 2 cores.
 
     python bench/bench_cell.py [--cells 30]
@@ -46,7 +47,7 @@ def floor_seconds(repo: Path, sha: str, scratch: Path, n: int) -> list[float]:
     return times
 
 
-def cell_seconds(root: Path, n: int) -> tuple[list[float], str]:
+def cell_seconds(root: Path, n: int, sandbox: str = "local") -> tuple[list[float], str]:
     demo = build_demo_repo(root / "pricebook")
     store = ResultStore(root / "results")
     agent = get_agent("command", cmd=NOOP_AGENT)
@@ -57,7 +58,7 @@ def cell_seconds(root: Path, n: int) -> tuple[list[float], str]:
     config = load_project_config(repo, demo.base_sha)
     exp = prepare(repo, request, config=config, store=store, agent=agent, sandbox="local")
     assert exp is not None
-    provider = get_provider("local", hide=(str(demo.path), str(store.workdir)))
+    provider = get_provider(sandbox)
     runner = Runner(store, provider, SandboxSpec(), agent, RunLimits(), LineProgress())
     times = []
     isolation = "?"
@@ -86,6 +87,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="docdelta-bench-") as tmp:
         root = Path(tmp)
         cells, isolation = cell_seconds(root / "cells", args.cells)
+        bare, _ = cell_seconds(root / "bare", args.cells, sandbox="none")
         demo = Repo(root / "cells" / "pricebook")
         floor = floor_seconds(demo.root, demo.resolve("HEAD"), root, args.cells)
         matrix = demo_matrix_seconds(root)
@@ -94,6 +96,11 @@ def main() -> None:
     print(f"floor  git archive | tar -x : median {floor_med * 1000:7.1f} ms over {len(floor)} runs")
     print(f"cell   copy+sandbox+score+store : median {cell_med * 1000:7.1f} ms over {len(cells)} cells")
     print(f"       (sandbox isolation: {isolation})")
+    bare_med = statistics.median(bare)
+    print(
+        f"bare   same cell, --sandbox none    : median {bare_med * 1000:7.1f} ms; "
+        f"the sandbox adds {(cell_med - bare_med) * 1000:.1f} ms ({cell_med / bare_med:.2f}x)"
+    )
     print(f"ratio  cell / floor = {ratio:.2f}x   (goal <= 3x: {'met' if ratio <= 3 else 'NOT met'})")
     verdict = "met" if matrix < 60 else "NOT met"
     print(f"demo   60-cell matrix, fake agent: {matrix:.1f} s   (goal < 60 s: {verdict})")

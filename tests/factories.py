@@ -46,7 +46,7 @@ def result(
     cost: float | None = 0.01,
     turns: int | None = 3,
     duration: float = 2.0,
-    isolation: str = "netns",
+    isolation: str = "bwrap",
     missed: Sequence[str] = (),
     points: int = 0,
 ) -> RunResult:

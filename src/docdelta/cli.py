@@ -25,7 +25,7 @@ import httpx
 
 from docdelta import __version__, validate
 from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
-from docdelta.config import ProjectConfig, load_project_config, matcher
+from docdelta.config import ProjectConfig, check_exposure, load_project_config, matcher
 from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
@@ -43,7 +43,7 @@ from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.rounds import AUTO, parse_repeats
 from docdelta.runner import ExperimentRequest, PlanTooLarge
-from docdelta.sandbox import get_provider
+from docdelta.sandbox import get_provider, provider_names
 from docdelta.scorecard import scorecard
 from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
@@ -203,10 +203,15 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
     r.add_argument("--model", help="the model the agent uses (agents that call a model API)")
     r.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds per run")
-    r.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+    r.add_argument(
+        "--sandbox",
+        default="local",
+        choices=provider_names(),
+        help="local (bubblewrap), docker, or none (no isolation, flagged as a confound); default: local",
+    )
     r.add_argument("--extra-ca", type=Path, help="PEM bundle trusted when building the docker image")
     r.add_argument(
-        "--allow-network", action="store_true", help="run without isolation where none is available"
+        "--allow-network", action="store_true", help="local sandbox: give runs asking for it the host network"
     )
     r.add_argument("--allow-unreviewed", action="store_true", help="run tasks whose gold is not reviewed")
     r.add_argument("--cap-usd", type=float, help="stop the matrix before spend would exceed this")
@@ -527,7 +532,9 @@ def _selftest(args: argparse.Namespace) -> int:
     loaded = load_tasks(args.tasks)
     with tempfile.TemporaryDirectory(prefix="docdelta-selftest-") as tmp:
         scratch = args.workdir or Path(tmp)
-        provider = get_provider("local", hide=(str(repo.root),))
+        check_exposure(config.sandbox, {"repository": repo.root, "tasks directory": args.tasks})
+        toolchain = [str(p) for p in config.sandbox.host_paths()]
+        provider = get_provider("local", ro_paths=toolchain, env=config.sandbox.env)
         try:
             reports = selftest_tasks(
                 repo,
@@ -598,7 +605,7 @@ def _demo(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         seed=args.seed,
     )
-    options = RunOptions(agent="fake", sandbox=args.sandbox, allow_network=True, timeout_s=60.0)
+    options = RunOptions(agent="fake", sandbox=args.sandbox, timeout_s=60.0)
     return _execute(Repo(demo.path), request, options, args.workdir / "results")
 
 

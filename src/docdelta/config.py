@@ -151,6 +151,56 @@ class DockerImageConfig(BaseModel):
     )
 
 
+class SandboxConfig(BaseModel):
+    """The `sandbox:` section: toolchains the agent and the hidden tests may use.
+
+    Every sandbox is an allowlist, so a project's virtualenv, uv cache or Node install
+    is invisible unless named here; each path appears read-only at the same path inside
+    (`~` is the home of the user running docdelta; for Docker, paths on the engine's
+    host). The repository, the tasks directory and the workdir can never be named (see
+    `check_exposure`): they hold the other conditions' instruction files and the gold."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    paths: list[str] = Field(default=[], description="host paths mounted read-only at the same path")
+    env: dict[str, str] = Field(default={}, description="variables set in every exec, e.g. PATH")
+
+    @field_validator("paths")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith(("/", "~")):
+                raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name.isidentifier() or not name.isascii():
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    def host_paths(self) -> list[Path]:
+        return [Path(p).expanduser().resolve() for p in self.paths]
+
+
+def check_exposure(config: SandboxConfig, protected: dict[str, Path]) -> None:
+    """Refuse a `sandbox.paths` entry that would show the agent one of `protected`
+    (e.g. {"repository": ..., "tasks directory": ..., "workdir": ...}): the directory
+    itself, a parent of it, or anything inside it."""
+    for index, path in enumerate(config.host_paths()):
+        for what, directory in protected.items():
+            shown = directory.resolve()
+            if path == shown or shown.is_relative_to(path) or path.is_relative_to(shown):
+                raise ConfigError(
+                    f"{CONFIG_PATH}: field 'sandbox.paths[{index}]' ({config.paths[index]}) would show "
+                    f"the agent the {what} {shown}",
+                    hint="name only toolchain directories outside the repository, the tasks directory "
+                    "and the workdir (e.g. a virtualenv elsewhere, ~/.cache/uv, /opt/node)",
+                )
+
+
 class ProjectConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -162,6 +212,8 @@ class ProjectConfig(BaseModel):
     docker: DockerImageConfig = DockerImageConfig()
     gateway: GatewayConfig = GatewayConfig()
     """Which model APIs the gateway may reach, per-run budget, price table."""
+    sandbox: SandboxConfig = SandboxConfig()
+    """Read-only toolchain paths and environment for the agent and the hidden tests."""
 
     @field_validator("tasks")
     @classmethod
@@ -189,7 +241,10 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     if entry is None:
         return ProjectConfig()
     source = f"{CONFIG_PATH} (at {sha[:12]})"
-    hint = f"fix {CONFIG_PATH} on the base branch; fields: tasks, instructions.include/exclude, strip"
+    hint = (
+        f"fix {CONFIG_PATH} on the base branch; "
+        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox"
+    )
     if entry.is_symlink or not entry.is_blob:
         raise ConfigError(f"{source} must be a regular file", hint=hint)
     try:

@@ -52,7 +52,7 @@ from docdelta.shard import Shard
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
-SandboxName = Literal["local", "docker"]
+SandboxName = Literal["local", "docker", "none"]
 ProgressStyle = Literal["auto", "lines"]
 """auto: a redrawn bar on a terminal outside CI, plain lines otherwise; lines: always lines."""
 
@@ -71,7 +71,7 @@ class RunOptions(BaseModel):
     model: str | None = None
     sandbox: SandboxName = "local"
     allow_network: bool = Field(
-        default=False, description="local sandbox: run unisolated where namespaces are unavailable"
+        default=False, description="local sandbox: runs that ask for network get the host network (recorded)"
     )
     extra_ca: Path | None = Field(default=None, description="PEM bundle trusted by images (and the Action)")
     timeout_s: float = Field(default=600.0, gt=0)
@@ -235,7 +235,7 @@ def _evaluate(
     provider, image_digest = build_provider(
         SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
         repo=repo,
-        private=(store.workdir, request.tasks_dir),
+        private={"workdir": store.workdir, "tasks directory": request.tasks_dir},
         config=config,
         agent=agent,
         environ=keys,

@@ -452,7 +452,7 @@ class RunResult(Frozen):
     status: RunStatus
     outcome: AgentOutcome
     score: Score | None = Field(description="None only for infra_error runs, which are never graded")
-    isolation: str = Field(description="how the run was isolated, e.g. 'netns', 'docker-internal', 'none'")
+    isolation: str = Field(description="how the run was isolated, e.g. 'bwrap', 'docker-internal', 'none'")
     seed: int
     attempt: int = 1
     started_at: datetime

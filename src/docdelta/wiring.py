@@ -8,12 +8,12 @@ demo) never pay for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from docdelta.agents import Agent, get_agent
-from docdelta.config import ProjectConfig
+from docdelta.config import ProjectConfig, check_exposure
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.sandbox import get_provider
@@ -68,18 +68,23 @@ def build_provider(
     choice: SandboxChoice,
     *,
     repo: Repo,
-    private: Sequence[Path],
+    private: Mapping[str, Path],
     config: ProjectConfig,
     agent: Agent,
     environ: Mapping[str, str] = os.environ,
     jobs: int = 1,
 ) -> tuple[SandboxProvider, str | None]:
     """The sandbox provider, and the digest of the image the agent runs in (docker only;
-    it is part of the experiment's identity and of the results cache key). `private` are
-    directories the local sandbox hides besides the repository (results, tasks with gold);
-    `environ` is where the gateway reads its keys (`Gateway.from_environ`); `jobs` runs
-    at once need that many local slots (the docker provider serves them all, each run in
-    its own containers, network and gateway)."""
+    it is part of the experiment's identity and of the results cache key).
+
+    Every provider is an allowlist: the repository and `private` (name -> directory: the
+    results, the tasks with their gold) are invisible to the agent, and `.docdelta.yml`
+    may not name them among its read-only toolchain paths. `environ` is where the gateway
+    reads its keys (`Gateway.from_environ`); `jobs` runs at once need that many local
+    slots (the docker provider serves them all, each run in its own containers, network
+    and gateway)."""
+    check_exposure(config.sandbox, {"repository": repo.root, **private})
+    ro_paths, env = [str(p) for p in config.sandbox.host_paths()], config.sandbox.env
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
@@ -110,19 +115,15 @@ def build_provider(
                 hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
                 urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}
                 agent.server_identity = model_servers(client, built.tag, config.gateway.egress_network, urls)
-        return docker_sandbox.DockerProvider(client, built.tag, gateway=gateway), built.digest
-    # Hide the user's repository and the results (which name conditions) from the agent.
-    hide = _outermost([repo.root.resolve(), *(p.resolve() for p in private)])
+        provider = docker_sandbox.DockerProvider(
+            client, built.tag, gateway=gateway, ro_paths=ro_paths, env=env
+        )
+        return provider, built.digest
     if jobs == 1:
-        return get_provider(choice.name, allow_network=choice.allow_network, hide=hide), None
+        return get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env), None
     # A local provider holds one live sandbox (its slot): one per worker thread.
     return PerThreadProvider(
-        lambda slot: get_provider(choice.name, allow_network=choice.allow_network, hide=hide, slot=slot)
+        lambda slot: get_provider(
+            choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
+        )
     ), None
-
-
-def _outermost(paths: Sequence[Path]) -> tuple[str, ...]:
-    """Each path once, without those inside another: once a directory is covered, a path
-    below it no longer exists to be covered again."""
-    kept = [p for p in paths if not any(p != q and p.is_relative_to(q) for q in paths)]
-    return tuple(dict.fromkeys(str(p) for p in kept))

@@ -15,17 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import CheckoutFactory
 
-from conformance.providers import PROVIDERS, ProviderFactory
+from conformance.providers import ProviderFactory
 from docdelta.errors import SandboxError
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec
-
-
-@pytest.fixture(params=list(PROVIDERS.values()))
-def provider(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SandboxProvider]:
-    factory: ProviderFactory = request.param
-    made = factory(tmp_path)
-    yield made
-    made.close()
 
 
 @pytest.fixture
@@ -147,3 +139,23 @@ def test_close_is_idempotent_and_removes_state(provider: SandboxProvider, checko
         with pytest.raises(SandboxError):
             second.read_file("leftover.txt")
         assert second.read_file("README.md") == b"hello\n"
+
+
+def test_toolchain_paths_are_shown_read_only_and_nothing_beside_them(
+    provider_factory: ProviderFactory, tmp_path: Path, checkout: Path
+) -> None:
+    tool = tmp_path / "toolchain"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "bin" / "project-tool").write_text("#!/bin/sh\necho tool ran\n")
+    (tool / "bin" / "project-tool").chmod(0o755)
+    (tmp_path / "beside.txt").write_text("not named")
+    tool.chmod(0o755)
+    env = {"PATH": f"{tool}/bin:/usr/bin:/bin", "PROJECT_FLAG": "on"}
+    made = provider_factory(tmp_path, ro_paths=[str(tool)], env=env)
+    try:
+        with made.create(checkout, SandboxSpec()) as sb:
+            assert _sh(sb, 'project-tool; echo "$PROJECT_FLAG"') == "tool ran\non\n"
+            assert sb.exec(["sh", "-c", f"touch {tool}/bin/x"]).exit_code != 0, "toolchains are read-only"
+            assert sb.exec(["cat", str(tmp_path / "beside.txt")]).exit_code != 0
+    finally:
+        made.close()

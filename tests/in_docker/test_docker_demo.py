@@ -29,4 +29,4 @@ def test_demo_on_docker_scores_exactly_like_local(tmp_path: Path, base_image: st
     assert len(local) == 4 * 3 * 2
     assert {k: v[0] for k, v in docker.items()} == {k: v[0] for k, v in local.items()}
     assert {v[1] for v in docker.values()} == {"docker-none"}
-    assert {v[1] for v in local.values()} == {"netns+mounts"}
+    assert {v[1] for v in local.values()} == {"bwrap"}

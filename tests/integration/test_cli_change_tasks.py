@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import sandbox_config
 from gitrepo import GitRepo
 
 from docdelta.cli import main
@@ -56,8 +57,10 @@ print(json.dumps({"answer": "done", "files": ["calc/ops.py"],
 def _project(tmp_path: Path, reference: str) -> GitRepo:
     """A buggy calc project with one change task; only head's AGENTS.md points at the bug."""
     repo = GitRepo.init(tmp_path / "proj")
+    (tmp_path / "agent-bin").mkdir()
     repo.commit(
         {
+            ".docdelta.yml": sandbox_config(tmp_path / "agent-bin"),
             "calc/__init__.py": "",
             "calc/ops.py": "def add(a, b):\n    return a - b\n",
             "AGENTS.md": "# Agents\nBe careful.\n",
@@ -74,7 +77,7 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = _project(tmp_path, REFERENCE)
-    agent = tmp_path / "agent.py"
+    agent = tmp_path / "agent-bin" / "agent.py"
     agent.write_text(textwrap.dedent(AGENT))
     workdir = tmp_path / "work"
     args = [

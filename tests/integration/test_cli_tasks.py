@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import sandbox_config
 from gitrepo import GitRepo
 
 from docdelta.cli import main
@@ -17,7 +18,8 @@ TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5
 
 def _history(tmp_path: Path) -> tuple[GitRepo, str]:
     repo = GitRepo.init(tmp_path / "proj")
-    repo.commit({"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a - b\n"})
+    files = {"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a - b\n"}
+    repo.commit({".docdelta.yml": sandbox_config(), **files})
     fix = repo.commit(
         {"calc/ops.py": "def add(a, b):\n    return a + b\n", "tests/test_ops.py": TEST},
         message="Fix add: it subtracted",
@@ -33,7 +35,7 @@ def test_a_drafted_task_passes_selftest_and_a_broken_one_fails(
     assert main(["tasks", "from-commit", fix, "--repo", str(repo.path), "--tasks", str(tasks)]) == 0
     assert "reviewed: false" in capsys.readouterr().out
     (task_file,) = tasks.glob("*.yaml")
-    # The local sandbox's python3 has no pytest: name this interpreter, as a reviewer would.
+    # The sandbox's python3 has no pytest: name this interpreter (shown by .docdelta.yml).
     task_file.write_text(task_file.read_text().replace("python3", shlex.quote(sys.executable), 1))
     args = ["selftest", "--repo", str(repo.path), "--tasks", str(tasks), "--flake-runs", "1"]
     assert main(args) == 0

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PYTHON_TOOLCHAIN
 from gitrepo import GitRepo
 
 from docdelta.detect import InstructionMatcher, Overlay
@@ -69,7 +70,7 @@ def test_the_drafted_task_passes_its_selftest(tmp_path: Path, history: tuple[Git
     sealed = seal(
         Repo(repo.path), parent, Overlay(), tmp_path / "sealed", InstructionMatcher(), ["/tests/test_ops.py"]
     )
-    provider = LocalProvider(root=tmp_path / "boxes")
+    provider = LocalProvider(root=tmp_path / "boxes", ro_paths=PYTHON_TOOLCHAIN)
     report = selftest(runnable, sealed, assets.hidden, assets.reference, provider, flake_runs=1)
     assert report.passed, report
 

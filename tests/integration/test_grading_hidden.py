@@ -6,8 +6,8 @@ real sandbox copy of the sealed checkout, and its diff is taken with
 `capture_agent_diff`, exactly as after a real run.
 
 The validation command names this interpreter explicitly (`sys.executable -m
-pytest`): the local sandbox builds PATH from scratch, so a bare `python3` would be
-the system one, which has no pytest.
+pytest`), and the sandbox is shown it read-only (PYTHON_TOOLCHAIN): a bare `python3`
+would be the system one, which has no pytest.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from conftest import PYTHON_TOOLCHAIN
 from gitrepo import GitRepo
 
 from docdelta.detect import InstructionMatcher, Overlay
@@ -64,7 +65,7 @@ def sealed(tmp_path: Path) -> SealedCheckout:
 
 @pytest.fixture
 def provider(tmp_path: Path) -> LocalProvider:
-    return LocalProvider(root=tmp_path / "sandboxes", slot=1)
+    return LocalProvider(root=tmp_path / "sandboxes", slot=1, ro_paths=PYTHON_TOOLCHAIN)
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_tool_calls_run_in_the_checkout_and_the_final_message_is_the_answer(sand
 def test_the_turn_cap_ends_the_run_as_max_turns_and_tool_output_is_capped(sandbox: Sandbox) -> None:
     loud = "python3 -c \"print('x' * 50000)\""
     script = Script(name="endless", turns=[ToolTurn.shell(loud) for _ in range(4)])
-    Path(sandbox.workspace, "AGENTS.md").unlink()
+    assert sandbox.exec(["rm", "AGENTS.md"]).exit_code == 0
     outcome, bodies = run(sandbox, script, AgentContext(seed=1, max_turns=2), max_tool_output=1000)
 
     assert outcome.status is RunStatus.max_turns

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,16 +28,18 @@ AGENTS_MD = "# Notes\n\n- Run the full test suite with `make check`.\n- Never ru
 
 @pytest.fixture
 def sandbox(tmp_path: Path, tmp_checkout: CheckoutFactory) -> Iterator[Sandbox]:
-    with LocalProvider(root=tmp_path / "sb").create(
+    # Agent scripts live outside the checkout; the sandbox sees them read-only, like a toolchain.
+    (tmp_path / "agent-bin").mkdir()
+    with LocalProvider(root=tmp_path / "sb", ro_paths=[tmp_path / "agent-bin"]).create(
         tmp_checkout({**DOCS, "AGENTS.md": AGENTS_MD}), SandboxSpec()
     ) as sb:
         yield sb
 
 
 def _script(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "agent.py"
+    path = tmp_path / "agent-bin" / "agent.py"
     path.write_text(body)
-    return f"{sys.executable} {path}"
+    return f"python3 {path}"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.config import ProjectConfig, load_model, load_project_config, matcher
+from docdelta.config import (
+    ProjectConfig,
+    SandboxConfig,
+    check_exposure,
+    load_model,
+    load_project_config,
+    matcher,
+)
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 
@@ -49,6 +56,9 @@ def test_config_is_read_at_the_given_commit_not_the_work_tree(tmp_path: Path) ->
         ("strip:\n  - ok/**\n  - ''\n", r":3: field 'strip\[1\]': Value error, empty glob"),
         ("tasks: ../outside\n", r":1: field 'tasks': .*inside the repository"),
         ("tasks: [unclosed\n", r"\.docdelta\.yml \(at \w+\):2: invalid YAML"),
+        ("sandbox:\n  paths: [/opt/ok, relative/venv]\n", r":2: field 'sandbox\.paths': .*absolute path"),
+        ("sandbox:\n  env: {'BAD NAME': x}\n", r":2: field 'sandbox\.env': .*not an environment variable"),
+        ("sandbox:\n  mounts: [/opt]\n", r":2: field 'sandbox\.mounts': unknown"),
     ],
 )
 def test_malformed_config_names_file_field_and_line(tmp_path: Path, text: str, message: str) -> None:
@@ -71,3 +81,13 @@ def test_an_oversized_file_is_refused_before_it_is_parsed() -> None:
     huge = "k: v\n" + "".join(f"x{i}: {i}\n" for i in range(200_000))
     with pytest.raises(ConfigError, match=r"characters, over the 1,000,000"):
         load_model(huge, ProjectConfig, source=".docdelta.yml", error=ConfigError, hint="h")
+
+
+def test_sandbox_paths_expand_home_and_may_not_show_protected_directories(tmp_path: Path) -> None:
+    config = SandboxConfig(paths=["~/.cache/uv", str(tmp_path / "venv")])
+    assert config.host_paths() == [Path.home().resolve() / ".cache/uv", (tmp_path / "venv").resolve()]
+    check_exposure(config, {"repository": tmp_path / "repo"})  # a sibling is fine
+    for protected in (tmp_path / "venv", tmp_path / "venv" / "sub", tmp_path):
+        with pytest.raises(ConfigError, match=r"field 'sandbox\.paths\[1\]' .* the workdir") as err:
+            check_exposure(config, {"workdir": protected})
+        assert "outside the repository" in err.value.hint

@@ -1,16 +1,31 @@
-"""What the local provider adds to the shared contract: hiding, confinement, refusal."""
+"""What the local providers add to the shared contract: the allowlisted root, confinement of
+host-side file access, refusal instead of downgrade, the explicit `none` provider, leftovers."""
 
 from __future__ import annotations
 
+import http.server
+import os
+import subprocess
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import CheckoutFactory
 
 from docdelta.errors import ConfigError, SandboxError
-from docdelta.sandbox import SandboxSpec, get_provider
-from docdelta.sandbox.local import LocalProvider
+from docdelta.sandbox import SandboxSpec, get_provider, provider_names
+from docdelta.sandbox.local import (
+    ETC_ALLOWLIST,
+    INSIDE_WORKSPACE,
+    INSTALL_HINT,
+    OWNER_FILE,
+    ROOT_PREFIX,
+    LocalProvider,
+    LocalSandbox,
+)
 
 
 @pytest.fixture
@@ -18,84 +33,181 @@ def checkout(tmp_checkout: CheckoutFactory) -> Path:
     return tmp_checkout({"README.md": "hello\n"})
 
 
+@pytest.fixture
+def sandbox(tmp_path: Path, checkout: Path) -> Iterator[LocalSandbox]:
+    with LocalProvider(root=tmp_path / "sb").create(checkout, SandboxSpec()) as sb:
+        assert isinstance(sb, LocalSandbox)
+        yield sb
+
+
 def test_unknown_provider_names_the_known_ones() -> None:
+    assert provider_names() == ["docker", "local", "none"]
     with pytest.raises(ConfigError, match="unknown sandbox 'podman'") as err:
         get_provider("podman")
-    assert "local" in err.value.hint
+    assert "local" in err.value.hint and "none" in err.value.hint
     with pytest.raises(ConfigError, match="bad options"):
         get_provider("local", colour="red")
 
 
-def test_hidden_directories_are_empty_inside_and_cannot_be_unmounted(tmp_path: Path, checkout: Path) -> None:
-    user_repo = tmp_path / "user-repo"
-    (user_repo / ".docdelta").mkdir(parents=True)
-    (user_repo / ".docdelta" / "gold.yaml").write_text("verdict: no\n")
-    provider = LocalProvider(root=tmp_path / "sb", hide=[user_repo])
-    with provider.create(checkout, SandboxSpec()) as sb:
-        assert sb.isolation == "netns+mounts"
-        listing = sb.exec(["sh", "-c", f"ls -A {user_repo}; umount {user_repo}; ls -A {user_repo}"])
-        assert listing.stdout == b"", "the hidden repository must look empty, even after umount"
-    assert (user_repo / ".docdelta" / "gold.yaml").exists(), "hiding must not touch the host directory"
+def test_the_root_is_an_allowlist(sandbox: LocalSandbox) -> None:
+    assert sandbox.isolation == "bwrap" and sandbox.workspace == INSIDE_WORKSPACE
+    top = sandbox.exec(["ls", "-A", "/"]).stdout.decode().split()
+    assert set(top) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "proc", "dev", "etc"} | {
+        "workspace",
+        "home",
+        "tmp",
+    }
+    etc = set(sandbox.exec(["ls", "-A", "/etc"]).stdout.decode().split())
+    assert (
+        etc <= {*ETC_ALLOWLIST, "passwd", "group", "resolv.conf"}
+        and {"passwd", "hosts", "ld.so.cache"} <= etc
+    )
+    assert sandbox.exec(["cat", "/etc/resolv.conf"]).stdout == b"", "no name servers without network"
+    assert sandbox.exec(["ls", "/etc/ssl/private"]).exit_code != 0, "the host's private keys stay out"
+    # As root, the agent is nobody on the host (see local._identity); else uid 1000 in a user namespace.
+    uid_inside = "65534" if os.geteuid() == 0 else "1000"
+    assert f"agent:x:{uid_inside}:".encode() in sandbox.exec(["cat", "/etc/passwd"]).stdout
+    who = sandbox.exec(["sh", "-c", "id -u; grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'"])
+    uid, caps, pids = who.stdout.decode().split("\n")[:3]
+    assert uid == uid_inside and caps.split()[1] == "0" * 16, "an unprivileged uid with no capabilities"
+    assert int(pids) <= 5, "its own /proc shows only its own processes (bwrap, sh, ls, grep)"
+    denied = sandbox.exec(["sh", "-c", "touch /usr/x || touch /etc/x || mkdir /new || echo denied"])
+    assert denied.stdout == b"denied\n", "the system root is read-only"
 
 
-def test_paths_outside_the_sandbox_are_refused(tmp_path: Path, checkout: Path) -> None:
+def test_the_agents_files_belong_to_an_unprivileged_host_user(sandbox: LocalSandbox) -> None:
+    assert sandbox.exec(["sh", "-c", "echo mine > made.txt"]).exit_code == 0
+    owner = (sandbox.host_workspace / "made.txt").stat().st_uid
+    assert owner != 0 and owner == (65534 if os.geteuid() == 0 else os.geteuid())
+    sandbox.write_file("from-host.txt", b"x")  # files the host writes stay the agent's to change
+    assert sandbox.exec(["sh", "-c", "echo changed > from-host.txt"]).exit_code == 0
+
+
+def test_host_side_paths_outside_the_sandbox_are_refused(tmp_path: Path, sandbox: LocalSandbox) -> None:
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
-    with LocalProvider(root=tmp_path / "sb").create(checkout, SandboxSpec()) as sb:
-        Path(sb.workspace, "link").symlink_to(outside)
-        for bad in ("../../../secret.txt", str(outside), "link", "/etc/passwd"):
-            with pytest.raises(SandboxError, match="outside the sandbox"):
-                sb.read_file(bad)
+    (sandbox.host_workspace / "link").symlink_to(outside)
+    for bad in ("../../../secret.txt", "link", "/etc/passwd", "/workspace"):
         with pytest.raises(SandboxError, match="outside the sandbox"):
-            sb.write_file("../../escape.txt", b"x")
-        with pytest.raises(SandboxError, match="outside the sandbox"):
-            sb.exec(["true"], cwd="/")
+            sandbox.read_file(bad)
+    with pytest.raises(SandboxError, match="No such file"):
+        sandbox.read_file(str(outside))  # in-sandbox /tmp is the sandbox's own, not the host's
+    with pytest.raises(SandboxError, match="outside the sandbox"):
+        sandbox.write_file("../../escape.txt", b"x")
+    with pytest.raises(SandboxError, match="outside the sandbox"):
+        sandbox.exec(["true"], cwd="/")
     assert not (tmp_path / "sb" / "escape.txt").exists()
+    sandbox.write_file("/home/agent/.profile", b"ok")  # the private home is the sandbox's own
+    assert sandbox.exec(["cat", "/home/agent/.profile"]).stdout == b"ok"
 
 
-def test_without_namespaces_it_refuses_unless_network_is_allowed(tmp_path: Path, checkout: Path) -> None:
-    broken = str(tmp_path / "no-unshare-here")
-    with pytest.raises(SandboxError, match="cannot isolate") as err:
-        LocalProvider(root=tmp_path / "a", unshare=broken).create(checkout, SandboxSpec())
-    assert "--allow-network" in err.value.hint
-    with LocalProvider(root=tmp_path / "b", unshare=broken, allow_network=True).create(
-        checkout, SandboxSpec()
-    ) as sb:
-        assert sb.isolation == "none"
-        assert sb.exec(["cat", "README.md"]).stdout == b"hello\n"
+def test_without_bubblewrap_it_refuses_and_never_downgrades(tmp_path: Path) -> None:
+    for allow_network in (False, True):
+        with pytest.raises(SandboxError, match="needs bubblewrap") as err:
+            LocalProvider(
+                root=tmp_path / "a", bwrap=str(tmp_path / "no-bwrap-here"), allow_network=allow_network
+            )
+        assert err.value.hint == INSTALL_HINT and "apt-get install bubblewrap" in err.value.hint
 
 
-def test_network_modes_other_than_none_need_allow_network(tmp_path: Path, checkout: Path) -> None:
+def test_a_bubblewrap_that_cannot_build_a_sandbox_is_refused(tmp_path: Path) -> None:
+    # A fake bwrap standing in for a machine whose kernel denies user namespaces.
+    fake = tmp_path / "fake-bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(SandboxError, match="No permissions to create new namespace"):
+        LocalProvider(root=tmp_path / "a", bwrap=str(fake))
+
+
+def test_network_other_than_none_needs_allow_network_and_is_recorded(tmp_path: Path, checkout: Path) -> None:
     with pytest.raises(SandboxError, match="'open'"):
         LocalProvider(root=tmp_path / "a").create(checkout, SandboxSpec(network="open"))
-    with LocalProvider(root=tmp_path / "b", allow_network=True).create(
-        checkout, SandboxSpec(network="open")
-    ) as sb:
+    with pytest.raises(SandboxError, match="'gateway'"):
+        LocalProvider(root=tmp_path / "a", allow_network=True).create(
+            checkout, SandboxSpec(network="gateway")
+        )
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with LocalProvider(root=tmp_path / "b", allow_network=True).create(
+            checkout, SandboxSpec(network="open")
+        ) as sb:
+            assert sb.isolation == "bwrap+host-network"
+            probe = f"import socket; socket.create_connection(('127.0.0.1', {server.server_port}), timeout=5)"
+            assert sb.exec(["python3", "-c", probe]).exit_code == 0
+    finally:
+        server.shutdown()
+
+
+def test_the_none_provider_is_explicit_and_recorded(tmp_path: Path, checkout: Path) -> None:
+    with get_provider("none", root=tmp_path / "n").create(checkout, SandboxSpec()) as sb:
         assert sb.isolation == "none"
+        assert sb.workspace == str((tmp_path / "n" / "slot-0" / "repo").resolve())
+        assert sb.exec(["cat", "README.md"]).stdout == b"hello\n"
+        assert sb.exec(["sh", "-c", 'echo "$HOME"']).stdout.decode().startswith(str(tmp_path / "n"))
 
 
-def test_a_detached_grandchild_dies_with_the_pid_namespace(tmp_path: Path, checkout: Path) -> None:
-    with LocalProvider(root=tmp_path / "sb").create(checkout, SandboxSpec()) as sb:
-        script = "setsid sh -c 'sleep 1; echo alive > escaped.txt' & sleep 30"
-        assert sb.exec(["sh", "-c", script], timeout=0.5).timed_out
-        time.sleep(1.5)
-        assert not Path(sb.workspace, "escaped.txt").exists()
+def test_read_only_toolchain_paths_and_env(tmp_path: Path, checkout: Path) -> None:
+    tool = tmp_path / "toolchain" / "bin"
+    tool.mkdir(parents=True)
+    (tool / "mytool").write_text("#!/bin/sh\necho tool says hi\n")
+    (tool / "mytool").chmod(0o755)
+    provider = LocalProvider(
+        root=tmp_path / "sb", ro_paths=[tool.parent], env={"PATH": f"{tool}:/usr/bin:/bin"}
+    )
+    with provider.create(checkout, SandboxSpec()) as sb:
+        assert sb.exec(["sh", "-c", "mytool"]).stdout == b"tool says hi\n"
+        assert sb.exec(["sh", "-c", f"touch {tool}/x"]).exit_code != 0, "toolchains are read-only"
+        assert sb.exec(["ls", str(tmp_path)]).stdout == b"toolchain\n", (
+            "only the named path, not its siblings"
+        )
 
 
-def test_default_root_is_outside_the_repo_and_slots_are_separate(checkout: Path) -> None:
+def test_a_detached_grandchild_dies_with_the_pid_namespace(sandbox: LocalSandbox) -> None:
+    script = "setsid sh -c 'sleep 1; echo alive > escaped.txt' & sleep 30"
+    assert sandbox.exec(["sh", "-c", script], timeout=0.5).timed_out
+    time.sleep(1.5)
+    assert not (sandbox.host_workspace / "escaped.txt").exists()
+
+
+def test_default_root_is_private_and_slots_are_separate(checkout: Path) -> None:
     a, b = LocalProvider(slot=7), LocalProvider(slot=8)
-    with a.create(checkout, SandboxSpec()) as sa, b.create(checkout, SandboxSpec()) as sbx:
-        assert sa.workspace.endswith("/slot-7/repo") and sbx.workspace.endswith("/slot-8/repo")
-        assert not Path(sa.workspace).is_relative_to(Path(__file__).parents[2])
-        with pytest.raises(SandboxError, match="already holds a live sandbox"):
-            a.create(checkout, SandboxSpec())
-    assert not Path(sa.workspace).exists()
+    try:
+        with a.create(checkout, SandboxSpec()) as sa, b.create(checkout, SandboxSpec()) as sbx:
+            assert isinstance(sa, LocalSandbox) and isinstance(sbx, LocalSandbox)
+            assert sa.workspace == sbx.workspace == INSIDE_WORKSPACE
+            assert sa.host_workspace != sbx.host_workspace
+            assert a.root.name.startswith(ROOT_PREFIX) and (a.root / OWNER_FILE).read_text().startswith(
+                f"{os.getpid()} "
+            )
+            with pytest.raises(SandboxError, match="already holds a live sandbox"):
+                a.create(checkout, SandboxSpec())
+        assert not sa.host_workspace.exists()
+    finally:
+        a.close()
+        b.close()
+    assert not a.root.exists() and not b.root.exists()
 
 
-def test_root_inside_a_hidden_directory_is_a_config_error(tmp_path: Path) -> None:
-    (tmp_path / "work").mkdir()
-    with pytest.raises(ConfigError, match="must not see"):
-        LocalProvider(root=tmp_path / "work" / "sandboxes", hide=[tmp_path / "work"])
+def test_a_killed_runs_private_root_is_swept_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+    dead_pid = int(gone.stdout)
+    first = LocalProvider()  # a live docdelta's root, stamped with our PID
+    stale, foreign = tmp_path / f"{ROOT_PREFIX}stale", tmp_path / f"{ROOT_PREFIX}foreign"
+    for root in (stale, foreign):
+        (root / "slot-0" / "repo").mkdir(parents=True)
+    (stale / OWNER_FILE).write_text(f"{dead_pid} 12345\n")
+    second = LocalProvider()
+    try:
+        assert not stale.exists(), "a root whose owner died is removed"
+        assert first.root.exists(), "a root whose owner is alive is left alone"
+        assert foreign.exists(), "a directory without an owner stamp is never guessed at"
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_stale_slot_from_a_crashed_run_is_replaced(tmp_path: Path, checkout: Path) -> None:

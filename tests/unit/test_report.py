@@ -131,12 +131,12 @@ def test_confounds_isolation_near_misses_unscored_points_missing_runs() -> None:
     near = [NearMiss(path="docs/agents.md", reason="case-insensitive match of AGENTS.md")]
     s = summarize(manifest(["a"], ("base", "head")), detection(near), runs)
     k = s.confounds
-    assert k.isolation == {"netns": 1, "none": 1}  # the infra_error run never ran the agent
+    assert k.isolation == {"bwrap": 1, "none": 1}  # the infra_error run never ran the agent
     assert k.weak_isolation == ["none"]
     assert k.unscored_points == 2  # the same two points of task a, however many runs
     assert k.missing_runs == 1  # a/base/r2
     md = render_markdown(s)
-    assert "- isolation: netns (1 run), none (1 run) — ⚠ not fully isolated: none" in md
+    assert "- isolation: bwrap (1 run), none (1 run) — ⚠ not fully isolated: none" in md
     assert "- 2 key points unscored: judge not configured" in md
     assert "- ⚠ `docs/agents.md` may be loaded by some agents" in md
     assert "- ⚠ 1 planned run without a result: rerun to resume the matrix" in md
@@ -189,8 +189,9 @@ def test_json_has_the_same_numbers_and_round_trips() -> None:
 @pytest.mark.parametrize(
     ("isolation", "weak"),
     [
-        ("netns", False),
-        ("netns+mounts", False),
+        ("bwrap", False),
+        ("bwrap+host-network", True),
+        ("netns+mounts", True),
         ("docker-internal", False),
         ("none", True),
         ("docker-open", True),

@@ -65,7 +65,7 @@ from docdelta.models import (
 )
 
 _CANONICAL_ORDER = BUILTIN_CONDITIONS
-FULL_ISOLATION = frozenset({"netns", "netns+mounts", "docker-none", "docker-internal"})
+FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
 MAX_MISSED = 5

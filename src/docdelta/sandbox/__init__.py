@@ -17,6 +17,7 @@ __all__ = ["ExecResult", "Sandbox", "SandboxProvider", "SandboxSpec", "get_provi
 _PROVIDERS: dict[str, str] = {
     "local": "docdelta.sandbox.local:LocalProvider",
     "docker": "docdelta.sandbox.docker:DockerProvider",
+    "none": "docdelta.sandbox.local:NoneProvider",
 }
 
 

@@ -102,10 +102,22 @@ class DockerProvider(SandboxProvider):
 
     name = "docker"
 
-    def __init__(self, client: DockerClient, image: str, *, gateway: Gateway | None = None) -> None:
+    def __init__(
+        self,
+        client: DockerClient,
+        image: str,
+        *,
+        gateway: Gateway | None = None,
+        ro_paths: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.client = client
         self.image = image
         self.gateway = gateway
+        self.ro_paths = list(ro_paths)
+        """Toolchain paths (on the engine's host) bound read-only at the same path: the
+        one exception to "no bind mounts", named by the project in `.docdelta.yml`."""
+        self.env = dict(env or {})
         gc(client)  # leftovers of runs whose docdelta process is gone
 
     def create(self, checkout: Path, spec: SandboxSpec) -> DockerSandbox:
@@ -143,7 +155,8 @@ class DockerSandbox(Sandbox):
         self._holder_watchdog: Any = None
         self._cleanups: list[Callable[[], None]] = []
         self.gateway: RunningGateway | None = None
-        self._env = {**DEFAULT_ENV, **spec.env}
+        self._ro_paths = provider.ro_paths
+        self._env = {**DEFAULT_ENV, **provider.env, **spec.env}
         self._oom_kills = 0
         self._closed = False
         self.isolation = f"docker-{ {'none': 'none', 'gateway': 'internal', 'open': 'open'}[spec.network] }"
@@ -174,7 +187,7 @@ class DockerSandbox(Sandbox):
         config = provider.gateway.config.for_run(self._spec.max_cost_usd, self._spec.fingerprints)
         self.gateway = replace(provider.gateway, config=config).start(self._client, internal, self._labels)
         self._cleanups.append(self.gateway.close)
-        self._env = {**DEFAULT_ENV, **self.gateway.client_env(), **self._spec.env}
+        self._env = {**self._env, **self.gateway.client_env(), **self._spec.env}
         return str(internal.name)
 
     def _create_container(self, image: str, network: str) -> Any:
@@ -222,7 +235,10 @@ class DockerSandbox(Sandbox):
             security_opt=["no-new-privileges"],
             read_only=True,
             tmpfs={"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"},  # noqa: S108
-            volumes={volume.name: {"bind": VOLUME_ROOT, "mode": "rw"}},
+            volumes={
+                volume.name: {"bind": VOLUME_ROOT, "mode": "rw"},
+                **{path: {"bind": path, "mode": "ro"} for path in self._ro_paths},
+            },
             mem_limit=f"{self._spec.memory_mb}m",
             memswap_limit=f"{self._spec.memory_mb}m",
             nano_cpus=int(self._spec.cpus * 1e9),

@@ -1,23 +1,32 @@
-"""The local sandbox: the agent runs as a subprocess in Linux namespaces, no Docker.
+"""The local sandbox: bubblewrap on this machine, no Docker; and `none`, no sandbox at all.
 
-Why namespaces rather than "just a subprocess": an agent under test must not reach
-the network (it could fetch the answer, or leak the checkout), must not outlive its
-timeout, and must not read the user's repository or the results workdir (where the
-other conditions' instruction files and the gold answers live). `unshare` gives all
-three without root: a user namespace maps us to root inside, a network namespace
-holds only `lo`, a pid namespace dies with its first process, and a mount namespace
-lets us lay an empty tmpfs over the directories to hide. Capabilities are dropped
-before the agent starts, so it cannot unmount what hides those directories.
+An instruction file from a pull request can make the agent do anything inside its
+sandbox, so the sandbox is an **allowlist**: each exec runs under `bwrap` with every
+namespace unshared (no network, its own PID, IPC and UTS namespaces, an unprivileged
+uid, no capabilities; as root, see `_identity`) and a root built from nothing. It
+sees the system's `/usr` and `/lib*` read-only, a filtered `/etc` (name resolution,
+certificates, the loader cache; a synthetic passwd/group), its own writable checkout at
+`/workspace/repo`, a tools dir, a private `$HOME` and `/tmp`, its own `/proc` and a
+minimal `/dev`, plus any read-only toolchain paths the project names in `.docdelta.yml`.
+Nothing else of the host exists inside: not the user's repository, the tasks, the
+results workdir, other runs, `/root`, `/run` or any socket.
 
-The workspace path is `<root>/slot-<k>/repo` for every condition, so nothing the
-agent sees (cwd, paths in tool output) names the condition it runs in.
+Why bubblewrap rather than our own `unshare` + mounts: it is the tool Flatpak and
+Claude Code's Linux sandbox are built on, it builds the root from an allowlist instead
+of hiding a denylist, and it fails loudly. A machine where it cannot run gets a
+`SandboxError` with the install hint (exit 2), never a weaker sandbox: running without
+isolation is the separate, explicit `none` provider, recorded as isolation "none".
+
+Every exec is its own PID namespace whose init is bwrap: when the command exits or is
+killed at the timeout, the kernel kills everything it started (double forks and
+`setsid` daemons included). The private root of a provider carries its owner's PID;
+a root left by a killed docdelta is removed when the next provider starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -26,71 +35,153 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
-from docdelta.errors import ConfigError, SandboxError
+from docdelta.config import CONFIG_PATH
+from docdelta.errors import SandboxError
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.dockerapi import AGENT_UID
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
+    "or use --sandbox docker; --sandbox none runs the agent without isolation (recorded as a confound)"
+)
+ROOT_PREFIX = "docdelta-sandbox-"
+OWNER_FILE = "owner"
+"""In a provider's private root: "<pid> <start time>" of the docdelta process that owns it."""
+
+# In-sandbox layout of the bwrap provider (the Docker provider uses the same workspace).
+INSIDE_WORKSPACE = "/workspace/repo"
+INSIDE_TOOLS = "/workspace/tools"
+INSIDE_HOME = "/home/agent"
+INSIDE_TMP = "/tmp"  # noqa: S108 - the sandbox's own, private /tmp
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Read-only from the host (on merged-/usr systems all but /usr are symlinks, kept as such)."""
+ETC_ALLOWLIST = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "protocols",
+    "services",
+    "ssl",
+    "timezone",
+)
+"""What programs need from /etc; everything else there (host users, credentials, daemon
+configs, the host's git and pip config) stays outside."""
+ROOTLESS_UID = 65534
+"""The agent's host uid when docdelta runs as root (nobody): see `_identity`."""
+SETPRIV = "/usr/bin/setpriv"
 _KILL_GRACE_S = 2.0
 _CHUNK = 65536
 
 
 @cache
-def _probe(unshare: str, tier: str) -> bool:
-    """Can this machine run `tier` isolation? Asked once per process, by doing it."""
-    with tempfile.TemporaryDirectory(prefix="docdelta-probe-") as tmp:
+def _probe(bwrap: str) -> str | None:
+    """None when `bwrap` can build a sandbox here, else its error; asked once per binary."""
+    namespaces, inside, _ = _identity(network=False)
+    try:
+        done = subprocess.run(
+            [
+                bwrap,
+                *namespaces,
+                "--ro-bind",
+                "/usr",
+                "/usr",
+                *_system_links(),
+                "--",
+                *inside,
+                "/usr/bin/true",
+            ],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            env={"PATH": SYSTEM_PATH},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+
+
+def _identity(*, network: bool) -> tuple[list[str], list[str], int]:
+    """(bwrap's namespace and capability flags, the command that starts the agent inside,
+    the agent's uid inside).
+
+    As a normal user, bwrap unshares everything, the user namespace included, and maps
+    the agent to uid 1000 without capabilities. As root that would map the agent to host
+    root, which without any capability still owns /proc/sys and the device nodes (a
+    `core_pattern` write is a host escape). So as root bwrap builds the same namespaces
+    but the user's, and setpriv drops the agent to nobody before it starts: no
+    capabilities, no new privileges, and the host sees every file it writes as nobody's.
+    """
+    common = ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if os.geteuid() != 0:
+        uid = ["--unshare-user", "--uid", str(AGENT_UID), "--gid", str(AGENT_UID)]
+        return ["--unshare-all", *(["--share-net"] if network else []), *uid, *common], [], AGENT_UID
+    unshare = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    keep = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    drop = [f"--reuid={ROOTLESS_UID}", f"--regid={ROOTLESS_UID}", "--clear-groups"]
+    inside = [SETPRIV, *drop, "--inh-caps=-all", "--bounding-set=-all", "--"]
+    return [*unshare, *([] if network else ["--unshare-net"]), *common, *keep], inside, ROOTLESS_UID
+
+
+def _system_links() -> list[str]:
+    """/bin, /lib, ... as the host has them: a symlink stays a symlink, a directory is bound."""
+    args: list[str] = []
+    for path in SYSTEM_DIRS[1:]:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _owner_stamp(pid: int) -> str | None:
+    """ "<pid> <start time>" of a live process (the start time tells a reused PID apart)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def sweep_leftovers(parent: Path) -> list[Path]:
+    """Remove private roots under `parent` whose owning docdelta process is gone (killed
+    with SIGKILL, or its machine rebooted); roots of live processes are left alone."""
+    removed = []
+    for root in parent.glob(f"{ROOT_PREFIX}*"):
         try:
-            done = subprocess.run(
-                [*_prefix(unshare, tier, [tmp]), "true"],
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return done.returncode == 0
-
-
-def _prefix(unshare: str, tier: str, hide: Sequence[str]) -> list[str]:
-    """The argv that wraps an agent command for an isolation tier."""
-    if tier == "none":
-        return []
-    if tier == "netns":
-        return [unshare, "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--"]
-    mounts = "".join(
-        f"mount -t tmpfs -o size=64k,mode=0555 tmpfs {shlex.quote(p)} || exit 125; " for p in hide
-    )
-    script = f'{mounts}exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"'
-    return [
-        unshare,
-        "--user",
-        "--map-root-user",
-        "--net",
-        "--mount",
-        "--pid",
-        "--fork",
-        "--kill-child",
-        "--mount-proc",
-        "--",
-        "sh",
-        "-c",
-        script,
-        "sh",
-    ]
+            stamp = (root / OWNER_FILE).read_text().strip()
+            alive = _owner_stamp(int(stamp.split()[0])) == stamp
+        except (OSError, ValueError):
+            continue  # not ours, or not readable: never guess
+        if not alive:
+            _remove(root)
+            removed.append(root)
+    return removed
 
 
 class LocalProvider(SandboxProvider):
-    """Creates local sandboxes in `<root>/slot-<slot>`.
+    """Creates bubblewrap sandboxes backed by `<root>/slot-<slot>` on the host.
 
     Options: `root` (default: a fresh private directory under the system temp dir,
-    removed by `close()`, so concurrent docdelta processes never share a slot; every
-    condition of one experiment still sees the same workspace path), `slot` (one per
-    parallel job), `hide` (host directories the agent must not read, e.g. the
-    user's repository and the results workdir), `allow_network` (run without
-    isolation where namespaces are unavailable, or when a spec asks for network),
-    `unshare` (the binary to use).
+    stamped with our PID, removed by `close()` and swept by the next provider if we are
+    killed), `slot` (one per parallel job), `ro_paths` (host paths the agent and hidden
+    tests may read, at the same path inside: a virtualenv, a Node install),
+    `env` (variables set in every exec, e.g. PATH to that toolchain), `allow_network`
+    (give runs that ask for network mode "open" the host's network; recorded in the
+    isolation), `bwrap` (the binary to use).
     """
 
     name: ClassVar[str] = "local"
@@ -100,23 +191,32 @@ class LocalProvider(SandboxProvider):
         *,
         root: str | os.PathLike[str] | None = None,
         slot: int = 0,
-        hide: Sequence[str | os.PathLike[str]] = (),
+        ro_paths: Sequence[str | os.PathLike[str]] = (),
+        env: Mapping[str, str] | None = None,
         allow_network: bool = False,
-        unshare: str = "unshare",
+        bwrap: str = "bwrap",
     ) -> None:
+        self.bwrap = bwrap
+        self._bwrap_path = self._binary()  # refuse up front, before any checkout is sealed
+        self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
+        for path in self.ro_paths:
+            if not os.path.exists(path):
+                raise SandboxError(
+                    f"toolchain path {path} does not exist on this machine",
+                    hint=f"create it or remove it from sandbox.paths in {CONFIG_PATH}",
+                )
+        self.env = dict(env or {})
         self._own_root = root is None
-        base = Path(tempfile.mkdtemp(prefix="docdelta-sandbox-")) if root is None else Path(root)
+        if root is None:
+            temp = Path(tempfile.gettempdir())
+            sweep_leftovers(temp)
+            base = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=temp))
+            (base / OWNER_FILE).write_text(f"{_owner_stamp(os.getpid())}\n")
+        else:
+            base = Path(root)
         self.root = base.resolve()
         self.slot = slot
         self.allow_network = allow_network
-        self.unshare = shutil.which(unshare) or unshare
-        self.hide = [str(Path(p).resolve()) for p in hide if Path(p).is_dir()]
-        for hidden in self.hide:
-            if self.root.is_relative_to(hidden):
-                raise ConfigError(
-                    f"sandbox root {self.root} lies inside {hidden}, a directory the agent must not see",
-                    hint="choose a sandbox root outside the repository and the results workdir",
-                )
         self._live: LocalSandbox | None = None
 
     def close(self) -> None:
@@ -125,28 +225,40 @@ class LocalProvider(SandboxProvider):
         if self._own_root:
             _remove(self.root)
 
-    def _tier(self, spec: SandboxSpec) -> str:
-        if spec.network != "none":
-            if not self.allow_network:
-                raise SandboxError(
-                    f"the local sandbox cannot give an agent network mode {spec.network!r} safely",
-                    hint="use --sandbox docker, or pass --allow-network to run it unisolated (recorded)",
-                )
-            return "none"
-        if _probe(self.unshare, "mounts"):
-            return "mounts"
-        if _probe(self.unshare, "netns"):
-            return "netns"
-        if self.allow_network:
-            return "none"
+    def _network(self, spec: SandboxSpec) -> bool:
+        """True when the run gets the host's network (only with `allow_network`)."""
+        if spec.network == "none":
+            return False
+        if spec.network == "open" and self.allow_network:
+            return True
         raise SandboxError(
-            f"cannot isolate the agent: `{self.unshare} --user --map-root-user --net` does not work here",
-            hint="enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), "
-            "use --sandbox docker, or pass --allow-network to run without isolation (recorded)",
+            f"the local sandbox cannot give an agent network mode {spec.network!r}",
+            hint="use --sandbox docker (its gateway is the only way out), "
+            "or pass --allow-network to give the run the host's network (recorded)",
         )
 
-    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
-        tier = self._tier(spec)
+    def _binary(self) -> str:
+        """The bwrap binary, once it has shown it can build a sandbox here."""
+        found = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
+        if found is None:
+            raise SandboxError(
+                f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT
+            )
+        if os.geteuid() == 0 and not os.path.exists(SETPRIV):
+            raise SandboxError(
+                f"as root, the local sandbox needs {SETPRIV} to drop the agent to an unprivileged user",
+                hint="install util-linux (apt-get install util-linux), or run docdelta as a normal user",
+            )
+        why = _probe(found)
+        if why is not None:
+            raise SandboxError(
+                f"bubblewrap ({found}) cannot build a sandbox on this machine: {why}",
+                hint="allow unprivileged user namespaces (e.g. sysctl kernel.unprivileged_userns_clone=1, "
+                "or an AppArmor profile for bwrap), or use --sandbox docker",
+            )
+        return found
+
+    def _slot(self, checkout: Path) -> Path:
         if self._live is not None and not self._live.closed:
             raise SandboxError(
                 f"slot {self.slot} under {self.root} already holds a live sandbox",
@@ -159,15 +271,142 @@ class LocalProvider(SandboxProvider):
             shutil.copytree(checkout, slot_dir / "repo", symlinks=True)
             for sub in ("tools", "home", "tmp"):
                 (slot_dir / sub).mkdir()
+            if os.geteuid() == 0:
+                _give(slot_dir, ROOTLESS_UID)
         except OSError as exc:
             _remove(slot_dir)
             raise SandboxError(
                 f"cannot prepare sandbox {slot_dir} from {checkout}: {exc}",
                 hint="check that the checkout exists and the temp dir is writable",
             ) from exc
-        isolation = {"none": "none", "netns": "netns", "mounts": "netns+mounts" if self.hide else "netns"}
-        self._live = LocalSandbox(slot_dir, spec, _prefix(self.unshare, tier, self.hide), isolation[tier])
+        return slot_dir
+
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        network = self._network(spec)
+        bwrap = self._bwrap_path
+        slot_dir = self._slot(checkout)
+        namespaces, start, uid = _identity(network=network)
+        etc = self.root / "etc"
+        if not etc.is_dir():
+            _filtered_etc(etc, uid)
+        mounts = {
+            INSIDE_WORKSPACE: slot_dir / "repo",
+            INSIDE_TOOLS: slot_dir / "tools",
+            INSIDE_HOME: slot_dir / "home",
+            INSIDE_TMP: slot_dir / "tmp",
+        }
+        prefix = [bwrap, *namespaces, "--hostname", "sandbox", *_system_links()]
+        prefix += [
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--ro-bind",
+            str(etc),
+            "/etc",
+        ]
+        if network:
+            prefix += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+        # Mount points' parents are made traversable (bwrap as root would create them 0700).
+        for inside, host in mounts.items():
+            prefix += [*_parents(inside), "--bind", str(host), inside]
+        for path in self.ro_paths:
+            prefix += [*_parents(path), "--ro-bind", path, path]
+        prefix += ["--remount-ro", "/"]
+        env = {
+            "PATH": SYSTEM_PATH,
+            "HOME": INSIDE_HOME,
+            "LANG": "C.UTF-8",
+            "TMPDIR": INSIDE_TMP,
+            "USER": "agent",
+            "GIT_CEILING_DIRECTORIES": str(PurePosixPath(INSIDE_WORKSPACE).parent),
+            **self.env,
+        }
+        isolation = "bwrap+host-network" if network else "bwrap"
+
+        def wrap(argv: Sequence[str], cwd: str) -> list[str]:
+            return [*prefix, "--chdir", cwd, "--", *start, *argv]
+
+        owner = ROOTLESS_UID if os.geteuid() == 0 else None
+        self._live = LocalSandbox(slot_dir, spec, mounts, wrap, env, isolation, owner=owner)
         return self._live
+
+
+class NoneProvider(LocalProvider):
+    """No sandbox: the agent runs as a plain subprocess of docdelta, in a copy of the
+    checkout, with an environment built from scratch and its process group killed at the
+    end, but it sees and can change everything this user can (the network, the user's
+    repository, the tasks and their gold answers, every socket). Only ever chosen
+    explicitly (`--sandbox none`); every result records isolation "none", which the
+    scorecard flags as a confound."""
+
+    name: ClassVar[str] = "none"
+
+    def _binary(self) -> str:
+        return ""  # nothing to wrap the agent in
+
+    def _network(self, spec: SandboxSpec) -> bool:
+        if spec.network == "gateway":
+            raise SandboxError(
+                "the none provider has no model gateway",
+                hint="use --sandbox docker for agents that call a model",
+            )
+        return True
+
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        self._network(spec)
+        slot_dir = self._slot(checkout)
+        mounts = {str(slot_dir / sub): slot_dir / sub for sub in ("repo", "tools", "home", "tmp")}
+        env = {
+            "PATH": SYSTEM_PATH,
+            "HOME": str(slot_dir / "home"),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(slot_dir / "tmp"),
+            "GIT_CEILING_DIRECTORIES": str(slot_dir),
+            **self.env,
+        }
+        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd: list(argv), env, "none")
+        return self._live
+
+
+def _filtered_etc(etc: Path, uid: int) -> None:
+    """The sandbox's /etc, made once per provider root: the allowlisted entries copied
+    from the host (links kept as links, private keys left out) and a passwd/group that
+    name only root and the agent. One bind mount instead of one per entry keeps exec fast."""
+    etc.mkdir(mode=0o755)
+    for name in ETC_ALLOWLIST:
+        host = Path("/etc", name)
+        with contextlib.suppress(OSError, shutil.Error):  # absent, or unreadable to this user
+            if host.is_symlink() or not host.is_dir():
+                shutil.copy2(host, etc / name, follow_symlinks=False)
+            else:
+                shutil.copytree(host, etc / name, symlinks=True, ignore=shutil.ignore_patterns("private"))
+    (etc / "passwd").write_text(
+        f"root:x:0:0:root:/root:/bin/sh\nagent:x:{uid}:{uid}::{INSIDE_HOME}:/bin/sh\n"
+    )
+    (etc / "group").write_text(f"root:x:0:\nagent:x:{uid}:\n")
+    (etc / "resolv.conf").touch()  # where the host's is bound when a run gets the network
+    for path in (etc / "passwd", etc / "group", etc / "resolv.conf"):
+        path.chmod(0o644)
+
+
+def _parents(path: str) -> list[str]:
+    """bwrap arguments that create the parents of an in-sandbox path, mode 0755."""
+    args: list[str] = []
+    for parent in reversed(PurePosixPath(path).parents[:-1]):
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def _give(path: Path, uid: int) -> None:
+    """Make a tree the sandboxed agent's (it runs as `uid`), links included, never followed."""
+    os.lchown(path, uid, uid)
+    for top, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(top, name), uid, uid)
 
 
 def _remove(path: Path) -> None:
@@ -184,38 +423,56 @@ def _remove(path: Path) -> None:
 
 
 class LocalSandbox(Sandbox):
-    """One live local sandbox; the workspace and tools dir are real host paths."""
+    """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
-    def __init__(self, slot_dir: Path, spec: SandboxSpec, prefix: list[str], isolation: str) -> None:
+    `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
+    host directory; `wrap` turns (argv, in-sandbox cwd) into the host command line."""
+
+    def __init__(
+        self,
+        slot_dir: Path,
+        spec: SandboxSpec,
+        mounts: Mapping[str, Path],
+        wrap: Callable[[Sequence[str], str], list[str]],
+        env: Mapping[str, str],
+        isolation: str,
+        *,
+        owner: int | None = None,
+    ) -> None:
         self.slot_dir = slot_dir
+        self._owner = owner
+        """The host uid files written from the host are given to, so the agent can change them."""
         self.spec = spec
-        self.workspace = str(slot_dir / "repo")
-        self.tools_dir = str(slot_dir / "tools")
+        self.workspace, self.tools_dir = list(mounts)[:2]
         self.isolation = isolation
-        self._prefix = prefix
+        self._mounts = dict(mounts)
+        self._wrap = wrap
+        self._env = {**env, **spec.env}
         self.closed = False
+
+    @property
+    def host_workspace(self) -> Path:
+        """Where the workspace lives on the host (for tests and the grader's diff)."""
+        return self._mounts[self.workspace]
+
+    def _inside(self, path: str) -> PurePosixPath:
+        """The normalised in-sandbox path (relative paths are under the workspace)."""
+        if self.closed:
+            raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
+        return PurePosixPath(os.path.normpath(PurePosixPath(self.workspace, path)))
 
     def _resolve(self, path: str) -> Path:
         """Host path for an in-sandbox path, refusing anything outside the slot."""
-        if self.closed:
-            raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
-        full = Path(os.path.realpath(Path(self.workspace) / path))
-        if not full.is_relative_to(self.slot_dir):
-            raise SandboxError(
-                f"path {path!r} resolves to {full}, outside the sandbox {self.slot_dir}",
-                hint="use a path relative to the workspace or under the sandbox's tools dir",
-            )
-        return full
-
-    def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        env = {
-            "PATH": SYSTEM_PATH,
-            "HOME": str(self.slot_dir / "home"),
-            "LANG": "C.UTF-8",
-            "TMPDIR": str(self.slot_dir / "tmp"),
-            "GIT_CEILING_DIRECTORIES": str(self.slot_dir),
-        }
-        return env | dict(self.spec.env) | dict(extra or {})
+        inside = self._inside(path)
+        for mount, host in self._mounts.items():
+            if inside.is_relative_to(mount):
+                full = Path(os.path.realpath(host / inside.relative_to(mount)))
+                if full.is_relative_to(host):
+                    return full
+        raise SandboxError(
+            f"path {path!r} lies outside the sandbox {self.slot_dir}",
+            hint="use a path relative to the workspace or under the sandbox's tools dir",
+        )
 
     def exec(
         self,
@@ -226,21 +483,22 @@ class LocalSandbox(Sandbox):
         cwd: str | None = None,
         timeout: float = 600.0,
     ) -> ExecResult:
-        workdir = self._resolve(cwd or ".")
+        inside = self._inside(cwd or ".")
+        workdir = self._resolve(str(inside))
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                [*self._prefix, *argv],
+                self._wrap(argv, str(inside)),
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=workdir,
-                env=self._env(env),
+                env={**self._env, **(env or {})},
                 start_new_session=True,
             )
         except OSError as exc:
             raise SandboxError(
-                f"cannot start {argv[0]!r} in {workdir}: {exc}",
+                f"cannot start {argv[0]!r} in {inside}: {exc}",
                 hint="check that the command exists on the system PATH",
             ) from exc
         cap = self.spec.max_output_bytes
@@ -284,9 +542,13 @@ class LocalSandbox(Sandbox):
 
     def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         full = self._resolve(path)
+        missing = [p for p in (full.parent, *full.parent.parents) if not p.exists()]
         full.parent.mkdir(parents=True, exist_ok=True)
         full.write_bytes(data)
         full.chmod(mode)
+        if self._owner is not None:
+            for made in (full, *missing):
+                os.lchown(made, self._owner, self._owner)
 
     def close(self) -> None:
         if not self.closed:

@@ -1,0 +1,374 @@
+"""The hostile-agent suite: every sandbox provider must hold against an agent that attacks.
+
+An instruction file from a pull request can make the agent do anything inside its sandbox,
+so each test here is an attack (tests/conformance/hostile_agent.py, run in the sandbox)
+followed by a check, on the host, that it failed: writes outside the checkout, host Unix
+sockets and TCP ports, the gold answers and other runs' files, secrets in the environment,
+daemons that outlive the run, notes left in /tmp for the next run.
+
+Each attack is also run once without a sandbox (the explicit `none` provider) where it
+must succeed: that proves the probe can see what it looks for, so a pass is not a blind
+probe's pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CheckoutFactory
+from gitrepo import GitRepo
+
+from conformance.providers import ProviderFactory
+from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec, get_provider
+
+AGENT = Path(__file__).with_name("hostile_agent.py").read_bytes()
+SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DOCDELTA_GATEWAY_KEY")
+
+
+def attack(sandbox: Sandbox, name: str, args: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+    """Run one attack in the sandbox as an agent would run; its JSON report."""
+    script = f"{sandbox.tools_dir}/hostile_agent.py"
+    sandbox.write_file(script, AGENT)
+    result = sandbox.exec(["python3", script, name], stdin=json.dumps(args).encode(), timeout=timeout)
+    assert result.exit_code == 0, result.stderr.decode(errors="replace")
+    report: dict[str, Any] = json.loads(result.stdout.decode().splitlines()[-1])
+    return report
+
+
+@pytest.fixture
+def checkout(tmp_checkout: CheckoutFactory) -> Path:
+    return tmp_checkout({"README.md": "hello\n"}, name="sealed")
+
+
+@pytest.fixture
+def unsandboxed(tmp_path: Path) -> Iterator[SandboxProvider]:
+    """No sandbox at all (`--sandbox none`): the control where every attack must succeed."""
+    made = get_provider("none", root=tmp_path / "unsandboxed")
+    yield made
+    made.close()
+
+
+# ----------------------------------------------------------------- writes
+@pytest.fixture
+def host_targets() -> Iterator[list[Path]]:
+    """Host places an escaped agent would write to: /tmp, $HOME, /root, docdelta's
+    site-packages (a .pth there runs at the user's next `docdelta --version`)."""
+    tag = uuid.uuid4().hex[:12]
+    dirs = {Path(tempfile.gettempdir()), Path.home(), Path("/root"), Path(sysconfig.get_paths()["purelib"])}
+    targets = sorted(d / f"docdelta-hostile-{tag}.pth" for d in dirs)
+    yield targets
+    for target in targets:
+        target.unlink(missing_ok=True)
+
+
+def _write_outside(provider: SandboxProvider, checkout: Path, targets: list[Path]) -> tuple[list[Path], str]:
+    """Plant a .pth everywhere; (what landed on the host, what the user's next Python ran)."""
+    planted = "import os; os.environ['DOCDELTA_ESCAPED'] = 'yes'\n"
+    with provider.create(checkout, SandboxSpec()) as sb:
+        attack(sb, "write", {"paths": [str(p) for p in targets], "content": planted})
+    landed = [p for p in targets if p.exists()]
+    probe = "import os; print(os.environ.get('DOCDELTA_ESCAPED'))"
+    next_python = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return landed, next_python.stdout.strip()
+
+
+def test_writes_outside_the_checkout_never_reach_the_host(
+    provider: SandboxProvider, checkout: Path, host_targets: list[Path]
+) -> None:
+    landed, ran = _write_outside(provider, checkout, host_targets)
+    assert landed == [] and ran == "None", f"the agent wrote on the host: {landed}"
+
+
+def test_control_unsandboxed_writes_land_and_the_pth_runs(
+    unsandboxed: SandboxProvider, checkout: Path, host_targets: list[Path]
+) -> None:
+    landed, ran = _write_outside(unsandboxed, checkout, host_targets)
+    assert landed == host_targets and ran == "yes"
+
+
+# --------------------------------------------------------------- sockets
+@dataclass
+class HostServers:
+    """A Unix socket, an abstract socket and a loopback TCP port on the host that record
+    every client that reaches them and answer it."""
+
+    unix: str
+    abstract: str
+    tcp: tuple[str, int]
+    seen: list[bytes] = field(default_factory=list)
+
+
+def _serve(server: socket.socket, servers: HostServers) -> None:
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(5)
+            try:
+                servers.seen.append(conn.recv(100))
+                conn.sendall(b"host says hi\n")
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def host_servers() -> Iterator[HostServers]:
+    short = Path(tempfile.mkdtemp(prefix="dd-sock-"))  # AF_UNIX paths must be short
+    path = str(short / "host.sock")
+    abstract = f"docdelta-hostile-{uuid.uuid4().hex[:12]}"
+    sockets = [socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX), socket.socket()]
+    sockets[0].bind(path)
+    os.chmod(path, 0o777)  # any uid may connect: the sandbox must stop it, not file modes
+    short.chmod(0o755)
+    sockets[1].bind("\0" + abstract)
+    sockets[2].bind(("127.0.0.1", 0))
+    servers = HostServers(unix=path, abstract=abstract, tcp=("127.0.0.1", sockets[2].getsockname()[1]))
+    for sock in sockets:
+        sock.listen(8)
+        threading.Thread(target=_serve, args=(sock, servers), daemon=True).start()
+    yield servers
+    for sock in sockets:
+        sock.close()
+    shutil.rmtree(short)
+
+
+def _connect(
+    provider: SandboxProvider, checkout: Path, servers: HostServers, *, discover: bool
+) -> dict[str, str]:
+    """Connect to the test's servers; with `discover`, also to the Docker engine's socket and
+    every socket file the agent can find (only ever inside a sandbox: no bytes to host daemons)."""
+    engine = [p for p in ("/var/run/docker.sock", "/run/docker.sock") if Path(p).exists()] if discover else []
+    args = {
+        "unix": [servers.unix, *engine],
+        "abstract": [servers.abstract],
+        "tcp": [list(servers.tcp)],
+        "discover": discover,
+    }
+    with provider.create(checkout, SandboxSpec()) as sb:
+        reached: dict[str, str] = attack(sb, "connect", args)["reached"]
+    return reached
+
+
+def test_host_sockets_and_ports_are_unreachable(
+    provider: SandboxProvider, checkout: Path, host_servers: HostServers
+) -> None:
+    reached = _connect(provider, checkout, host_servers, discover=True)
+    assert reached == {} and host_servers.seen == [], f"the agent reached {reached}"
+
+
+def test_control_unsandboxed_reaches_every_host_socket(
+    unsandboxed: SandboxProvider, checkout: Path, host_servers: HostServers
+) -> None:
+    reached = _connect(unsandboxed, checkout, host_servers, discover=False)
+    assert len(host_servers.seen) == 3 and reached[host_servers.unix] == "host says hi\n"
+
+
+# ----------------------------------------------------------------- reads
+@dataclass
+class HostSecrets:
+    canaries: dict[str, str]
+    """what -> canary text planted there"""
+    paths: list[str]
+    """host paths a cheating agent would open"""
+
+
+@pytest.fixture
+def host_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostSecrets]:
+    """Gold answers and other conditions' files where docdelta keeps them, a worktree's main
+    gitdir, a note in the host's /tmp, and API keys in docdelta's own environment."""
+
+    def canary(what: str) -> str:
+        return f"canary-{what}-{uuid.uuid4().hex[:12]}"
+
+    c = {w: canary(w) for w in ("repo", "tasks", "workdir", "gitdir", "host-tmp", "env")}
+    repo = GitRepo.init(tmp_path / "user-repo")
+    repo.commit({"AGENTS.md": f"# {c['repo']}\n", ".docdelta/tasks/t.yaml": f"gold: {c['repo']}\n"})
+    repo.git("worktree", "add", "-q", str(tmp_path / "user-worktree"))
+    gitdir_note = repo.path / ".git" / "info" / "docdelta-note"
+    gitdir_note.write_text(c["gitdir"])
+    tasks = tmp_path / "tasks"
+    (tasks / "t").mkdir(parents=True)
+    (tasks / "t.yaml").write_text(f"id: t\ngold:\n  answer: {c['tasks']}\n")
+    (tasks / "t" / "reference.patch").write_text(f"+{c['tasks']}\n")
+    result = tmp_path / "work" / "runs" / "user-repo" / "t" / "head" / "r1" / "result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"answer": c["workdir"]}))
+    host_tmp = Path(tempfile.gettempdir()) / f"docdelta-hostile-{uuid.uuid4().hex[:12]}.txt"
+    host_tmp.write_text(c["host-tmp"])
+    for name in SECRET_VARS:
+        monkeypatch.setenv(name, c["env"])
+    paths = [
+        str(repo.path / "AGENTS.md"),
+        str(repo.path / ".docdelta" / "tasks" / "t.yaml"),
+        str(tasks / "t.yaml"),
+        str(tasks / "t" / "reference.patch"),
+        str(result),
+        str(gitdir_note),
+        str(repo.path / ".git" / "HEAD"),
+        str(host_tmp),
+        "/root",
+    ]
+    yield HostSecrets(canaries=c, paths=[p for p in paths if Path(p).exists()])
+    host_tmp.unlink()
+
+
+def _read(provider: SandboxProvider, checkout: Path, secrets: HostSecrets, walk: list[str]) -> dict[str, Any]:
+    args = {"paths": secrets.paths, "canaries": list(secrets.canaries.values()), "walk": walk}
+    with provider.create(checkout, SandboxSpec()) as sb:
+        return attack(sb, "read", args)
+
+
+def test_gold_other_conditions_and_secrets_are_unreadable(
+    provider: SandboxProvider, checkout: Path, host_secrets: HostSecrets
+) -> None:
+    seen = _read(provider, checkout, host_secrets, walk=["/"])
+    assert seen["readable"] == [] and seen["found"] == {}, f"the agent read {seen}"
+
+
+def test_control_unsandboxed_reads_gold_gitdir_and_keys(
+    unsandboxed: SandboxProvider, checkout: Path, host_secrets: HostSecrets
+) -> None:
+    # Walking the whole host would take minutes; the planted files themselves suffice.
+    seen = _read(
+        unsandboxed, checkout, host_secrets, walk=[p for p in host_secrets.paths if Path(p).is_file()]
+    )
+    assert set(seen["readable"]) == set(host_secrets.paths)
+    # Even `none` builds the agent's environment from scratch: only the keys stay hidden.
+    assert set(seen["found"]) == set(host_secrets.canaries.values()) - {host_secrets.canaries["env"]}
+
+
+def test_another_live_runs_checkout_is_unreadable(
+    provider_factory: ProviderFactory, tmp_path: Path, tmp_checkout: CheckoutFactory
+) -> None:
+    canary = f"canary-other-run-{uuid.uuid4().hex[:12]}"
+    mine, theirs = provider_factory(tmp_path / "mine"), provider_factory(tmp_path / "theirs")
+    try:
+        with (
+            mine.create(tmp_checkout({"f.txt": "mine\n"}, name="a"), SandboxSpec()) as sb,
+            theirs.create(tmp_checkout({"f.txt": "theirs\n"}, name="b"), SandboxSpec()) as other,
+        ):
+            other.write_file("notes.txt", canary.encode())
+            # Wherever the other run's files live on this host (for the local provider, under
+            # tmp_path), the agent knows the path: the sandbox must still not show it.
+            where = [str(p) for p in tmp_path.rglob("notes.txt")]
+            seen = attack(sb, "read", {"paths": where, "canaries": [canary], "walk": ["/"]})
+            assert seen["readable"] == [] and seen["found"] == {}, f"the agent read {seen}"
+            assert other.read_file("notes.txt") == canary.encode()
+    finally:
+        mine.close()
+        theirs.close()
+
+
+def _leftovers(provider: SandboxProvider, checkout: Path, name: str) -> tuple[list[str], dict[str, Any]]:
+    """An earlier run leaves notes in /tmp, /var/tmp, $HOME and $TMPDIR; what the next run reads."""
+    canary = f"canary-earlier-run-{uuid.uuid4().hex[:12]}"
+    with provider.create(checkout, SandboxSpec()) as first:
+        home, tmpdir = first.exec(["sh", "-c", 'echo "$HOME"; echo "$TMPDIR"']).stdout.decode().split()
+        notes = [f"/tmp/{name}", f"/var/tmp/{name}", f"{home}/{name}", f"{tmpdir}/{name}"]
+        attack(first, "write", {"paths": notes, "content": canary})
+    with provider.create(checkout, SandboxSpec()) as second:
+        return notes, attack(second, "read", {"paths": notes, "canaries": [canary], "walk": ["/tmp"]})
+
+
+@pytest.fixture
+def note_name() -> Iterator[str]:
+    name = f"docdelta-hostile-{uuid.uuid4().hex[:12]}"
+    yield name
+    for tmp in ("/tmp", "/var/tmp"):
+        Path(tmp, name).unlink(missing_ok=True)
+
+
+def test_what_an_earlier_run_left_in_tmp_and_home_is_gone(
+    provider: SandboxProvider, checkout: Path, note_name: str
+) -> None:
+    _, seen = _leftovers(provider, checkout, note_name)
+    assert seen["readable"] == [] and seen["found"] == {}, f"the next run read {seen}"
+
+
+def test_control_unsandboxed_runs_share_the_host_tmp(
+    unsandboxed: SandboxProvider, checkout: Path, note_name: str
+) -> None:
+    notes, seen = _leftovers(unsandboxed, checkout, note_name)
+    assert seen["readable"] == notes[:2], "the host's /tmp and /var/tmp outlive the run"
+
+
+def test_kernel_interfaces_and_device_nodes_are_not_writable(
+    provider: SandboxProvider, checkout: Path
+) -> None:
+    """A root-owned sysctl (core_pattern runs a program as host root) or device node must
+    not be writable, even by an agent whose uid maps to root. Each write puts back the
+    value already there, so even a failing run changes nothing on the host."""
+    script = (
+        'v=$(cat /proc/sys/kernel/core_pattern) && echo "$v" > /proc/sys/kernel/core_pattern && echo sysctl; '
+        "chmod 666 /dev/null && echo chmod; true"
+    )
+    with provider.create(checkout, SandboxSpec()) as sb:
+        assert sb.exec(["sh", "-c", script]).stdout == b""
+
+
+# --------------------------------------------------------------- daemons
+def _marked(marker: str) -> list[int]:
+    """Host PIDs whose command line carries `marker` (container processes included)."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            pass
+    return pids
+
+
+def _daemon(provider: SandboxProvider, checkout: Path, marker: str, *, hang: bool) -> list[int]:
+    """Leave a daemon (ending normally, or killed at the timeout); host PIDs still carrying
+    `marker` once the run's sandbox is closed."""
+    args = {"fifo": "ready.fifo", "marker": marker, "hang": hang}
+    with provider.create(checkout, SandboxSpec()) as sb:
+        if not hang:
+            assert attack(sb, "daemon", args)["daemon"] > 0
+        else:
+            sb.write_file(f"{sb.tools_dir}/hostile_agent.py", AGENT)
+            argv = ["python3", f"{sb.tools_dir}/hostile_agent.py", "daemon"]
+            hung = sb.exec(argv, stdin=json.dumps(args).encode(), timeout=5)
+            assert hung.timed_out and b'"daemon"' in hung.stdout, hung.stderr
+    return _marked(marker)
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    mark = f"docdelta-hostile-daemon-{uuid.uuid4().hex[:12]}"
+    yield mark
+    for pid in _marked(mark):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("hang", [False, True], ids=["exits", "times-out"])
+def test_a_daemon_dies_with_its_run(
+    provider: SandboxProvider, checkout: Path, marker: str, hang: bool
+) -> None:
+    assert _daemon(provider, checkout, marker, hang=hang) == [], (
+        "a process the agent started outlived its run"
+    )
+
+
+def test_control_unsandboxed_daemon_survives(
+    unsandboxed: SandboxProvider, checkout: Path, marker: str
+) -> None:
+    assert len(_daemon(unsandboxed, checkout, marker, hang=False)) == 1, "the probe sees a surviving daemon"
