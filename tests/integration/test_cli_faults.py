@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import sandbox_config
 from gitrepo import GitRepo
 
 from docdelta.cli import main
@@ -36,6 +37,7 @@ ANSWERS = 'import json; print(json.dumps({"answer": "run make check", "commands"
 def _project(tmp_path: Path, tasks: tuple[str, ...] = ("test-cmd",)) -> GitRepo:
     repo = GitRepo.init(tmp_path / "proj")
     files = {f".docdelta/tasks/{t}.yaml": TASK.format(id=t) for t in tasks}
+    files[".docdelta.yml"] = sandbox_config()  # the agent runs this interpreter, named read-only
     repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", **files})
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     return repo

@@ -18,8 +18,9 @@ def _load(path: Path) -> dict[Any, Any]:
     return data
 
 
-def test_there_are_the_three_examples() -> None:
-    assert {p.stem for p in EXAMPLES} == {"docdelta-pr", "docdelta-fork-safe", "docdelta-push"}
+def test_there_are_the_four_examples() -> None:
+    names = {"docdelta-pr", "docdelta-fork-safe", "docdelta-push", "docdelta-matrix"}
+    assert {p.stem for p in EXAMPLES} == names
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
