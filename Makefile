@@ -12,7 +12,9 @@ $(BIN)/docdelta: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The local sandbox is bubblewrap: installed from Debian's package when missing (as root).
 demo: $(BIN)/docdelta
+	bash scripts/provision-bwrap.sh >/dev/null
 	$(BIN)/docdelta demo --workdir docdelta-demo
 
 lint: $(BIN)/docdelta
