@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 import pytest
-import yaml
 from actionimage import ACT
 from gitrepo import GitRepo
-
-CheckoutFactory = Callable[..., Path]
-
-PYTHON_TOOLCHAIN: tuple[str, ...] = tuple(sorted({sys.prefix, sys.base_prefix}))
-"""This interpreter's venv and installation. The sandbox shows nothing of the host that is
-not named, so tests whose sandboxed commands run `sys.executable` (pytest for hidden tests)
-name these read-only, as a project names its toolchain in `.docdelta.yml`."""
-
-
-def sandbox_config(*paths: Path) -> str:
-    """`.docdelta.yml` text showing the sandbox this interpreter plus `paths`, read-only."""
-    return yaml.safe_dump({"sandbox": {"paths": [*PYTHON_TOOLCHAIN, *map(str, paths)]}})
+from toolchain import CheckoutFactory
 
 
 @pytest.fixture

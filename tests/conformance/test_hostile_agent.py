@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
 from gitrepo import GitRepo
+from toolchain import CheckoutFactory
 
 from conformance.providers import ProviderFactory
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec, get_provider

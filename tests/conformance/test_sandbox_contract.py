@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CheckoutFactory
+from toolchain import CheckoutFactory
 
 from conformance.providers import ProviderFactory
 from docdelta.errors import SandboxError

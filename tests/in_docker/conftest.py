@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,10 +18,6 @@ from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 MODEL = "gpt-4o-mini-2024-07-18"
-
-CheckoutFactory = Callable[..., Path]
-"""Same alias as tests/conftest.py: both files are imported as `conftest`, so whichever
-one `from conftest import CheckoutFactory` meets, it finds the name."""
 
 
 @pytest.fixture(scope="session")

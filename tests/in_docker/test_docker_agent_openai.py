@@ -11,8 +11,8 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
 from docker_helpers import modelserver_image, run_scripted_agent
+from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
 from docker_helpers import modelserver_image, run_scripted_agent
+from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.images import agent_image

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
 from docker_helpers import UPSTREAM_PORT, control, leftovers, requests_seen
+from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway

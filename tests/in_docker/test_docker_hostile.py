@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
 from docker_helpers import UPSTREAM_PORT, leftovers
+from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import OPENAI, GatewayConfig
 from docdelta.gateway.runtime import Gateway

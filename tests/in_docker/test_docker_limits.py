@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
+from toolchain import CheckoutFactory
 
 from docdelta.agents.base import AgentContext
 from docdelta.agents.command import CommandAgent

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import sandbox_config
 from gitrepo import GitRepo
+from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.models import RunResult

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import sandbox_config
 from gitrepo import GitRepo
+from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.errors import ExitCode

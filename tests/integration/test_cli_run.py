@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import sandbox_config
 from gitrepo import GitRepo
+from toolchain import sandbox_config
 
 import docdelta
 from docdelta.cli import main

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON_TOOLCHAIN
 from gitrepo import GitRepo
+from toolchain import PYTHON_TOOLCHAIN
 
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError, TaskError

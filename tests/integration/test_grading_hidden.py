@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON_TOOLCHAIN
 from gitrepo import GitRepo
+from toolchain import PYTHON_TOOLCHAIN
 
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import TaskError

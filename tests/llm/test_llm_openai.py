@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
 from gitrepo import GitRepo
+from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent

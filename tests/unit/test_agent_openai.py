@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CheckoutFactory
+from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.openai_loop import OpenAIAgent

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CheckoutFactory
+from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext, extract_last_json, get_agent
 from docdelta.agents.command import CommandAgent, preflight

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CheckoutFactory
+from toolchain import CheckoutFactory
 
 from docdelta.errors import ConfigError, SandboxError
 from docdelta.sandbox import SandboxSpec, get_provider, provider_names
