@@ -25,7 +25,9 @@ from docdelta.cli import main as cli_main
 from docdelta.config import load_project_config
 from docdelta.demo import build_demo_repo
 from docdelta.git import Repo
-from docdelta.runner import ExperimentRequest, LineProgress, RunLimits, Runner, prepare
+from docdelta.planning import ExperimentRequest, prepare
+from docdelta.progress import LineProgress
+from docdelta.runner import RunLimits, Runner
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.store import ResultStore

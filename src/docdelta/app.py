@@ -49,8 +49,8 @@ from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.models import BASE, HEAD, ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
+from docdelta.planning import ExperimentRequest
 from docdelta.report import render_comment_markdown, render_markdown
-from docdelta.runner import ExperimentRequest
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs

@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError
 from docdelta.errors import InfraError
 from docdelta.git import overlay_commit, run_git
 from docdelta.models import SCHEMA_VERSION, AgentInfo, Frozen, RunBounds, RunResult, RunStatus, sha256_hex
-from docdelta.runner import Experiment
+from docdelta.planning import Experiment
 from docdelta.store import ResultStore, atomic_write
 
 log = logging.getLogger("docdelta.cache")

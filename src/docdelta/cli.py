@@ -39,10 +39,10 @@ from docdelta.grading.judged import judge_workdir
 from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
+from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.rounds import AUTO, parse_repeats
-from docdelta.runner import ExperimentRequest, PlanTooLarge
 from docdelta.sandbox import get_provider, provider_names
 from docdelta.scorecard import scorecard
 from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix

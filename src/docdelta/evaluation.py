@@ -31,21 +31,12 @@ from docdelta.errors import ConfigError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.models import BASE, RunBounds, Summary
+from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line
+from docdelta.progress import LineProgress, Progress, progress_for
 from docdelta.report.summary import design_of
 from docdelta.rounds import run_matrix
-from docdelta.runner import (
-    Experiment,
-    ExperimentRequest,
-    LineProgress,
-    MatrixReport,
-    Progress,
-    RateLimitPolicy,
-    RunLimits,
-    Runner,
-    prepare,
-    progress_for,
-)
+from docdelta.runner import MatrixReport, RateLimitPolicy, RunLimits, Runner
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.scorecard import scorecard
 from docdelta.shard import Shard

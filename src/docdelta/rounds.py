@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from docdelta import stats
 from docdelta.decision import Decision, Design, TaskRuns, decide
 from docdelta.models import Cell, RunResult
+from docdelta.planning import Experiment
 from docdelta.report.summary import design_of, task_runs
-from docdelta.runner import Experiment, MatrixReport, Runner
+from docdelta.runner import MatrixReport, Runner
 
 Execute = Callable[[list[Cell]], str | None]
 """Runs one round of cells; returns why the run had to stop (spend cap, rate limit) or None."""

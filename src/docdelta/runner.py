@@ -1,7 +1,7 @@
 """The matrix: tasks x conditions x repeats, in a seeded interleaved order, resumable.
 
-`prepare` turns two refs into an `Experiment` (sealed checkouts, tasks, manifest);
-`Runner.run` executes a list of cells — by default the whole plan, but any round
+`docdelta.planning.prepare` turns two refs into an `Experiment` (sealed checkouts, tasks,
+manifest); `Runner.run` executes a list of cells — by default the whole plan, but any round
 of cells is a callable unit (adaptive repeats and sharding will call it with
 subsets). The runner holds no global state: each cell writes its own directory,
 atomically, and a saved complete result is reused, so an interrupted matrix
@@ -20,294 +20,44 @@ from __future__ import annotations
 
 import contextlib
 import math
-import random
-import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cached_property
-from pathlib import Path
-from typing import Any, Literal, Protocol, TextIO, TypeVar
+from typing import Any, Literal, TypeVar
 
-from docdelta import __version__
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
-from docdelta.audit import AuditIndex, audit_run, build_index
-from docdelta.config import ProjectConfig, matcher
-from docdelta.detect import detect_refs
-from docdelta.errors import ConfigError, DocdeltaError, InfraError
-from docdelta.git import Repo
+from docdelta.audit import audit_run
+from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
-from docdelta.grading.hidden import ChangeAssets, capture_agent_diff, grade_change, load_assets
+from docdelta.grading.hidden import capture_agent_diff, grade_change
 from docdelta.grading.selftest import selftest
 from docdelta.models import (
-    BASE,
-    DEFAULT_CONDITIONS,
-    HEAD,
-    AgentInfo,
     AgentOutcome,
     Cell,
     ChecksResult,
-    Detection,
     HiddenTestResult,
-    Manifest,
     ModelCall,
-    RunBounds,
     RunResult,
     RunStatus,
     Score,
     Task,
     sha256_hex,
 )
+from docdelta.planning import Experiment, cell_seed
+from docdelta.progress import Progress
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore, checkout_dir
-from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
-from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions, valid_cost
-from docdelta.workspace import SealedCheckout, build_overlays, seal
+from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
+from docdelta.validate import valid_cost
+from docdelta.workspace import SealedCheckout
 
 
-@dataclass(frozen=True)
-class Experiment:
-    """Everything a run of the matrix needs, fixed before the first cell starts."""
-
-    repo_name: str
-    manifest: Manifest
-    detection: Detection
-    tasks: dict[str, LoadedTask]
-    checkouts: dict[str, SealedCheckout]
-    assets: dict[str, ChangeAssets] = field(default_factory=dict)
-    """Change tasks' hidden tests and reference, read from trusted copies at prepare time."""
-
-    @cached_property
-    def audit_index(self) -> AuditIndex:
-        """Fingerprints of every condition's instruction files, for the gateway's audit."""
-        paths = {name: c.path for name, c in self.checkouts.items()}
-        return build_index(self.manifest.conditions, paths, self.detection)
-
-
-@dataclass(frozen=True)
-class ExperimentRequest:
-    """What the user asked for; `prepare` resolves it against the repository."""
-
-    base: str
-    head: str
-    tasks_dir: Path
-    conditions: Sequence[str] = DEFAULT_CONDITIONS
-    repeats: int = 3
-    adaptive: bool = False
-    """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
-    seed: int = 0
-    source: str = HEAD
-    patch: Path | None = None
-    allow_unreviewed: bool = False
-    max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
-    """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
-
-
-class PlanTooLarge(ConfigError):
-    """The plan has more runs than the request allows without confirmation."""
-
-    def __init__(self, planned: int, tasks: int, conditions: int, repeats: int, bound: int) -> None:
-        super().__init__(
-            f"the plan is {planned:,} runs ({tasks} task{'s' if tasks != 1 else ''} x {conditions} "
-            f"conditions x {repeats:,} repeats), more than the {bound:,} that run without confirmation",
-            hint="check --repeats and --conditions, or pass --yes to run it",
-        )
-        self.planned = planned
-
-
-def plan_order(task_ids: Sequence[str], conditions: Sequence[str], repeats: int, seed: int) -> list[Cell]:
-    """Interleave conditions: every repeat round holds each (task, condition) once, shuffled
-    by a seeded RNG, so drift over time (rate limits, provider load) hits all arms alike."""
-    rng = random.Random(seed)
-    order: list[Cell] = []
-    for repeat in range(1, repeats + 1):
-        block = [Cell(task=t, condition=c, repeat=repeat) for t in task_ids for c in conditions]
-        rng.shuffle(block)
-        order.extend(block)
-    return order
-
-
-def cell_seed(seed: int, cell: Cell) -> int:
-    """Derived from (seed, task, repeat) but NOT the condition: the same random draw
-    serves every arm of a repeat (common random numbers), so only the docs differ."""
-    digest = sha256_hex(f"{seed}/{cell.task}/{cell.repeat}".encode())
-    return int(digest[:12], 16)
-
-
-def prepare(
-    repo: Repo,
-    request: ExperimentRequest,
-    *,
-    config: ProjectConfig,
-    store: ResultStore,
-    agent: Agent,
-    sandbox: str,
-    image_digest: str | None = None,
-    bounds: RunBounds | None = None,
-) -> Experiment | None:
-    """Resolve refs, detect, load and check tasks, seal one checkout per condition and
-    write the manifest. Returns None when no instruction file changed.
-
-    `config` must come from the trusted base ref (`load_project_config(repo, base)`):
-    the PR head, maybe a fork, must not steer its own evaluation."""
-    if request.repeats < 1:
-        raise ConfigError("--repeats must be at least 1", hint="use --repeats 3 or more for statistics")
-    try:
-        unique_conditions(request.conditions)
-    except ValueError as exc:
-        raise ConfigError(str(exc), hint="e.g. --conditions base,head,none") from None
-    base_sha, head_sha = repo.resolve(request.base), repo.resolve(request.head)
-    source_sha = {HEAD: head_sha, BASE: base_sha}.get(request.source) or repo.resolve(request.source)
-    match = matcher(config)
-    detection = detect_refs(repo, base_sha, head_sha, match)
-    if detection.empty:
-        return None
-
-    loaded = load_tasks(request.tasks_dir)
-    planned = len(loaded) * len(request.conditions) * request.repeats
-    if request.max_runs is not None and planned > request.max_runs:
-        raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
-    require_reviewed(loaded, request.allow_unreviewed)
-
-    assets = {
-        lt.task.id: load_assets(lt.task, lt.path, repo, source_sha)
-        for lt in loaded
-        if lt.task.kind == "change"
-    }
-    hidden_paths = sorted({f"/{path}" for a in assets.values() for path in a.hidden})
-    overlays = build_overlays(repo, base_sha, head_sha, request.conditions, match, request.patch)
-    # Hidden tests that live in the source commit never reach the agent's checkout.
-    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir), *hidden_paths]
-    checkouts: dict[str, SealedCheckout] = {}
-    for name, overlay in overlays.items():
-        dest = checkout_dir(store.workdir, overlay.sha256)
-        shutil.rmtree(dest, ignore_errors=True)
-        checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
-    check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
-
-    tasks = {lt.task.id: lt for lt in loaded}
-    manifest = Manifest(
-        repo=repo.name,
-        base_sha=base_sha,
-        head_sha=head_sha,
-        source_sha=source_sha,
-        source_tree_sha256=next(iter(checkouts.values())).source_sha256,
-        conditions=[overlays[name].spec(name) for name in request.conditions],
-        tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
-        agent=AgentInfo(
-            name=agent.name,
-            version=agent.version,
-            model=agent.model,
-            settings=agent.recorded_settings,
-            server=dict(agent.server_identity),
-        ),
-        sandbox=sandbox,
-        image_digest=image_digest,
-        seed=request.seed,
-        repeats=request.repeats,
-        adaptive=request.adaptive,
-        bounds=bounds,
-        docdelta_version=__version__,
-        order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
-        created_at=datetime.now(UTC),
-    )
-    _check_same_experiment(store, manifest)
-    store.write_manifest(manifest)
-    store.write_detection(detection)
-    return Experiment(repo.name, manifest, detection, tasks, checkouts, assets)
-
-
-def _inside(root: Path, directory: Path) -> list[str]:
-    """A --tasks directory inside the repository holds gold answers: strip it too."""
-    try:
-        rel = directory.resolve().relative_to(root.resolve())
-    except ValueError:
-        return []
-    return [f"/{rel.as_posix()}/**"] if rel.parts else []
-
-
-def _check_same_experiment(store: ResultStore, manifest: Manifest) -> None:
-    """Resuming into a workdir that holds another experiment would mix incomparable runs."""
-    previous = store.read_manifest()
-    if previous is None or previous.identity() == manifest.identity():
-        return
-    old, new = previous.model_dump(exclude={"created_at"}), manifest.model_dump(exclude={"created_at"})
-    raise ConfigError(
-        f"workdir {store.workdir} holds a different experiment (differs in: "
-        f"{', '.join(differences(old, new))})",
-        hint="use a new --workdir, or delete the old one to start over",
-    )
-
-
-def differences(old: Any, new: Any, where: str = "") -> list[str]:
-    """Each field that differs, by dotted path, with both values when they are short
-    (`bounds.timeout_s: 600.0 -> 300.0`), so a refused resume says what changed."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        keys = sorted(old.keys() | new.keys(), key=str)
-        return [d for k in keys for d in differences(old.get(k), new.get(k), f"{where}.{k}" if where else k)]
-    if old == new:
-        return []
-    shown = f"{old!r} -> {new!r}"
-    return [f"{where}: {shown}" if len(shown) <= 80 else where]
-
-
-# ------------------------------------------------------------------ progress
-class Progress(Protocol):
-    def start(self, total: int) -> None: ...
-    def advance(self, cell: Cell, status: str) -> None: ...
-    def finish(self) -> None: ...
-
-
-@dataclass
-class LineProgress:
-    """Plain lines, for CI logs."""
-
-    out: TextIO = field(default_factory=lambda: sys.stderr)
-    total: int = 0
-    done: int = 0
-
-    def start(self, total: int) -> None:
-        self.total = total
-
-    def advance(self, cell: Cell, status: str) -> None:
-        self.done += 1
-        print(f"[{self.done}/{self.total}] {cell.key}: {status}", file=self.out, flush=True)
-
-    def finish(self) -> None:
-        return None
-
-
-@dataclass
-class BarProgress(LineProgress):
-    """A one-line progress bar redrawn in place, for terminals."""
-
-    width: int = 30
-
-    def advance(self, cell: Cell, status: str) -> None:
-        self.done += 1
-        filled = self.width * self.done // max(self.total, 1)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.out.write(f"\r[{bar}] {self.done}/{self.total} {cell.key[:40]:<40} {status:<10}")
-        self.out.flush()
-
-    def finish(self) -> None:
-        self.out.write("\n")
-        self.out.flush()
-
-
-def progress_for(stream: TextIO, ci: bool) -> Progress:
-    return BarProgress(out=stream) if stream.isatty() and not ci else LineProgress(out=stream)
-
-
-# -------------------------------------------------------------------- runner
 def _transcript(printed: ExecResult) -> bytes:
     """What the agent printed, kept beside its result for a maintainer to read. The agent
     only ever held a placeholder key, so no secret can be in it."""

@@ -31,7 +31,8 @@ from pydantic import Field
 
 from docdelta.errors import ConfigError
 from docdelta.models import Cell, Frozen, Manifest
-from docdelta.runner import RATE_LIMIT_LOG, differences
+from docdelta.planning import differences
+from docdelta.runner import RATE_LIMIT_LOG
 from docdelta.store import (
     CHECKOUTS,
     DETECTION_FILE,

@@ -24,8 +24,10 @@ from docdelta.gateway.runtime import Gateway
 from docdelta.git import Repo
 from docdelta.models import AgentOutcome, Cell, InstructionAudit, RunStatus
 from docdelta.modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
+from docdelta.planning import Experiment, ExperimentRequest, prepare
+from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize
-from docdelta.runner import Experiment, ExperimentRequest, LineProgress, RunLimits, Runner, prepare
+from docdelta.runner import RunLimits, Runner
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox, SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.store import ResultStore

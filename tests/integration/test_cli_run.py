@@ -20,7 +20,7 @@ import docdelta
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.models import RunResult, RunStatus, Summary
-from docdelta.runner import plan_order
+from docdelta.planning import plan_order
 
 TASK = """\
 id: {id}

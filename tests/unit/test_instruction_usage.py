@@ -1,7 +1,7 @@
 """Instruction usage: what changed instruction lines name, and which runs of each arm used it.
 
 The docs diff comes from a real two-commit repository sealed into a workdir by
-`runner.prepare` (the layout `docdelta report` reads); runs are real result models."""
+`planning.prepare` (the layout `docdelta report` reads); runs are real result models."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from docdelta.config import load_project_config
 from docdelta.git import Repo
 from docdelta.instruction_usage import docs_diff, read_docs, references, tally
 from docdelta.models import AgentAnswer, AgentMetrics, CommandRun, InstructionRef, RunResult, RunStatus
+from docdelta.planning import ExperimentRequest, prepare
 from docdelta.report import render_markdown, summarize
-from docdelta.runner import ExperimentRequest, prepare
 from docdelta.store import ResultStore
 
 BASE_DOCS = """\

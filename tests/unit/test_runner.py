@@ -21,19 +21,10 @@ from docdelta.config import ProjectConfig
 from docdelta.errors import ConfigError, InfraError
 from docdelta.git import Repo
 from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunStatus
+from docdelta.planning import Experiment, ExperimentRequest, PlanTooLarge, prepare
+from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize
-from docdelta.runner import (
-    RATE_LIMIT_LOG,
-    Experiment,
-    ExperimentRequest,
-    LineProgress,
-    MatrixReport,
-    PlanTooLarge,
-    RunLimits,
-    Runner,
-    prepare,
-    with_gateway_telemetry,
-)
+from docdelta.runner import RATE_LIMIT_LOG, MatrixReport, RunLimits, Runner, with_gateway_telemetry
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from docdelta.store import ResultStore

@@ -1,0 +1,230 @@
+"""Planning a matrix: from the user's request to a sealed, recorded `Experiment`.
+
+`prepare` resolves two refs, detects the changed instruction files, loads and checks the
+tasks, seals one checkout per condition and writes the manifest with its seeded
+interleaved order (`plan_order`). It is kept apart from the cell loop (`docdelta.runner`)
+because everything here is fixed before the first cell starts: a resumed or sharded
+matrix must find the same plan, and `_check_same_experiment` refuses a workdir that holds
+another one.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from docdelta import __version__
+from docdelta.agents.base import Agent
+from docdelta.audit import AuditIndex, build_index
+from docdelta.config import ProjectConfig, matcher
+from docdelta.detect import detect_refs
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.grading.hidden import ChangeAssets, load_assets
+from docdelta.models import (
+    BASE,
+    DEFAULT_CONDITIONS,
+    HEAD,
+    AgentInfo,
+    Cell,
+    Detection,
+    Manifest,
+    RunBounds,
+    sha256_hex,
+)
+from docdelta.store import ResultStore, checkout_dir
+from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
+from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
+from docdelta.workspace import SealedCheckout, build_overlays, seal
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything a run of the matrix needs, fixed before the first cell starts."""
+
+    repo_name: str
+    manifest: Manifest
+    detection: Detection
+    tasks: dict[str, LoadedTask]
+    checkouts: dict[str, SealedCheckout]
+    assets: dict[str, ChangeAssets] = field(default_factory=dict)
+    """Change tasks' hidden tests and reference, read from trusted copies at prepare time."""
+
+    @cached_property
+    def audit_index(self) -> AuditIndex:
+        """Fingerprints of every condition's instruction files, for the gateway's audit."""
+        paths = {name: c.path for name, c in self.checkouts.items()}
+        return build_index(self.manifest.conditions, paths, self.detection)
+
+
+@dataclass(frozen=True)
+class ExperimentRequest:
+    """What the user asked for; `prepare` resolves it against the repository."""
+
+    base: str
+    head: str
+    tasks_dir: Path
+    conditions: Sequence[str] = DEFAULT_CONDITIONS
+    repeats: int = 3
+    adaptive: bool = False
+    """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
+    seed: int = 0
+    source: str = HEAD
+    patch: Path | None = None
+    allow_unreviewed: bool = False
+    max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
+    """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
+
+
+class PlanTooLarge(ConfigError):
+    """The plan has more runs than the request allows without confirmation."""
+
+    def __init__(self, planned: int, tasks: int, conditions: int, repeats: int, bound: int) -> None:
+        super().__init__(
+            f"the plan is {planned:,} runs ({tasks} task{'s' if tasks != 1 else ''} x {conditions} "
+            f"conditions x {repeats:,} repeats), more than the {bound:,} that run without confirmation",
+            hint="check --repeats and --conditions, or pass --yes to run it",
+        )
+        self.planned = planned
+
+
+def plan_order(task_ids: Sequence[str], conditions: Sequence[str], repeats: int, seed: int) -> list[Cell]:
+    """Interleave conditions: every repeat round holds each (task, condition) once, shuffled
+    by a seeded RNG, so drift over time (rate limits, provider load) hits all arms alike."""
+    rng = random.Random(seed)
+    order: list[Cell] = []
+    for repeat in range(1, repeats + 1):
+        block = [Cell(task=t, condition=c, repeat=repeat) for t in task_ids for c in conditions]
+        rng.shuffle(block)
+        order.extend(block)
+    return order
+
+
+def cell_seed(seed: int, cell: Cell) -> int:
+    """Derived from (seed, task, repeat) but NOT the condition: the same random draw
+    serves every arm of a repeat (common random numbers), so only the docs differ."""
+    digest = sha256_hex(f"{seed}/{cell.task}/{cell.repeat}".encode())
+    return int(digest[:12], 16)
+
+
+def prepare(
+    repo: Repo,
+    request: ExperimentRequest,
+    *,
+    config: ProjectConfig,
+    store: ResultStore,
+    agent: Agent,
+    sandbox: str,
+    image_digest: str | None = None,
+    bounds: RunBounds | None = None,
+) -> Experiment | None:
+    """Resolve refs, detect, load and check tasks, seal one checkout per condition and
+    write the manifest. Returns None when no instruction file changed.
+
+    `config` must come from the trusted base ref (`load_project_config(repo, base)`):
+    the PR head, maybe a fork, must not steer its own evaluation."""
+    if request.repeats < 1:
+        raise ConfigError("--repeats must be at least 1", hint="use --repeats 3 or more for statistics")
+    try:
+        unique_conditions(request.conditions)
+    except ValueError as exc:
+        raise ConfigError(str(exc), hint="e.g. --conditions base,head,none") from None
+    base_sha, head_sha = repo.resolve(request.base), repo.resolve(request.head)
+    source_sha = {HEAD: head_sha, BASE: base_sha}.get(request.source) or repo.resolve(request.source)
+    match = matcher(config)
+    detection = detect_refs(repo, base_sha, head_sha, match)
+    if detection.empty:
+        return None
+
+    loaded = load_tasks(request.tasks_dir)
+    planned = len(loaded) * len(request.conditions) * request.repeats
+    if request.max_runs is not None and planned > request.max_runs:
+        raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
+    require_reviewed(loaded, request.allow_unreviewed)
+
+    assets = {
+        lt.task.id: load_assets(lt.task, lt.path, repo, source_sha)
+        for lt in loaded
+        if lt.task.kind == "change"
+    }
+    hidden_paths = sorted({f"/{path}" for a in assets.values() for path in a.hidden})
+    overlays = build_overlays(repo, base_sha, head_sha, request.conditions, match, request.patch)
+    # Hidden tests that live in the source commit never reach the agent's checkout.
+    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir), *hidden_paths]
+    checkouts: dict[str, SealedCheckout] = {}
+    for name, overlay in overlays.items():
+        dest = checkout_dir(store.workdir, overlay.sha256)
+        shutil.rmtree(dest, ignore_errors=True)
+        checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
+    check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+
+    tasks = {lt.task.id: lt for lt in loaded}
+    manifest = Manifest(
+        repo=repo.name,
+        base_sha=base_sha,
+        head_sha=head_sha,
+        source_sha=source_sha,
+        source_tree_sha256=next(iter(checkouts.values())).source_sha256,
+        conditions=[overlays[name].spec(name) for name in request.conditions],
+        tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
+        agent=AgentInfo(
+            name=agent.name,
+            version=agent.version,
+            model=agent.model,
+            settings=agent.recorded_settings,
+            server=dict(agent.server_identity),
+        ),
+        sandbox=sandbox,
+        image_digest=image_digest,
+        seed=request.seed,
+        repeats=request.repeats,
+        adaptive=request.adaptive,
+        bounds=bounds,
+        docdelta_version=__version__,
+        order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
+        created_at=datetime.now(UTC),
+    )
+    _check_same_experiment(store, manifest)
+    store.write_manifest(manifest)
+    store.write_detection(detection)
+    return Experiment(repo.name, manifest, detection, tasks, checkouts, assets)
+
+
+def _inside(root: Path, directory: Path) -> list[str]:
+    """A --tasks directory inside the repository holds gold answers: strip it too."""
+    try:
+        rel = directory.resolve().relative_to(root.resolve())
+    except ValueError:
+        return []
+    return [f"/{rel.as_posix()}/**"] if rel.parts else []
+
+
+def _check_same_experiment(store: ResultStore, manifest: Manifest) -> None:
+    """Resuming into a workdir that holds another experiment would mix incomparable runs."""
+    previous = store.read_manifest()
+    if previous is None or previous.identity() == manifest.identity():
+        return
+    old, new = previous.model_dump(exclude={"created_at"}), manifest.model_dump(exclude={"created_at"})
+    raise ConfigError(
+        f"workdir {store.workdir} holds a different experiment (differs in: "
+        f"{', '.join(differences(old, new))})",
+        hint="use a new --workdir, or delete the old one to start over",
+    )
+
+
+def differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """Each field that differs, by dotted path, with both values when they are short
+    (`bounds.timeout_s: 600.0 -> 300.0`), so a refused resume says what changed."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(old.keys() | new.keys(), key=str)
+        return [d for k in keys for d in differences(old.get(k), new.get(k), f"{where}.{k}" if where else k)]
+    if old == new:
+        return []
+    shown = f"{old!r} -> {new!r}"
+    return [f"{where}: {shown}" if len(shown) <= 80 else where]

@@ -1,0 +1,61 @@
+"""Progress of a matrix, as the runner reports it cell by cell.
+
+A `Progress` is injected into `docdelta.runner.Runner`, so the cell loop does not know
+where its progress goes: plain lines for CI logs (`LineProgress`), a bar redrawn in place
+for terminals (`BarProgress`); `progress_for` picks one for a stream.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Protocol, TextIO
+
+from docdelta.models import Cell
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+    def advance(self, cell: Cell, status: str) -> None: ...
+    def finish(self) -> None: ...
+
+
+@dataclass
+class LineProgress:
+    """Plain lines, for CI logs."""
+
+    out: TextIO = field(default_factory=lambda: sys.stderr)
+    total: int = 0
+    done: int = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def advance(self, cell: Cell, status: str) -> None:
+        self.done += 1
+        print(f"[{self.done}/{self.total}] {cell.key}: {status}", file=self.out, flush=True)
+
+    def finish(self) -> None:
+        return None
+
+
+@dataclass
+class BarProgress(LineProgress):
+    """A one-line progress bar redrawn in place, for terminals."""
+
+    width: int = 30
+
+    def advance(self, cell: Cell, status: str) -> None:
+        self.done += 1
+        filled = self.width * self.done // max(self.total, 1)
+        bar = "#" * filled + "-" * (self.width - filled)
+        self.out.write(f"\r[{bar}] {self.done}/{self.total} {cell.key[:40]:<40} {status:<10}")
+        self.out.flush()
+
+    def finish(self) -> None:
+        self.out.write("\n")
+        self.out.flush()
+
+
+def progress_for(stream: TextIO, ci: bool) -> Progress:
+    return BarProgress(out=stream) if stream.isatty() and not ci else LineProgress(out=stream)
