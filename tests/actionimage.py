@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
+
+from fakegithub import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_IMAGE = os.environ.get("DOCDELTA_BASE_IMAGE", "docdelta-base:latest")
@@ -71,3 +74,34 @@ def _tar(files: dict[str, bytes]) -> bytes:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def runner_home(home: Path, payload: object) -> None:
+    """The runner's `/github/home` for one container run: the event and empty output files."""
+    home.mkdir()
+    (home / "event.json").write_text(json.dumps(payload))
+    (home / "output").touch()
+    (home / "summary.md").touch()
+
+
+def runner_env(fake: FakeGitHub, inputs: dict[str, str]) -> dict[str, str]:
+    """What a runner sets for a container action on `pull_request`, plus `inputs` (already
+    spelled `INPUT_<NAME>` as the runner spells them, hyphens kept)."""
+    return {
+        "GITHUB_REPOSITORY": fake.repo,
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": "/github/home/event.json",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_API_URL": fake.base_url,
+        "GITHUB_RUN_ID": "1",
+        "GITHUB_OUTPUT": "/github/home/output",
+        "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
+        "INPUT_GITHUB-TOKEN": fake.token,
+        **inputs,
+    }
+
+
+def container_args(workspace: Path, home: Path) -> list[str]:
+    """`docker run` as on a runner: the Docker socket mounted, so agent containers are siblings."""
+    return ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",
+            "-v", f"{workspace}:/github/workspace", "-v", f"{home}:/github/home"]  # fmt: skip

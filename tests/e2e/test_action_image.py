@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from actionimage import BASE_IMAGE, IMAGE, SOCKET, build_action_image
+from actionimage import BASE_IMAGE, IMAGE, build_action_image, container_args, runner_env, runner_home
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo
 
@@ -32,32 +32,21 @@ def test_the_image_builds_and_runs_the_action_against_the_fake_server(tmp_path: 
     payload["pull_request"]["base"]["sha"] = demo.base_sha  # EDIT: the demo repository's commits
     payload["pull_request"]["head"]["sha"] = demo.head_sha
     home = tmp_path / "home"
-    home.mkdir()
-    (home / "event.json").write_text(json.dumps(payload))
-    (home / "output").touch()
-    (home / "summary.md").touch()
+    runner_home(home, payload)
 
     with FakeGitHub() as fake:
         fake.add_pull(2, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
-        env = {
-            "GITHUB_REPOSITORY": fake.repo,
-            "GITHUB_EVENT_NAME": "pull_request",
-            "GITHUB_EVENT_PATH": "/github/home/event.json",
-            "GITHUB_WORKSPACE": "/github/workspace",
-            "GITHUB_API_URL": fake.base_url,
-            "GITHUB_RUN_ID": "1",
-            "GITHUB_OUTPUT": "/github/home/output",
-            "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
-            "INPUT_GITHUB-TOKEN": fake.token,
-            "INPUT_AGENT": "fake",
-            "INPUT_API-KEY": "sk-image-test-secret",
-            "INPUT_REPEATS": "1",
-            "INPUT_SANDBOX": "docker",
-            "INPUT_RESULTS-PATH": "/github/home/results",
-        }
-        # As on a runner: the Docker socket is mounted, so agent containers are siblings.
-        args = ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",
-                "-v", f"{demo.path}:/github/workspace", "-v", f"{home}:/github/home"]  # fmt: skip
+        env = runner_env(
+            fake,
+            {
+                "INPUT_AGENT": "fake",
+                "INPUT_API-KEY": "sk-image-test-secret",
+                "INPUT_REPEATS": "1",
+                "INPUT_SANDBOX": "docker",
+                "INPUT_RESULTS-PATH": "/github/home/results",
+            },
+        )
+        args = container_args(demo.path, home)
         for key in env:
             args += ["-e", key]
         proc = subprocess.run(

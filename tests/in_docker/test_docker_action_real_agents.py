@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from actionimage import SOCKET, build_action_image
+from actionimage import build_action_image, container_args, runner_env, runner_home
 from docker_helpers import UPSTREAM_PORT, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
@@ -193,38 +193,27 @@ def test_a_real_agent_runs_through_the_action_image_and_the_gateway(
     payload["pull_request"]["base"]["sha"] = base  # EDIT: this test repository's commits
     payload["pull_request"]["head"]["sha"] = head
     home = tmp_path / "home"
-    home.mkdir()
-    (home / "event.json").write_text(json.dumps(payload))
-    (home / "output").touch()
-    (home / "summary.md").touch()
+    runner_home(home, payload)
     seen_before = len(requests_seen(client, base_image, egress))
 
     with FakeGitHub() as fake:
         fake.add_pull(2, base, head, [("AGENTS.md", "modified"), ("CLAUDE.md", "modified")])
-        env = {
-            "GITHUB_REPOSITORY": fake.repo,
-            "GITHUB_EVENT_NAME": "pull_request",
-            "GITHUB_EVENT_PATH": "/github/home/event.json",
-            "GITHUB_WORKSPACE": "/github/workspace",
-            "GITHUB_API_URL": fake.base_url,
-            "GITHUB_RUN_ID": "1",
-            "GITHUB_OUTPUT": "/github/home/output",
-            "GITHUB_STEP_SUMMARY": "/github/home/summary.md",
-            "INPUT_GITHUB-TOKEN": fake.token,
-            "INPUT_AGENT": agent,
-            "INPUT_MODEL": AGENTS[agent],
-            "INPUT_API-KEY": CANARY,
-            "INPUT_CONDITIONS": "base,head",
-            "INPUT_REPEATS": "1",
-            "INPUT_INFRA-RETRIES": "0",
-            "INPUT_TIMEOUT": "300",
-            "INPUT_SANDBOX": "docker",
-            "INPUT_CA-BUNDLE": "ca.pem",
-            "INPUT_RESULTS-PATH": "/github/home/results",
-        }
-        # As on a runner: the Docker socket is mounted, so agent containers are siblings.
-        args = ["docker", "run", "--rm", "--network", "host", "-v", f"{SOCKET}:{SOCKET}",
-                "-v", f"{repo.path}:/github/workspace", "-v", f"{home}:/github/home"]  # fmt: skip
+        env = runner_env(
+            fake,
+            {
+                "INPUT_AGENT": agent,
+                "INPUT_MODEL": AGENTS[agent],
+                "INPUT_API-KEY": CANARY,
+                "INPUT_CONDITIONS": "base,head",
+                "INPUT_REPEATS": "1",
+                "INPUT_INFRA-RETRIES": "0",
+                "INPUT_TIMEOUT": "300",
+                "INPUT_SANDBOX": "docker",
+                "INPUT_CA-BUNDLE": "ca.pem",
+                "INPUT_RESULTS-PATH": "/github/home/results",
+            },
+        )
+        args = container_args(repo.path, home)
         for key in env:
             args += ["-e", key]
         with watch_starts(client) as started:

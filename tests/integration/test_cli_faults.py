@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
@@ -47,21 +48,6 @@ def _python(code: str) -> str:
     return f"{sys.executable} -c {shlex.quote(code)}"
 
 
-def _run_args(repo: GitRepo, workdir: Path, agent_cmd: str, *extra: str) -> list[str]:
-    return [
-        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
-        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
-        "--agent", "command", "--agent-cmd", agent_cmd, *extra,
-    ]  # fmt: skip
-
-
-def _results(workdir: Path) -> list[RunResult]:
-    return [
-        RunResult.model_validate_json(p.read_text())
-        for p in sorted(workdir.glob("runs/*/*/*/r*/result.json"))
-    ]
-
-
 @pytest.fixture(autouse=True)
 def _ci_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "1")
@@ -78,8 +64,8 @@ def test_a_workdir_inside_the_repository_works_and_stays_hidden(tmp_path: Path) 
         'print(json.dumps({"answer": f"run make check (saw the workdir: {seen})", '
         '"commands": ["make check"]}))'
     )
-    assert main(_run_args(repo, workdir, _python(probe), "--repeats", "1")) == 0
-    results = _results(workdir)
+    assert main(run_args(repo, workdir, _python(probe), "--repeats", "1")) == 0
+    results = saved_results(workdir)
     assert len(results) == 3
     for r in results:
         assert r.status is RunStatus.ok, r.outcome.error
@@ -92,7 +78,7 @@ def test_a_matrix_of_agent_errors_leads_with_it_gives_no_verdict_and_exits_3(
 ) -> None:
     repo = _project(tmp_path)
     crashes = _python("import sys; sys.exit('the agent crashed')")
-    assert main(_run_args(repo, tmp_path / "work", crashes, "--repeats", "2")) == ExitCode.INFRA
+    assert main(run_args(repo, tmp_path / "work", crashes, "--repeats", "2")) == ExitCode.INFRA
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[0].startswith("## docdelta scorecard: no verdict")
@@ -117,10 +103,10 @@ def test_each_arms_timeouts_are_counted_and_a_timed_out_answer_scores_zero(
         'print(json.dumps({"answer": "run make check", "commands": ["make check"]}), flush=True); '
         "'make check' in open('AGENTS.md').read() and select.select([], [], [])"
     )
-    args = _run_args(repo, tmp_path / "work", _python(answers_then_hangs_in_head), "--repeats", "1")
+    args = run_args(repo, tmp_path / "work", _python(answers_then_hangs_in_head), "--repeats", "1")
     assert main([*args, "--conditions", "base,head", "--timeout", "2"]) == ExitCode.INFRA
     out = capsys.readouterr().out
-    timeouts = [r for r in _results(tmp_path / "work") if r.status is RunStatus.timeout]
+    timeouts = [r for r in saved_results(tmp_path / "work") if r.status is RunStatus.timeout]
     assert sorted(r.cell.key for r in timeouts) == ["a/head/r1", "b/head/r1"]
     for r in timeouts:
         assert r.outcome.answer is not None, "it did answer before it hung"
@@ -140,10 +126,10 @@ def test_an_agent_command_that_cannot_start_is_refused_before_the_matrix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], cmd: str, named: str
 ) -> None:
     repo = _project(tmp_path)
-    assert main(_run_args(repo, tmp_path / "work", cmd, "--repeats", "1")) == ExitCode.BAD_INPUT
+    assert main(run_args(repo, tmp_path / "work", cmd, "--repeats", "1")) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert named in err and "Traceback" not in err
-    assert _results(tmp_path / "work") == []
+    assert saved_results(tmp_path / "work") == []
 
 
 # ------------------------------------------------------------ numbers
@@ -162,10 +148,10 @@ def test_bad_limits_are_refused_naming_the_flag(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
     repo = _project(tmp_path)
-    assert main(_run_args(repo, tmp_path / "work", _python(ANSWERS), flag, value)) == ExitCode.BAD_INPUT
+    assert main(run_args(repo, tmp_path / "work", _python(ANSWERS), flag, value)) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert f"{flag} = " in err and "Traceback" not in err
-    assert _results(tmp_path / "work") == []
+    assert saved_results(tmp_path / "work") == []
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--repeats", "0"), ("--conditions", "base,base")])
@@ -174,7 +160,7 @@ def test_bad_repeats_and_conditions_are_usage_errors(
 ) -> None:
     repo = _project(tmp_path)
     with pytest.raises(SystemExit) as exit_:
-        main(_run_args(repo, tmp_path / "work", _python(ANSWERS), flag, value))
+        main(run_args(repo, tmp_path / "work", _python(ANSWERS), flag, value))
     assert exit_.value.code == ExitCode.BAD_INPUT
     assert f"argument {flag}:" in capsys.readouterr().err
     assert not (tmp_path / "work").exists()
@@ -182,12 +168,12 @@ def test_bad_repeats_and_conditions_are_usage_errors(
 
 def test_a_huge_plan_shows_its_size_and_needs_yes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _project(tmp_path)
-    args = _run_args(repo, tmp_path / "work", _python(ANSWERS), "--repeats", "100000", "--reserve-usd", "0.5")
+    args = run_args(repo, tmp_path / "work", _python(ANSWERS), "--repeats", "100000", "--reserve-usd", "0.5")
     assert main(args) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert "the plan is 300,000 runs (1 task x 3 conditions x 100,000 repeats)" in err
     assert "$150,000.00" in err and "hours" in err and "--yes" in err
-    assert _results(tmp_path / "work") == []
+    assert saved_results(tmp_path / "work") == []
 
 
 # ------------------------------------------------------------ the workdir
@@ -202,13 +188,13 @@ def test_a_second_run_on_a_held_workdir_is_refused_naming_the_holder(
     assert holder.stdout is not None and holder.stdin is not None
     assert holder.stdout.readline() == b"held\n"
     try:
-        assert main(_run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")) == ExitCode.BAD_INPUT
+        assert main(run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")) == ExitCode.BAD_INPUT
         err = capsys.readouterr().err
         assert f"in use by another docdelta run (pid {holder.pid} on host " in err and "started 20" in err
     finally:
         holder.stdin.close()  # the holder exits on EOF, releasing the lock
         holder.wait()
-    assert main(_run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")) == 0
+    assert main(run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")) == 0
 
 
 HOLD_LOCK = """\
@@ -226,7 +212,7 @@ def test_a_corrupt_result_is_set_aside_and_its_cell_rerun(
 ) -> None:
     repo = _project(tmp_path)
     workdir = tmp_path / "work"
-    args = _run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")
+    args = run_args(repo, workdir, _python(ANSWERS), "--repeats", "1")
     assert main(args) == 0
     victim = next(workdir.glob("runs/*/*/head/r1/result.json"))
     victim.write_text('{"schema_version": 1, "cell": ')  # a torn write, a disk fault
@@ -286,7 +272,7 @@ def test_nested_task_files_are_a_clear_error(tmp_path: Path, capsys: pytest.Capt
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
-    args = _run_args(repo, tmp_path / "work", _python(ANSWERS))
+    args = run_args(repo, tmp_path / "work", _python(ANSWERS))
     args[args.index("--tasks") + 1] = str(tasks)
     assert main(args) == ExitCode.BAD_INPUT
     assert "deep.json: nested too deeply" in capsys.readouterr().err

@@ -13,13 +13,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from clirun import run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 import docdelta
 from docdelta.cli import main
 from docdelta.errors import ExitCode
-from docdelta.models import RunResult, RunStatus, Summary
+from docdelta.models import RunStatus, Summary
 from docdelta.planning import plan_order
 
 TASK = """\
@@ -56,21 +57,6 @@ def _agent(tmp_path: Path, body: str) -> str:
     return f"{sys.executable} {script}"
 
 
-def _run_args(repo: GitRepo, workdir: Path, agent_cmd: str, *extra: str) -> list[str]:
-    return [
-        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
-        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
-        "--agent", "command", "--agent-cmd", agent_cmd, *extra,
-    ]  # fmt: skip
-
-
-def _results(workdir: Path) -> list[RunResult]:
-    return [
-        RunResult.model_validate_json(p.read_text())
-        for p in sorted(workdir.glob("runs/*/*/*/r*/result.json"))
-    ]
-
-
 def test_demo_shows_head_beating_base_and_none_and_a_tied_control(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -79,7 +65,7 @@ def test_demo_shows_head_beating_base_and_none_and_a_tied_control(
     assert main(["report", "--workdir", str(tmp_path / "results"), "--format", "json"]) == 0
     summary = Summary.model_validate_json(capsys.readouterr().out)
     by_task = {t.task: t for t in summary.tasks}
-    assert len(_results(tmp_path / "results")) == 4 * 3 * 3
+    assert len(saved_results(tmp_path / "results")) == 4 * 3 * 3
     control = by_task.pop("install-dev")
     assert control.head_vs_base.noise
     for task in by_task.values():
@@ -91,14 +77,14 @@ def test_rerun_reuses_complete_results_and_runs_only_missing_cells(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["demo", "--workdir", str(tmp_path), "--repeats", "2"]) == 0
-    first = {r.cell.key: r for r in _results(tmp_path / "results")}
+    first = {r.cell.key: r for r in saved_results(tmp_path / "results")}
     victims = sorted(tmp_path.glob("results/runs/*/run-tests/*/r1/result.json"))
     for path in victims:
         path.unlink()
     capsys.readouterr()
     assert main(["demo", "--workdir", str(tmp_path), "--repeats", "2"]) == 0
     assert f"({len(victims)} ran, {len(first) - len(victims)} reused)" in capsys.readouterr().err
-    second = {r.cell.key: r for r in _results(tmp_path / "results")}
+    second = {r.cell.key: r for r in saved_results(tmp_path / "results")}
     assert second.keys() == first.keys()
     untouched = [k for k in first if not k.startswith("run-tests/") or not k.endswith("/r1")]
     assert all(second[k] == first[k] for k in untouched)  # never rewritten
@@ -126,7 +112,7 @@ def _hanging_matrix(tmp_path: Path) -> tuple[list[str], int]:
     many cells the plan finishes before it blocks in the first hang cell."""
     repo = _project(tmp_path, tasks={"quick": "How do I run the tests?", "hang": "Hang forever please."})
     agent = f"{sys.executable} -c {shlex.quote(HANGS)}"
-    args = _run_args(repo, tmp_path / "work", agent, "--repeats", "1", "--seed", "4")
+    args = run_args(repo, tmp_path / "work", agent, "--repeats", "1", "--seed", "4")
     return [sys.executable, "-m", "docdelta", *args], _cells_before_the_first_hang(seed=4, repeats=1)
 
 
@@ -159,7 +145,7 @@ def test_sigint_mid_matrix_keeps_finished_results_and_a_rerun_resumes(tmp_path: 
     code, err, first = _interrupt_when_blocked(tmp_path, cmd, finished, signal.SIGINT)
     assert code == ExitCode.INTERRUPTED, err
     assert b"rerun the same command to resume" in err
-    saved = _results(tmp_path / "work")  # every saved file is complete and valid
+    saved = saved_results(tmp_path / "work")  # every saved file is complete and valid
     assert len(saved) == finished and all(r.status is RunStatus.ok for r in saved)
     # The rerun reuses every finished cell and goes on with the first unfinished one.
     code, err, again = _interrupt_when_blocked(tmp_path, cmd, finished, signal.SIGINT)
@@ -168,7 +154,7 @@ def test_sigint_mid_matrix_keeps_finished_results_and_a_rerun_resumes(tmp_path: 
     assert [line.split(b"] ", 1)[1].split(b":")[0] for line in again] == [
         line.split(b"] ", 1)[1].split(b":")[0] for line in first
     ]
-    assert _results(tmp_path / "work") == saved, "a complete result is never rewritten"
+    assert saved_results(tmp_path / "work") == saved, "a complete result is never rewritten"
 
 
 def test_sigterm_is_handled_like_sigint_with_exit_143(tmp_path: Path) -> None:
@@ -177,7 +163,7 @@ def test_sigterm_is_handled_like_sigint_with_exit_143(tmp_path: Path) -> None:
     assert code == ExitCode.TERMINATED, err
     assert b"terminated (SIGTERM)" in err and b"rerun the same command to resume" in err
     assert b"Traceback" not in err
-    assert len(_results(tmp_path / "work")) == finished
+    assert len(saved_results(tmp_path / "work")) == finished
 
 
 def test_spend_cap_stops_the_matrix_cleanly_and_says_so(tmp_path: Path) -> None:
@@ -192,12 +178,12 @@ def test_spend_cap_stops_the_matrix_cleanly_and_says_so(tmp_path: Path) -> None:
         """,
     )
     workdir = tmp_path / "work"
-    args = _run_args(repo, workdir, agent, "--repeats", "4", "--cap-usd", "1.0", "--reserve-usd", "0.3")
+    args = run_args(repo, workdir, agent, "--repeats", "4", "--cap-usd", "1.0", "--reserve-usd", "0.3")
     proc = subprocess.run([sys.executable, "-m", "docdelta", *args], capture_output=True, check=False)
     assert proc.returncode == 1
     assert b"spend cap reached" in proc.stderr
     # 0.0+0.3, 0.4+0.3 fit under 1.0; 0.8+0.3 does not: exactly two runs, both saved.
-    assert len(_results(workdir)) == 2
+    assert len(saved_results(workdir)) == 2
 
 
 def test_agent_failures_are_recorded_not_crashes(tmp_path: Path) -> None:
@@ -213,9 +199,9 @@ def test_agent_failures_are_recorded_not_crashes(tmp_path: Path) -> None:
         """,
     )
     workdir = tmp_path / "work"
-    args = _run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--timeout", "1")
+    args = run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--timeout", "1")
     assert main(args) == ExitCode.INFRA  # one run in two timed out: no verdict
-    by_task = {r.cell.task: r for r in _results(workdir)}
+    by_task = {r.cell.task: r for r in saved_results(workdir)}
     assert by_task["prose"].status is RunStatus.no_answer
     assert by_task["hang"].status is RunStatus.timeout
     for result in by_task.values():
@@ -224,7 +210,7 @@ def test_agent_failures_are_recorded_not_crashes(tmp_path: Path) -> None:
     assert "I looked around but I will not answer in JSON." in transcript  # kept for a maintainer to read
 
 
-def test_agent_sees_neither_gold_nor_conditions_nor_the_results(tmp_path: Path) -> None:
+def test_agent_sees_neither_gold_nor_conditions_nor_thesaved_results(tmp_path: Path) -> None:
     repo = _project(tmp_path)
     workdir = tmp_path / "work"
     agent = _agent(
@@ -244,8 +230,8 @@ def test_agent_sees_neither_gold_nor_conditions_nor_the_results(tmp_path: Path) 
         print(json.dumps({{"answer": json.dumps([seen, leaks, results_visible, project_visible])}}))
         """,
     )
-    assert main(_run_args(repo, workdir, agent, "--repeats", "1")) == 0
-    for result in _results(workdir):
+    assert main(run_args(repo, workdir, agent, "--repeats", "1")) == 0
+    for result in saved_results(workdir):
         assert result.outcome.answer is not None
         assert json.loads(result.outcome.answer.answer) == [[], [], False, False], result.cell.key
         assert result.isolation == "bwrap"
@@ -256,7 +242,7 @@ def test_unreviewed_tasks_are_refused_unless_allowed(
 ) -> None:
     repo = _project(tmp_path, reviewed=False)
     agent = _agent(tmp_path, 'print(\'{"answer": "make check", "commands": ["make check"]}\')\n')
-    args = _run_args(repo, tmp_path / "work", agent, "--repeats", "1", "--conditions", "head")
+    args = run_args(repo, tmp_path / "work", agent, "--repeats", "1", "--conditions", "head")
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "test-cmd" in err and "--allow-unreviewed" in err
@@ -269,8 +255,8 @@ def test_a_workdir_of_another_experiment_is_refused(
     repo = _project(tmp_path)
     agent = _agent(tmp_path, 'print(\'{"answer": "make check"}\')\n')
     workdir = tmp_path / "work"
-    assert main(_run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")) == 0
-    assert main(_run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--seed", "9")) == 2
+    assert main(run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")) == 0
+    assert main(run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head", "--seed", "9")) == 2
     assert "holds a different experiment" in capsys.readouterr().err
 
 
@@ -282,7 +268,7 @@ def test_a_resume_under_another_run_limit_is_refused_with_the_difference_named(
     repo = _project(tmp_path)
     agent = _agent(tmp_path, 'print(\'{"answer": "make check"}\')\n')
     workdir = tmp_path / "work"
-    base = _run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")
+    base = run_args(repo, workdir, agent, "--repeats", "1", "--conditions", "head")
     assert main(base) == 0
     manifest = json.loads((workdir / "manifest.json").read_text())
     assert manifest["bounds"] == {
@@ -305,7 +291,7 @@ def test_no_instruction_change_means_nothing_to_evaluate(
 ) -> None:
     repo = _project(tmp_path)
     repo.commit({"README.md": "# proj\nmore words\n"})
-    args = _run_args(repo, tmp_path / "work", "true")
+    args = run_args(repo, tmp_path / "work", "true")
     assert main(args) == 0
     assert "nothing to evaluate" in capsys.readouterr().out
     assert not (tmp_path / "work" / "runs").exists()
@@ -354,11 +340,11 @@ def test_a_source_whose_files_hold_no_gold_quote_is_refused_up_front(
     )
     repo.commit({"README.md": "# proj\nuv sync\n", "AGENTS.md": "Run `make check`.\n"})
     workdir = tmp_path / "work"
-    assert main(_run_args(repo, workdir, "true", "--source", "base")) == 2
+    assert main(run_args(repo, workdir, "true", "--source", "base")) == 2
     err = capsys.readouterr().err
     assert "gold_citations[0] quotes README.md: 'uv sync'" in err and "stands in no condition" in err
-    assert not _results(workdir)
-    assert main(_run_args(repo, tmp_path / "ok", "true", "--repeats", "1")) == 0  # source head: it stands
+    assert not saved_results(workdir)
+    assert main(run_args(repo, tmp_path / "ok", "true", "--repeats", "1")) == 0  # source head: it stands
 
 
 def test_repeats_auto_runs_rounds_until_the_task_is_decided(
@@ -378,14 +364,14 @@ def test_repeats_auto_runs_rounds_until_the_task_is_decided(
         """,
     )
     workdir = tmp_path / "work"
-    assert main(_run_args(repo, workdir, agent, "--repeats", "auto", "--max-repeats", "8")) == 0
+    assert main(run_args(repo, workdir, agent, "--repeats", "auto", "--max-repeats", "8")) == 0
     captured = capsys.readouterr()
     out = captured.out
     # before the first run: what this plan can see (one task at cap 8 misses even 0.5 -> 0 often)
     power = "docdelta: power: 1 task, auto, looks after rounds 4, 5, 6, 7, 8: even a drop of 0.5"
     assert power in captured.err
     assert (workdir / "power.json").is_file()  # kept for the next run of this design
-    results = _results(workdir)
+    results = saved_results(workdir)
     rounds = max(r.cell.repeat for r in results)
     assert 4 <= rounds < 8 and len(results) == 3 * rounds  # base, head, none per round
     assert "**Verdict: improved**" in out and "auto, looks after rounds 4, 5, 6, 7, 8" in out
@@ -401,6 +387,6 @@ def test_repeats_auto_runs_rounds_until_the_task_is_decided(
 def test_repeats_must_be_a_number_or_auto(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = _project(tmp_path)
     with pytest.raises(SystemExit) as exc:
-        main(_run_args(repo, tmp_path / "work", "true", "--repeats", "many"))
+        main(run_args(repo, tmp_path / "work", "true", "--repeats", "many"))
     assert exc.value.code == 2
     assert "expected a number of repeats or 'auto', got 'many'" in capsys.readouterr().err
