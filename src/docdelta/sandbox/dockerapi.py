@@ -55,15 +55,28 @@ def _start_ticks(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+def _pid_namespace() -> str:
+    """This process's PID namespace (`pid:[4026531836]`). A pid means something only inside
+    its namespace: a docdelta in a container started with `--network host` (act, a
+    self-hosted runner) shares the host's name, and its pid 7 is not the host's pid 7."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return "pid:[unknown]"
+
+
 def owner_id() -> str:
-    """This process as an owner label value."""
-    return f"{socket.gethostname()}/{os.getpid()}/{_start_ticks(os.getpid())}"
+    """This process as an owner label value: host / PID namespace / pid / start ticks."""
+    return f"{socket.gethostname()}/{_pid_namespace()}/{os.getpid()}/{_start_ticks(os.getpid())}"
 
 
 def owner_gone(owner: str) -> bool:
-    """True only for an owner on this host whose process no longer exists."""
-    host, _, rest = owner.partition("/")
-    pid, _, start = rest.partition("/")
-    if host != socket.gethostname() or not pid.isdigit():
+    """True only for an owner on this host, in this PID namespace, whose process no longer
+    exists; an owner this process cannot see (another host or namespace) is never gone."""
+    parts = owner.split("/")
+    if len(parts) != 4:
+        return False
+    host, namespace, pid, start = parts
+    if host != socket.gethostname() or namespace != _pid_namespace() or not pid.isdigit():
         return False
     return _start_ticks(int(pid)) != start
