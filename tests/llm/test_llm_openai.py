@@ -6,7 +6,8 @@ server (its chat template, tool-call parsing, usage blocks and counters), not qu
 SmolLM2's own template has no tool support, so llama-server drops `tools` (its `/props`
 says `supports_tools: false`); with the repository's tool-aware template
 (`--chat-template-file`) it keeps them, and `docdelta run` records that template's hash in
-the experiment's identity.
+the experiment's identity, and a tool call makes the whole round trip: parsed by the server,
+run in the sandbox, its output sent back, tokens matching the server's counters.
 The first run builds llama-server from source (minutes); after that it is a cache hit.
 Run this tier alone with `pytest -m llm`.
 """
@@ -31,7 +32,7 @@ from toolchain import CheckoutFactory
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.cli import main
-from docdelta.gateway.config import GatewayConfig, Upstream
+from docdelta.gateway.config import GatewayConfig, Price, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
 from docdelta.llm.llamacpp import (
     MODEL_FILE,
@@ -161,7 +162,7 @@ def provider_for(served: Served) -> DockerProvider:
         key_from="OPENAI_API_KEY",
     )
     gateway = Gateway(
-        config=GatewayConfig(upstreams=[route]),
+        config=GatewayConfig(upstreams=[route], prices={ALIAS: Price(input=0, output=0)}),
         image=gateway_image(served.client, served.base_image).tag,
         keys={"openai": "llama-server-ignores-keys"},
         egress_network=served.network,
@@ -216,6 +217,57 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
     assert cached[1] > 0, "the second run reused the server's prompt cache"
 
 
+ROUND_TRIP_CHECKOUT = {
+    "README.md": README
+    + "".join(f"\nNote {n}: the fixture word for line {n} is canary-{n:02d}." for n in range(12)),
+    **{f"note-{n:02d}.txt": f"note {n}\n" for n in range(30)},
+}
+"""Files whose listing and README are both long enough (well over 100 tokens) that carrying
+a command's output back to the model shows in the size of its next prompt."""
+
+
+def test_a_tool_call_round_trips_through_llama_server_the_sandbox_and_the_gateway(
+    served_with_tools: Served, tmp_checkout: CheckoutFactory
+) -> None:
+    served = served_with_tools
+    agent = OpenAIAgent(model=ALIAS, max_output_tokens=128)
+    provider = provider_for(served)
+    checkout = tmp_checkout(ROUND_TRIP_CHECKOUT)
+    before = served.counters()
+    with provider.create(checkout, SandboxSpec(network=agent.network)) as sandbox:
+        outcome = agent.run(PROMPT, sandbox, AgentContext(seed=1, timeout_s=600, max_turns=3))
+        assert sandbox.gateway is not None
+        calls = sandbox.gateway.calls()
+    after = served.counters()
+    served_tokens = {name: after[name] - before.get(name, 0.0) for name in after}
+    own = outcome.metrics
+
+    # llama-server parsed the model's <tool_call> block into `tool_calls`; the loop ran the
+    # call in the sandbox, where the checkout's README.md is, and asked again with its result.
+    assert outcome.status in {RunStatus.ok, RunStatus.no_answer, RunStatus.max_turns}, outcome.error
+    assert own.tool_calls is not None and own.tool_calls >= 1
+    # Which command the model picks is its business; that each one ran is the loop's.
+    assert own.commands and all(run.exit_code == 0 for run in own.commands), own.commands
+    assert own.turns is not None and own.turns >= 2 and len(calls) == own.turns
+    assert all(c.status == 200 and c.error is None and c.model == ALIAS for c in calls)
+    first, second = calls[0], calls[1]
+    assert first.tokens_in and first.tokens_out and second.tokens_in
+    # The second prompt is the first, the model's call and the tool's output: the listing or
+    # the README (well over 100 tokens either way) went back, not just a result's framing.
+    assert second.tokens_in - (first.tokens_in + first.tokens_out) > 100
+
+    # The tokens are the server's own: gateway log == agent's usage == llama-server /metrics.
+    measured = with_gateway_telemetry(outcome, calls, over_budget=False).metrics
+    assert (measured.tokens_in, measured.tokens_out, measured.cache_read_tokens) == (
+        own.tokens_in,
+        own.tokens_out,
+        own.cache_read_tokens,
+    )
+    assert measured.tokens_out == served_tokens["tokens_predicted_total"]
+    assert measured.cache_read_tokens == served_tokens["prompt_tokens_cached_total"]
+    assert measured.tokens_in == served_tokens["prompt_tokens_total"] + measured.cache_read_tokens
+
+
 def test_docdelta_run_records_the_servers_identity_and_the_transcripts_show_the_tool_calls(
     served_with_tools: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -230,6 +282,8 @@ gateway:
       base_url_env: [OPENAI_BASE_URL]
       key_env: [OPENAI_API_KEY]
       key_from: LLAMA_KEY
+  prices:
+    {ALIAS}: {{input: 0, output: 0}}
 """
     task = (
         "id: readme\nprompt: Which command runs the tests? Run `cat README.md` to find out.\nreviewed: true\n"

@@ -14,6 +14,8 @@ SmolLM2's own chat template has no tool support, and llama.cpp then drops a requ
 `tools` without a word: no tool call can ever come back. The image therefore also holds
 `TOOLS_TEMPLATE` (ChatML with Hermes-style `<tool_call>` blocks and one worked exchange),
 served with `--chat-template-file`, from which llama-server derives its tool-call parser.
+With it, the model's first reply to the `llm` tier's task is a real `tool_calls` reply
+(the template says why it holds no other `<tool...>` tag).
 """
 
 from __future__ import annotations
