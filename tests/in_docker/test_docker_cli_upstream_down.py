@@ -52,6 +52,8 @@ gateway:
       base_url_env: [OPENAI_BASE_URL]
       key_env: [OPENAI_API_KEY]
       key_from: OPENAI_API_KEY
+  prices:  # the gateway refuses an unpriced model: this one is a free local server
+    {MODEL}: {{input: 0, output: 0}}
 """
     repo = GitRepo.init(tmp_path / "proj")
     repo.commit({".docdelta.yml": config, ".docdelta/tasks/t.yaml": TASK, "AGENTS.md": "# Agents\nbe nice\n"})
