@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit docker-tests bench clean
+.PHONY: demo test lint typecheck unit docker-tests bench clean bwrap
 
 $(BIN)/docdelta: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,8 +13,10 @@ $(BIN)/docdelta: pyproject.toml
 	touch $@
 
 # The local sandbox is bubblewrap: installed from Debian's package when missing (as root).
-demo: $(BIN)/docdelta
+bwrap:
 	bash scripts/provision-bwrap.sh >/dev/null
+
+demo: $(BIN)/docdelta bwrap
 	$(BIN)/docdelta demo --workdir docdelta-demo
 
 lint: $(BIN)/docdelta
@@ -24,7 +26,7 @@ lint: $(BIN)/docdelta
 typecheck: $(BIN)/docdelta
 	$(BIN)/mypy
 
-unit: $(BIN)/docdelta
+unit: $(BIN)/docdelta bwrap
 	$(BIN)/pytest -q
 
 # Everything CI holds a submission to: lint, strict types, the whole test suite.
