@@ -418,8 +418,19 @@ def _remove(path: Path) -> None:
         os.chmod(parent, 0o700)
         func(p)
 
+    # The processes of a PID namespace die asynchronously once its init (bwrap) exits, so a
+    # file can still appear while the tree is being removed: try again, then let the last
+    # attempt raise what stops it.
+    for _ in range(_REMOVE_ATTEMPTS - 1):
+        if not (path.exists() or path.is_symlink()):
+            return
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path, onerror=retry)
     if path.exists() or path.is_symlink():
         shutil.rmtree(path, onerror=retry)
+
+
+_REMOVE_ATTEMPTS = 5
 
 
 class LocalSandbox(Sandbox):
