@@ -42,7 +42,7 @@ from docdelta.llm.llamacpp import (
     llama_image,
     server_identity,
 )
-from docdelta.models import RunResult, RunStatus
+from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunResult, RunStatus
 from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
@@ -201,20 +201,27 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
         # server reported to the agent...
         assert len(calls) == own.turns
         assert all(c.status == 200 and c.error is None and c.model == ALIAS for c in calls)
-        measured = with_gateway_telemetry(outcome, calls, over_budget=False).metrics
-        assert measured.tokens_in and measured.tokens_out
-        assert (measured.tokens_in, measured.tokens_out, measured.cache_read_tokens) == (
-            own.tokens_in,
-            own.tokens_out,
-            own.cache_read_tokens,
-        )
-        # ...and with the server's own counters: every token generated was reported, and
-        # every prompt token was either evaluated or served from the prompt cache.
-        assert measured.tokens_out == served_tokens["tokens_predicted_total"]
-        assert measured.cache_read_tokens == served_tokens["prompt_tokens_cached_total"]
-        assert measured.tokens_in == served_tokens["prompt_tokens_total"] + measured.cache_read_tokens
+        measured = _tokens_agree(outcome, calls, served_tokens)
+        assert measured.tokens_in and measured.tokens_out and measured.cache_read_tokens is not None
         cached.append(measured.cache_read_tokens)
     assert cached[1] > 0, "the second run reused the server's prompt cache"
+
+
+def _tokens_agree(outcome: AgentOutcome, calls: list[ModelCall], served: dict[str, float]) -> AgentMetrics:
+    """The gateway's log agrees with the usage the server reported to the agent, and with the
+    server's own counters: every token generated was reported, and every prompt token was
+    either evaluated or served from the prompt cache. Returns the gateway's measurement."""
+    own = outcome.metrics
+    measured = with_gateway_telemetry(outcome, calls, over_budget=False).metrics
+    assert (measured.tokens_in, measured.tokens_out, measured.cache_read_tokens) == (
+        own.tokens_in,
+        own.tokens_out,
+        own.cache_read_tokens,
+    )
+    assert measured.tokens_out == served["tokens_predicted_total"]
+    assert measured.cache_read_tokens == served["prompt_tokens_cached_total"]
+    assert measured.tokens_in == served["prompt_tokens_total"] + measured.cache_read_tokens
+    return measured
 
 
 ROUND_TRIP_CHECKOUT = {
@@ -257,15 +264,7 @@ def test_a_tool_call_round_trips_through_llama_server_the_sandbox_and_the_gatewa
     assert second.tokens_in - (first.tokens_in + first.tokens_out) > 100
 
     # The tokens are the server's own: gateway log == agent's usage == llama-server /metrics.
-    measured = with_gateway_telemetry(outcome, calls, over_budget=False).metrics
-    assert (measured.tokens_in, measured.tokens_out, measured.cache_read_tokens) == (
-        own.tokens_in,
-        own.tokens_out,
-        own.cache_read_tokens,
-    )
-    assert measured.tokens_out == served_tokens["tokens_predicted_total"]
-    assert measured.cache_read_tokens == served_tokens["prompt_tokens_cached_total"]
-    assert measured.tokens_in == served_tokens["prompt_tokens_total"] + measured.cache_read_tokens
+    _tokens_agree(outcome, calls, served_tokens)
 
 
 def test_docdelta_run_records_the_servers_identity_and_the_transcripts_show_the_tool_calls(
