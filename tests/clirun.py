@@ -33,18 +33,20 @@ BLOCKING_AGENT = """\
 import json, os, sys
 prompt = sys.stdin.read()
 if "Hang" in prompt:
+    never = os.open(sys.argv[2], os.O_RDWR)  # opened first: held, it outlives its mount
     started = os.open(sys.argv[1], os.O_WRONLY)
     os.write(started, b"1")
     os.close(started)
-    os.open(sys.argv[2], os.O_RDONLY)  # blocks: nobody ever opens it for writing
+    os.read(never, 1)  # blocks: nothing is ever written to it
 print(json.dumps({"answer": "run make check", "commands": ["make check"]}))
 """
 
 
 class BlockingAgent:
     """A command agent that answers at once, except for prompts with "Hang": then it tells
-    the test it is running (a byte on the `started` fifo) and blocks on a fifo nobody ever
-    writes, until its sandbox kills it. The fifos live in `sync`, a directory the sandbox
+    the test it is running (a byte on the `started` fifo) and blocks reading a fifo nobody
+    ever writes, until its sandbox kills it (it holds that fifo open from before it
+    reports, so removing the sandbox's files around it cannot end the block). The fifos live in `sync`, a directory the sandbox
     shows read-only (a fifo opens for writing on a read-only mount: nothing is written to
     the filesystem). The test holds `started` open, so an agent never waits to report."""
 
