@@ -46,9 +46,10 @@ class BlockingAgent:
     """A command agent that answers at once, except for prompts with "Hang": then it tells
     the test it is running (a byte on the `started` fifo) and blocks reading a fifo nobody
     ever writes, until its sandbox kills it (it holds that fifo open from before it
-    reports, so removing the sandbox's files around it cannot end the block). The fifos live in `sync`, a directory the sandbox
-    shows read-only (a fifo opens for writing on a read-only mount: nothing is written to
-    the filesystem). The test holds `started` open, so an agent never waits to report."""
+    reports, so removing the sandbox's files around it cannot end the block). The fifos
+    live in `sync`, a directory the sandbox shows read-only (a fifo opens for writing on a
+    read-only mount: nothing is written to the filesystem). The test holds `started` open,
+    so an agent never waits to report."""
 
     def __init__(self, sync: Path) -> None:
         sync.mkdir(mode=0o755)
