@@ -229,6 +229,7 @@ def test_close_from_another_thread_kills_a_running_exec_and_everything_it_starte
     agent = BlockingAgent(tmp_path / "sync")
     provider = LocalProvider(root=tmp_path / "sb", ro_paths=[*PYTHON_TOOLCHAIN, tmp_path / "sync"])
     sandbox = provider.create(checkout, SandboxSpec())
+    assert isinstance(sandbox, LocalSandbox)
     # A setsid daemon that keeps writing into the workspace, beside the blocked agent.
     daemon = f"setsid sh -c 'while :; do echo x >> {INSIDE_WORKSPACE}/log; done' & exec {agent.cmd()}"
     done: list[ExecResult] = []
