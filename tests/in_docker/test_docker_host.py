@@ -118,7 +118,16 @@ def second_engine(client: Any, base_image: str) -> Iterator[Engine]:
             if where.startswith(str(root)):
                 subprocess.run(["umount", "-l", where], check=False)
         shutil.rmtree(root)
+        for cgroup in _cgroup_parents(root):  # dockerd leaves them, empty, in every hierarchy
+            cgroup.rmdir()
     assert not root.exists() and not Path(f"/proc/{proc.pid}").exists()
+    assert _cgroup_parents(root) == []
+
+
+def _cgroup_parents(root: Path) -> list[Path]:
+    """The second engine's cgroup parent in each hierarchy (v1: one per controller, v2: one)."""
+    cgroups, name = Path("/sys/fs/cgroup"), f"docdelta-test-{root.name}"
+    return [*cgroups.glob(name), *cgroups.glob(f"*/{name}")]
 
 
 def _project(tmp_path: Path, base_image: str) -> GitRepo:
