@@ -32,11 +32,13 @@ def deferred_signals() -> Iterator[None]:
     def hold(signum: int, _frame: FrameType | None) -> None:
         pending.append(signum)
 
-    previous = {signum: signal.signal(signum, hold) for signum in DEFERRED}
+    # Only signals that would raise in Python are held: one left to the default action (a
+    # second SIGTERM, see cli.py) still ends the process at once, as the user asked.
+    previous = {s: signal.signal(s, hold) for s in DEFERRED if callable(signal.getsignal(s))}
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+            signal.signal(signum, handler)
         for held in pending:
             signal.raise_signal(held)
