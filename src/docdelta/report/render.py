@@ -213,13 +213,16 @@ def render_comment_markdown(
     *,
     diff_links: Mapping[str, str] | None = None,
     report_url: str | None = None,
+    artifacts_url: str | None = None,
     files_url: str | None = None,
 ) -> str:
     """The same scorecard for a pull request: the plain-language lead and the tasks that
     changed within one screen (SCREEN_LINES), then folded `<details>` (which the comment
     trimmer empties first when GitHub's size limit is near): the statistics, every task,
-    a mermaid chart, usage, misses, instruction usage. `report_url`: the HTML report the
-    task rows link into (at `#task-<id>`); `files_url`: the PR's "Files changed" tab."""
+    a mermaid chart, usage, misses, instruction usage. `report_url`: where the HTML report
+    opens in a browser, so task rows link into it (at `#task-<id>`); without it they link to
+    `artifacts_url` (the run's artifacts, which hold report.html) and name the anchor in the
+    link's title. `files_url`: the PR's "Files changed" tab."""
     return (
         environment()
         .get_template("comment.md.j2")
@@ -229,6 +232,7 @@ def render_comment_markdown(
             lead=lead(summary, diff_links=diff_links),
             terms=README_TERMS,
             report_url=report_url,
+            artifacts_url=artifacts_url,
             files_url=files_url,
             top=top_tasks(summary),
         )
