@@ -564,6 +564,8 @@ class Certainty(StrEnum):
     significant = "significant"
     not_significant = "not significant"
     noise_band = "within noise band"
+
+
 """improved/regressed: significant and beyond the noise band; no_change: the whole
 interval lies inside the band; inconclusive: the interval spans the band and an effect."""
 GatePolicy = Literal["regression", "no-improvement", "never"]

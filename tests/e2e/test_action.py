@@ -465,7 +465,9 @@ def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_t
     assert notes and {a["path"] for a in notes} == {"AGENTS.md"}
     assert all(a["start_line"] in added["AGENTS.md"] for a in notes)
     assert {a["annotation_level"] for a in notes} <= {"notice", "warning"}
-    assert any("`make check`: named or used in " in a["message"] and "head runs" in a["message"] for a in notes)
+    assert any(
+        "`make check`: named or used in " in a["message"] and "head runs" in a["message"] for a in notes
+    )
     assert any("candidate to cut" in a["message"] for a in notes)
     posted = [r for r in fake.requests(path=r"/check-runs(/\d+)?") if r.method in ("POST", "PATCH")]
     assert all(len((r.body or {}).get("output", {}).get("annotations", [])) <= 50 for r in posted)

@@ -151,7 +151,8 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 | 0 | 0 |" in lines
     assert "| head | 2 | 1,234 (+723%) | $0.01 (-50%) | $0.02 | 3 | 2.0s (+0%) | 0 | 0 | 0 |" in lines
     assert (
-        "| **all tasks** | **0.50** | **0.75** | **+0.25 (not significant)** | 0.17 | **—** | 0/2 · 0/2 |" in lines
+        "| **all tasks** | **0.50** | **0.75** | **+0.25 (not significant)** | 0.17 | **—** | 0/2 · 0/2 |"
+        in lines
     )
     assert "- `AGENTS.md` (modified; read by codex, opencode)" in lines
 

@@ -64,7 +64,9 @@ def _message(refs: Sequence[InstructionRef], significant: bool) -> str:
             runs = head[1] + (base[1] if base else 0)
             parts.append(f"{what}: never used in {runs} runs (head and base): candidate to cut")
             continue
-        counts = ", ".join(f"{got[0]}/{got[1]} {arm} runs" for arm, got in ((HEAD, head), (BASE, base)) if got)
+        counts = ", ".join(
+            f"{got[0]}/{got[1]} {arm} runs" for arm, got in ((HEAD, head), (BASE, base)) if got
+        )
         parts.append(f"{what}: named or used in {counts}")
     verdict = "significant" if significant else "not significant"
     return "\n".join(parts) + f"\n(head vs base: {verdict}, Fisher's test with Holm over all changed lines)"

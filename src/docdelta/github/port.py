@@ -37,7 +37,8 @@ class PrFile(Frozen):
     status: FileStatus
     old_path: str | None = None
     patch: str | None = Field(
-        default=None, description="the file's unified-diff hunks as GitHub shows them (None: binary or too big)"
+        default=None,
+        description="the file's unified-diff hunks as GitHub shows them (None: binary or too big)",
     )
 
 

@@ -159,9 +159,7 @@ class PyGithubPort:
         files = self._call(
             f"list the files of PR #{number}",
             lambda: [
-                PrFile(
-                    path=f.filename, status=_STATUS[f.status], old_path=f.previous_filename, patch=f.patch
-                )
+                PrFile(path=f.filename, status=_STATUS[f.status], old_path=f.previous_filename, patch=f.patch)
                 for f in pull.get_files()
                 if f.status in _STATUS
             ],

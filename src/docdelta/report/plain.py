@@ -173,7 +173,10 @@ def cost_line(s: Summary) -> str:
 
 
 def _usd(value: float) -> str:
-    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:.2f}"
+    """Per-run costs are cents: three decimals under a dollar so $0.010 and $0.013 differ."""
+    if 0 < value < 0.01:
+        return f"${value:.4f}"
+    return f"${value:.3f}" if value < 1 else f"${value:.2f}"
 
 
 def next_line(s: Summary, repeats_flag: str) -> str:
@@ -206,4 +209,6 @@ def next_line(s: Summary, repeats_flag: str) -> str:
 def lead(
     s: Summary, *, repeats_flag: str = "repeats: {n}", diff_links: Mapping[str, str] | None = None
 ) -> Lead:
-    return Lead(changed_line(s, diff_links or {}), certainty_line(s), cost_line(s), next_line(s, repeats_flag))
+    return Lead(
+        changed_line(s, diff_links or {}), certainty_line(s), cost_line(s), next_line(s, repeats_flag)
+    )

@@ -64,9 +64,7 @@ def fmt_aa_noise(summary: Summary) -> str:
     d = summary.head_vs_base
     where = ""
     if d.value is not None:
-        where = (
-            f"; head - base {fmt_signed(d.value)} lies {'inside' if d.aa_noise else 'outside'} it"
-        )
+        where = f"; head - base {fmt_signed(d.value)} lies {'inside' if d.aa_noise else 'outside'} it"
     return (
         f"A/A noise at this size: ±{a.band:.2f} — differences up to this are what identical docs produce "
         f"({a.quantile:.0%} of {a.simulations:,} simulated A/A experiments of {a.tasks} "
