@@ -23,8 +23,8 @@ from fakegithub import FakeGitHub, event_path
 
 from docdelta import app
 from docdelta.demo import DemoRepo, build_demo_repo
-from docdelta.github import annotations
 from docdelta.github.actions import ActionsRuntime
+from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.report import render
@@ -460,8 +460,8 @@ def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_t
     # annotations: posted with the check, only on lines the PR's diff adds, notice unless significant
     check = _latest_check(fake)
     notes = fake.annotations(check["id"])
-    added = annotations.added_lines(PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-                                    .pr_files(2, demo.base_sha, demo.head_sha))  # fmt: skip
+    port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
+    added = added_lines(port.pr_files(2, demo.base_sha, demo.head_sha))
     assert notes and {a["path"] for a in notes} == {"AGENTS.md"}
     assert all(a["start_line"] in added["AGENTS.md"] for a in notes)
     assert {a["annotation_level"] for a in notes} <= {"notice", "warning"}

@@ -108,8 +108,8 @@ def test_a_30_task_suite_comment_stays_under_one_screen_and_names_what_changed(
     lead = [line for line in top if line.startswith("- ")]
     assert 2 <= len(lead) <= 4
     assert (
-        "better on 10 tasks: *task-00* 2/2 (was 0/2), *task-01* 2/2 (was 0/2), *task-02* 2/2 (was 0/2) and 7 more"
-        in lead[0]
+        "better on 10 tasks: *task-00* 2/2 (was 0/2), *task-01* 2/2 (was 0/2), "
+        "*task-02* 2/2 (was 0/2) and 7 more" in lead[0]
     )
     assert "unchanged on *task-10*, *task-11*, *task-12* and 17 more" in lead[0]
     assert "cost $0.010 → $0.013 per run (+30%, +$0.0030)" in lead[2]

@@ -117,7 +117,7 @@ PATCH = (
 
 def _ref(line: int, ref: str, head: int, base: int, p: float, change: str = "added") -> InstructionRef:
     return InstructionRef(
-        file="AGENTS.md", line=line, change=change, text="x", kind="command", ref=ref,  # type: ignore[arg-type]
+        file="AGENTS.md", line=line, change=change, text="x", kind="command", ref=ref,
         arms={"head": ArmUse(used=head, runs=8), "base": ArmUse(used=base, runs=8)}, p_value=p,
     )  # fmt: skip
 

@@ -270,7 +270,8 @@ class PyGithubPort:
             log.warning("%s", note)
             return self._publish_status(report, note)
 
-    def _publish_check_run(self, report: CheckReport) -> CheckRef:
+    def _check_fields(self, report: CheckReport) -> tuple[dict[str, Any], dict[str, str]]:
+        """The create/update request's fields and its output without annotations."""
         link = report.details_url or ""
         output = {"title": report.title, "summary": fit(report.summary, CHECK_TEXT_LIMIT, link)}
         if report.text:
@@ -283,6 +284,10 @@ class PyGithubPort:
         if report.conclusion is not None:
             fields["conclusion"] = report.conclusion.value
             fields["completed_at"] = datetime.fromtimestamp(self._clock(), UTC)
+        return fields, output
+
+    def _publish_check_run(self, report: CheckReport) -> CheckRef:
+        fields, output = self._check_fields(report)
         batches = [
             [_annotation(a) for a in report.annotations[i : i + ANNOTATIONS_PER_REQUEST]]
             for i in range(0, len(report.annotations), ANNOTATIONS_PER_REQUEST)

@@ -203,7 +203,10 @@ def next_line(s: Summary, repeats_flag: str) -> str:
     if v.repeats_needed is not None:
         flag = repeats_flag.format(n=v.repeats_needed)
         return f"**Next:** rerun with `{flag}`: this spread would then show no change if there is none{seen}."
-    return f"**Next:** more repeats or more tasks: the estimate lies outside the band but is not significant{seen}."
+    return (
+        "**Next:** more repeats or more tasks: the estimate lies outside the band but is not "
+        f"significant{seen}."
+    )
 
 
 def lead(
