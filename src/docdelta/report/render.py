@@ -20,6 +20,8 @@ from urllib.parse import quote
 
 from jinja2 import PackageLoader, StrictUndefined, select_autoescape
 from jinja2.sandbox import SandboxedEnvironment
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.report.plain import README_TERMS, lead, mark
@@ -120,6 +122,15 @@ def fmt_seconds(value: float | None) -> str:
     return NO_VALUE if value is None else f"{value:.1f}s"
 
 
+_INLINE_MD = MarkdownIt("commonmark", {"html": False})
+"""Lead lines to HTML: CommonMark with raw HTML off, so any `<tag>` in a task id or path is text."""
+
+
+def lead_html(line: str) -> Markup:
+    """A lead line (markdown: bold, italics, code, links) as HTML for the report."""
+    return Markup(_INLINE_MD.renderInline(line))  # noqa: S704 - markdown-it escapes raw HTML (html=False)
+
+
 def inline(text: object) -> str:
     """One line of markdown: newlines collapse to spaces so a list item stays one item."""
     return " ".join(str(text).split())
@@ -169,6 +180,7 @@ def environment() -> SandboxedEnvironment:
         mermaid_label=mermaid_label,
         mark=mark,
         vs=fmt_vs,
+        lead_html=lead_html,
         anchor=task_anchor,
     )
     return env
