@@ -37,7 +37,7 @@ from docdelta.models import (
     Summary,
     TaskSummary,
 )
-from docdelta.report.plain import README_TERMS, lead
+from docdelta.report.plain import lead
 from docdelta.report.render import environment
 from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 
@@ -284,6 +284,5 @@ def render_html(
             chart=chart(summary),
             colors=colors(summary.conditions),
             lead=lead(summary, repeats_flag="--repeats {n}"),
-            terms=README_TERMS,
         )
     )
