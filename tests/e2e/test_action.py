@@ -460,6 +460,7 @@ def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_t
     # annotations: posted with the check, only on lines the PR's diff adds, notice unless significant
     check = _latest_check(fake)
     notes = fake.annotations(check["id"])
+    (tmp_path / "annotations-demo.json").write_text(json.dumps(notes, indent=1))  # kept for review
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
     added = added_lines(port.pr_files(2, demo.base_sha, demo.head_sha))
     assert notes and {a["path"] for a in notes} == {"AGENTS.md"}
