@@ -619,8 +619,8 @@ class Delta(Frozen):
     noise: bool | None = Field(default=None, description="True when |value| <= the noise band")
     p_value: float | None = Field(
         default=None,
-        description="per task, head vs base: the Holm-adjusted sequential p the task's decision used "
-        "(in the direction of the delta); head vs none: Fisher exact test on passes",
+        description="per task: the Holm-adjusted sequential p the task's decision (head vs base, or "
+        "head vs none) used, in the direction of the delta; Fisher's exact test on passes without one",
     )
     flip: bool | None = Field(
         default=None,
