@@ -143,3 +143,15 @@ def test_only_lines_the_prs_diff_adds_are_annotated_notice_unless_significant() 
     # Holm over all references: one 0.04 among four is not significant
     weak = [_ref(2, "make check", 4, 0, 0.04), *(_ref(3, f"r{i}", 1, 1, 1.0) for i in range(3))]
     assert {a.level for a in line_annotations(weak, diff, alpha=0.05)} == {AnnotationLevel.notice}
+
+
+def test_with_report_url_each_task_row_links_straight_to_its_transcripts() -> None:
+    s = summary_of(_issue_case())
+    md = render_comment_markdown(
+        s, report_url="https://example.test/report.html", files_url="https://example.test/pull/2/files"
+    )
+    assert (
+        "[transcripts](https://example.test/report.html#task-run-tests) · [diff](https://example.test/pull/2/files)"
+        in md
+    )
+    assert "[full report](https://example.test/report.html)" in md
