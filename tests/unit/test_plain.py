@@ -79,6 +79,10 @@ def test_an_inconclusive_verdict_says_what_to_run_next_from_the_decision_and_the
         "at 2 repeats one task has to drop by 0.4 to be caught in 80% of simulated PRs."
     )
     assert f"`--repeats {n}`" in render_markdown(s)  # the CLI's scorecard spells the flag
+    one = summary_of([*arm("a", "base", [1.0]), *arm("a", "head", [1.0])], repeats=1)
+    assert lead(one).next.startswith(
+        "**Next:** rerun with `repeats: 2` or more: the spread of an arm needs at least 2 runs"
+    )
     missed = s.model_copy(update={"detectable": DetectableDrop(drop=None, largest=0.5)})
     assert "even a drop of 0.5 on one task is missed in over 20% of simulated PRs" in lead(missed).next
 

@@ -96,12 +96,12 @@ def changed_line(s: Summary, diff_links: Mapping[str, str]) -> str:
     links to its diff when `diff_links` has it."""
     if len(s.changed) == 1:
         path = s.changed[0].path
-        docs = f"[`{path}`]({diff_links[path]})" if path in diff_links else f"`{path}`"
+        docs = "the new " + (f"[`{path}`]({diff_links[path]})" if path in diff_links else f"`{path}`")
     else:
         docs = f"the {len(s.changed)} changed instruction files"
     compared = [t for t in s.tasks if t.head_vs_base.value is not None]
     if not compared:
-        return f"With the new {docs}: no task has graded runs in both head and base."
+        return f"With {docs}: no task has graded runs in both head and base."
     band = s.noise_band
     better = [t for t in compared if (t.head_vs_base.value or 0.0) > band]
     worse = [t for t in compared if (t.head_vs_base.value or 0.0) < -band]
@@ -109,7 +109,7 @@ def changed_line(s: Summary, diff_links: Mapping[str, str]) -> str:
     parts = [_group(better, "better"), _group(worse, "worse")]
     if same:
         parts.append(f"unchanged on {_italic_list(same)}")
-    return f"With the new {docs} (head against base, runs passed): {'; '.join(p for p in parts if p)}."
+    return f"With {docs} (head against base, runs passed): {'; '.join(p for p in parts if p)}."
 
 
 def certainty_line(s: Summary) -> str:
@@ -174,7 +174,9 @@ def cost_line(s: Summary) -> str:
 
 def _usd(value: float) -> str:
     """Per-run costs are cents: three decimals under a dollar so $0.010 and $0.013 differ."""
-    if 0 < value < 0.01:
+    if value == 0:
+        return "$0"
+    if value < 0.01:
         return f"${value:.4f}"
     return f"${value:.3f}" if value < 1 else f"${value:.2f}"
 
@@ -192,13 +194,19 @@ def next_line(s: Summary, repeats_flag: str) -> str:
         return f"**Next:** open the transcripts of {which} (linked below) before merging."
     if v.kind != "inconclusive":
         return ""
-    at = f"at {s.repeats} repeats"
+    at = f"at {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
     seen, d = "", s.detectable
     if d is not None:
         seen = (
             f"; {at} one task has to drop by {d.drop:.1f} to be caught in 80% of simulated PRs"
             if d.drop is not None
             else f"; {at} even a drop of {d.largest:.1f} on one task is missed in over 20% of simulated PRs"
+        )
+    if v.repeats_needed is not None and v.ci_low is None:
+        flag = repeats_flag.format(n=v.repeats_needed)
+        return (
+            f"**Next:** rerun with `{flag}` or more: the spread of an arm needs at least "
+            f"{v.repeats_needed} runs to be estimated{seen}."
         )
     if v.repeats_needed is not None:
         flag = repeats_flag.format(n=v.repeats_needed)
