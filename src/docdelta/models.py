@@ -795,14 +795,17 @@ class TaskDecisionSummary(Frozen):
 
 
 class PowerSummary(Frozen):
-    """What the experiment's size can show: the best single-task p and the repeats an effect needs."""
+    """What the design can see, from the power simulation the run cached (`power.json`)."""
 
     tasks: int
-    repeats: int
-    best_p: float = Field(description="Fisher p of the most extreme single-task result, 0/k vs k/k")
-    effect: float
-    power: float
-    repeats_needed: int | None = Field(description="None when even the largest size tried falls short")
+    design: str
+    drop: float | None = Field(
+        description="smallest drop of one task's success rate (from `rate`) caught in `target` of "
+        "simulated PRs; None when even the largest simulated drop is missed more often"
+    )
+    rate: float
+    target: float
+    text: str = Field(description="the same, in words, as printed before the first run")
 
 
 class ShiftSummary(Frozen):

@@ -2,7 +2,8 @@
 
 `report.summarize` is pure; this module gathers what it needs from the workdir — the
 judge's rulings (`judged.json`, folded into scores) and the docs diff (for instruction
-usage) — so the three surfaces cannot drift apart.
+usage) and the power line the run cached (`power.json`) — so the three surfaces cannot
+drift apart, and a report never re-runs a simulation.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Sequence
 from docdelta import stats
 from docdelta.grading.judged import load_judged, with_judgements
 from docdelta.instruction_usage import read_docs
-from docdelta.models import Detection, Manifest, RunResult, Summary
+from docdelta.models import Detection, Manifest, PowerSummary, RunResult, Summary
+from docdelta.power import POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.report import summarize
+from docdelta.report.summary import design_of
 from docdelta.store import ResultStore
 
 
@@ -28,4 +31,24 @@ def scorecard(
 ) -> Summary:
     judged = with_judgements(results, load_judged(store, manifest.repo))
     docs = read_docs(store.workdir, manifest, detection)
-    return summarize(manifest, detection, judged, noise=noise, alpha=alpha, docs=docs)
+    power = cached_power(store, manifest, noise=noise, alpha=alpha)
+    return summarize(manifest, detection, judged, noise=noise, alpha=alpha, docs=docs, power=power)
+
+
+def cached_power(
+    store: ResultStore, manifest: Manifest, *, noise: float, alpha: float
+) -> PowerSummary | None:
+    """The power line the run cached before its first cell (`power.cached_drop`), read and never
+    simulated: `docdelta report` stays instant. None when this workdir has none for the design."""
+    tasks, design = len(manifest.tasks), design_of(manifest)
+    found = stored_drop(store.workdir / POWER_CACHE, tasks, design, alpha=alpha, band=noise)
+    if found is None:
+        return None
+    return PowerSummary(
+        tasks=tasks,
+        design=design.label,
+        drop=found.drop,
+        rate=PRIOR_RATE,
+        target=POWER_TARGET,
+        text=power_line(found.drop, tasks, design),
+    )

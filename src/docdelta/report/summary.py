@@ -69,8 +69,6 @@ FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
 MAX_MISSED = 5
-TARGET_EFFECT = 0.2
-"""The change the power hint asks about: a fifth of the score scale."""
 MAX_INFRA_ERROR_RATE = 0.10
 FAULTS = (RunStatus.infra_error, RunStatus.agent_error, RunStatus.timeout)
 """Statuses that say the harness or the agent command failed, not how well the docs worked:
@@ -394,8 +392,12 @@ def summarize(
     noise: float = stats.DEFAULT_NOISE_BAND,
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
+    power: PowerSummary | None = None,
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
+
+    `power`: what the design can see, as the run cached it (`scorecard` reads it); passed in
+    so that rendering a report never simulates.
 
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
     their use is tallied per arm over the graded runs."""
@@ -429,8 +431,6 @@ def summarize(
                 decision=_task_call(calls.get(t)),
             )
         )
-    compared = sum(1 for t, c in vs_base if t and c)
-    power = stats.power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
     for r in results:
         by_condition_all[r.cell.condition].append(r)
@@ -472,7 +472,7 @@ def summarize(
         alpha=alpha,
         verdict=verdicts[0],
         verdict_vs_none=verdicts[1],
-        power=PowerSummary(**asdict(power)) if compared else None,
+        power=power,
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,
