@@ -709,6 +709,37 @@ class InstructionRef(Frozen):
     p_value: float | None = Field(default=None, description="Fisher exact test of using runs, head vs base")
 
 
+class PoolBatch(Frozen):
+    """One complete base arm of an earlier PR, as its pool lists it."""
+
+    digest: str = Field(description="the cached arm entry (cache.ArmKey digest)")
+    source_commit: str
+    finished_at: datetime
+    runs: int
+
+
+class PoolDrift(Frozen):
+    """The batch that ended a pool: its scores differ from the newer pooled runs."""
+
+    batch: PoolBatch
+    p_value: float
+    delta: float = Field(description="stratified mean score, that batch minus the newer runs")
+    alpha: float
+
+
+class PooledControl(Frozen):
+    """Earlier runs of the base arm used as extra control runs (`pooled.json` in the workdir)."""
+
+    condition: str
+    batches: list[PoolBatch]
+    results: list[RunResult]
+    drift: PoolDrift | None = None
+
+    @property
+    def since(self) -> datetime:
+        return min(b.finished_at for b in self.batches)
+
+
 class Summary(Frozen):
     """The scorecard's numbers; rendered as markdown, JSON, a badge and (later) a PR comment."""
 
@@ -732,6 +763,9 @@ class Summary(Frozen):
     verdict: VerdictSummary | None = Field(default=None, description="head vs base")
     verdict_vs_none: VerdictSummary | None = Field(default=None, description="head vs none")
     power: PowerSummary | None = None
+    pooled: PooledControl | None = Field(
+        default=None, description="earlier base runs pooled into the head-vs-base control"
+    )
     usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")
     infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
     verdict_refused: str | None = Field(

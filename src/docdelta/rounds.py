@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from docdelta import stats
 from docdelta.decision import FOCUS_P, Decision, Design, TaskRuns, decide
-from docdelta.models import Cell, RunResult
+from docdelta.models import Cell, PooledControl, RunResult
 from docdelta.planning import Experiment
 from docdelta.report.summary import design_of, task_runs
 from docdelta.runner import MatrixReport, Runner
@@ -138,10 +138,12 @@ def run_matrix(
     *,
     alpha: float = stats.DEFAULT_ALPHA,
     band: float = stats.DEFAULT_NOISE_BAND,
+    pooled: PooledControl | None = None,
 ) -> MatrixReport:
     """Run an experiment's plan: all of it for fixed repeats; round by round, through
     `run_rounds` and the real `Runner`, when the manifest is adaptive. The decision in the
-    loop reads the graded scores as stored (judge rulings are folded in by the scorecard)."""
+    loop reads the graded scores as stored (judge rulings are folded in by the scorecard), and
+    the pooled earlier base runs as part of the control."""
     m = exp.manifest
     if not m.adaptive:
         return runner.run(exp)
@@ -159,7 +161,7 @@ def run_matrix(
         grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
         for r in total.results:
             grid[r.cell.task][r.cell.condition].append(r)
-        return task_runs(grid, "head", "base")
+        return task_runs(grid, "head", "base", pooled.results if pooled else ())
 
     conditions = [c.name for c in m.conditions]
     run_rounds(

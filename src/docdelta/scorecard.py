@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 from docdelta import stats
 from docdelta.grading.judged import load_judged, with_judgements
 from docdelta.instruction_usage import read_docs
-from docdelta.models import Detection, Manifest, PowerSummary, RunResult, Summary
+from docdelta.models import Detection, Manifest, PooledControl, PowerSummary, RunResult, Summary
 from docdelta.power import POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.report import summarize
 from docdelta.report.summary import design_of
-from docdelta.store import ResultStore
+from docdelta.store import ResultStore, atomic_write
+
+POOLED_FILE = "pooled.json"
+"""The workdir file holding the earlier base runs the run pooled, so a report decides alike."""
 
 
 def scorecard(
@@ -32,7 +37,27 @@ def scorecard(
     judged = with_judgements(results, load_judged(store, manifest.repo))
     docs = read_docs(store.workdir, manifest, detection)
     power = cached_power(store, manifest, noise=noise, alpha=alpha)
-    return summarize(manifest, detection, judged, noise=noise, alpha=alpha, docs=docs, power=power)
+    pooled = read_pooled(store)
+    return summarize(
+        manifest, detection, judged, noise=noise, alpha=alpha, docs=docs, power=power, pooled=pooled
+    )
+
+
+def write_pooled(store: ResultStore, pooled: PooledControl | None) -> None:
+    """Keep what `cache.pool` found beside the results (and drop a stale file when nothing was)."""
+    path = store.workdir / POOLED_FILE
+    if pooled is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write(path, pooled.model_dump_json().encode())
+
+
+def read_pooled(store: ResultStore) -> PooledControl | None:
+    path = store.workdir / POOLED_FILE
+    try:
+        return PooledControl.model_validate_json(path.read_bytes()) if path.is_file() else None
+    except (OSError, ValidationError):
+        return None  # a damaged file pools nothing; the PR's own base runs still decide
 
 
 def cached_power(

@@ -53,6 +53,7 @@ from docdelta.models import (
     JudgedTally,
     Manifest,
     MissedItem,
+    PooledControl,
     PowerSummary,
     Quartiles,
     RunResult,
@@ -213,15 +214,25 @@ def _strata(
 
 
 def task_runs(
-    grid: Mapping[str, Mapping[str, Sequence[RunResult]]], treatment: str, control: str
+    grid: Mapping[str, Mapping[str, Sequence[RunResult]]],
+    treatment: str,
+    control: str,
+    pooled: Sequence[RunResult] = (),
 ) -> dict[str, decision.TaskRuns]:
-    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`."""
+    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`.
+    `pooled`: earlier runs of the control arm (`cache.pool`), added to it as repeat POOLED."""
 
     def arm(runs: Sequence[RunResult]) -> tuple[tuple[int, float], ...]:
         graded = sorted((r for r in runs if _graded(r) and r.score is not None), key=lambda r: r.cell.repeat)
         return tuple((r.cell.repeat, r.score.value) for r in graded if r.score is not None)
 
-    return {t: decision.TaskRuns(arm(g.get(treatment, ())), arm(g.get(control, ()))) for t, g in grid.items()}
+    def extra(task: str) -> tuple[tuple[int, float], ...]:
+        return tuple((decision.POOLED, s) for s in _scores(r for r in pooled if r.cell.task == task))
+
+    return {
+        t: decision.TaskRuns(arm(g.get(treatment, ())), (*extra(t), *arm(g.get(control, ()))))
+        for t, g in grid.items()
+    }
 
 
 def design_of(manifest: Manifest) -> decision.Design:
@@ -393,11 +404,13 @@ def summarize(
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
     power: PowerSummary | None = None,
+    pooled: PooledControl | None = None,
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
 
     `power`: what the design can see, as the run cached it (`scorecard` reads it); passed in
-    so that rendering a report never simulates.
+    so that rendering a report never simulates. `pooled`: earlier base runs (`cache.pool`),
+    part of the head-vs-base decision's control.
 
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
     their use is tallied per arm over the graded runs."""
@@ -411,7 +424,13 @@ def summarize(
 
     design = design_of(manifest)
     decisions = {
-        c: decision.decide(task_runs(grid, HEAD, c), design, alpha=alpha, band=noise, seed=manifest.seed)
+        c: decision.decide(
+            task_runs(grid, HEAD, c, pooled.results if pooled and c == BASE else ()),
+            design,
+            alpha=alpha,
+            band=noise,
+            seed=manifest.seed,
+        )
         for c in (BASE, NONE)
     }
     vs_base_call = decisions[BASE]
@@ -473,6 +492,7 @@ def summarize(
         verdict=verdicts[0],
         verdict_vs_none=verdicts[1],
         power=power,
+        pooled=pooled,
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,
