@@ -225,9 +225,7 @@ class BranchStore:
         for _ in range(self.attempts):
             self._fetch()
             parent = self._tip()
-            commit = overlay_commit(
-                self.root, parent, {entry_path(digest): data}, f"docdelta: {digest[:12]}"
-            )
+            commit = overlay_commit(self.root, parent, {entry_path(digest): data}, f"docdelta: {digest[:12]}")
             proc = run_git(
                 self.root,
                 "push",

@@ -735,9 +735,15 @@ class PooledControl(Frozen):
     results: list[RunResult]
     drift: PoolDrift | None = None
 
-    @property
-    def since(self) -> datetime:
-        return min(b.finished_at for b in self.batches)
+
+class PoolSummary(Frozen):
+    """What the comment says about the pooled base runs: how many, from which batches, and the
+    drift that ended the pool (if one did)."""
+
+    runs: int
+    batches: list[PoolBatch]
+    since: datetime
+    drift: PoolDrift | None = None
 
 
 class Summary(Frozen):
@@ -763,7 +769,7 @@ class Summary(Frozen):
     verdict: VerdictSummary | None = Field(default=None, description="head vs base")
     verdict_vs_none: VerdictSummary | None = Field(default=None, description="head vs none")
     power: PowerSummary | None = None
-    pooled: PooledControl | None = Field(
+    pooled: PoolSummary | None = Field(
         default=None, description="earlier base runs pooled into the head-vs-base control"
     )
     usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")

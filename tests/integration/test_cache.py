@@ -29,6 +29,7 @@ from docdelta.git import overlay_commit, run_git
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
+from docdelta.models import RunResult
 from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(120)
@@ -207,7 +208,7 @@ def test_earlier_base_batches_are_pooled_into_the_control_until_one_drifted(
         event = _pr_event(tmp_path, number, demo.head_sha, heads[number - 20])
         result, log = _act(tmp_path, ws, fake, "pull_request", event, store, seed=seed)
         assert result.activity == "evaluate", log
-        return {c["issue"]: c["body"] for c in fake.comments}[number]
+        return str({c["issue"]: c["body"] for c in fake.comments}[number])
 
     assert "base arm pooled" not in pr(20, "1")  # nothing earlier
     (first,) = (cache / "arms").glob("*.json")
@@ -235,7 +236,7 @@ def test_earlier_base_batches_are_pooled_into_the_control_until_one_drifted(
     assert len(index) == 1 and len(json.loads(index[0].read_text())["batches"]) == 3
 
 
-def flipped_score(newer: dict[str, Any], run: Any) -> float:
+def flipped_score(newer: dict[str, RunResult], run: RunResult) -> float:
     """The newer batch's score of the same cell: the older one is set to its opposite."""
     match = newer[run.cell.key].score
     return float(match.value if match is not None else 0.0)

@@ -54,6 +54,7 @@ from docdelta.models import (
     Manifest,
     MissedItem,
     PooledControl,
+    PoolSummary,
     PowerSummary,
     Quartiles,
     RunResult,
@@ -233,6 +234,13 @@ def task_runs(
         t: decision.TaskRuns(arm(g.get(treatment, ())), (*extra(t), *arm(g.get(control, ()))))
         for t, g in grid.items()
     }
+
+
+def _pool_summary(pooled: PooledControl | None) -> PoolSummary | None:
+    if pooled is None:
+        return None
+    since = min(b.finished_at for b in pooled.batches)
+    return PoolSummary(runs=len(pooled.results), batches=pooled.batches, since=since, drift=pooled.drift)
 
 
 def design_of(manifest: Manifest) -> decision.Design:
@@ -492,7 +500,7 @@ def summarize(
         verdict=verdicts[0],
         verdict_vs_none=verdicts[1],
         power=power,
-        pooled=pooled,
+        pooled=_pool_summary(pooled),
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,
