@@ -14,14 +14,15 @@ The procedure, and why this one:
   test). It holds for pass/fail and partial scores alike and assumes nothing but
   exchangeable runs within a task.
 * **Looks and optional stopping.** A design has a schedule of looks: one for a fixed
-  `--repeats N`; for `--repeats auto` a few rounds up to `--max-repeats`. By look k the share (n_k / cap)^2 of
-  alpha is spent (w_k is that look's increment: a power spending function between Pocock
-  and O'Brien-Fleming), and a hypothesis's sequential p-value is min_k p_k / w_k. By the
-  union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
-  experiment (a task stopped early, rounds added where it was unclear): its error rate
-  holds under optional stopping. Group-sequential z boundaries would spend less, but they rest on a normal
-  approximation that 4-20 pass/fail runs per arm do not support and on equal information
-  per look, which stopping tasks one by one breaks; always-valid e-values (betting
+  `--repeats N`; for `--repeats auto` three, at AUTO_LOOK_SHARES of `--max-repeats`. By
+  look k the share n_k / cap of alpha is spent (w_k is that look's increment: a linear,
+  Pocock-like spending function), and a hypothesis's sequential p-value is min_k p_k / w_k.
+  By the union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
+  experiment (a task stopped early, a task waiting while a suspect runs, rounds added where
+  it was unclear): its error rate holds under optional stopping. Group-sequential z
+  boundaries would spend less, but they rest on a normal approximation that 4-24 pass/fail
+  runs per arm do not support and on equal information per look, which stopping tasks one
+  by one breaks; always-valid e-values (betting
   martingales on paired head - base differences) hold without any of that, but for a
   0.8 -> 0.3 drop even the best bet known in advance grows by 0.23 nats per pair, so
   crossing 1 / (alpha / 4) = 80 takes 19 pairs or more, a learned bet many more: the
