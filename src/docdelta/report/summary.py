@@ -54,6 +54,8 @@ from docdelta.models import (
     JudgedTally,
     Manifest,
     MissedItem,
+    PooledControl,
+    PoolSummary,
     PowerSummary,
     Quartiles,
     RunResult,
@@ -70,8 +72,6 @@ FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
 MAX_MISSED = 5
-TARGET_EFFECT = 0.2
-"""The change the power hint asks about: a fifth of the score scale."""
 MAX_INFRA_ERROR_RATE = 0.10
 FAULTS = (RunStatus.infra_error, RunStatus.agent_error, RunStatus.timeout)
 """Statuses that say the harness or the agent command failed, not how well the docs worked:
@@ -251,15 +251,32 @@ def _strata(
 
 
 def task_runs(
-    grid: Mapping[str, Mapping[str, Sequence[RunResult]]], treatment: str, control: str
+    grid: Mapping[str, Mapping[str, Sequence[RunResult]]],
+    treatment: str,
+    control: str,
+    pooled: Sequence[RunResult] = (),
 ) -> dict[str, decision.TaskRuns]:
-    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`."""
+    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`.
+    `pooled`: earlier runs of the control arm (`cache.pool`), added to it as repeat POOLED."""
 
     def arm(runs: Sequence[RunResult]) -> tuple[tuple[int, float], ...]:
         graded = sorted((r for r in runs if _graded(r) and r.score is not None), key=lambda r: r.cell.repeat)
         return tuple((r.cell.repeat, r.score.value) for r in graded if r.score is not None)
 
-    return {t: decision.TaskRuns(arm(g.get(treatment, ())), arm(g.get(control, ()))) for t, g in grid.items()}
+    def extra(task: str) -> tuple[tuple[int, float], ...]:
+        return tuple((decision.POOLED, s) for s in _scores(r for r in pooled if r.cell.task == task))
+
+    return {
+        t: decision.TaskRuns(arm(g.get(treatment, ())), (*extra(t), *arm(g.get(control, ()))))
+        for t, g in grid.items()
+    }
+
+
+def _pool_summary(pooled: PooledControl | None) -> PoolSummary | None:
+    if pooled is None:
+        return None
+    since = min(b.finished_at for b in pooled.batches)
+    return PoolSummary(runs=len(pooled.results), batches=pooled.batches, since=since, drift=pooled.drift)
 
 
 def design_of(manifest: Manifest) -> decision.Design:
@@ -430,8 +447,14 @@ def summarize(
     noise: float = stats.DEFAULT_NOISE_BAND,
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
+    power: PowerSummary | None = None,
+    pooled: PooledControl | None = None,
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
+
+    `power`: what the design can see, as the run cached it (`scorecard` reads it); passed in
+    so that rendering a report never simulates. `pooled`: earlier base runs (`cache.pool`),
+    part of the head-vs-base decision's control.
 
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
     their use is tallied per arm over the graded runs."""
@@ -445,7 +468,13 @@ def summarize(
 
     design = design_of(manifest)
     decisions = {
-        c: decision.decide(task_runs(grid, HEAD, c), design, alpha=alpha, band=noise, seed=manifest.seed)
+        c: decision.decide(
+            task_runs(grid, HEAD, c, pooled.results if pooled and c == BASE else ()),
+            design,
+            alpha=alpha,
+            band=noise,
+            seed=manifest.seed,
+        )
         for c in (BASE, NONE)
     }
     calls = {c: {t.task: t for t in d.tasks} if d else {} for c, d in decisions.items()}
@@ -464,8 +493,6 @@ def summarize(
                 decision=_task_call(calls[BASE].get(t)),
             )
         )
-    compared = sum(1 for t, c in vs_base if t and c)
-    power = stats.power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
     for r in results:
         by_condition_all[r.cell.condition].append(r)
@@ -509,7 +536,8 @@ def summarize(
         alpha=alpha,
         verdict=verdicts[0],
         verdict_vs_none=verdicts[1],
-        power=PowerSummary(**asdict(power)) if compared else None,
+        power=power,
+        pooled=_pool_summary(pooled),
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,
