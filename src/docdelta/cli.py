@@ -39,7 +39,7 @@ from docdelta.grading.judged import judge_workdir
 from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
-from docdelta.planning import ExperimentRequest, PlanTooLarge
+from docdelta.planning import ExperimentRequest, PlanTooLarge, strip_inside
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.rounds import AUTO, parse_repeats
@@ -47,6 +47,8 @@ from docdelta.sandbox import get_provider, provider_names
 from docdelta.scorecard import scorecard
 from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
+from docdelta.task_audit import audit_suite, read_source
+from docdelta.task_audit import render as render_audit
 from docdelta.tasks import load_tasks, task_json_schema
 
 T = TypeVar("T")
@@ -106,12 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
 
-    t = sub.add_parser("tasks", help="work with task files")
-    tsub = t.add_subparsers(dest="tasks_command", required=True)
-    fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
-    fc.add_argument("sha")
-    fc.add_argument("--repo", type=Path, default=Path())
-    fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+    _add_tasks_commands(sub)
 
     st = sub.add_parser("selftest", help="prove each change task's hidden tests tell right from wrong")
     st.add_argument("--repo", type=Path, default=Path())
@@ -139,6 +136,31 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_* variables)")
     return p
+
+
+def _add_tasks_commands(sub: Any) -> None:
+    """`tasks from-commit` (draft a change task) and `tasks audit` (what the suite measures)."""
+    t = sub.add_parser("tasks", help="work with task files")
+    tsub = t.add_subparsers(dest="tasks_command", required=True)
+    fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
+    fc.add_argument("sha")
+    fc.add_argument("--repo", type=Path, default=Path())
+    fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+    au = tsub.add_parser(
+        "audit", help="label each task target/control/unattainable from where its gold stands; find leaks"
+    )
+    au.add_argument("--repo", type=Path, default=Path())
+    au.add_argument("--ref", default="HEAD", help="the source commit whose tree is searched (default HEAD)")
+    au.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"))
+    au.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="WORKDIR",
+        help="a past run's workdir (repeatable): tasks saturated in every arm are candidates to drop",
+    )
+    au.add_argument("--json", action="store_true", help="print the audit as JSON")
 
 
 def _add_workdir_commands(sub: Any) -> None:
@@ -518,6 +540,22 @@ def _badge(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _tasks(args: argparse.Namespace) -> int:
+    if args.tasks_command == "audit":
+        return _tasks_audit(args)
+    return _tasks_from_commit(args)
+
+
+def _tasks_audit(args: argparse.Namespace) -> int:
+    repo = Repo(args.repo)
+    sha = repo.resolve(args.ref)
+    config = load_project_config(repo, sha)
+    source = read_source(repo, sha, config, strip_inside(repo.root, args.tasks))
+    audit = audit_suite(load_tasks(args.tasks), source, sha, args.results)
+    print(audit.model_dump_json(indent=2) if args.json else render_audit(audit))
+    return ExitCode.OK
+
+
 def _tasks_from_commit(args: argparse.Namespace) -> int:
     task, assets = task_from_commit(Repo(args.repo), args.sha)
     path = write_task(task, assets, args.tasks)
@@ -617,7 +655,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": _report,
     "badge": _badge,
     "demo": _demo,
-    "tasks": _tasks_from_commit,
+    "tasks": _tasks,
     "selftest": _selftest,
     "gc": _gc,
     "judge": _judge,

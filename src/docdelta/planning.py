@@ -156,7 +156,7 @@ def prepare(
     hidden_paths = sorted({f"/{path}" for a in assets.values() for path in a.hidden})
     overlays = build_overlays(repo, base_sha, head_sha, request.conditions, match, request.patch)
     # Hidden tests that live in the source commit never reach the agent's checkout.
-    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir), *hidden_paths]
+    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths]
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
@@ -188,6 +188,7 @@ def prepare(
         bounds=bounds,
         docdelta_version=__version__,
         order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
+        holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         created_at=datetime.now(UTC),
     )
     _check_same_experiment(store, manifest)
@@ -196,7 +197,7 @@ def prepare(
     return Experiment(repo.name, manifest, detection, tasks, checkouts, assets)
 
 
-def _inside(root: Path, directory: Path) -> list[str]:
+def strip_inside(root: Path, directory: Path) -> list[str]:
     """A --tasks directory inside the repository holds gold answers: strip it too."""
     try:
         rel = directory.resolve().relative_to(root.resolve())
