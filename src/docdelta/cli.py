@@ -24,6 +24,8 @@ from typing import Any, BinaryIO, TypeVar
 import httpx
 
 from docdelta import __version__, validate
+from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
+from docdelta.ablation import render as render_ablation
 from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, check_exposure, load_project_config, matcher
 from docdelta.decision import DEFAULT_MAX_REPEATS
@@ -101,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_options(r)
 
     _add_workdir_commands(sub)
+    _add_ablate_command(sub)
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
@@ -163,6 +166,28 @@ def _add_tasks_commands(sub: Any) -> None:
     au.add_argument("--json", action="store_true", help="print the audit as JSON")
 
 
+def _add_ablate_command(sub: Any) -> None:
+    ab = sub.add_parser("ablate", help="which sections of an instruction file move which tasks")
+    ab.add_argument("--repo", type=Path, default=Path())
+    ab.add_argument("--ref", default="HEAD", help="the commit whose instruction files are ablated")
+    ab.add_argument("--file", required=True, help="the instruction file to split, e.g. AGENTS.md")
+    ab.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    ab.add_argument("--workdir", type=Path, required=True)
+    ab.add_argument("--unit", choices=[u.value for u in Unit], default=Unit.heading.value)
+    ab.add_argument(
+        "--design",
+        choices=[d.value for d in Design],
+        default=Design.factorial.value,
+        help="factorial (default): each condition removes about half the sections; single: one each",
+    )
+    ab.add_argument(
+        "--repeats", type=_at_least(1), default=4, help="runs per side one at a time would give (default 4)"
+    )
+    ab.add_argument("--seed", type=int, default=0)
+    ab.add_argument("--yes", action="store_true", help="run a plan of more than 1,000 runs")
+    _add_agent_options(ab)
+
+
 def _add_workdir_commands(sub: Any) -> None:
     """`plan` and `merge` (one evaluation spread over GitHub Actions matrix jobs), and the
     readers of a workdir, merged or not: `report` and `badge`."""
@@ -216,6 +241,11 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
         "(tasks x conditions x repeats)",
     )
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
+    _add_agent_options(r)
+
+
+def _add_agent_options(r: argparse.ArgumentParser) -> None:
+    """The flags of `RUN_FLAGS`: agent, sandbox and limits (`run` and `ablate`)."""
     r.add_argument(
         "--agent",
         default="fake",
@@ -457,6 +487,34 @@ def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdi
     return ExitCode.OK
 
 
+def _ablate(args: argparse.Namespace) -> int:
+    request = AblationRequest(
+        ref=args.ref,
+        file=args.file,
+        tasks_dir=args.tasks,
+        unit=Unit(args.unit),
+        design=Design(args.design),
+        repeats=args.repeats,
+        seed=args.seed,
+        max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
+    )
+    options = run_options(args)
+    try:
+        report, done = ablate(request, options, Deps(repo=Repo(args.repo), workdir=args.workdir))
+    except PlanTooLarge as exc:
+        raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
+    ran, reused = done.report.ran, done.report.reused
+    if done.summary.broken:  # the runs measured the failure: no effects are shown
+        print(f"docdelta: error: no ablation: {done.summary.broken}", file=sys.stderr)
+        return ExitCode.INFRA
+    print(render_ablation(report))
+    print(f"results: {args.workdir / ABLATION_FILE} ({ran} ran, {reused} reused)", file=sys.stderr)
+    if done.report.stopped:
+        print(f"docdelta: matrix stopped early: {done.report.stopped}; rerun to resume", file=sys.stderr)
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
 def _plan_cost(planned: int, options: RunOptions) -> str:
     """What a plan may cost and take, where the options bound it: the reserve is each run's
     spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
@@ -650,6 +708,7 @@ def _demo(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "detect": _detect,
     "run": _run,
+    "ablate": _ablate,
     "plan": _plan,
     "merge": _merge,
     "report": _report,
