@@ -16,7 +16,8 @@ enough rows (`ceil(2 x repeats / N)`) to match it, and reports the runs it saved
 
 Per unit it reports the effect on each task's score and on tokens, cost and turns, each
 with a seeded bootstrap interval, the tasks it moves (the interval clear of zero and the
-effect past the noise band), and "candidate to cut" when it moves no task but costs tokens.
+effect past the noise band), and "candidate to cut" when it moves no task but costs tokens
+(where the agent reports no tokens: any section with text, since it is read on every run).
 The design assumes effects add up apart from interactions of three or more units; one
 redundant rule stated in two sections shows as two small effects, which the report says.
 """
@@ -164,6 +165,13 @@ class Plan(Frozen):
     def runs(self) -> int:
         return len(self.rows) * self.repeats * self.tasks
 
+    @property
+    def per_side(self) -> int:
+        """Runs per task behind each side (removed, kept) of a unit's effect."""
+        if self.design is Design.single:
+            return self.repeats
+        return len(self.rows) * self.repeats // 2
+
 
 def single_runs(units: int, repeats: int, tasks: int) -> int:
     """One at a time: the full file plus one condition per unit, `repeats` runs each."""
@@ -237,7 +245,9 @@ class SectionReport(Frozen):
     turns: Effect
     lowers: list[str] = Field(description="tasks whose score removing it lowers")
     raises: list[str] = Field(description="tasks whose score removing it raises")
-    cut_candidate: bool = Field(description="moves no task, and its removal saves tokens")
+    cut_candidate: bool = Field(
+        description="moves no task, and its removal saves tokens (without token telemetry: it has text)"
+    )
 
 
 class AblationReport(Frozen):
@@ -248,7 +258,9 @@ class AblationReport(Frozen):
     unit: Unit
     plan: Plan
     runs_done: int
-    single_runs: int = Field(description="runs one at a time would need for the same precision")
+    single_runs: int = Field(
+        description="runs one at a time needs for the same precision: as many runs per side of each effect"
+    )
     band: float
     sections: list[SectionReport]
 
@@ -333,10 +345,15 @@ def analyse(
                 turns=_effect([sides("turns", t) for t in tasks], seed),
                 lowers=lowers,
                 raises=raises,
-                cut_candidate=not lowers and not raises and (tokens.value or 0.0) < 0,
+                cut_candidate=not lowers and not raises and _costs(tokens, section),
             )
         )
     return reports
+
+
+def _costs(tokens: Effect, section: Section) -> bool:
+    """Removing it saves tokens; without token telemetry, its text is read on every run."""
+    return tokens.value < 0 if tokens.value is not None else section.chars > 0
 
 
 def _fmt(effect: Effect, digits: int = 2) -> str:
@@ -360,21 +377,22 @@ def render(report: AblationReport) -> str:
         f"## docdelta ablation of `{report.file}` at {report.ref[:12]} ({report.unit.value} units)",
         "",
         f"{len(report.sections)} sections; {how} x {p.repeats} repeat(s) x {p.tasks} tasks = "
-        f"{report.runs_done} runs; one at a time with the same precision: {report.single_runs} runs "
+        f"{report.runs_done} runs; one at a time with the same precision ({p.per_side} runs per side "
+        f"of each effect): {report.single_runs} runs "
         f"(saved {saved:.0%}).",
         "",
         "Effects are removed - kept, with 95% bootstrap intervals; a task moves when its "
         f"interval is clear of 0 and the effect is past the ±{report.band:g} band.",
         "",
-        "| section | lines | score | tokens | turns | cost $ | tasks it moves | |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "| section | lines | chars | score | tokens | turns | cost $ | tasks it moves | |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for s in report.sections:
         moved = [f"{t} {_fmt(s.tasks[t])}" for t in [*s.lowers, *s.raises]]
         mark = "candidate to cut" if s.cut_candidate else ""
         lines.append(
-            f"| {s.section.name} | {s.section.start}-{s.section.end} | {_fmt(s.score)} | "
-            f"{_fmt(s.tokens, 0)} | {_fmt(s.turns, 1)} | {_fmt(s.cost_usd, 4)} | "
+            f"| {s.section.name} | {s.section.start}-{s.section.end} | {s.section.chars:,} | "
+            f"{_fmt(s.score)} | {_fmt(s.tokens, 0)} | {_fmt(s.turns, 1)} | {_fmt(s.cost_usd, 4)} | "
             f"{'; '.join(moved) or '—'} | {mark} |"
         )
     lines += [
@@ -438,7 +456,7 @@ def ablate(request: AblationRequest, options: RunOptions, deps: Deps) -> tuple[A
         unit=request.unit,
         plan=design,
         runs_done=len(results),
-        single_runs=single_runs(len(sections), request.repeats, tasks),
+        single_runs=single_runs(len(sections), design.per_side, tasks),
         band=options.noise_band,
         sections=analyse(sections, design, results, band=options.noise_band, seed=request.seed),
     )

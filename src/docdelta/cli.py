@@ -49,6 +49,8 @@ from docdelta.sandbox import get_provider, provider_names
 from docdelta.scorecard import scorecard
 from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
+from docdelta.suggest import suggest
+from docdelta.suggest import write as write_suggestion
 from docdelta.task_audit import audit_suite, read_source
 from docdelta.task_audit import render as render_audit
 from docdelta.tasks import load_tasks, task_json_schema
@@ -104,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_workdir_commands(sub)
     _add_ablate_command(sub)
+    sg = sub.add_parser("suggest", help="draft an instruction-file patch from the gold items agents missed")
+    sg.add_argument("--workdir", type=Path, required=True, help="a finished `docdelta run` workdir")
+    sg.add_argument("--repo", type=Path, default=Path())
+    sg.add_argument("--tasks", type=Path, required=True, help="the task files the run used")
+    sg.add_argument("--condition", default=HEAD, help="whose files to patch (default head)")
+    sg.add_argument("--max-tasks", type=_at_least(1), default=3, help="worst-scored tasks to draft for")
+    sg.add_argument("--out", type=Path, help="the patch (default: <workdir>/suggested.patch)")
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
@@ -515,6 +524,27 @@ def _ablate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _suggest(args: argparse.Namespace) -> int:
+    _, manifest, results, _summary = _load_experiment(args.workdir)
+    repo = Repo(args.repo)
+    tasks = {lt.task.id: lt.task for lt in load_tasks(args.tasks)}
+    drafted = suggest(repo, manifest, results, tasks, condition=args.condition, max_tasks=args.max_tasks)
+    if drafted is None:
+        print(f"nothing to suggest: {args.condition} missed no gold item its files do not already state")
+        return ExitCode.OK
+    out = args.out or args.workdir / "suggested.patch"
+    side = write_suggestion(drafted, out)
+    print(drafted.patch, end="")
+    worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
+    print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    print(
+        "unproven until measured: docdelta run "
+        f"--repo {args.repo} --base {manifest.base_sha[:12]} --head {manifest.head_sha[:12]} "
+        f"--tasks {args.tasks} --conditions {args.condition},patched --patch {out} --workdir WORKDIR"
+    )
+    return ExitCode.OK
+
+
 def _plan_cost(planned: int, options: RunOptions) -> str:
     """What a plan may cost and take, where the options bound it: the reserve is each run's
     spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
@@ -709,6 +739,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "detect": _detect,
     "run": _run,
     "ablate": _ablate,
+    "suggest": _suggest,
     "plan": _plan,
     "merge": _merge,
     "report": _report,
