@@ -49,7 +49,7 @@ from docdelta.sandbox import get_provider, provider_names
 from docdelta.scorecard import scorecard
 from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
-from docdelta.suggest import suggest
+from docdelta.suggest import measure, measured_line, suggest
 from docdelta.suggest import write as write_suggestion
 from docdelta.task_audit import audit_suite, read_source
 from docdelta.task_audit import render as render_audit
@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     sg.add_argument("--condition", default=HEAD, help="whose files to patch (default head)")
     sg.add_argument("--max-tasks", type=_at_least(1), default=3, help="worst-scored tasks to draft for")
     sg.add_argument("--out", type=Path, help="the patch (default: <workdir>/suggested.patch)")
+    sg.add_argument(
+        "--measured", type=Path, metavar="WORKDIR", help="the workdir of the `--conditions head,patched` run"
+    )
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
@@ -537,6 +540,12 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    if args.measured is not None:
+        _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
+        lines = len({r.line for r in drafted.rules})
+        for m in measure(drafted, proof_manifest, proof_results):
+            print(measured_line(m, lines))
+        return ExitCode.OK
     print(
         "unproven until measured: docdelta run "
         f"--repo {args.repo} --base {manifest.base_sha[:12]} --head {manifest.head_sha[:12]} "

@@ -12,7 +12,9 @@ worst on, and drafts for each a rule from the task's own gold, deterministically
 The lines go under one heading at the end of the condition's instruction file and are
 written as a `git apply`-able patch. Nothing is claimed: the patch is a hypothesis, and the
 command it prints (`docdelta run --conditions head,patched --patch P`) is what proves or
-refutes it. A model-written draft is not built.
+refutes it: `--measured WORKDIR` reads that run, checks it ran exactly this patch, and says
+"raised X from a to b in n runs, p = ..." only where a one-sided permutation test (the
+scorecard's) clears alpha and the gain clears the noise band. A model-written draft is not built.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from pathlib import Path
 
 from pydantic import Field
 
+from docdelta import stats
 from docdelta.config import load_project_config, matcher
 from docdelta.detect import instruction_files
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
-from docdelta.models import HEAD, Frozen, Manifest, RunResult, RunStatus, Task
+from docdelta.models import HEAD, PATCHED, Frozen, Manifest, RunResult, RunStatus, Task, sha256_hex
 from docdelta.quotes import locate
 from docdelta.task_audit import FileKind, file_kind
 
@@ -53,6 +56,18 @@ class Suggestion(Frozen):
     tasks: dict[str, float] = Field(description="task -> its mean score in the condition, worst first")
     rules: list[DraftedRule]
     patch: str
+    patched_sha256: str = Field(description="of the file with the patch applied: ties a patched run to it")
+
+
+class Measured(Frozen):
+    """One drafted task in the patched run: condition vs patched, one-sided permutation mid-p."""
+
+    task: str
+    before: float
+    after: float
+    runs: int = Field(description="graded runs per arm (the smaller arm)")
+    p_value: float | None
+    raised: bool = Field(description="after > before past the band, at p < alpha: the only claim made")
 
 
 @dataclass(frozen=True)
@@ -90,10 +105,28 @@ def _quoted_line(quote: str, texts: dict[str, str]) -> tuple[str, str] | None:
     for path, text in sorted(texts.items()):
         where = locate(text, quote)
         if where is not None:
-            lines = text.splitlines()[where.start - 1 : where.end]
-            joined = " ".join(line.strip() for line in lines)
-            return _BULLET.sub("", joined), f"{path}:{where}"
+            lines = text.splitlines()
+            start, end = _item(lines, where.start - 1, where.end)
+            joined = " ".join(line.strip() for line in lines[start:end])
+            return _BULLET.sub(
+                "", joined
+            ), f"{path}:{start + 1}-{end}" if end > start + 1 else f"{path}:{end}"
     return None
+
+
+def _item(lines: Sequence[str], start: int, end: int) -> tuple[int, int]:
+    """The whole list item or paragraph around lines [start, end): a rule is quoted entire."""
+
+    def ends_block(line: str) -> bool:
+        return not line.strip() or line.lstrip().startswith(("#", "```")) or bool(_BULLET.match(line))
+
+    while start > 0 and not _BULLET.match(lines[start]) and not ends_block(lines[start - 1]):
+        start -= 1
+    if start > 0 and not _BULLET.match(lines[start]) and _BULLET.match(lines[start - 1]):
+        start -= 1
+    while end < len(lines) and not ends_block(lines[end]):
+        end += 1
+    return start, end
 
 
 def _stands(quote: str, texts: dict[str, str]) -> bool:
@@ -145,7 +178,8 @@ def draft_rules(task: Task, runs: Sequence[RunResult], sources: _Sources) -> lis
     return rules
 
 
-def _patch(path: str, old: str, rules: Sequence[DraftedRule]) -> str:
+def _patch(path: str, old: str, rules: Sequence[DraftedRule]) -> tuple[str, str]:
+    """(the patch, the patched file's text)."""
     body = old if not old or old.endswith("\n") else old + "\n"
     seen: list[str] = []
     for rule in rules:
@@ -159,7 +193,7 @@ def _patch(path: str, old: str, rules: Sequence[DraftedRule]) -> str:
         tofile=f"b/{path}",
     )
     header = f"diff --git a/{path} b/{path}\n" + ("" if body else "new file mode 100644\n")
-    return header + "".join(diff)
+    return header + "".join(diff), new
 
 
 def suggest(
@@ -197,14 +231,69 @@ def suggest(
     rules = [rule for _, t in worst for rule in draft_rules(tasks[t], runs[t], sources)]
     if not rules:
         return None
+    drafted = {r.task for r in rules}
     target = DEFAULT_TARGET if DEFAULT_TARGET in files or not files else sorted(files)[0]
+    patch, patched = _patch(target, files.get(target, ""), rules)
     return Suggestion(
         condition=condition,
         file=target,
-        tasks={t: round(m, 4) for m, t in worst},
+        tasks={t: round(m, 4) for m, t in worst if t in drafted},
         rules=rules,
-        patch=_patch(target, files.get(target, ""), rules),
+        patch=patch,
+        patched_sha256=sha256_hex(patched.encode()),
     )
+
+
+def measure(
+    suggestion: Suggestion,
+    manifest: Manifest,
+    results: Sequence[RunResult],
+    *,
+    alpha: float = stats.DEFAULT_ALPHA,
+    band: float = stats.DEFAULT_NOISE_BAND,
+) -> list[Measured]:
+    """The drafted tasks in a run of `<condition>,patched` with exactly this patch."""
+    spec = next((c for c in manifest.conditions if c.name == PATCHED), None)
+    if spec is None or spec.files.get(suggestion.file) != suggestion.patched_sha256:
+        raise ConfigError(
+            "the measured workdir did not run this patch: its patched condition's "
+            f"{suggestion.file} is not the drafted one",
+            hint=f"run `docdelta run --conditions {suggestion.condition},patched --patch <the patch>` "
+            "into a new workdir and pass it to --measured",
+        )
+    scores: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in results:
+        if r.status is not RunStatus.infra_error and r.score is not None:
+            scores[(r.cell.task, r.cell.condition)].append(r.score.value)
+    out = []
+    for task in suggestion.tasks:
+        after, before = scores[(task, PATCHED)], scores[(task, suggestion.condition)]
+        if not after or not before:
+            continue
+        test = stats.directional_test([(after, before)], seed=manifest.seed)
+        p = None if test is None else test.higher
+        delta = sum(after) / len(after) - sum(before) / len(before)
+        out.append(
+            Measured(
+                task=task,
+                before=sum(before) / len(before),
+                after=sum(after) / len(after),
+                runs=min(len(after), len(before)),
+                p_value=p,
+                raised=p is not None and p < alpha and delta > band,
+            )
+        )
+    return out
+
+
+def measured_line(m: Measured, lines: int) -> str:
+    """The claim, or the refusal of one."""
+    p = "—" if m.p_value is None else f"{m.p_value:.3g}"
+    if m.raised:
+        change = f"from {m.before:.2f} to {m.after:.2f} in {m.runs} runs"
+        these = "this line" if lines == 1 else f"these {lines} lines"
+        return f"adding {these} raised {m.task} {change}, p = {p}"
+    return f"not shown: {m.task} went from {m.before:.2f} to {m.after:.2f} in {m.runs} runs (p = {p})"
 
 
 def write(suggestion: Suggestion, out: Path) -> Path:
