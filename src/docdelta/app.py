@@ -48,6 +48,7 @@ from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
+from docdelta.history import HISTORY_DIR, History, record_of
 from docdelta.models import BASE, HEAD, ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
 from docdelta.planning import ExperimentRequest
 from docdelta.report import render_comment_markdown, render_markdown
@@ -501,6 +502,8 @@ def _run_matrix(
     # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
     # runner often just `workspace`); the scorecard names the repository as GitHub does.
     summary = done.summary.model_copy(update={"repo": settings.github.repository})
+    if not done.report.stopped and settings.options.shard is None:
+        History(settings.results_path / HISTORY_DIR).append(record_of(done.experiment.manifest, summary))
     return _Matrix(summary, notes, done.report.stopped, done.cost_usd)
 
 

@@ -40,6 +40,8 @@ from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
 from docdelta.grading.judged import judge_workdir
 from docdelta.grading.rubrics import rubric_of
 from docdelta.grading.selftest import selftest_tasks
+from docdelta.history import HISTORY_FILE, History, content_digest, record_of
+from docdelta.history import render as render_history
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
 from docdelta.planning import ExperimentRequest, PlanTooLarge, strip_inside
 from docdelta.report import badge, render_json, render_markdown
@@ -102,10 +104,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--head", required=True)
     r.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
     r.add_argument("--workdir", type=Path, required=True)
-    _add_run_options(r)
+    _add_run_options(r, history=True)
 
     _add_workdir_commands(sub)
     _add_ablate_command(sub)
+    _add_history_commands(sub)
     sg = sub.add_parser("suggest", help="draft an instruction-file patch from the gold items agents missed")
     sg.add_argument("--workdir", type=Path, required=True, help="a finished `docdelta run` workdir")
     sg.add_argument("--repo", type=Path, default=Path())
@@ -178,6 +181,26 @@ def _add_tasks_commands(sub: Any) -> None:
     au.add_argument("--json", action="store_true", help="print the audit as JSON")
 
 
+def _add_history_commands(sub: Any) -> None:
+    h = sub.add_parser("history", help="the evaluations recorded by `run --history DIR`, oldest first")
+    h.add_argument("--history", type=Path, required=True, metavar="DIR")
+    h.add_argument("--file", help="only evaluations whose head arm held this instruction file")
+    h.add_argument("--json", action="store_true", help="print the records as JSON lines")
+    rc = sub.add_parser(
+        "receipt", help="exit 0 only if this exact instruction file content has a passing evaluation"
+    )
+    rc.add_argument("--history", type=Path, required=True, metavar="DIR")
+    rc.add_argument("--file", required=True, help="the instruction file, e.g. AGENTS.md")
+    rc.add_argument("--repo", type=Path, default=Path())
+    rc.add_argument("--ref", help="read the file at this commit (default: the work tree's file)")
+    rc.add_argument(
+        "--fail-on",
+        choices=("regression", "no-improvement", "never"),
+        default="regression",
+        help="the gate an evaluation must pass (default regression)",
+    )
+
+
 def _add_ablate_command(sub: Any) -> None:
     ab = sub.add_parser("ablate", help="which sections of an instruction file move which tasks")
     ab.add_argument("--repo", type=Path, default=Path())
@@ -238,7 +261,14 @@ def _add_workdir_commands(sub: Any) -> None:
     b.add_argument("--out", type=Path, required=True)
 
 
-def _add_run_options(r: argparse.ArgumentParser) -> None:
+def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> None:
+    if history:
+        r.add_argument(
+            "--history",
+            type=Path,
+            metavar="DIR",
+            help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
+        )
     r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
@@ -439,7 +469,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
-    return _execute(Repo(args.repo), request, run_options(args), args.workdir)
+    return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history)
 
 
 RUN_FLAGS = {
@@ -469,8 +499,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
 
 
-def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path) -> int:
-    """Run the composition root and print the scorecard."""
+def _execute(
+    repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path, history: Path | None = None
+) -> int:
+    """Run the composition root, print the scorecard, and record a complete evaluation."""
     try:
         done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
     except PlanTooLarge as exc:
@@ -493,10 +525,60 @@ def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdi
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
+    if history is not None and options.shard is None:
+        added = History(history).append(record_of(done.experiment.manifest, summary))
+        state = "recorded" if added else "already recorded"
+        print(f"history: {history / HISTORY_FILE} ({state})", file=sys.stderr)
     if summary.broken:
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
     return ExitCode.OK
+
+
+def _history(args: argparse.Namespace) -> int:
+    records, skipped = History(args.history).records()
+    if args.json:
+        for record in records:
+            print(record.model_dump_json())
+        return ExitCode.OK
+    print(render_history(records, args.file, skipped))
+    return ExitCode.OK
+
+
+def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
+    """The instruction file as it would be merged: the work tree's, or at `ref`."""
+    if ref is None:
+        try:
+            return (repo_dir / path).read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {repo_dir / path}: {exc.strerror}", hint="check --file") from None
+    repo = Repo(repo_dir)
+    entry = next((e for e in repo.tree(repo.resolve(ref), [path]) if e.path == path), None)
+    if entry is None:
+        raise ConfigError(f"{path} does not exist at {ref}", hint="check --file and --ref")
+    return repo.read_blob(entry.oid)
+
+
+def _receipt(args: argparse.Namespace) -> int:
+    """The CI check: the file being merged, by content hash, against the receipts."""
+    digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
+    receipt = History(args.history).receipt(digest)
+    entries = receipt.evaluations if receipt else []
+    passing = [e for e in entries if e.gate(args.fail_on).conclusion == "success"]
+    if passing:
+        last = passing[-1]
+        print(
+            f"ok: {args.file} ({digest[:12]}) passed `fail-on: {args.fail_on}` in the evaluation of head "
+            f"{last.head_sha[:12]} on {last.recorded_at:%Y-%m-%d %H:%M}: {last.gate(args.fail_on).reason}"
+        )
+        return ExitCode.OK
+    why = (
+        f"{len(entries)} evaluation(s) of this content, none passing `fail-on: {args.fail_on}`"
+        if entries
+        else "no evaluation of this exact content is recorded"
+    )
+    print(f"docdelta: {args.file} ({digest[:12]}): {why}", file=sys.stderr)
+    return ExitCode.NO_RECEIPT
 
 
 def _ablate(args: argparse.Namespace) -> int:
@@ -749,6 +831,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
     "ablate": _ablate,
     "suggest": _suggest,
+    "history": _history,
+    "receipt": _receipt,
     "plan": _plan,
     "merge": _merge,
     "report": _report,
