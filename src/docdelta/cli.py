@@ -33,6 +33,16 @@ from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
 from docdelta.evaluation import Deps, RunOptions, evaluate
+from docdelta.external import (
+    ANSWER_FILE,
+    PROMPT_FILE,
+    STATUS_FILE,
+    TRIAL_FILE,
+    TRIALS_DIR,
+    ExternalAgent,
+    check_trial,
+    prepare_trials,
+)
 from docdelta.git import Repo
 from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
 from docdelta.grading.fromcommit import task_from_commit, write_task
@@ -107,18 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_options(r, history=True)
 
     _add_workdir_commands(sub)
-    _add_ablate_command(sub)
-    _add_history_commands(sub)
-    sg = sub.add_parser("suggest", help="draft an instruction-file patch from the gold items agents missed")
-    sg.add_argument("--workdir", type=Path, required=True, help="a finished `docdelta run` workdir")
-    sg.add_argument("--repo", type=Path, default=Path())
-    sg.add_argument("--tasks", type=Path, required=True, help="the task files the run used")
-    sg.add_argument("--condition", default=HEAD, help="whose files to patch (default head)")
-    sg.add_argument("--max-tasks", type=_at_least(1), default=3, help="worst-scored tasks to draft for")
-    sg.add_argument("--out", type=Path, help="the patch (default: <workdir>/suggested.patch)")
-    sg.add_argument(
-        "--measured", type=Path, metavar="WORKDIR", help="the workdir of the `--conditions head,patched` run"
-    )
+    _add_loop_commands(sub)
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
@@ -179,6 +178,44 @@ def _add_tasks_commands(sub: Any) -> None:
         help="a past run's workdir (repeatable): tasks saturated in every arm are candidates to drop",
     )
     au.add_argument("--json", action="store_true", help="print the audit as JSON")
+
+
+def _add_loop_commands(sub: Any) -> None:
+    """Closing the loop (issue 15): ablate, suggest, history and receipts, external trials."""
+    _add_ablate_command(sub)
+    sg = sub.add_parser("suggest", help="draft an instruction-file patch from the gold items agents missed")
+    sg.add_argument("--workdir", type=Path, required=True, help="a finished `docdelta run` workdir")
+    sg.add_argument("--repo", type=Path, default=Path())
+    sg.add_argument("--tasks", type=Path, required=True, help="the task files the run used")
+    sg.add_argument("--condition", default=HEAD, help="whose files to patch (default head)")
+    sg.add_argument("--max-tasks", type=_at_least(1), default=3, help="worst-scored tasks to draft for")
+    sg.add_argument("--out", type=Path, help="the patch (default: <workdir>/suggested.patch)")
+    sg.add_argument(
+        "--measured", type=Path, metavar="WORKDIR", help="the workdir of the `--conditions head,patched` run"
+    )
+    _add_history_commands(sub)
+    _add_external_commands(sub)
+
+
+def _add_external_commands(sub: Any) -> None:
+    pr = sub.add_parser("prepare", help="write the trials for an agent docdelta does not drive")
+    pr.add_argument("--repo", type=Path, default=Path())
+    pr.add_argument("--base", required=True)
+    pr.add_argument("--head", required=True)
+    pr.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    pr.add_argument("--workdir", type=Path, required=True)
+    pr.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pr.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
+    pr.add_argument("--repeats", type=_at_least(1), default=3)
+    pr.add_argument("--seed", type=int, default=0)
+    pr.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
+    pr.add_argument("--allow-unreviewed", action="store_true")
+    pr.add_argument("--agent-name", default="unnamed", help="what drives the trials, for the manifest")
+    pr.add_argument("--agent-version", default="", help="its version, for the manifest")
+    pr.add_argument("--model", help="the model it uses, for the manifest")
+    ck = sub.add_parser("check", help="grade trials `prepare` wrote, once their controller has run them")
+    ck.add_argument("trials", nargs="+", type=Path, metavar="TRIAL", help="trial directories")
+    ck.add_argument("--tasks", type=Path, required=True, help="the task files given to `prepare`")
 
 
 def _add_history_commands(sub: Any) -> None:
@@ -535,6 +572,35 @@ def _execute(
     return ExitCode.OK
 
 
+def _prepare(args: argparse.Namespace) -> int:
+    request = ExperimentRequest(
+        base=args.base,
+        head=args.head,
+        tasks_dir=args.tasks,
+        conditions=args.conditions,
+        repeats=args.repeats,
+        seed=args.seed,
+        source=args.source,
+        patch=args.patch,
+        allow_unreviewed=args.allow_unreviewed,
+    )
+    agent = ExternalAgent(args.agent_name, args.agent_version, args.model)
+    trials = prepare_trials(Repo(args.repo), request, args.workdir, agent)
+    where = args.workdir / TRIALS_DIR
+    print(f"prepared {len(trials)} trials in {where}: each has {PROMPT_FILE}, checkout/ and {TRIAL_FILE}")
+    print(f"run the agent in each checkout, write {ANSWER_FILE} and {STATUS_FILE}, then: "
+          f"docdelta check {where}/* --tasks {args.tasks}")  # fmt: skip
+    return ExitCode.OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    for trial in args.trials:
+        result = check_trial(trial, args.tasks)
+        score = "—" if result.score is None else f"{result.score.value:.2f}"
+        print(f"{trial.name}: {result.status.value}, score {score}")
+    return ExitCode.OK
+
+
 def _history(args: argparse.Namespace) -> int:
     records, skipped = History(args.history).records()
     if args.json:
@@ -832,6 +898,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ablate": _ablate,
     "suggest": _suggest,
     "history": _history,
+    "prepare": _prepare,
+    "check": _check,
     "receipt": _receipt,
     "plan": _plan,
     "merge": _merge,
