@@ -595,9 +595,9 @@ def _prepare(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     for trial in args.trials:
-        result = check_trial(trial, args.tasks)
+        result, fresh = check_trial(trial, args.tasks)
         score = "—" if result.score is None else f"{result.score.value:.2f}"
-        print(f"{trial.name}: {result.status.value}, score {score}")
+        print(f"{trial.name}: {result.status.value}, score {score}{'' if fresh else ' (checked before)'}")
     return ExitCode.OK
 
 

@@ -156,8 +156,9 @@ def _read_json(path: Path, model: type[M], what: str) -> M:
         ) from None
 
 
-def check_trial(trial_dir: Path, tasks_dir: Path) -> RunResult:
-    """Grade one trial and save its result in the workdir that prepared it."""
+def check_trial(trial_dir: Path, tasks_dir: Path) -> tuple[RunResult, bool]:
+    """Grade one trial and save its result in the workdir that prepared it; (result, False)
+    when it was graded before (a complete result is never rewritten)."""
     trial = _read_json(trial_dir / TRIAL_FILE, Trial, "the trial file")
     workdir = trial_dir.resolve().parent.parent
     store = ResultStore(workdir)
@@ -167,6 +168,9 @@ def check_trial(trial_dir: Path, tasks_dir: Path) -> RunResult:
     if manifest is None or entry is None:
         raise ConfigError(f"{trial_dir} is not a trial of {workdir}", hint="pass a directory `prepare` wrote")
     cell = entry.cell
+    earlier = store.load(manifest.repo, cell)
+    if earlier is not None:
+        return earlier, False
     loaded = {lt.task.id: lt for lt in load_tasks(tasks_dir)}.get(cell.task)
     if loaded is None or loaded.sha256 != manifest.tasks.get(cell.task):
         raise ConfigError(
@@ -214,4 +218,4 @@ def check_trial(trial_dir: Path, tasks_dir: Path) -> RunResult:
         tree_sha256=entry.tree_sha256,
     )
     store.save(manifest.repo, result)
-    return result
+    return result, True

@@ -80,7 +80,10 @@ def test_a_command_agent_trial_with_a_bad_status_or_changed_tasks_is_refused(
     capsys.readouterr()
     assert main(["check", str(trial), "--tasks", str(demo.tasks_dir)]) == 0
     assert ": ok, score" in capsys.readouterr().out
+    assert main(["check", str(trial), "--tasks", str(demo.tasks_dir)]) == 0
+    assert "(checked before)" in capsys.readouterr().out
 
+    trial = sorted((workdir / "trials").iterdir())[1]
     (trial / "status.json").write_text('{"status": "infra_error"}')
     assert main(["check", str(trial), "--tasks", str(demo.tasks_dir)]) == ExitCode.BAD_INPUT
     assert "infra_error is docdelta's own" in capsys.readouterr().err
