@@ -31,6 +31,7 @@ does not read it, so the check stays the one the A/A calibration test proved.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -259,8 +260,15 @@ def _verdict(
         design=d.design.label,
         rounds=d.rounds,
         repeats_needed=d.repeats_needed,
-        reason=d.reason,
+        reason=_masked(d.reason, holdout),
     )
+
+
+def _masked(reason: str, holdout: frozenset[str]) -> str:
+    """The verdict's reason with each holdout task it names written as "a holdout task"."""
+    for task in sorted(holdout, key=len, reverse=True):
+        reason = re.sub(rf"\btask {re.escape(task)}(?=[\s,;:.)]|$)", "a holdout task", reason)
+    return reason
 
 
 def _task_call(call: decision.TaskDecision | None) -> TaskDecisionSummary | None:
