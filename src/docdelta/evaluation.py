@@ -262,7 +262,8 @@ def _evaluate(
         drop = cached_drop(
             store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band
         )
-        print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
+        if request.require_change:  # the line speaks of head vs base; an ablation has neither
+            print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
         if options.shard is None:
             report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band, pooled=pooled)
         elif exp.manifest.adaptive:

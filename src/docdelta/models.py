@@ -266,6 +266,11 @@ class Task(Frozen):
     gold: Gold = Gold()
     gold_citations: list[GoldCitation] = []
     reviewed: bool = False
+    holdout: bool = Field(
+        default=False,
+        description="run and counted in the aggregate, but its own results are never shown, so the "
+        "instructions are not tuned to the visible tasks",
+    )
 
     @model_validator(mode="after")
     def _change_needs_validation(self) -> Task:
@@ -544,6 +549,7 @@ class Manifest(Frozen):
     bounds: RunBounds | None = None
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
+    holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
     created_at: datetime
 
     def identity(self) -> str:
@@ -776,7 +782,8 @@ class Summary(Frozen):
     noise_band: float
     conditions: list[str]
     changed: list[ChangedFile]
-    tasks: list[TaskSummary]
+    tasks: list[TaskSummary] = Field(description="per task; holdout tasks are left out")
+    holdout_tasks: int = Field(default=0, description="tasks counted in the aggregates but not shown")
     overall: dict[str, ConditionStats]
     head_vs_base: Delta
     head_vs_none: Delta

@@ -496,3 +496,22 @@ def test_a_few_faults_do_not_refuse_the_verdict() -> None:
     ]
     s = summary_of(runs)
     assert s.faults == {"timeout": 1} and s.broken is None and s.verdict is not None
+
+
+def test_a_holdout_task_counts_in_the_verdict_but_is_never_named_or_shown() -> None:
+    runs = [
+        *arm("seen", "head", [1, 1, 1, 1, 1]),
+        *arm("seen", "base", [1, 1, 1, 1, 1]),
+        *arm("hidden", "head", [1, 1, 1, 1, 1], missed=()),
+        *arm("hidden", "base", [0, 0, 0, 0, 0], missed=("make check",)),
+    ]
+    plan = manifest(["hidden", "seen"], ("base", "head"), repeats=5).model_copy(
+        update={"holdout": ["hidden"]}
+    )
+    summary = summarize(plan, detection(), runs)
+    assert [t.task for t in summary.tasks] == ["seen"] and summary.holdout_tasks == 1
+    assert summary.verdict is not None and summary.verdict.kind == "improved"
+    assert "hidden" not in summary.verdict.decided_by and "a holdout task" in summary.verdict.decided_by
+    assert not any(m.task == "hidden" for items in summary.missed.values() for m in items)
+    text = render_markdown(summary)
+    assert "hidden" not in text and "counts 1 holdout task whose own results are not shown" in text

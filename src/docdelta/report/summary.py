@@ -31,6 +31,7 @@ does not read it, so the check stays the one the A/A calibration test proved.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -287,7 +288,10 @@ def design_of(manifest: Manifest) -> decision.Design:
     )
 
 
-def _verdict(d: decision.Decision | None, treatment: str, control: str) -> VerdictSummary | None:
+def _verdict(
+    d: decision.Decision | None, treatment: str, control: str, holdout: frozenset[str] = frozenset()
+) -> VerdictSummary | None:
+    """The call, with holdout tasks that decided it named only as such."""
     if d is None:
         return None
     iv = d.interval
@@ -301,7 +305,7 @@ def _verdict(d: decision.Decision | None, treatment: str, control: str) -> Verdi
         confidence=None if iv is None else iv.confidence,
         p_value=d.p_value,
         threshold=d.threshold,
-        decided_by=list(d.decided_by),
+        decided_by=["a holdout task" if t in holdout else t for t in d.decided_by],
         exact=d.exact,
         alpha=d.alpha,
         band=d.band,
@@ -309,8 +313,15 @@ def _verdict(d: decision.Decision | None, treatment: str, control: str) -> Verdi
         design=d.design.label,
         rounds=d.rounds,
         repeats_needed=d.repeats_needed,
-        reason=d.reason,
+        reason=_masked(d.reason, holdout),
     )
+
+
+def _masked(reason: str, holdout: frozenset[str]) -> str:
+    """The verdict's reason with each holdout task it names written as "a holdout task"."""
+    for task in sorted(holdout, key=len, reverse=True):
+        reason = re.sub(rf"\btask {re.escape(task)}(?=[\s,;:.)]|$)", "a holdout task", reason)
+    return reason
 
 
 def _task_call(call: decision.TaskDecision | None) -> TaskDecisionSummary | None:
@@ -346,6 +357,10 @@ def _order(conditions: Iterable[str]) -> list[str]:
     names = set(conditions)
     known = [c for c in _CANONICAL_ORDER if c in names]
     return known + sorted(names - set(known))
+
+
+def _shown(runs: Sequence[RunResult], holdout: set[str]) -> list[RunResult]:
+    return [r for r in runs if r.cell.task not in holdout]
 
 
 def _missed(by_condition: Mapping[str, Sequence[RunResult]]) -> dict[str, list[MissedItem]]:
@@ -463,6 +478,7 @@ def summarize(
     for r in results:
         grid[r.cell.task][r.cell.condition].append(r)
     task_ids = sorted(set(manifest.tasks) | set(grid))
+    holdout = set(manifest.holdout)  # counted in every aggregate, never shown on their own
     vs_base = _strata(grid, HEAD, BASE)
     aa = _aa_noise(vs_base, manifest.repeats, manifest.seed)
 
@@ -506,7 +522,7 @@ def summarize(
             "runs may not be a fair sample of either arm; rerun to retry them"
         )
     verdicts: list[VerdictSummary | None] = [
-        None if refused else _verdict(decisions[c], HEAD, c) for c in (BASE, NONE)
+        None if refused else _verdict(decisions[c], HEAD, c, frozenset(holdout)) for c in (BASE, NONE)
     ]
     overall: dict[str, Delta] = {}
     for c in (BASE, NONE):
@@ -527,11 +543,12 @@ def summarize(
         noise_band=noise,
         conditions=conditions,
         changed=list(detection.changed),
-        tasks=tasks,
+        tasks=[t for t in tasks if t.task not in holdout],
+        holdout_tasks=len(holdout & set(task_ids)),
         overall={c: _condition_stats(c, {t: grid[t].get(c, []) for t in task_ids}) for c in conditions},
         head_vs_base=overall[BASE],
         head_vs_none=overall[NONE],
-        missed=_missed({c: by_condition_all.get(c, []) for c in conditions}),
+        missed=_missed({c: _shown(by_condition_all.get(c, []), holdout) for c in conditions}),
         confounds=_confounds(manifest, detection, results, conditions),
         alpha=alpha,
         verdict=verdicts[0],
