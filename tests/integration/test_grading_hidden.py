@@ -171,7 +171,7 @@ def test_a_command_that_only_echoes_passed_is_not_a_pass(
     task = _task(command="sh -c 'echo \"1 passed in 0.01s\"; echo PASSED'")
     result = _grade(task, sealed, FIX_DIFF, provider)
     assert (result.exit_code, result.status) == (0, "fail")
-    assert result.summary is not None and result.summary.passed == 1
+    assert result.summary is None  # a pytest-like line from a command that is no pytest counts for nothing
     assert "no JUnit report was written: no evidence that any test ran" in result.notes
 
 
