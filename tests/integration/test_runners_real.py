@@ -253,6 +253,7 @@ def go_root() -> Path | None:
 
 def go_case(command: str) -> Case:
     root = go_root()
+    assert root is not None
     return Case(
         command=command,
         files={"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc.go": GO_BUGGY},
@@ -264,11 +265,14 @@ def go_case(command: str) -> Case:
             # The same environment serves both sandboxes: Debian's toolchain, shown read-only
             # at its own path, and caches on the sandbox's own /tmp.
             "sandbox": {
-                "paths": [str(root)],
+                # Debian's GOROOT links src/ and pkg/ to /usr/share/go-*: both are named.
+                "paths": sorted({str(root), str((root / "src").resolve().parent)}),
                 "env": {
                     "PATH": f"{root}/bin:{SYSTEM_PATH}",
                     "GOROOT": str(root),
                     "GOCACHE": "/tmp/go-cache",
+                    # The container's /tmp is noexec: test binaries are built in the tools dir.
+                    "GOTMPDIR": "/workspace/tools",
                     "GOPATH": "/tmp/go-path",
                     "GOPROXY": "off",
                     "GOFLAGS": "-mod=mod",
