@@ -106,15 +106,18 @@ def _counts(outcomes: Iterable[str]) -> TestCounts:
 
 
 _GO_OUTCOMES = {"pass": "passed", "fail": "failed", "skip": "skipped"}
+_GO_BUILD_FAILED_RE = re.compile(r"^FAIL\t(?P<package>\S+) \[build failed\]\s*$")
 
 
 def parse_go_json(stdout: bytes) -> tuple[TestCounts, list[str]]:
-    """Counts and package paths from `go test -json` events (test2json's stream on stdout).
+    """Counts and `package.Test` names from `go test -json` events (test2json's stream on stdout).
 
     A top-level test's last pass/fail/skip event is its outcome (subtests are part of
     their parent, as in go's own summary). A package that failed with no test event (it
-    did not build, or panicked before any test) counts as one errored case: the analogue
-    of pytest's collection error. Lines that are not JSON events are ignored.
+    panicked before any test, or did not build: go before 1.24 says so only in a plain
+    `FAIL\t<package> [build failed]` line) counts as one errored case, the analogue of
+    pytest's collection error. `[setup failed]` (go could not load the packages: the
+    environment's fault) counts as nothing. Other lines that are not JSON are ignored.
     """
     if len(stdout) > MAX_REPORT_BYTES:
         raise ReportError(f"the event stream is larger than {MAX_REPORT_BYTES} bytes")
@@ -124,6 +127,8 @@ def parse_go_json(stdout: bytes) -> tuple[TestCounts, list[str]]:
         try:
             event = json.loads(line)
         except ValueError:
+            if found := _GO_BUILD_FAILED_RE.match(line.decode(errors="replace")):
+                failed_packages.append(found["package"])
             continue
         if not isinstance(event, dict) or event.get("Action") not in _GO_OUTCOMES:
             continue
@@ -136,7 +141,7 @@ def parse_go_json(stdout: bytes) -> tuple[TestCounts, list[str]]:
     ran = {package for package, _ in tests}
     broken = [p for p in dict.fromkeys(failed_packages) if p not in ran]
     outcomes = [*tests.values(), *("errors" for _ in broken)]
-    return _counts(outcomes), [*(p for p, _ in tests), *broken]
+    return _counts(outcomes), [*(f"{p}.{t}" for p, t in tests), *broken]
 
 
 _LIBTEST_CASE_RE = re.compile(r"^test (?P<name>\S.*?) \.\.\. (?P<outcome>ok|FAILED|ignored)\b", re.MULTILINE)
