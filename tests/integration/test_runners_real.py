@@ -89,7 +89,8 @@ def run_selftest(
     (tasks / "fix.yaml").write_text(yaml.safe_dump(task))
     args = ["selftest", "--repo", str(repo.path), "--tasks", str(tasks), "--flake-runs", "1"]
     code = main([*args, "--sandbox", sandbox])
-    return code, capsys.readouterr().out
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
 
 
 def selftest(tmp_path: Path, case: Case, sandbox: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -193,6 +194,17 @@ def test_a_missing_launcher_is_named_and_fails_the_selftest(
     assert "FAIL untouched checkout fails: no test ran, so this leg proves nothing" in out
     assert "FAIL reference passes: grader said fail (wanted pass)" in out
     assert "last lines of output:\nsetpriv: failed to execute uv: No such file or directory" in out, out
+
+
+def test_a_command_that_starts_no_known_runner_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make test` could run anything: with no declared report, no test it runs could be
+    counted, so the task is refused before any sandbox starts (exit 2, saying what to do)."""
+    code, out = run_selftest(tmp_path, replace(python_case("make test"), config={}), "local", capsys)
+    assert code == 2, out
+    assert "gold.validation.command 'make test' starts no test runner docdelta recognises" in out
+    assert "gold.validation.report" in out
 
 
 # ----------------------------------------------------------------------- js
