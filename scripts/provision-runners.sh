@@ -34,4 +34,10 @@ if [ ! -e "$RUNNERS/node/node_modules/.bin/vitest" ]; then
   (cd "$RUNNERS/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
     && npm install -s --no-audit --no-fund vitest@3 jest@30 jest-junit@16)
 fi
+# Vite+ (`vp test`, what logfire-js runs) at logfire-js's versions, apart from vitest 3 above.
+if [ ! -e "$RUNNERS/vp/node_modules/.bin/vp" ]; then
+  mkdir -p "$RUNNERS/vp"
+  (cd "$RUNNERS/vp" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
+    && npm install -s --no-audit --no-fund vite-plus@0.2.1 vitest@4.1.9)
+fi
 echo "runners in $RUNNERS"

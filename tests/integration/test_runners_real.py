@@ -2,13 +2,13 @@
 
 Every case is a small project with a bug, a hidden test, a reference fix and the command
 its own docs would give (`uv run --frozen pytest`, `poetry run pytest`, `hatch run pytest`,
-`python3 -m pytest`, `vitest run`, `jest`, `go test ./...`, `gotestsum`, `cargo test`,
+`python3 -m pytest`, `vitest run`, `vp test run`, `jest`, `go test ./...`, `gotestsum`, `cargo test`,
 `cargo nextest run`). `docdelta selftest` must hold every leg with `.docdelta.yml`'s
 environment: the reference passes, the untouched and the tampered checkouts fail with
 tests that ran, and the leg notes name the runner that counted them.
 
-The tools come from PyPI (uv, poetry, hatch, cargo-nextest), npm (vitest, jest,
-jest-junit) and Debian (go, gotestsum), installed under .runners/ by
+The tools come from PyPI (uv, poetry, hatch, cargo-nextest), npm (vitest, vite-plus,
+jest, jest-junit) and Debian (go, gotestsum), installed under .runners/ by
 scripts/provision-runners.sh; cargo is the machine's. A missing tool skips its case,
 and FAILS under DOCDELTA_REQUIRE_RUNNERS=1 (set by .ci/run).
 """
@@ -35,6 +35,7 @@ RUNNERS = Path(os.environ.get("DOCDELTA_RUNNERS", ROOT / ".runners"))
 PY_TOOLS = RUNNERS / "py"  # uv, poetry, hatch, cargo-nextest
 PY_ENV = RUNNERS / "pyenv"  # the project's environment: Debian's python3 + pytest
 NODE_MODULES = RUNNERS / "node" / "node_modules"
+VP_MODULES = RUNNERS / "vp" / "node_modules"  # vite-plus 0.2.1 + vitest 4.1.9, as logfire-js pins
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 OWN_PYTHON = sorted({sys.prefix, sys.base_prefix})
 """poetry and hatch are Python programs of this interpreter's installation."""
@@ -208,13 +209,13 @@ def test_a_command_that_starts_no_known_runner_is_refused_up_front(
 
 
 # ----------------------------------------------------------------------- js
-def js_config() -> dict[str, object]:
+def js_config(modules: Path = NODE_MODULES) -> dict[str, object]:
     return {
         "sandbox": {
-            "paths": [str(NODE_MODULES)],
+            "paths": [str(modules)],
             # node_modules lives outside the checkout: on PATH for the binaries, NODE_PATH
             # for the modules the tests and reporters require.
-            "env": {"PATH": f"{NODE_MODULES}/.bin:{SYSTEM_PATH}", "NODE_PATH": str(NODE_MODULES)},
+            "env": {"PATH": f"{modules}/.bin:{SYSTEM_PATH}", "NODE_PATH": str(modules)},
         }
     }
 
@@ -229,6 +230,21 @@ def test_vitest_is_graded_by_its_junit_reporter(tmp_path: Path, capsys: pytest.C
         fixed=JS_BUGGY_ESM.replace("a - b", "a + b"),
         runner="vitest",
         config=js_config(),
+    )
+    assert_counted(selftest(tmp_path, case, "local", capsys), "vitest", passed=2, failed=1)
+
+
+def test_vite_plus_vp_test_is_graded_as_vitest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """logfire-js runs its tests with Vite+ (`vp test`), which is Vitest with its options."""
+    need(VP_MODULES / ".bin" / "vp", shutil.which("node"))
+    case = Case(
+        command="vp test run --globals",
+        files={"package.json": '{"name": "calc", "private": true}\n', "src/calc.mjs": JS_BUGGY_ESM},
+        hidden={"src/calc.test.mjs": JS_TEST_ESM},
+        source="src/calc.mjs",
+        fixed=JS_BUGGY_ESM.replace("a - b", "a + b"),
+        runner="vitest",
+        config=js_config(VP_MODULES),
     )
     assert_counted(selftest(tmp_path, case, "local", capsys), "vitest", passed=2, failed=1)
 

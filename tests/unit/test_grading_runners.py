@@ -44,6 +44,8 @@ JX = f"--junitxml={REPORT}"
          f"--reporter=junit --outputFile.junit={REPORT} src"),
         ("npx vitest", RunnerKind.vitest,
          f"npx vitest --reporter=default --reporter=junit --outputFile.junit={REPORT}"),
+        ("pnpm exec vp test run -t name", RunnerKind.vitest,  # logfire-js: Vite+ runs Vitest
+         f"pnpm exec vp test run --reporter=default --reporter=junit --outputFile.junit={REPORT} -t name"),
         ("yarn jest --ci", RunnerKind.jest, "yarn jest --reporters=default --reporters=jest-junit --ci"),
         ("npm exec -- jest", RunnerKind.jest, "npm exec -- jest --reporters=default --reporters=jest-junit"),
         ("go test ./...", RunnerKind.go_test, "go test -json ./..."),
@@ -71,6 +73,7 @@ def test_real_commands_are_recognised_and_instrumented(
     [
         "make test",  # a Makefile target: what it runs is not ours to guess
         "pnpm test",  # a package script
+        "vp run logfire#test",  # a Vite+ task, whatever it runs
         "uv run python script.py",
         "python3 -c 'import pytest; pytest.main()'",
         "sh -c 'pytest'",

@@ -73,7 +73,7 @@ RUNNERS: dict[RunnerKind, Runner] = {
             "adds --junitxml=<private path>",
             flags=lambda report: (f"--junitxml={report}",),
         ),
-        Runner(
+        Runner(  # also Vite+'s `vp test`, which is Vitest with its options
             RunnerKind.vitest,
             Evidence.junit,
             "adds --reporter=default --reporter=junit --outputFile.junit=<private path>",
@@ -254,7 +254,8 @@ def _runner_at(argv: Sequence[str], i: int, name: str) -> Recognised:
             return _declared()
         at = next(k for k in range(i + 1, len(argv)) if argv[k] in ("pytest", "-mpytest"))
         return Recognised(RunnerKind.pytest, at + 1)
-    if name == "vitest":
+    if name == "vitest" or (name == "vp" and argv[i + 1 : i + 2] == ["test"]):
+        i += name == "vp"  # Vite+'s `vp test` is Vitest, with Vitest's options
         sub = i + 1 < len(argv) and argv[i + 1] in _VITEST_SUBCOMMANDS
         return Recognised(RunnerKind.vitest, i + 2 if sub else i + 1)
     if name == "go":
