@@ -184,17 +184,26 @@ def test_pytest_behind_its_launchers_is_graded_by_junit(
     assert_counted(out, "pytest", passed=2, failed=1)
 
 
+@pytest.mark.parametrize(
+    ("sandbox", "says"),
+    [
+        ("local", "setpriv: failed to execute uv: No such file or directory"),
+        pytest.param("docker", "env: 'uv': No such file or directory", marks=pytest.mark.docker),
+    ],
+)
 def test_a_missing_launcher_is_named_and_fails_the_selftest(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sandbox: str, says: str
 ) -> None:
     """The sandbox has no uv: no test runs in any leg, so the must-fail legs do not hold
     (they once said `ok`), and the message quotes why the command could not run."""
-    case = replace(python_case("uv run --frozen pytest -q"), config={})
-    code, out = run_selftest(tmp_path, case, "local", capsys)
+    base = {"docker": {"base": os.environ.get("DOCDELTA_TEST_IMAGE", "docdelta-base:latest")}}
+    case = replace(python_case("uv run --frozen pytest -q"), config=base)
+    code, out = run_selftest(tmp_path, case, sandbox, capsys)
     assert code == 2, out
     assert "FAIL untouched checkout fails: no test ran, so this leg proves nothing" in out
     assert "FAIL reference passes: grader said fail (wanted pass)" in out
-    assert "last lines of output:\nsetpriv: failed to execute uv: No such file or directory" in out, out
+    assert "last lines of output:\n" in out
+    assert says in out, out
 
 
 def test_a_command_that_starts_no_known_runner_is_refused_up_front(
