@@ -24,7 +24,7 @@ from toolchain import PYTHON_TOOLCHAIN
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import TaskError
 from docdelta.git import Repo
-from docdelta.grading.hidden import capture_agent_diff, grade_change
+from docdelta.grading.hidden import build_checkout, capture_agent_diff, grade_change
 from docdelta.grading.selftest import GREEN_CONFTEST, selftest
 from docdelta.models import Gold, HiddenTestResult, Task, Validation
 from docdelta.sandbox.base import SandboxSpec
@@ -136,6 +136,20 @@ def test_an_agent_written_hidden_test_is_replaced_by_the_trusted_one(
     result = _grade(_task(), sealed, agent({HIDDEN: fake, "tests/conftest.py": GREEN_CONFTEST}), provider)
     assert result.status == "fail"
     assert sorted(d.path for d in result.dropped) == ["tests/conftest.py", HIDDEN]
+
+
+def test_a_planted_node_module_never_reaches_grading(
+    tmp_path: Path, sealed: SealedCheckout, agent: Callable[[Edits], bytes]
+) -> None:
+    """jest is given `--reporters=jest-junit`, resolved from the checkout's node_modules
+    first: an agent's own `node_modules/jest-junit` could write a passing report."""
+    fake = "module.exports = class { onRunComplete() { /* write a passing report */ } };\n"
+    diff = agent({"node_modules/jest-junit/index.js": fake, "calc/ops.py": FIXED})
+    dest = tmp_path / "grading"
+    applied, dropped = build_checkout(sealed, diff, {HIDDEN: HIDDEN_TEST.encode()}, dest)
+    assert applied == ["calc/ops.py"]
+    assert [d.path for d in dropped] == ["node_modules/jest-junit/index.js"]
+    assert not (dest / "node_modules").exists()
 
 
 def test_pyproject_test_config_edits_are_undone_but_other_edits_kept(

@@ -63,9 +63,11 @@ BUILD_FILES = (
     "**/__pycache__/**", "*.pyc",
     "package.json", "jest.config.*", "jest.setup.*", "vitest.config.*", "vitest.workspace.*",
     "vitest.setup.*", ".mocharc*", "karma.conf.*", "/.cargo/**", "/.config/nextest.toml",
+    "**/node_modules/**",
 )  # fmt: skip
-"""Files that steer how tests run, shadow the runner on `python -m pytest`'s sys.path, or are
-bytecode that could stand in for the source it claims to be compiled from."""
+"""Files that steer how tests run, shadow the runner on `python -m pytest`'s sys.path or a
+reporter docdelta names (`node_modules/jest-junit`), or are bytecode that could stand in
+for the source it claims to be compiled from."""
 
 _PYPROJECT_TEST_KEYS = (
     ("tool", "pytest"), ("tool", "coverage"), ("tool", "tox"), ("tool", "hatch", "envs"),
