@@ -124,8 +124,8 @@ _VITEST_SUBCOMMANDS = frozenset({"run", "watch", "dev", "related", "bench"})
 
 @dataclass(frozen=True)
 class _Launcher:
-    """A program that runs another: `subcommands` lead to the command (empty: it follows
-    directly), `value_options` take the next word as their value."""
+    """A program that runs another: one of `subcommands` leads to the command, whose own
+    options (`value_options` take the next word as their value) come first."""
 
     subcommands: frozenset[str] = frozenset()
     value_options: frozenset[str] = frozenset()
@@ -197,7 +197,7 @@ def _skip_launcher(argv: Sequence[str], i: int, launcher: _Launcher) -> int | No
     j = _skip_options(argv, i + 1, launcher.global_options)
     if j < len(argv) and argv[j] in launcher.subcommands:
         return _skip_options(argv, j + 1, launcher.value_options)
-    if launcher.direct and j < len(argv) and j > i:
+    if launcher.direct and j < len(argv):
         return j
     return None
 
