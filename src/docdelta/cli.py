@@ -27,7 +27,7 @@ from docdelta import __version__, validate
 from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
 from docdelta.ablation import render as render_ablation
 from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
-from docdelta.config import ProjectConfig, check_exposure, load_project_config, matcher
+from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
@@ -57,7 +57,7 @@ from docdelta.planning import ExperimentRequest, PlanTooLarge, strip_inside
 from docdelta.report import badge, render_json, render_markdown
 from docdelta.report.html import render_html
 from docdelta.rounds import AUTO, parse_repeats
-from docdelta.sandbox import get_provider, provider_names
+from docdelta.sandbox import provider_names
 from docdelta.scorecard import scorecard
 from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
 from docdelta.store import ResultStore
@@ -133,6 +133,12 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--source", default="HEAD", help="source commit for tasks that do not name one")
     st.add_argument("--flake-runs", type=int, default=3, help="runs of the reference (flake probe)")
     st.add_argument("--workdir", type=Path, help="scratch directory (default: a temporary one)")
+    st.add_argument(
+        "--sandbox",
+        default="local",
+        choices=("local", "docker"),
+        help="where the hidden tests run, with .docdelta.yml's environment as in a run; default: local",
+    )
 
     jd = sub.add_parser("judge", help="rule on key points with a calibrated LLM judge (writes judged.json)")
     jd.add_argument("--workdir", type=Path, required=True)
@@ -815,9 +821,15 @@ def _selftest(args: argparse.Namespace) -> int:
     loaded = load_tasks(args.tasks)
     with tempfile.TemporaryDirectory(prefix="docdelta-selftest-") as tmp:
         scratch = args.workdir or Path(tmp)
-        check_exposure(config.sandbox, {"repository": repo.root, "tasks directory": args.tasks})
-        toolchain = [str(p) for p in config.sandbox.host_paths()]
-        provider = get_provider("local", ro_paths=toolchain, env=config.sandbox.env)
+        from docdelta.wiring import SandboxChoice, build_provider  # noqa: PLC0415 - what a run builds
+
+        provider, _digest = build_provider(
+            SandboxChoice(args.sandbox),
+            repo=repo,
+            private={"tasks directory": args.tasks, "workdir": scratch},
+            config=config,
+            agent=None,
+        )
         try:
             reports = selftest_tasks(
                 repo,
