@@ -193,6 +193,18 @@ def _focused(found: ProjectCommand | None, hidden: list[str]) -> str:
     return command
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the prompt) as `|` blocks, so the reviewer edits plain text."""
+
+
+def _block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _block)
+
+
 def write_task(draft: Draft, tasks_dir: Path) -> Path:
     """Write `<tasks_dir>/<id>.yaml`, `<id>/hidden/<path>` and `<id>/reference.patch`; never overwrite."""
     task, assets = draft.task, draft.assets
@@ -218,5 +230,6 @@ def write_task(draft: Draft, tasks_dir: Path) -> Path:
     )
     data = task.model_dump(mode="json", exclude_defaults=True)
     data["reviewed"] = False
-    task_file.write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    text = yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True)
+    task_file.write_text(header + text, encoding="utf-8")
     return task_file
