@@ -27,6 +27,11 @@ from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES
 from docdelta.models import Manifest, RunResult, Summary
 
+pytestmark = pytest.mark.timeout(1800)
+"""Each test runs the selftest (the reference three times for flakes, the parent, two
+tamperings) and three graded cells of a real suite: 6-10 minutes measured on two cores
+shared with seven other sessions, past the suite's default 600 s."""
+
 RealRepo = Callable[[str], Path]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"
 PRS = {"genai-prices": ("1a5e71b9745d", "47df840a5ab1"), "logfire-js": ("b6e76c29474f", "eb3a2723c364")}
