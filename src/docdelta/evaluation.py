@@ -223,6 +223,7 @@ def _evaluate(
         )
     )
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
+    reused = None
     provider, image_digest = build_provider(
         SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
         repo=repo,
@@ -232,8 +233,7 @@ def _evaluate(
         environ=keys,
         jobs=options.jobs,
     )
-    reused = None
-    try:
+    try:  # nothing between the provider's birth and this: its close must run on every path
         exp = prepare(
             repo,
             request,
