@@ -808,9 +808,11 @@ def _tasks_audit(args: argparse.Namespace) -> int:
 
 
 def _tasks_from_commit(args: argparse.Namespace) -> int:
-    task, assets = task_from_commit(Repo(args.repo), args.sha)
-    path = write_task(task, assets, args.tasks)
-    print(f"wrote {path} (+ {len(assets.hidden)} hidden test file(s), reference.patch)")
+    draft = task_from_commit(Repo(args.repo), args.sha)
+    path = write_task(draft, args.tasks)
+    print(f"wrote {path} (+ {len(draft.assets.hidden)} hidden test file(s), reference.patch)")
+    for note in draft.notes:
+        print(f"  {note}")
     print("the task is `reviewed: false`: read its prompt and validation, then set `reviewed: true`")
     return ExitCode.OK
 

@@ -555,6 +555,11 @@ class Manifest(Frozen):
     source_tree_sha256: str
     conditions: list[ConditionSpec]
     tasks: dict[str, str] = Field(description="task id -> sha256 of the task file")
+    task_sources: dict[str, str] = Field(
+        default={},
+        description="change task id -> the commit its cells run on, when the task names its own "
+        "(gold.validation.source); every other task runs on source_sha",
+    )
     agent: AgentInfo
     sandbox: str
     image_digest: str | None = None
@@ -726,6 +731,9 @@ class Confounds(Frozen):
         "not written for",
     )
     source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
+    task_sources: dict[str, str] = Field(
+        default={}, description="task id -> the commit whose code its runs got instead (its own source)"
+    )
 
 
 class ArmUse(Frozen):
