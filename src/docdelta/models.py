@@ -894,6 +894,7 @@ class PowerSummary(Frozen):
     )
     rate: float
     target: float
+    largest: float = Field(description="the largest drop simulated (what `drop` None was missed at)")
     text: str = Field(description="the same, in words, as printed before the first run")
 
 

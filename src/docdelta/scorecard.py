@@ -16,7 +16,7 @@ from docdelta import stats
 from docdelta.grading.judged import load_judged, with_judgements
 from docdelta.instruction_usage import read_docs
 from docdelta.models import Detection, Manifest, PooledControl, PowerSummary, RunResult, Summary
-from docdelta.power import POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
+from docdelta.power import DROPS, POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.report import summarize
 from docdelta.report.summary import design_of
 from docdelta.store import ResultStore, atomic_write
@@ -75,5 +75,6 @@ def cached_power(
         drop=found.drop,
         rate=PRIOR_RATE,
         target=POWER_TARGET,
+        largest=max(DROPS),
         text=power_line(found.drop, tasks, design),
     )

@@ -69,7 +69,9 @@ def test_no_change_is_said_as_the_noise_band_with_its_interval() -> None:
 
 def test_an_inconclusive_verdict_says_what_to_run_next_from_the_decision_and_the_power_simulation() -> None:
     runs = [*arm("a", "base", [1.0, 0.0]), *arm("a", "head", [0.0, 1.0])]
-    power = PowerSummary(tasks=1, design="fixed 2", drop=0.4, rate=0.5, target=0.8, text="power: …")
+    power = PowerSummary(
+        tasks=1, design="fixed 2", drop=0.4, rate=0.5, target=0.8, largest=0.5, text="power: …"
+    )
     s = summary_of(runs).model_copy(update={"power": power})
     assert s.verdict is not None and s.verdict.kind == "inconclusive" and s.verdict.repeats_needed
     n = s.verdict.repeats_needed

@@ -257,7 +257,9 @@ def test_the_power_line_is_the_cached_one_and_absent_without_a_cache() -> None:
     runs = _clear_improvement()
     assert summary_of(runs, repeats=3).power is None
     line = "power: 3 tasks, fixed 3 repeats: even a drop of 0.5 on one task is missed in over 20% of PRs"
-    cached = PowerSummary(tasks=3, design="fixed 3 repeats", drop=None, rate=0.5, target=0.8, text=line)
+    cached = PowerSummary(
+        tasks=3, design="fixed 3 repeats", drop=None, rate=0.5, target=0.8, largest=0.5, text=line
+    )
     s = summarize(manifest(["a", "b", "c"], ["base", "head"], repeats=3), detection(), runs, power=cached)
     assert f"- {line}" in render_markdown(s)
 
