@@ -19,35 +19,27 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import Any, BinaryIO, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
-from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
-from docdelta.config import ProjectConfig, check_exposure, load_project_config, matcher
-from docdelta.decision import DEFAULT_MAX_REPEATS
-from docdelta.demo import build_demo_repo
+from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
-from docdelta.evaluation import Deps, RunOptions, evaluate
 from docdelta.git import Repo
-from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
-from docdelta.grading.fromcommit import task_from_commit, write_task
-from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
-from docdelta.grading.judged import judge_workdir
-from docdelta.grading.rubrics import rubric_of
-from docdelta.grading.selftest import selftest_tasks
-from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
-from docdelta.planning import ExperimentRequest, PlanTooLarge
-from docdelta.report import badge, render_json, render_markdown
-from docdelta.report.html import render_html
-from docdelta.rounds import AUTO, parse_repeats
-from docdelta.sandbox import get_provider, provider_names
-from docdelta.scorecard import scorecard
-from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
-from docdelta.store import ResultStore
-from docdelta.tasks import load_tasks, task_json_schema
+from docdelta.models import DEFAULT_CONDITIONS, HEAD
+from docdelta.sandbox import provider_names
+from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
+
+if TYPE_CHECKING:
+    from docdelta.evaluation import RunOptions
+    from docdelta.models import Manifest, RunResult, Summary
+    from docdelta.planning import ExperimentRequest
+    from docdelta.store import ResultStore
+
+# Each command imports what only it needs inside its handler (hence the PLC0415 waivers
+# below): scipy, the Docker SDK, PyGithub and httpx cost seconds to import, and `detect`,
+# which needs none of them, must start in well under a second (issue 12; the test is
+# tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
 
 T = TypeVar("T")
 
@@ -182,7 +174,9 @@ def _add_workdir_commands(sub: Any) -> None:
 def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
+    r.add_argument(
+        "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
+    )
     r.add_argument(
         "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
     )
@@ -318,6 +312,8 @@ def _action(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from docdelta.tasks import task_json_schema  # noqa: PLC0415
+
     print(json.dumps(task_json_schema(), indent=2))
     return ExitCode.OK
 
@@ -362,6 +358,8 @@ def _diff_text(stream: BinaryIO) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from docdelta.planning import ExperimentRequest  # noqa: PLC0415
+
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
@@ -401,12 +399,18 @@ RUN_FLAGS = {
 def run_options(args: argparse.Namespace) -> RunOptions:
     """`docdelta run`'s flags as the options the composition root takes. The CLI's keys
     come from the environment, so `api_key` stays unset."""
+    from docdelta.evaluation import RunOptions  # noqa: PLC0415
+
     values = {name: getattr(args, flag.replace("-", "_")) for name, flag in RUN_FLAGS.items()}
     return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
 
 
 def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path) -> int:
     """Run the composition root and print the scorecard."""
+    from docdelta.evaluation import Deps, evaluate  # noqa: PLC0415
+    from docdelta.planning import PlanTooLarge  # noqa: PLC0415
+    from docdelta.report import render_markdown  # noqa: PLC0415
+
     try:
         done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
     except PlanTooLarge as exc:
@@ -449,6 +453,9 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
+    from docdelta.shard import plan_matrix  # noqa: PLC0415
+    from docdelta.tasks import load_tasks  # noqa: PLC0415
+
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
     detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
@@ -463,6 +470,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from docdelta.shard import merge_workdirs  # noqa: PLC0415
+
     merged = merge_workdirs(args.shards, args.workdir)
     planned = len(merged.manifest.order)
     print(f"merged {merged.shards} shard workdirs into {args.workdir}: {merged.complete} of {planned} runs")
@@ -483,6 +492,9 @@ def _load_summary(workdir: Path) -> Summary:
 
 def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
     """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
+    from docdelta.scorecard import scorecard  # noqa: PLC0415
+    from docdelta.store import ResultStore  # noqa: PLC0415
+
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
     if manifest is None or detection is None:
@@ -495,6 +507,9 @@ def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResu
 
 
 def _report(args: argparse.Namespace) -> int:
+    from docdelta.report import render_json, render_markdown  # noqa: PLC0415
+    from docdelta.report.html import render_html  # noqa: PLC0415
+
     store, manifest, results, summary = _load_experiment(args.workdir)
     if args.format == "html":
         cell_dir = partial(store.cell_dir, manifest.repo)
@@ -505,6 +520,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _badge(args: argparse.Namespace) -> int:
+    from docdelta.report import badge  # noqa: PLC0415
+
     data = badge(_load_summary(args.workdir))
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -519,6 +536,8 @@ def _badge(args: argparse.Namespace) -> int:
 
 
 def _tasks_from_commit(args: argparse.Namespace) -> int:
+    from docdelta.grading.fromcommit import task_from_commit, write_task  # noqa: PLC0415
+
     task, assets = task_from_commit(Repo(args.repo), args.sha)
     path = write_task(task, assets, args.tasks)
     print(f"wrote {path} (+ {len(assets.hidden)} hidden test file(s), reference.patch)")
@@ -527,6 +546,11 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
+    from docdelta.config import check_exposure  # noqa: PLC0415
+    from docdelta.grading.selftest import selftest_tasks  # noqa: PLC0415
+    from docdelta.sandbox import get_provider  # noqa: PLC0415
+    from docdelta.tasks import load_tasks  # noqa: PLC0415
+
     repo = Repo(args.repo)
     config = load_project_config(repo, repo.resolve(args.source))
     loaded = load_tasks(args.tasks)
@@ -559,6 +583,16 @@ def _selftest(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace) -> int:
     """`judge` and `calibrate`: both build the judge's HTTP client here, with the key from the env."""
+    import httpx  # noqa: PLC0415
+
+    from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs  # noqa: PLC0415
+    from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env  # noqa: PLC0415
+    from docdelta.grading.judged import judge_workdir  # noqa: PLC0415
+    from docdelta.grading.rubrics import rubric_of  # noqa: PLC0415
+    from docdelta.models import JudgeInfo  # noqa: PLC0415
+    from docdelta.store import ResultStore  # noqa: PLC0415
+    from docdelta.tasks import load_tasks  # noqa: PLC0415
+
     tasks = [t.task for t in load_tasks(args.tasks)]
     fixtures_dir, calibration_dir = default_dirs(args.tasks)
     calibration_dir = args.calibration or calibration_dir
@@ -597,6 +631,10 @@ def _gc(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from docdelta.demo import build_demo_repo  # noqa: PLC0415
+    from docdelta.evaluation import RunOptions  # noqa: PLC0415
+    from docdelta.planning import ExperimentRequest  # noqa: PLC0415
+
     demo = build_demo_repo(args.workdir / "pricebook")
     request = ExperimentRequest(
         base=demo.base_sha,

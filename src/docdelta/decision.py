@@ -48,6 +48,7 @@ from scipy.stats import norm
 
 from docdelta import stats
 from docdelta.models import VerdictKind
+from docdelta.validate import DEFAULT_MAX_REPEATS
 
 OVERALL = "overall"
 """The name of the overall hypothesis, beside the task ids."""
@@ -60,7 +61,6 @@ MIN_ARM_RUNS = 2
 AUTO_FIRST_LOOK = 4
 AUTO_LOOKS = 5
 """`--repeats auto` looks after rounds 4, 8, 12, 16, 20 at the default cap."""
-DEFAULT_MAX_REPEATS = 20
 SPENDING_POWER = 2.0
 """alpha t^2: between Pocock (spend early, stop clear cases soon, weak at the cap) and
 O'Brien-Fleming (almost nothing early); chosen on bench/bench_gate.py."""
