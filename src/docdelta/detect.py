@@ -70,6 +70,8 @@ class InstructionMatcher:
     """The built-in table plus a project's `include` globs, minus its `exclude` globs."""
 
     def __init__(self, include_globs: Sequence[str] = (), exclude_globs: Sequence[str] = ()) -> None:
+        self.globs = (tuple(include_globs), tuple(exclude_globs))
+        """What makes two matchers equal (a sealed checkout is reused only under the same)."""
         self._include = GlobSet(include_globs)
         self._exclude = GlobSet(exclude_globs)
 

@@ -176,8 +176,12 @@ def _copy_checkouts(src: Path, dest: Path) -> None:
     content (only git's index timestamps differ)."""
     for checkout in sorted((src / CHECKOUTS).glob("*")):
         target = dest / CHECKOUTS / checkout.name
-        if not target.exists():
+        if target.exists():
+            continue
+        if checkout.is_dir():
             shutil.copytree(checkout, target, symlinks=True)
+        else:  # the record `workspace.seal_once` keeps beside a checkout
+            shutil.copy2(checkout, target)
 
 
 def _copy_tree(src: Path, dest: Path, skip_top: set[str]) -> None:

