@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -200,6 +200,29 @@ def cached_drop(path: Path, tasks: int, design: Design, *, alpha: float, band: f
         cache[key] = detectable_drop(tasks, design, alpha=alpha, band=band)
         atomic_write(path, json.dumps(cache, indent=1).encode())
     return cache[key]
+
+
+POWER_HINT_CACHE = "power-hint.json"
+"""The workdir file `cached_power_hint` keeps the report's power hints in."""
+
+
+def cached_power_hint(
+    path: Path, tasks: int, repeats: int, *, effect: float, alpha: float, band: float
+) -> stats.PowerHint:
+    """`stats.power_hint`, whose repeats-needed search simulates the gate some thousand times
+    (seconds of CPU), once per experiment shape and kept in the JSON file `path`: a rerun
+    with every result reused must not pay for it again (issue 12: < 3 s)."""
+    key = json.dumps([tasks, repeats, effect, alpha, band])
+    try:
+        cache: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+        if key in cache:
+            return stats.PowerHint(**cache[key])
+    except (OSError, ValueError, TypeError):
+        cache = {}  # a damaged cache is recomputed, never trusted
+    hint = stats.power_hint(tasks, repeats, effect=effect, alpha=alpha, band=band)
+    cache[key] = asdict(hint)
+    atomic_write(path, json.dumps(cache, indent=1).encode())
+    return hint
 
 
 def power_line(drop: float | None, tasks: int, design: Design) -> str:

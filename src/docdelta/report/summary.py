@@ -68,6 +68,8 @@ _CANONICAL_ORDER = BUILTIN_CONDITIONS
 FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
+PowerHintFn = Callable[..., stats.PowerHint]
+"""`stats.power_hint`'s signature: (tasks, repeats, *, effect, alpha, band) -> PowerHint."""
 MAX_MISSED = 5
 TARGET_EFFECT = 0.2
 """The change the power hint asks about: a fifth of the score scale."""
@@ -394,11 +396,13 @@ def summarize(
     noise: float = stats.DEFAULT_NOISE_BAND,
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
+    power_hint: PowerHintFn = stats.power_hint,
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
 
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
-    their use is tallied per arm over the graded runs."""
+    their use is tallied per arm over the graded runs. `power_hint`: `stats.power_hint` or
+    a cached stand-in (the scorecard keeps one in the workdir)."""
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -430,7 +434,7 @@ def summarize(
             )
         )
     compared = sum(1 for t, c in vs_base if t and c)
-    power = stats.power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
+    power = power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
     for r in results:
         by_condition_all[r.cell.condition].append(r)
