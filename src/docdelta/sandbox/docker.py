@@ -41,9 +41,8 @@ from docker import DockerClient
 
 from docdelta.errors import InfraError, SandboxError
 from docdelta.gateway.runtime import Gateway, RunningGateway
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.sandbox.dockerapi import (
-    AGENT_UID,
     AGENT_USER,
     LABEL,
     OWNER_LABEL,

@@ -55,8 +55,7 @@ from typing import IO, Any, ClassVar
 
 from docdelta.config import CONFIG_PATH
 from docdelta.errors import SandboxError
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.sandbox.dockerapi import AGENT_UID
+from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
