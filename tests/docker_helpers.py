@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,7 +21,7 @@ from docdelta.gateway.server import Gateway, build, setup_message
 from docdelta.models import AgentOutcome, ModelCall
 from docdelta.modelserver.script import Script
 from docdelta.sandbox.base import ExecResult, SandboxSpec
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
+from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL
 
 UPSTREAM_PORT = 8000
 RUN_TOKEN = "docdelta-run-test-token"
@@ -200,3 +202,20 @@ def _server_log(server: Any) -> list[dict[str, Any]]:
     assert done.exit_code == 0 and done.output.startswith(b"{"), done.output
     requests: list[dict[str, Any]] = json.loads(done.output)["requests"]
     return requests
+
+
+def owned_by(client: Any, pid: int) -> list[str]:
+    """Names of every container, network and volume whose owner label names the docdelta
+    process `pid` on this host (in our PID namespace): what that one run left, whatever
+    other runs share the engine."""
+    prefix = f"{socket.gethostname()}/{os.readlink('/proc/self/ns/pid')}/{pid}/"
+    label = {"label": OWNER_LABEL}
+
+    def mine(labels: dict[str, str] | None) -> bool:
+        return (labels or {}).get(OWNER_LABEL, "").startswith(prefix)
+
+    return [
+        *(c.name for c in client.containers.list(all=True, filters=label) if mine(c.labels)),
+        *(n.name for n in client.networks.list(filters=label) if mine(n.attrs.get("Labels"))),
+        *(v.name for v in client.volumes.list(filters=label) if mine(v.attrs.get("Labels"))),
+    ]

@@ -50,6 +50,7 @@ from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
+from docdelta.history import HISTORY_DIR, History, record_of
 from docdelta.models import (
     BASE,
     HEAD,
@@ -526,6 +527,8 @@ def _run_matrix(
     # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
     # runner often just `workspace`); the scorecard names the repository as GitHub does.
     summary = done.summary.model_copy(update={"repo": settings.github.repository})
+    if not done.report.stopped and settings.options.shard is None:
+        History(settings.results_path / HISTORY_DIR).append(record_of(done.experiment.manifest, summary))
     cell_dir = partial(done.store.cell_dir, done.experiment.manifest.repo)
     return _Matrix(summary, notes, done.report.stopped, done.cost_usd, list(done.report.results), cell_dir)
 

@@ -13,7 +13,15 @@ Two backends store entries as bytes under that name (`ArmStore`):
   only (the caller decides which run is trusted; PR runs only read).
 
 Reuse = `restore` copies the cached results into the run's `ResultStore` before the
-runner starts, so its resume logic skips those cells. Everything read from a backend
+runner starts, so its resume logic skips those cells.
+
+Pooling = every complete base arm `save` stores is also listed in its pool (`PoolIndex`,
+named by the key without the seed and the repeat count: the same sealed source, overlay,
+tasks, agent and version, model, sandbox, image, bounds and docdelta version). `pool`
+gathers the earlier batches of this experiment's base arm as extra control runs, newest
+first, and stops at the first batch that differs from the newer ones (a drift check per
+batch; the comment shows it when it fires): the control's estimate sharpens PR after PR
+while it stays one experiment. Everything read from a backend
 is validated with pydantic and checked against the experiment before it is used: a
 stale or tampered entry is ignored, never trusted.
 """
@@ -29,9 +37,21 @@ from typing import Protocol
 
 from pydantic import Field, ValidationError
 
+from docdelta import stats
 from docdelta.errors import InfraError
 from docdelta.git import overlay_commit, run_git
-from docdelta.models import SCHEMA_VERSION, AgentInfo, Frozen, RunBounds, RunResult, RunStatus, sha256_hex
+from docdelta.models import (
+    SCHEMA_VERSION,
+    AgentInfo,
+    Frozen,
+    PoolBatch,
+    PoolDrift,
+    PooledControl,
+    RunBounds,
+    RunResult,
+    RunStatus,
+    sha256_hex,
+)
 from docdelta.planning import Experiment
 from docdelta.store import ResultStore, atomic_write
 
@@ -58,6 +78,20 @@ class ArmKey(Frozen):
     @property
     def digest(self) -> str:
         return sha256_hex(self.model_dump_json().encode())
+
+    @property
+    def pool_digest(self) -> str:
+        """The key without the seed and the repeat count: batches of one arm that may be pooled."""
+        return POOL_PREFIX + sha256_hex(self.model_dump_json(exclude=POOL_FREE).encode())
+
+
+POOL_PREFIX = "pool-"
+POOL_FREE = {"seed", "repeats"}
+"""What may differ between pooled batches of one arm: how many runs, and their seeds."""
+DRIFT_ALPHA = 0.01
+"""A batch whose scores differ from the newer pooled runs at this two-sided level (stratified
+permutation test) ends the pool: strict, because a false drift only costs pooled runs, while a
+missed one biases the control."""
 
 
 def arm_key(exp: Experiment, condition: str) -> ArmKey:
@@ -98,6 +132,11 @@ class Reuse:
 
 
 # ------------------------------------------------------------------ backends
+def entry_path(name: str) -> str:
+    """Where a backend keeps an entry: `pools/` for pool indexes, `arms/` for arms."""
+    return f"pools/{name}.json" if name.startswith(POOL_PREFIX) else f"arms/{name}.json"
+
+
 class ArmStore(Protocol):
     """Bytes by name; validation is the caller's (`restore`)."""
 
@@ -109,13 +148,13 @@ class ArmStore(Protocol):
 
 
 class DirectoryStore:
-    """`<root>/arms/<digest>.json`, written atomically."""
+    """`<root>/arms/<digest>.json` (and `pools/`), written atomically."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def _path(self, digest: str) -> Path:
-        return self.root / "arms" / f"{digest}.json"
+        return self.root / entry_path(digest)
 
     def get(self, digest: str) -> bytes | None:
         path = self._path(digest)
@@ -135,7 +174,7 @@ class DirectoryStore:
 
 
 class BranchStore:
-    """`arms/<digest>.json` on an orphan branch of `remote`, one commit per entry.
+    """`arms/<digest>.json` (and `pools/`) on an orphan branch of `remote`, one commit per entry.
 
     Reads fetch the branch once into a private ref (`refs/docdelta/<branch>`); a write
     appends a commit and pushes without force, fetching again and retrying when another
@@ -185,7 +224,7 @@ class BranchStore:
             self._fetch()
         if not self._tip():
             return None
-        proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:arms/{digest}.json")
+        proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:{entry_path(digest)}")
         return proc.stdout if proc.returncode == 0 else None
 
     def recent(self, limit: int) -> list[bytes]:
@@ -204,9 +243,7 @@ class BranchStore:
         for _ in range(self.attempts):
             self._fetch()
             parent = self._tip()
-            commit = overlay_commit(
-                self.root, parent, {f"arms/{digest}.json": data}, f"docdelta: {digest[:12]}"
-            )
+            commit = overlay_commit(self.root, parent, {entry_path(digest): data}, f"docdelta: {digest[:12]}")
             proc = run_git(
                 self.root,
                 "push",
@@ -273,7 +310,8 @@ def restore(backend: ArmStore, exp: Experiment, store: ResultStore, condition: s
 
 
 def save(backend: ArmStore, exp: Experiment, results: Sequence[RunResult], condition: str) -> bool:
-    """Store the arm when it is complete (every planned cell graded, no infra error)."""
+    """Store the arm when it is complete (every planned cell graded, no infra error), and list
+    it in its pool."""
     key = arm_key(exp, condition)
     arm = [r for r in results if r.cell.condition == condition and r.status is not RunStatus.infra_error]
     planned = {c.key for c in exp.manifest.order if c.condition == condition}
@@ -283,7 +321,97 @@ def save(backend: ArmStore, exp: Experiment, results: Sequence[RunResult], condi
         key=key, source_commit=exp.manifest.source_sha, results=sorted(arm, key=lambda r: r.cell.key)
     )
     backend.put(key.digest, entry.model_dump_json().encode())
+    index = _pool_index(backend, key.pool_digest)
+    if all(b.digest != key.digest for b in index.batches):
+        batch = PoolBatch(
+            digest=key.digest,
+            source_commit=exp.manifest.source_sha,
+            finished_at=max(r.finished_at for r in arm),
+            runs=len(arm),
+        )
+        index = PoolIndex(pool=key.pool_digest, batches=[*index.batches, batch])
+        backend.put(key.pool_digest, index.model_dump_json().encode())
     return True
+
+
+# --------------------------------------------------------------------- pool
+class PoolIndex(Frozen):
+    """The complete batches of one arm across PRs, in the order they were saved."""
+
+    schema_version: int = SCHEMA_VERSION
+    pool: str
+    batches: list[PoolBatch] = Field(default_factory=list)
+
+
+def _pool_index(backend: ArmStore, digest: str) -> PoolIndex:
+    data = backend.get(digest)
+    if data is not None:
+        try:
+            index = PoolIndex.model_validate_json(data)
+            if index.pool == digest:
+                return index
+        except ValidationError:
+            pass
+        log.warning("pool index %s is not valid; starting it again", digest[:17])
+    return PoolIndex(pool=digest)
+
+
+def _batch(backend: ArmStore, batch: PoolBatch, key: ArmKey) -> list[RunResult]:
+    """The batch's graded runs when its entry is valid and belongs to the pool, else []."""
+    data = backend.get(batch.digest)
+    if data is None:
+        return []
+    try:
+        entry = CachedArm.model_validate_json(data)
+    except ValidationError:
+        return []
+    same = entry.key.model_dump(exclude=POOL_FREE) == key.model_dump(exclude=POOL_FREE)
+    if not same or entry.key.digest != batch.digest:
+        log.warning("pooled batch %s was saved under another key; ignored", batch.digest[:12])
+        return []
+    return [
+        r
+        for r in entry.results
+        if r.status is not RunStatus.infra_error
+        and r.score is not None
+        and r.task_sha256 == key.tasks.get(r.cell.task)
+    ]
+
+
+def _strata(newer: Sequence[RunResult], batch: Sequence[RunResult]) -> list[stats.Stratum]:
+    tasks = sorted({r.cell.task for r in (*newer, *batch)})
+    return [
+        (
+            [r.score.value for r in batch if r.cell.task == t and r.score is not None],
+            [r.score.value for r in newer if r.cell.task == t and r.score is not None],
+        )
+        for t in tasks
+    ]
+
+
+def pool(backend: ArmStore, exp: Experiment, condition: str) -> PooledControl | None:
+    """Earlier complete batches of this arm (not the one this run itself reuses or will save),
+    newest first, up to the first that drifted from the newer ones; None when there is none."""
+    key = arm_key(exp, condition)
+    index = _pool_index(backend, key.pool_digest)
+    taken: list[PoolBatch] = []
+    runs: list[RunResult] = []
+    drift: PoolDrift | None = None
+    for batch in sorted(index.batches, key=lambda b: b.finished_at, reverse=True):
+        if batch.digest == key.digest:
+            continue  # this experiment's own arm: restored into the store, not pooled twice
+        found = _batch(backend, batch, key)
+        if not found:
+            continue
+        test = stats.permutation_test(_strata(runs, found), seed=exp.manifest.seed) if runs else None
+        if test is not None and test.p_value <= DRIFT_ALPHA:
+            drift = PoolDrift(batch=batch, p_value=test.p_value, delta=test.statistic, alpha=DRIFT_ALPHA)
+            break
+        taken.append(batch)
+        runs.extend(found)
+    if not taken:
+        return None
+    return PooledControl(condition=condition, batches=taken, results=runs, drift=drift)
 
 
 def token_auth(repo_root: Path, server_url: str, token: str) -> dict[str, str]:
@@ -321,6 +449,7 @@ __all__ = [
     "Reuse",
     "arm_key",
     "open_store",
+    "pool",
     "restore",
     "save",
     "token_auth",

@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
 
-# Each command imports what only it needs inside its handler (hence the PLC0415 waivers
-# below): scipy, the Docker SDK, PyGithub and httpx cost seconds to import, and `detect`,
-# which needs none of them, must start in well under a second (issue 12; the test is
-# tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
+# Each command imports what only it needs inside its handler (hence the PLC0415 per-file
+# ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
+# import, and `detect`, which needs none of them, must start in well under a second
+# (issue 12; the test is tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
 
 T = TypeVar("T")
 
@@ -88,9 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--head", required=True)
     r.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
     r.add_argument("--workdir", type=Path, required=True)
-    _add_run_options(r)
+    _add_run_options(r, history=True)
 
     _add_workdir_commands(sub)
+    _add_loop_commands(sub)
 
     demo = sub.add_parser("demo", help="run the bundled example with the fake agent (no key, no Docker)")
     demo.add_argument("--workdir", type=Path, default=Path("docdelta-demo"))
@@ -98,12 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
 
-    t = sub.add_parser("tasks", help="work with task files")
-    tsub = t.add_subparsers(dest="tasks_command", required=True)
-    fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
-    fc.add_argument("sha")
-    fc.add_argument("--repo", type=Path, default=Path())
-    fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+    _add_tasks_commands(sub)
 
     st = sub.add_parser("selftest", help="prove each change task's hidden tests tell right from wrong")
     st.add_argument("--repo", type=Path, default=Path())
@@ -131,6 +127,113 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_* variables)")
     return p
+
+
+def _add_tasks_commands(sub: Any) -> None:
+    """`tasks from-commit` (draft a change task) and `tasks audit` (what the suite measures)."""
+    t = sub.add_parser("tasks", help="work with task files")
+    tsub = t.add_subparsers(dest="tasks_command", required=True)
+    fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
+    fc.add_argument("sha")
+    fc.add_argument("--repo", type=Path, default=Path())
+    fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+    au = tsub.add_parser(
+        "audit", help="label each task target/control/unattainable from where its gold stands; find leaks"
+    )
+    au.add_argument("--repo", type=Path, default=Path())
+    au.add_argument("--ref", default="HEAD", help="the source commit whose tree is searched (default HEAD)")
+    au.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"))
+    au.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="WORKDIR",
+        help="a past run's workdir (repeatable): tasks saturated in every arm are candidates to drop",
+    )
+    au.add_argument("--json", action="store_true", help="print the audit as JSON")
+
+
+def _add_loop_commands(sub: Any) -> None:
+    """Closing the loop (issue 15): ablate, suggest, history and receipts, external trials."""
+    _add_ablate_command(sub)
+    sg = sub.add_parser("suggest", help="draft an instruction-file patch from the gold items agents missed")
+    sg.add_argument("--workdir", type=Path, required=True, help="a finished `docdelta run` workdir")
+    sg.add_argument("--repo", type=Path, default=Path())
+    sg.add_argument("--tasks", type=Path, required=True, help="the task files the run used")
+    sg.add_argument("--condition", default=HEAD, help="whose files to patch (default head)")
+    sg.add_argument("--max-tasks", type=_at_least(1), default=3, help="worst-scored tasks to draft for")
+    sg.add_argument("--out", type=Path, help="the patch (default: <workdir>/suggested.patch)")
+    sg.add_argument(
+        "--measured", type=Path, metavar="WORKDIR", help="the workdir of the `--conditions head,patched` run"
+    )
+    _add_history_commands(sub)
+    _add_external_commands(sub)
+
+
+def _add_external_commands(sub: Any) -> None:
+    pr = sub.add_parser("prepare", help="write the trials for an agent docdelta does not drive")
+    pr.add_argument("--repo", type=Path, default=Path())
+    pr.add_argument("--base", required=True)
+    pr.add_argument("--head", required=True)
+    pr.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    pr.add_argument("--workdir", type=Path, required=True)
+    pr.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pr.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
+    pr.add_argument("--repeats", type=_at_least(1), default=3)
+    pr.add_argument("--seed", type=int, default=0)
+    pr.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
+    pr.add_argument("--allow-unreviewed", action="store_true")
+    pr.add_argument("--agent-name", default="unnamed", help="what drives the trials, for the manifest")
+    pr.add_argument("--agent-version", default="", help="its version, for the manifest")
+    pr.add_argument("--model", help="the model it uses, for the manifest")
+    ck = sub.add_parser("check", help="grade trials `prepare` wrote, once their controller has run them")
+    ck.add_argument("trials", nargs="+", type=Path, metavar="TRIAL", help="trial directories")
+    ck.add_argument("--tasks", type=Path, required=True, help="the task files given to `prepare`")
+
+
+def _add_history_commands(sub: Any) -> None:
+    h = sub.add_parser("history", help="the evaluations recorded by `run --history DIR`, oldest first")
+    h.add_argument("--history", type=Path, required=True, metavar="DIR")
+    h.add_argument("--file", help="only evaluations whose head arm held this instruction file")
+    h.add_argument("--json", action="store_true", help="print the records as JSON lines")
+    rc = sub.add_parser(
+        "receipt", help="exit 0 only if this exact instruction file content has a passing evaluation"
+    )
+    rc.add_argument("--history", type=Path, required=True, metavar="DIR")
+    rc.add_argument("--file", required=True, help="the instruction file, e.g. AGENTS.md")
+    rc.add_argument("--repo", type=Path, default=Path())
+    rc.add_argument("--ref", help="read the file at this commit (default: the work tree's file)")
+    rc.add_argument(
+        "--fail-on",
+        choices=("regression", "no-improvement", "never"),
+        default="regression",
+        help="the gate an evaluation must pass (default regression)",
+    )
+
+
+def _add_ablate_command(sub: Any) -> None:
+    Unit, Design = validate.AblationUnit, validate.AblationDesign
+
+    ab = sub.add_parser("ablate", help="which sections of an instruction file move which tasks")
+    ab.add_argument("--repo", type=Path, default=Path())
+    ab.add_argument("--ref", default="HEAD", help="the commit whose instruction files are ablated")
+    ab.add_argument("--file", required=True, help="the instruction file to split, e.g. AGENTS.md")
+    ab.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    ab.add_argument("--workdir", type=Path, required=True)
+    ab.add_argument("--unit", choices=[u.value for u in Unit], default=Unit.heading.value)
+    ab.add_argument(
+        "--design",
+        choices=[d.value for d in Design],
+        default=Design.factorial.value,
+        help="factorial (default): each condition removes about half the sections; single: one each",
+    )
+    ab.add_argument(
+        "--repeats", type=_at_least(1), default=4, help="runs per side one at a time would give (default 4)"
+    )
+    ab.add_argument("--seed", type=int, default=0)
+    ab.add_argument("--yes", action="store_true", help="run a plan of more than 1,000 runs")
+    _add_agent_options(ab)
 
 
 def _add_workdir_commands(sub: Any) -> None:
@@ -171,7 +274,14 @@ def _add_workdir_commands(sub: Any) -> None:
     b.add_argument("--out", type=Path, required=True)
 
 
-def _add_run_options(r: argparse.ArgumentParser) -> None:
+def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> None:
+    if history:
+        r.add_argument(
+            "--history",
+            type=Path,
+            metavar="DIR",
+            help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
+        )
     r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument(
@@ -188,6 +298,11 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
         "(tasks x conditions x repeats)",
     )
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
+    _add_agent_options(r)
+
+
+def _add_agent_options(r: argparse.ArgumentParser) -> None:
+    """The flags of `RUN_FLAGS`: agent, sandbox and limits (`run` and `ablate`)."""
     r.add_argument(
         "--agent",
         default="fake",
@@ -306,13 +421,13 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _action(args: argparse.Namespace) -> int:
-    from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+    from docdelta import app  # PyGithub only for the Action
 
     return app.main()
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from docdelta.tasks import task_json_schema  # noqa: PLC0415
+    from docdelta.tasks import task_json_schema
 
     print(json.dumps(task_json_schema(), indent=2))
     return ExitCode.OK
@@ -358,7 +473,7 @@ def _diff_text(stream: BinaryIO) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from docdelta.planning import ExperimentRequest  # noqa: PLC0415
+    from docdelta.planning import ExperimentRequest
 
     request = ExperimentRequest(
         base=args.base,
@@ -373,7 +488,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
-    return _execute(Repo(args.repo), request, run_options(args), args.workdir)
+    return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history)
 
 
 RUN_FLAGS = {
@@ -399,17 +514,20 @@ RUN_FLAGS = {
 def run_options(args: argparse.Namespace) -> RunOptions:
     """`docdelta run`'s flags as the options the composition root takes. The CLI's keys
     come from the environment, so `api_key` stays unset."""
-    from docdelta.evaluation import RunOptions  # noqa: PLC0415
+    from docdelta.evaluation import RunOptions
 
     values = {name: getattr(args, flag.replace("-", "_")) for name, flag in RUN_FLAGS.items()}
     return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
 
 
-def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path) -> int:
-    """Run the composition root and print the scorecard."""
-    from docdelta.evaluation import Deps, evaluate  # noqa: PLC0415
-    from docdelta.planning import PlanTooLarge  # noqa: PLC0415
-    from docdelta.report import render_markdown  # noqa: PLC0415
+def _execute(
+    repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path, history: Path | None = None
+) -> int:
+    """Run the composition root, print the scorecard, and record a complete evaluation."""
+    from docdelta.evaluation import Deps, evaluate
+    from docdelta.history import HISTORY_FILE, History, record_of
+    from docdelta.planning import PlanTooLarge
+    from docdelta.report import render_markdown
 
     try:
         done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
@@ -433,9 +551,170 @@ def _execute(repo: Repo, request: ExperimentRequest, options: RunOptions, workdi
     if report.stopped:
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
+    if history is not None and options.shard is None:
+        added = History(history).append(record_of(done.experiment.manifest, summary))
+        state = "recorded" if added else "already recorded"
+        print(f"history: {history / HISTORY_FILE} ({state})", file=sys.stderr)
     if summary.broken:
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
+    return ExitCode.OK
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from docdelta.external import (
+        ANSWER_FILE,
+        PROMPT_FILE,
+        STATUS_FILE,
+        TRIAL_FILE,
+        TRIALS_DIR,
+        ExternalAgent,
+        prepare_trials,
+    )
+    from docdelta.planning import ExperimentRequest
+
+    request = ExperimentRequest(
+        base=args.base,
+        head=args.head,
+        tasks_dir=args.tasks,
+        conditions=args.conditions,
+        repeats=args.repeats,
+        seed=args.seed,
+        source=args.source,
+        patch=args.patch,
+        allow_unreviewed=args.allow_unreviewed,
+    )
+    agent = ExternalAgent(args.agent_name, args.agent_version, args.model)
+    trials = prepare_trials(Repo(args.repo), request, args.workdir, agent)
+    where = args.workdir / TRIALS_DIR
+    print(f"prepared {len(trials)} trials in {where}: each has {PROMPT_FILE}, checkout/ and {TRIAL_FILE}")
+    print(f"run the agent in each checkout, write {ANSWER_FILE} and {STATUS_FILE}, then: "
+          f"docdelta check {where}/* --tasks {args.tasks}")  # fmt: skip
+    return ExitCode.OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from docdelta.external import check_trial
+
+    for trial in args.trials:
+        result, fresh = check_trial(trial, args.tasks)
+        score = "—" if result.score is None else f"{result.score.value:.2f}"
+        print(f"{trial.name}: {result.status.value}, score {score}{'' if fresh else ' (checked before)'}")
+    return ExitCode.OK
+
+
+def _history(args: argparse.Namespace) -> int:
+    from docdelta.history import History
+    from docdelta.history import render as render_history
+
+    records, skipped = History(args.history).records()
+    if args.json:
+        for record in records:
+            print(record.model_dump_json())
+        return ExitCode.OK
+    print(render_history(records, args.file, skipped))
+    return ExitCode.OK
+
+
+def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
+    """The instruction file as it would be merged: the work tree's, or at `ref`."""
+    if ref is None:
+        try:
+            return (repo_dir / path).read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {repo_dir / path}: {exc.strerror}", hint="check --file") from None
+    repo = Repo(repo_dir)
+    entry = next((e for e in repo.tree(repo.resolve(ref), [path]) if e.path == path), None)
+    if entry is None:
+        raise ConfigError(f"{path} does not exist at {ref}", hint="check --file and --ref")
+    return repo.read_blob(entry.oid)
+
+
+def _receipt(args: argparse.Namespace) -> int:
+    """The CI check: the file being merged, by content hash, against the receipts."""
+    from docdelta.history import History, content_digest
+
+    digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
+    receipt = History(args.history).receipt(digest)
+    entries = receipt.evaluations if receipt else []
+    passing = [e for e in entries if e.gate(args.fail_on).conclusion == "success"]
+    if passing:
+        last = passing[-1]
+        print(
+            f"ok: {args.file} ({digest[:12]}) passed `fail-on: {args.fail_on}` in the evaluation of head "
+            f"{last.head_sha[:12]} on {last.recorded_at:%Y-%m-%d %H:%M}: {last.gate(args.fail_on).reason}"
+        )
+        return ExitCode.OK
+    why = (
+        f"{len(entries)} evaluation(s) of this content, none passing `fail-on: {args.fail_on}`"
+        if entries
+        else "no evaluation of this exact content is recorded"
+    )
+    print(f"docdelta: {args.file} ({digest[:12]}): {why}", file=sys.stderr)
+    return ExitCode.NO_RECEIPT
+
+
+def _ablate(args: argparse.Namespace) -> int:
+    from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
+    from docdelta.ablation import render as render_ablation
+    from docdelta.evaluation import Deps
+    from docdelta.planning import PlanTooLarge
+
+    request = AblationRequest(
+        ref=args.ref,
+        file=args.file,
+        tasks_dir=args.tasks,
+        unit=Unit(args.unit),
+        design=Design(args.design),
+        repeats=args.repeats,
+        seed=args.seed,
+        max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
+    )
+    options = run_options(args)
+    try:
+        report, done = ablate(request, options, Deps(repo=Repo(args.repo), workdir=args.workdir))
+    except PlanTooLarge as exc:
+        raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
+    ran, reused = done.report.ran, done.report.reused
+    if done.summary.broken:  # the runs measured the failure: no effects are shown
+        print(f"docdelta: error: no ablation: {done.summary.broken}", file=sys.stderr)
+        return ExitCode.INFRA
+    print(render_ablation(report))
+    print(f"results: {args.workdir / ABLATION_FILE} ({ran} ran, {reused} reused)", file=sys.stderr)
+    if done.report.stopped:
+        print(f"docdelta: matrix stopped early: {done.report.stopped}; rerun to resume", file=sys.stderr)
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from docdelta.suggest import measure, measured_line, suggest
+    from docdelta.suggest import write as write_suggestion
+    from docdelta.tasks import load_tasks
+
+    _, manifest, results, _summary = _load_experiment(args.workdir)
+    repo = Repo(args.repo)
+    tasks = {lt.task.id: lt.task for lt in load_tasks(args.tasks)}
+    drafted = suggest(repo, manifest, results, tasks, condition=args.condition, max_tasks=args.max_tasks)
+    if drafted is None:
+        print(f"nothing to suggest: {args.condition} missed no gold item its files do not already state")
+        return ExitCode.OK
+    out = args.out or args.workdir / "suggested.patch"
+    side = write_suggestion(drafted, out)
+    print(drafted.patch, end="")
+    worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
+    print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    if args.measured is not None:
+        _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
+        lines = len({r.line for r in drafted.rules})
+        for m in measure(drafted, proof_manifest, proof_results):
+            print(measured_line(m, lines))
+        return ExitCode.OK
+    print(
+        "unproven until measured: docdelta run "
+        f"--repo {args.repo} --base {manifest.base_sha[:12]} --head {manifest.head_sha[:12]} "
+        f"--tasks {args.tasks} --conditions {args.condition},patched --patch {out} --workdir WORKDIR"
+    )
     return ExitCode.OK
 
 
@@ -453,8 +732,8 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
-    from docdelta.shard import plan_matrix  # noqa: PLC0415
-    from docdelta.tasks import load_tasks  # noqa: PLC0415
+    from docdelta.shard import plan_matrix
+    from docdelta.tasks import load_tasks
 
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
@@ -470,7 +749,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from docdelta.shard import merge_workdirs  # noqa: PLC0415
+    from docdelta.shard import merge_workdirs
 
     merged = merge_workdirs(args.shards, args.workdir)
     planned = len(merged.manifest.order)
@@ -492,8 +771,8 @@ def _load_summary(workdir: Path) -> Summary:
 
 def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
     """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
-    from docdelta.scorecard import scorecard  # noqa: PLC0415
-    from docdelta.store import ResultStore  # noqa: PLC0415
+    from docdelta.scorecard import scorecard
+    from docdelta.store import ResultStore
 
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
@@ -507,8 +786,8 @@ def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResu
 
 
 def _report(args: argparse.Namespace) -> int:
-    from docdelta.report import render_json, render_markdown  # noqa: PLC0415
-    from docdelta.report.html import render_html  # noqa: PLC0415
+    from docdelta.report import render_json, render_markdown
+    from docdelta.report.html import render_html
 
     store, manifest, results, summary = _load_experiment(args.workdir)
     if args.format == "html":
@@ -520,7 +799,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _badge(args: argparse.Namespace) -> int:
-    from docdelta.report import badge  # noqa: PLC0415
+    from docdelta.report import badge
 
     data = badge(_load_summary(args.workdir))
     try:
@@ -535,8 +814,29 @@ def _badge(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _tasks(args: argparse.Namespace) -> int:
+    if args.tasks_command == "audit":
+        return _tasks_audit(args)
+    return _tasks_from_commit(args)
+
+
+def _tasks_audit(args: argparse.Namespace) -> int:
+    from docdelta.planning import strip_inside
+    from docdelta.task_audit import audit_suite, read_source
+    from docdelta.task_audit import render as render_audit
+    from docdelta.tasks import load_tasks
+
+    repo = Repo(args.repo)
+    sha = repo.resolve(args.ref)
+    config = load_project_config(repo, sha)
+    source = read_source(repo, sha, config, strip_inside(repo.root, args.tasks))
+    audit = audit_suite(load_tasks(args.tasks), source, sha, args.results)
+    print(audit.model_dump_json(indent=2) if args.json else render_audit(audit))
+    return ExitCode.OK
+
+
 def _tasks_from_commit(args: argparse.Namespace) -> int:
-    from docdelta.grading.fromcommit import task_from_commit, write_task  # noqa: PLC0415
+    from docdelta.grading.fromcommit import task_from_commit, write_task
 
     task, assets = task_from_commit(Repo(args.repo), args.sha)
     path = write_task(task, assets, args.tasks)
@@ -546,10 +846,10 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from docdelta.config import check_exposure  # noqa: PLC0415
-    from docdelta.grading.selftest import selftest_tasks  # noqa: PLC0415
-    from docdelta.sandbox import get_provider  # noqa: PLC0415
-    from docdelta.tasks import load_tasks  # noqa: PLC0415
+    from docdelta.config import check_exposure
+    from docdelta.grading.selftest import selftest_tasks
+    from docdelta.sandbox import get_provider
+    from docdelta.tasks import load_tasks
 
     repo = Repo(args.repo)
     config = load_project_config(repo, repo.resolve(args.source))
@@ -583,15 +883,15 @@ def _selftest(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace) -> int:
     """`judge` and `calibrate`: both build the judge's HTTP client here, with the key from the env."""
-    import httpx  # noqa: PLC0415
+    import httpx
 
-    from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs  # noqa: PLC0415
-    from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env  # noqa: PLC0415
-    from docdelta.grading.judged import judge_workdir  # noqa: PLC0415
-    from docdelta.grading.rubrics import rubric_of  # noqa: PLC0415
-    from docdelta.models import JudgeInfo  # noqa: PLC0415
-    from docdelta.store import ResultStore  # noqa: PLC0415
-    from docdelta.tasks import load_tasks  # noqa: PLC0415
+    from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
+    from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
+    from docdelta.grading.judged import judge_workdir
+    from docdelta.grading.rubrics import rubric_of
+    from docdelta.models import JudgeInfo
+    from docdelta.store import ResultStore
+    from docdelta.tasks import load_tasks
 
     tasks = [t.task for t in load_tasks(args.tasks)]
     fixtures_dir, calibration_dir = default_dirs(args.tasks)
@@ -620,7 +920,7 @@ def _judge(args: argparse.Namespace) -> int:
 
 def _gc(args: argparse.Namespace) -> int:
     """Live runs and other hosts' runs are never touched, so this needs no confirmation."""
-    from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415 - Docker only when asked
+    from docdelta.sandbox import docker as docker_sandbox  # Docker only when asked
 
     names = docker_sandbox.gc(docker_sandbox.engine(), dry_run=args.dry_run)
     for name in names:
@@ -631,9 +931,9 @@ def _gc(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from docdelta.demo import build_demo_repo  # noqa: PLC0415
-    from docdelta.evaluation import RunOptions  # noqa: PLC0415
-    from docdelta.planning import ExperimentRequest  # noqa: PLC0415
+    from docdelta.demo import build_demo_repo
+    from docdelta.evaluation import RunOptions
+    from docdelta.planning import ExperimentRequest
 
     demo = build_demo_repo(args.workdir / "pricebook")
     request = ExperimentRequest(
@@ -650,12 +950,18 @@ def _demo(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "detect": _detect,
     "run": _run,
+    "ablate": _ablate,
+    "suggest": _suggest,
+    "history": _history,
+    "prepare": _prepare,
+    "check": _check,
+    "receipt": _receipt,
     "plan": _plan,
     "merge": _merge,
     "report": _report,
     "badge": _badge,
     "demo": _demo,
-    "tasks": _tasks_from_commit,
+    "tasks": _tasks,
     "selftest": _selftest,
     "gc": _gc,
     "judge": _judge,

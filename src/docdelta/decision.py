@@ -14,18 +14,19 @@ The procedure, and why this one:
   test). It holds for pass/fail and partial scores alike and assumes nothing but
   exchangeable runs within a task.
 * **Looks and optional stopping.** A design has a schedule of looks: one for a fixed
-  `--repeats N`; for `--repeats auto` a few rounds up to `--max-repeats`. By look k the share (n_k / cap)^2 of
-  alpha is spent (w_k is that look's increment: a power spending function between Pocock
-  and O'Brien-Fleming), and a hypothesis's sequential p-value is min_k p_k / w_k. By the
-  union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
-  experiment (a task stopped early, rounds added where it was unclear): its error rate
-  holds under optional stopping. Group-sequential z boundaries would spend less, but they rest on a normal
-  approximation that 4-20 pass/fail runs per arm do not support and on equal information
-  per look, which stopping tasks one by one breaks; always-valid e-values (betting
+  `--repeats N`; for `--repeats auto` three, at AUTO_LOOK_SHARES of `--max-repeats`. By
+  look k the share n_k / cap of alpha is spent (w_k is that look's increment: a linear,
+  Pocock-like spending function), and a hypothesis's sequential p-value is min_k p_k / w_k.
+  By the union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
+  experiment (a task stopped early, a task waiting while a suspect runs, rounds added where
+  it was unclear): its error rate holds under optional stopping. Group-sequential z
+  boundaries would spend less, but they rest on a normal approximation that 4-24 pass/fail
+  runs per arm do not support and on equal information per look, which stopping tasks one
+  by one breaks; always-valid e-values (betting
   martingales on paired head - base differences) hold without any of that, but for a
   0.8 -> 0.3 drop even the best bet known in advance grows by 0.23 nats per pair, so
   crossing 1 / (alpha / 4) = 80 takes 19 pairs or more, a learned bet many more: the
-  cost users balk at. The union bound over 5 looks costs less (bench/bench_gate.py).
+  cost users balk at. The union bound over 3 looks costs less (bench/bench_gate.py).
 * **Multiplicity.** Holm's step-down procedure at alpha over all hypotheses of one
   direction (tasks + overall), on their sequential p-values: the family-wise rate of a
   false regression (and, separately, of a false improvement) stays <= alpha under any
@@ -58,12 +59,20 @@ enumerating them: partial scores make every split distinct, and a look must stay
 because the round loop and the power simulation take thousands of them."""
 MIN_ARM_RUNS = 2
 """Fewest runs per arm from which a task's spread (and so an interval) can be estimated."""
-AUTO_FIRST_LOOK = 4
-AUTO_LOOKS = 5
-"""`--repeats auto` looks after rounds 4, 8, 12, 16, 20 at the default cap."""
-SPENDING_POWER = 2.0
-"""alpha t^2: between Pocock (spend early, stop clear cases soon, weak at the cap) and
-O'Brien-Fleming (almost nothing early); chosen on bench/bench_gate.py."""
+AUTO_LOOK_SHARES = (1 / 6, 1 / 2, 1.0)
+"""`--repeats auto` looks after a sixth, half and all of the cap (4, 12, 24 at the default):
+few looks, because the union bound below charges each look a share of alpha; an early cheap
+first one, because it picks the suspect the round loop then focuses on (`docdelta.rounds`).
+Chosen on bench/bench_gate.py (one of three tasks 0.8 -> 0.3, 150 PRs each): (4, 12, 24)
+93% power at 72 runs; (6, 12, 24) 91% at 79; (4, 8, 16, 24) 83% at 75; cap 20 (4, 10, 20)
+75% at 79 and cap 16 61% at 67. A/A false regression 0-4% in all of them."""
+SPENDING_POWER = 1.0
+"""alpha t (1/6, 1/3 and 1/2 of alpha at the three looks); chosen on bench/bench_gate.py
+over t^1.5 and t^2, which spend less early: 89% against 93% power at the same runs."""
+FOCUS_P = 0.2
+"""After a look, the open tasks whose one-sided regression p at their latest look is at most
+this get the next rounds to themselves (`docdelta.rounds`): a real drop shows there early,
+and the other tasks wait instead of paying for rounds a failing gate would not need."""
 POOLED = 0
 """The repeat number pooled control runs (earlier batches of the base arm) carry: before round 1."""
 
@@ -84,15 +93,10 @@ class Design:
 
     @classmethod
     def auto(cls, max_repeats: int = DEFAULT_MAX_REPEATS) -> Design:
-        """AUTO_LOOKS looks spread from AUTO_FIRST_LOOK to the cap; by look k the share
-        t^SPENDING_POWER of alpha is spent, t = look / cap."""
-        first = min(AUTO_FIRST_LOOK, max_repeats)
-        count = min(AUTO_LOOKS, max_repeats - first + 1)
-        if count <= 1:
-            looks: tuple[int, ...] = (max_repeats,)
-        else:
-            step = (max_repeats - first) / (count - 1)
-            looks = tuple(sorted({round(first + i * step) for i in range(count)}))
+        """Looks at the AUTO_LOOK_SHARES of the cap (at least MIN_ARM_RUNS runs, distinct); by
+        look k the share t^SPENDING_POWER of alpha is spent, t = look / cap."""
+        looks = tuple(sorted({max(MIN_ARM_RUNS, round(share * max_repeats)) for share in AUTO_LOOK_SHARES}))
+        looks = tuple(n for n in looks if n <= max_repeats) or (max_repeats,)
         spent = [(n / max_repeats) ** SPENDING_POWER for n in looks]
         weights = tuple(b - a for a, b in zip([0.0, *spent], spent, strict=False))
         return cls(looks, weights, adaptive=True)
@@ -160,6 +164,8 @@ class TaskDecision:
     p_improved: float
     interval: Interval | None
     """The equivalence (TOST) interval at the last look; None when an arm is too small."""
+    p_latest: float = 1.0
+    """Unadjusted one-sided regression p of this task's latest look: the round loop's focus."""
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,9 @@ class _Seq:
     interval: Interval | None = None
     centre: float = 0.0
     se: float = 0.0
+    latest_lower: float = 1.0
+    """The one-sided regression p of the latest look alone, unadjusted: what the round loop
+    focuses on (never what a decision rests on)."""
 
 
 def _look(
@@ -261,6 +270,7 @@ def _look(
     all of alpha: stopping early for "no change" would buy little (it needs the most runs)."""
     test = stats.directional_test(strata, seed=seed, max_exact=MAX_EXACT_SUPPORT)
     if test is not None:
+        seq.latest_lower = test.lower
         seq.lower = min(seq.lower, test.lower / weight)
         seq.higher = min(seq.higher, test.higher / weight)
         seq.exact = seq.exact and test.exact
@@ -290,16 +300,22 @@ def _sequential(
     seed: int,
 ) -> dict[str, _Seq]:
     """Every hypothesis (each task, OVERALL) folded over the looks taken, on the data each
-    look saw (runs of rounds up to it)."""
+    look saw (runs of rounds up to it).
+
+    Adaptive designs take a task's look n only once that task has run n rounds, and the
+    overall look n once every task has: the round loop lets tasks wait (focus) or stop, and a
+    look on fewer runs than its n would be one more chance to reject that the union bound
+    over looks does not pay for."""
     seqs = {name: _Seq() for name in [*usable, OVERALL]}
     for i, (n, weight) in enumerate(looks):
         final = not design.adaptive or n == design.cap
+        reached = {t: not design.adaptive or r.rounds >= n for t, r in usable.items()}
         strata = {t: r.upto(n) for t, r in usable.items()}
         for t, stratum in strata.items():
-            if stratum[0] and stratum[1]:
+            if stratum[0] and stratum[1] and reached[t]:
                 _look(seqs[t], [stratum], weight, final=final, alpha=alpha, band=band, seed=seed + i)
         both = [s for s in strata.values() if s[0] and s[1]]
-        if both:
+        if both and all(reached.values()):
             _look(seqs[OVERALL], both, weight, final=final, alpha=alpha, band=band, seed=seed + i)
     return seqs
 
@@ -350,7 +366,16 @@ def decide(
         tr, cr = full[t]
         task_decisions.append(
             TaskDecision(
-                t, kind, deltas[t], len(tr), len(cr), runs.rounds, lower[t], higher[t], seqs[t].interval
+                t,
+                kind,
+                deltas[t],
+                len(tr),
+                len(cr),
+                runs.rounds,
+                lower[t],
+                higher[t],
+                seqs[t].interval,
+                seqs[t].latest_lower,
             )
         )
 

@@ -24,6 +24,8 @@ class ExitCode(IntEnum):
     the harness's or the agent command's reasons that there is no verdict."""
     GITHUB = 4
     """A GitHub API call failed in a way the bot cannot recover from."""
+    NO_RECEIPT = 5
+    """`docdelta receipt`: the instruction file has no passing evaluation of its exact content."""
     INTERRUPTED = 130
     """Ctrl-C / SIGINT (128 + 2, the shell's convention); finished results are kept."""
     TERMINATED = 143

@@ -25,7 +25,7 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.agents.base import Agent
-from docdelta.cache import ArmStore, Reuse, restore, save
+from docdelta.cache import ArmStore, Reuse, pool, restore, save
 from docdelta.config import load_project_config
 from docdelta.errors import ConfigError
 from docdelta.forecast import forecast
@@ -39,7 +39,7 @@ from docdelta.report.summary import design_of
 from docdelta.rounds import run_matrix
 from docdelta.runner import MatrixReport, RateLimitPolicy, RunLimits, Runner
 from docdelta.sandbox.base import SandboxSpec
-from docdelta.scorecard import scorecard
+from docdelta.scorecard import scorecard, write_pooled
 from docdelta.shard import Shard
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
@@ -226,6 +226,7 @@ def _evaluate(
         )
     )
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
+    reused = None
     provider, image_digest = build_provider(
         SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
         repo=repo,
@@ -235,8 +236,7 @@ def _evaluate(
         environ=keys,
         jobs=options.jobs,
     )
-    reused = None
-    try:
+    try:  # nothing between the provider's birth and this: its close must run on every path
         exp = prepare(
             repo,
             request,
@@ -251,6 +251,8 @@ def _evaluate(
             return None
         if deps.cache is not None:
             reused = restore(deps.cache, exp, store, BASE)
+        pooled = pool(deps.cache, exp, BASE) if deps.cache is not None else None
+        write_pooled(store, pooled)
         runner = Runner(
             store,
             provider,
@@ -269,9 +271,10 @@ def _evaluate(
         drop = cached_drop(
             store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band
         )
-        print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
+        if request.require_change:  # the line speaks of head vs base; an ablation has neither
+            print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
         if options.shard is None:
-            report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band)
+            report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band, pooled=pooled)
         elif exp.manifest.adaptive:
             raise ConfigError(
                 "--repeats auto decides round by round from all runs, so it cannot be split into shards",

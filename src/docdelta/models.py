@@ -266,6 +266,11 @@ class Task(Frozen):
     gold: Gold = Field(default_factory=Gold)
     gold_citations: list[GoldCitation] = []
     reviewed: bool = False
+    holdout: bool = Field(
+        default=False,
+        description="run and counted in the aggregate, but its own results are never shown, so the "
+        "instructions are not tuned to the visible tasks",
+    )
 
     @model_validator(mode="after")
     def _change_needs_validation(self) -> Task:
@@ -544,6 +549,7 @@ class Manifest(Frozen):
     bounds: RunBounds | None = None
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
+    holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
     created_at: datetime
 
     def identity(self) -> str:
@@ -726,6 +732,43 @@ class InstructionRef(Frozen):
     p_value: float | None = Field(default=None, description="Fisher exact test of using runs, head vs base")
 
 
+class PoolBatch(Frozen):
+    """One complete base arm of an earlier PR, as its pool lists it."""
+
+    digest: str = Field(description="the cached arm entry (cache.ArmKey digest)")
+    source_commit: str
+    finished_at: datetime
+    runs: int
+
+
+class PoolDrift(Frozen):
+    """The batch that ended a pool: its scores differ from the newer pooled runs."""
+
+    batch: PoolBatch
+    p_value: float
+    delta: float = Field(description="stratified mean score, that batch minus the newer runs")
+    alpha: float
+
+
+class PooledControl(Frozen):
+    """Earlier runs of the base arm used as extra control runs (`pooled.json` in the workdir)."""
+
+    condition: str
+    batches: list[PoolBatch]
+    results: list[RunResult]
+    drift: PoolDrift | None = None
+
+
+class PoolSummary(Frozen):
+    """What the comment says about the pooled base runs: how many, from which batches, and the
+    drift that ended the pool (if one did)."""
+
+    runs: int
+    batches: list[PoolBatch]
+    since: datetime
+    drift: PoolDrift | None = None
+
+
 class Summary(Frozen):
     """The scorecard's numbers; rendered as markdown, JSON, a badge and (later) a PR comment."""
 
@@ -739,7 +782,8 @@ class Summary(Frozen):
     noise_band: float
     conditions: list[str]
     changed: list[ChangedFile]
-    tasks: list[TaskSummary]
+    tasks: list[TaskSummary] = Field(description="per task; holdout tasks are left out")
+    holdout_tasks: int = Field(default=0, description="tasks counted in the aggregates but not shown")
     overall: dict[str, ConditionStats]
     head_vs_base: Delta
     head_vs_none: Delta
@@ -749,6 +793,9 @@ class Summary(Frozen):
     verdict: VerdictSummary | None = Field(default=None, description="head vs base")
     verdict_vs_none: VerdictSummary | None = Field(default=None, description="head vs none")
     power: PowerSummary | None = None
+    pooled: PoolSummary | None = Field(
+        default=None, description="earlier base runs pooled into the head-vs-base control"
+    )
     usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")
     infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
     verdict_refused: str | None = Field(
@@ -768,17 +815,6 @@ class Summary(Frozen):
     aa_noise: AANoise | None = Field(
         default=None, description="the A/A-derived noise band of head vs base; informative, not the verdict's"
     )
-    detectable: DetectableDrop | None = Field(
-        default=None, description="what this design can catch, from power.py (None: not simulated)"
-    )
-
-
-class DetectableDrop(Frozen):
-    """power.py's simulated smallest drop of one task's success rate this design catches in
-    80% of PRs (from the workdir's power.json): the next step of an inconclusive verdict."""
-
-    drop: float | None = Field(description="None: even the largest drop tried is missed in over 20% of PRs")
-    largest: float = Field(description="the largest drop simulated")
 
 
 class VerdictSummary(Frozen):
@@ -823,14 +859,17 @@ class TaskDecisionSummary(Frozen):
 
 
 class PowerSummary(Frozen):
-    """What the experiment's size can show: the best single-task p and the repeats an effect needs."""
+    """What the design can see, from the power simulation the run cached (`power.json`)."""
 
     tasks: int
-    repeats: int
-    best_p: float = Field(description="Fisher p of the most extreme single-task result, 0/k vs k/k")
-    effect: float
-    power: float
-    repeats_needed: int | None = Field(description="None when even the largest size tried falls short")
+    design: str
+    drop: float | None = Field(
+        description="smallest drop of one task's success rate (from `rate`) caught in `target` of "
+        "simulated PRs; None when even the largest simulated drop is missed more often"
+    )
+    rate: float
+    target: float
+    text: str = Field(description="the same, in words, as printed before the first run")
 
 
 class ShiftSummary(Frozen):

@@ -11,7 +11,7 @@ another one.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -22,7 +22,7 @@ from docdelta import __version__
 from docdelta.agents.base import Agent
 from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
-from docdelta.detect import detect_refs
+from docdelta.detect import Overlay, detect_refs
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
@@ -79,6 +79,10 @@ class ExperimentRequest:
     allow_unreviewed: bool = False
     max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
     """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
+    overlays: Mapping[str, Overlay] = field(default_factory=dict)
+    """Conditions built by the caller (an ablation's variants), by name; each named in `conditions`."""
+    require_change: bool = True
+    """False: evaluate even when base and head hold the same instruction files (ablation)."""
 
 
 class PlanTooLarge(ConfigError):
@@ -138,7 +142,7 @@ def prepare(
     source_sha = {HEAD: head_sha, BASE: base_sha}.get(request.source) or repo.resolve(request.source)
     match = matcher(config)
     detection = detect_refs(repo, base_sha, head_sha, match)
-    if detection.empty:
+    if detection.empty and request.require_change:
         return None
 
     loaded = load_tasks(request.tasks_dir)
@@ -153,9 +157,11 @@ def prepare(
         if lt.task.kind == "change"
     }
     hidden_paths = sorted({f"/{path}" for a in assets.values() for path in a.hidden})
-    overlays = build_overlays(repo, base_sha, head_sha, request.conditions, match, request.patch)
+    overlays = build_overlays(
+        repo, base_sha, head_sha, request.conditions, match, request.patch, request.overlays
+    )
     # Hidden tests that live in the source commit never reach the agent's checkout.
-    strip = [*config.checkout_strip, *_inside(repo.root, request.tasks_dir), *hidden_paths]
+    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths]
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
@@ -186,6 +192,7 @@ def prepare(
         bounds=bounds,
         docdelta_version=__version__,
         order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
+        holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         created_at=datetime.now(UTC),
     )
     _check_same_experiment(store, manifest)
@@ -194,7 +201,7 @@ def prepare(
     return Experiment(repo.name, manifest, detection, tasks, checkouts, assets)
 
 
-def _inside(root: Path, directory: Path) -> list[str]:
+def strip_inside(root: Path, directory: Path) -> list[str]:
     """A --tasks directory inside the repository holds gold answers: strip it too."""
     try:
         rel = directory.resolve().relative_to(root.resolve())

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -188,41 +188,40 @@ def detectable_drop(
     return drops[lo] if lo < len(drops) else None
 
 
-def cached_drop(path: Path, tasks: int, design: Design, *, alpha: float, band: float) -> float | None:
-    """`detectable_drop`, simulated once per design and kept in the JSON file `path` (keyed by
-    everything the simulation depends on), so a rerun or a report does not pay for it again."""
-    key = json.dumps([tasks, design.looks, [round(w, 9) for w in design.weights], alpha, band, POWER_PRS])
+def _power_key(tasks: int, design: Design, alpha: float, band: float) -> str:
+    return json.dumps([tasks, design.looks, [round(w, 9) for w in design.weights], alpha, band, POWER_PRS])
+
+
+def _read_cache(path: Path) -> dict[str, float | None]:
     try:
         cache: dict[str, float | None] = json.loads(path.read_text()) if path.is_file() else {}
     except (OSError, ValueError):
         cache = {}  # a damaged cache is recomputed, never trusted
+    return cache if isinstance(cache, dict) else {}
+
+
+def cached_drop(path: Path, tasks: int, design: Design, *, alpha: float, band: float) -> float | None:
+    """`detectable_drop`, simulated once per design and kept in the JSON file `path` (keyed by
+    everything the simulation depends on), so a rerun or a report does not pay for it again."""
+    key = _power_key(tasks, design, alpha, band)
+    cache = _read_cache(path)
     if key not in cache:
         cache[key] = detectable_drop(tasks, design, alpha=alpha, band=band)
         atomic_write(path, json.dumps(cache, indent=1).encode())
     return cache[key]
 
 
-POWER_HINT_CACHE = "power-hint.json"
-"""The workdir file `cached_power_hint` keeps the report's power hints in."""
+@dataclass(frozen=True)
+class CachedPower:
+    drop: float | None
 
 
-def cached_power_hint(
-    path: Path, tasks: int, repeats: int, *, effect: float, alpha: float, band: float
-) -> stats.PowerHint:
-    """`stats.power_hint`, whose repeats-needed search simulates the gate some thousand times
-    (seconds of CPU), once per experiment shape and kept in the JSON file `path`: a rerun
-    with every result reused must not pay for it again (issue 12: < 3 s)."""
-    key = json.dumps([tasks, repeats, effect, alpha, band])
-    try:
-        cache: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
-        if key in cache:
-            return stats.PowerHint(**cache[key])
-    except (OSError, ValueError, TypeError):
-        cache = {}  # a damaged cache is recomputed, never trusted
-    hint = stats.power_hint(tasks, repeats, effect=effect, alpha=alpha, band=band)
-    cache[key] = asdict(hint)
-    atomic_write(path, json.dumps(cache, indent=1).encode())
-    return hint
+def stored_drop(path: Path, tasks: int, design: Design, *, alpha: float, band: float) -> CachedPower | None:
+    """What `cached_drop` stored for this design, without simulating: the report's power line
+    (None when the run that made the workdir did not store it, e.g. a merged shard set)."""
+    key = _power_key(tasks, design, alpha, band)
+    cache = _read_cache(path)
+    return CachedPower(cache[key]) if key in cache else None
 
 
 def power_line(drop: float | None, tasks: int, design: Design) -> str:

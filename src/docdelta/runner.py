@@ -38,6 +38,7 @@ from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
 from docdelta.grading.hidden import capture_agent_diff, grade_change
 from docdelta.grading.selftest import selftest
+from docdelta.interrupts import deferred_signals
 from docdelta.models import (
     AgentOutcome,
     Cell,
@@ -300,6 +301,12 @@ class Runner:
             )
             self.store.save_selftest(task_id, key, report)
 
+    def _check_running(self) -> None:
+        """Raise when the matrix was aborted: this run is then neither retried nor saved
+        (its cell has no result, so a rerun runs it)."""
+        if self._aborted.is_set():
+            raise InfraError("the matrix was interrupted during this run")
+
     @contextlib.contextmanager
     def _tracked(self, sandbox: Sandbox) -> Iterator[None]:
         with self._lock:
@@ -331,6 +338,7 @@ class Runner:
         )
         attempt = 0
         while True:
+            self._check_running()
             attempt += 1
             started = datetime.now(UTC)
             isolation = "unknown"
@@ -366,6 +374,7 @@ class Runner:
                 outcome = self._infra_outcome(exc)
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
                 break
+        self._check_running()  # a run whose sandbox was closed under it leaves nothing
         score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden)
         if transcript is not None:
             self.store.save_artifact(exp.repo_name, cell, TRANSCRIPT_FILE, transcript)
@@ -456,15 +465,21 @@ class _Matrix:
                     break
                 if existing is not None:
                     self.runner.set_aside(repo, existing)
-                future = pool.submit(self.runner.run_patiently, self.exp, cell)
-                self.in_flight[future] = index
+                # Held: a Ctrl-C inside submit, while it starts a worker thread, would leave a
+                # worker the pool never joins, still making sandboxes after we cleaned up.
+                with deferred_signals():
+                    future = pool.submit(self.runner.run_patiently, self.exp, cell)
+                    self.in_flight[future] = index
             while self.in_flight:
                 self._collect()
         except BaseException:
             # Ctrl-C, SIGTERM or our own fault: runs not started never start; the sandboxes
-            # of runs in flight are closed under them and their results dropped (a rerun
-            # runs those cells), finished ones are saved already.
-            self.runner.abort()
+            # of runs in flight are closed under them (their execs killed) and their results
+            # dropped (a rerun runs those cells), finished ones are saved already. Every
+            # worker is joined before we go on to remove the providers' temporary roots.
+            with deferred_signals():
+                self.runner.abort()
+                pool.shutdown(wait=True)
             raise
 
     def _collect(self) -> None:

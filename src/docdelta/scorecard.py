@@ -1,26 +1,28 @@
 """The one Summary every surface shows: `docdelta run`, `docdelta report` and the Action.
 
 `report.summarize` is pure; this module gathers what it needs from the workdir — the
-judge's rulings (`judged.json`, folded into scores), the docs diff (for instruction
-usage), the power hint simulated once per shape (`power-hint.json`) and, for an
-inconclusive verdict, the power simulation the run cached in `power.json` (the next
-step's "what this design can catch") — so the three surfaces cannot drift apart. A
-workdir without `power.json` (results merged or copied) is not simulated here: the
-scorecard leaves that clause out rather than stall on it.
+judge's rulings (`judged.json`, folded into scores) and the docs diff (for instruction
+usage) and the power line the run cached (`power.json`) — so the three surfaces cannot
+drift apart, and a report never re-runs a simulation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
-from docdelta import power, stats
+from pydantic import ValidationError
+
+from docdelta import stats
 from docdelta.grading.judged import load_judged, with_judgements
 from docdelta.instruction_usage import read_docs
-from docdelta.models import DetectableDrop, Detection, Manifest, RunResult, Summary
+from docdelta.models import Detection, Manifest, PooledControl, PowerSummary, RunResult, Summary
+from docdelta.power import POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.report import summarize
 from docdelta.report.summary import design_of
-from docdelta.store import ResultStore
+from docdelta.store import ResultStore, atomic_write
+
+POOLED_FILE = "pooled.json"
+"""The workdir file holding the earlier base runs the run pooled, so a report decides alike."""
 
 
 def scorecard(
@@ -34,11 +36,44 @@ def scorecard(
 ) -> Summary:
     judged = with_judgements(results, load_judged(store, manifest.repo))
     docs = read_docs(store.workdir, manifest, detection)
-    hint = partial(power.cached_power_hint, store.workdir / power.POWER_HINT_CACHE)
-    summary = summarize(manifest, detection, judged, noise=noise, alpha=alpha, docs=docs, power_hint=hint)
-    cache = store.workdir / power.POWER_CACHE
-    if summary.verdict is None or summary.verdict.kind != "inconclusive" or not cache.is_file():
-        return summary
-    design = design_of(manifest)
-    drop = power.cached_drop(cache, len(manifest.tasks), design, alpha=alpha, band=noise)
-    return summary.model_copy(update={"detectable": DetectableDrop(drop=drop, largest=max(power.DROPS))})
+    power = cached_power(store, manifest, noise=noise, alpha=alpha)
+    pooled = read_pooled(store)
+    return summarize(
+        manifest, detection, judged, noise=noise, alpha=alpha, docs=docs, power=power, pooled=pooled
+    )
+
+
+def write_pooled(store: ResultStore, pooled: PooledControl | None) -> None:
+    """Keep what `cache.pool` found beside the results (and drop a stale file when nothing was)."""
+    path = store.workdir / POOLED_FILE
+    if pooled is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write(path, pooled.model_dump_json().encode())
+
+
+def read_pooled(store: ResultStore) -> PooledControl | None:
+    path = store.workdir / POOLED_FILE
+    try:
+        return PooledControl.model_validate_json(path.read_bytes()) if path.is_file() else None
+    except (OSError, ValidationError):
+        return None  # a damaged file pools nothing; the PR's own base runs still decide
+
+
+def cached_power(
+    store: ResultStore, manifest: Manifest, *, noise: float, alpha: float
+) -> PowerSummary | None:
+    """The power line the run cached before its first cell (`power.cached_drop`), read and never
+    simulated: `docdelta report` stays instant. None when this workdir has none for the design."""
+    tasks, design = len(manifest.tasks), design_of(manifest)
+    found = stored_drop(store.workdir / POWER_CACHE, tasks, design, alpha=alpha, band=noise)
+    if found is None:
+        return None
+    return PowerSummary(
+        tasks=tasks,
+        design=design.label,
+        drop=found.drop,
+        rate=PRIOR_RATE,
+        target=POWER_TARGET,
+        text=power_line(found.drop, tasks, design),
+    )

@@ -207,6 +207,7 @@ INPUTS: dict[str, str] = {
     "tasks": "tasks",
     "conditions": "conditions",
     "repeats": "repeats",
+    "max-repeats": "max_repeats",
     "seed": "seed",
     "source": "source",
     "patch": "patch",

@@ -20,7 +20,6 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal, Protocol
 
 import numpy as np
@@ -604,65 +603,3 @@ def simulate_gate(
         counts[v.kind] += 1
         failures += gate(v, policy).conclusion == "failure"
     return GateSimulation(prs, dict(counts), failures)
-
-
-@dataclass(frozen=True)
-class PowerHint:
-    tasks: int
-    repeats: int
-    best_p: float
-    """Fisher p of the most extreme single-task outcome (0/k -> k/k): the floor of any task's p."""
-    effect: float
-    power: float
-    repeats_needed: int | None
-    """Smallest repeats per arm (from POWER_LADDER) whose simulated power reaches `power`."""
-
-
-POWER_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100)
-
-
-@lru_cache(maxsize=64)
-def repeats_needed(
-    tasks: int,
-    effect: float,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    band: float = DEFAULT_NOISE_BAND,
-    power: float = 0.8,
-    prs: int = 200,
-    seed: int = 0,
-) -> int | None:
-    """Smallest repeats per arm in POWER_LADDER at which `simulate_gate` calls a true
-    `effect` improved in at least `power` of PRs; None if even the largest falls short.
-
-    Found by the gate's own machinery, not a formula, and by binary search (power
-    grows with repeats). Cached: the report asks once per experiment shape.
-    """
-
-    def enough(n: int) -> bool:
-        sim = simulate_gate(tasks, n, effect, prs=prs, alpha=alpha, band=band, resamples=200, seed=seed)
-        return sim.power >= power
-
-    lo, hi = 0, len(POWER_LADDER)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if enough(POWER_LADDER[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return POWER_LADDER[lo] if lo < len(POWER_LADDER) else None
-
-
-def power_hint(
-    tasks: int,
-    repeats: int,
-    *,
-    effect: float = 0.2,
-    alpha: float = DEFAULT_ALPHA,
-    band: float = DEFAULT_NOISE_BAND,
-    power: float = 0.8,
-) -> PowerHint:
-    """How far an experiment of this shape is from detecting `effect`."""
-    best_p = fisher_passes([PASS_SCORE] * repeats, [0.0] * repeats) or 1.0
-    needed = repeats_needed(tasks, effect, alpha=alpha, band=band, power=power) if tasks else None
-    return PowerHint(tasks, repeats, best_p, effect, power, needed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import StrEnum
 
 MAX_RUNS_WITHOUT_CONFIRMATION = 1000
 """Planned runs (tasks x conditions x repeats) above which `docdelta run` asks for
@@ -23,13 +24,29 @@ hundred tasks x 3 conditions x a handful of repeats, more than any PR check need
 # agent adapter: `docdelta detect` must start in well under a second (issue 12).
 AUTO = "auto"
 """`--repeats auto`: rounds of runs until each task is decided (docdelta.rounds)."""
-DEFAULT_MAX_REPEATS = 20
-"""The cap of `--repeats auto`, per arm and task."""
+DEFAULT_MAX_REPEATS = 24
+"""The cap of `--repeats auto`, per arm and task (its looks: `decision.AUTO_LOOK_SHARES`)."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 """The openai agent's per-turn output cap (`max_tokens`) unless `--max-output-tokens` says otherwise."""
 DEFAULT_MAX_PARALLEL = 20
 """GitHub's concurrent-job limit on its free plan: more jobs than run at once only add
 each job's start-up (checkout, image build) to the wall time."""
+
+
+class AblationUnit(StrEnum):
+    """`docdelta ablate --unit` (docdelta.ablation.Unit): here, so the parser needs no scipy."""
+
+    heading = "heading"
+    bullets = "bullets"
+
+
+class AblationDesign(StrEnum):
+    """`docdelta ablate --design` (docdelta.ablation.Design)."""
+
+    factorial = "factorial"
+    """Fractional factorial (resolution IV): each condition removes about half the units."""
+    single = "single"
+    """One condition per removed unit."""
 
 
 def whole_at_least(low: int, text: str) -> int:

@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -122,14 +122,16 @@ def build_overlays(
     names: Sequence[str],
     matcher: InstructionMatcher,
     patch: Path | None,
+    extra: Mapping[str, Overlay] | None = None,
 ) -> dict[str, Overlay]:
     """One overlay per requested condition name, in the order given.
 
     base/head: the instruction files at that commit; none: no instruction file;
-    patched: head's files with `patch` applied. A condition is just an overlay, so
-    new kinds (ablations, suggested patches) only need a new entry here.
+    patched: head's files with `patch` applied; `extra`: overlays the caller built (an
+    ablation's variants), by name. A condition is just an overlay.
     """
-    unknown = [n for n in names if n not in CONDITIONS]
+    extra = extra or {}
+    unknown = [n for n in names if n not in CONDITIONS and n not in extra]
     if unknown:
         raise ConfigError(
             f"unknown condition(s) {', '.join(unknown)}", hint=f"valid conditions: {', '.join(CONDITIONS)}"
@@ -154,7 +156,7 @@ def build_overlays(
         NONE: Overlay,
         PATCHED: patched,
     }
-    return {name: builders[name]() for name in names}
+    return {name: extra[name] if name in extra else builders[name]() for name in names}
 
 
 # ---------------------------------------------------------------------- seal

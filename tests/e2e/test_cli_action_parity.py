@@ -38,7 +38,14 @@ OPTIONS = {
     "infra-retries": "1",
     "rate-limit": "wait",
 }
-REQUEST = {"repeats": "1", "seed": "3", "conditions": "base,head,none", "source": "head"}
+REQUEST = {
+    # `repeats: auto` with a cap of 2: the round loop (one look, at 2) through both entry points
+    "repeats": "auto",
+    "max-repeats": "2",
+    "seed": "3",
+    "conditions": "base,head,none",
+    "source": "head",
+}
 
 
 def _manifest(workdir: Path) -> dict[str, Any]:
@@ -109,5 +116,6 @@ def test_the_same_request_gives_the_same_manifest_and_results_through_the_cli_an
     assert action_manifest == cli_manifest
     assert cli_manifest["bounds"]["timeout_s"] == 120 and cli_manifest["bounds"]["run_budget_usd"] == 0.5
     cli_results, action_results = _results(tmp_path / "cli"), _results(action_dir)
-    assert len(cli_results) == 3 * len(cli_manifest["tasks"])
+    assert cli_manifest["adaptive"] and cli_manifest["repeats"] == 2
+    assert len(cli_results) == 3 * 2 * len(cli_manifest["tasks"])
     assert action_results == cli_results

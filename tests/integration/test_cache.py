@@ -10,6 +10,7 @@ import base64
 import http.server
 import io
 import json
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from docdelta.git import overlay_commit, run_git
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
+from docdelta.models import RunResult
 from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(120)
@@ -118,8 +120,10 @@ def test_a_push_stores_the_base_arm_on_a_data_branch_and_a_pr_on_that_base_reuse
     )
     assert refreshed.activity == "refresh", log
     origin = tmp_path / "origin.git"
-    listing = _git(origin, "ls-tree", "-r", "--name-only", "refs/heads/docdelta-results").split()
-    assert len(listing) == 1 and listing[0].startswith("arms/")
+    everything = _git(origin, "ls-tree", "-r", "--name-only", "refs/heads/docdelta-results").split()
+    listing = [name for name in everything if name.startswith("arms/")]
+    assert len(listing) == 1 and len(everything) == 2  # the arm, and its pool's index
+    pushed = _git(origin, "rev-list", "--count", "refs/heads/docdelta-results")
     entry = CachedArm.model_validate_json(_git(origin, "show", f"refs/heads/docdelta-results:{listing[0]}"))
     assert {r.cell.condition for r in entry.results} == {"base"}
     assert entry.source_commit == demo.head_sha
@@ -138,8 +142,8 @@ def test_a_push_stores_the_base_arm_on_a_data_branch_and_a_pr_on_that_base_reuse
     assert result.activity == "evaluate", log
     body = fake.comments[0]["body"]
     assert "**From cache:** the `base` arm" in body and listing[0][5:17] in body
-    # a PR run only reads the shared branch: still the one entry the trusted push wrote
-    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == "1"
+    # a PR run only reads the shared branch: still what the trusted push wrote
+    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == pushed
 
 
 def test_a_second_pr_with_the_same_base_reuses_the_first_prs_base_arm_from_a_directory(
@@ -188,11 +192,64 @@ def test_an_arm_run_under_other_limits_is_not_reused(
         assert result.activity == "evaluate"
 
     assert all("From cache" not in c["body"] for c in fake.comments)
+    assert all("base arm pooled" not in c["body"] for c in fake.comments)  # other bounds: not one arm
     entries = [
         CachedArm.model_validate_json(p.read_text()) for p in (tmp_path / "cache" / "arms").glob("*.json")
     ]
     assert sorted(e.key.bounds.timeout_s for e in entries if e.key.bounds) == [120.0, 600.0, 600.0]
     assert {e.key.docdelta_version for e in entries} == {docdelta.__version__}
+
+
+@pytest.mark.timeout(600)  # three PR runs
+def test_earlier_base_batches_are_pooled_into_the_control_until_one_drifted(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    """Three PRs on one base with other seeds (so no exact reuse): the second pools the first's
+    base runs; after the first batch is made to disagree with the second, the third pools the
+    second's and shows the drift that stopped it there."""
+    ws, demo = workspace
+    cache = tmp_path / "cache"
+    store = f"dir:{cache}"
+    heads = [_docs_only_head(ws, demo.head_sha, f"# Agents\nUse `nox -s {n}`.\n".encode()) for n in range(3)]
+    for number, head in enumerate(heads, 20):
+        fake.add_pull(number, demo.head_sha, head, [("CLAUDE.md", "added")])
+
+    def pr(number: int, seed: str) -> str:
+        event = _pr_event(tmp_path, number, demo.head_sha, heads[number - 20])
+        result, log = _act(tmp_path, ws, fake, "pull_request", event, store, seed=seed)
+        assert result.activity == "evaluate", log
+        return str({c["issue"]: c["body"] for c in fake.comments}[number])
+
+    assert "base arm pooled" not in pr(20, "1")  # nothing earlier
+    (first,) = (cache / "arms").glob("*.json")
+    second_body = pr(21, "2")
+    assert "From cache" not in second_body  # another seed: not the same cells
+    assert "- base arm pooled: 8 earlier runs from 1 batch since " in second_body
+    assert re.search(r"UTC \(commits [0-9a-f]{12}\) join this PR's base runs", second_body)
+    assert "- drift:" not in second_body
+
+    (second,) = set((cache / "arms").glob("*.json")) - {first}
+    newer = CachedArm.model_validate_json(second.read_text())
+    older = CachedArm.model_validate_json(first.read_text())
+    flipped = {r.cell.key: r for r in newer.results}
+    drifted = [
+        r.model_copy(update={"score": r.score.model_copy(update={"value": 1 - flipped_score(flipped, r)})})
+        for r in older.results
+        if r.score is not None
+    ]
+    first.write_text(older.model_copy(update={"results": drifted}).model_dump_json())
+
+    third_body = pr(22, "3")
+    assert "- base arm pooled: 8 earlier runs from 1 batch" in third_body
+    assert "- drift: the base batch of " in third_body and "pooling stopped there" in third_body
+    index = list((cache / "pools").glob("pool-*.json"))
+    assert len(index) == 1 and len(json.loads(index[0].read_text())["batches"]) == 3
+
+
+def flipped_score(newer: dict[str, RunResult], run: RunResult) -> float:
+    """The newer batch's score of the same cell: the older one is set to its opposite."""
+    match = newer[run.cell.key].score
+    return float(match.value if match is not None else 0.0)
 
 
 def test_an_entry_saved_under_another_key_is_ignored(

@@ -3,14 +3,22 @@ lines as `--jobs 1`; only the wall time differs."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from clirun import BlockingAgent, agent_processes, run_args, saved_results
+from gitrepo import GitRepo
+from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
-from docdelta.models import Manifest, RunResult
+from docdelta.models import Manifest, RunResult, RunStatus
+from docdelta.planning import plan_order
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +55,63 @@ def test_jobs_4_gives_the_results_manifest_and_progress_of_jobs_1(
     assert seen[4][0] == seen[1][0]
     assert seen[4][1] == seen[1][1], "--jobs is not part of the experiment: shards may differ in it"
     assert seen[4][2] == seen[1][2], "progress lines come in plan order at every --jobs"
+
+
+PLAN = plan_order(["hang", "quick"], ["base", "head", "none"], 2, 4)
+"""The test matrix's cells in the order they start (tasks sorted, 3 conditions, 2 repeats, seed 4)."""
+
+
+def _blocking_matrix(tmp_path: Path, agent: BlockingAgent) -> tuple[list[str], int]:
+    """A project whose `hang` task blocks its agent until the sandbox kills it, the command
+    running its matrix at --jobs 4, and how many cells finish before all four workers are
+    blocked: the quick cells ahead of the fourth hang cell in the plan (cells start in plan
+    order, and the fourth hang cell starts only once everything ahead of it but the three
+    hang cells has finished)."""
+    repo = GitRepo.init(tmp_path / "proj")
+    tasks = {
+        f".docdelta/tasks/{tid}.yaml": f'id: {tid}\nprompt: "{prompt}"\ngold:\n  commands: ["make check"]\n'
+        "reviewed: true\n"
+        for tid, prompt in (("quick", "How do I run the tests?"), ("hang", "Hang forever please."))
+    }
+    repo.commit({"AGENTS.md": "# Agents\n", ".docdelta.yml": sandbox_config(tmp_path / "sync"), **tasks})
+    repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
+    args = run_args(repo, tmp_path / "work", agent.cmd(), "--repeats", "2", "--seed", "4", "--jobs", "4")
+    fourth_hang = [i for i, cell in enumerate(PLAN) if cell.task == "hang"][3]
+    return [sys.executable, "-m", "docdelta", *args], fourth_hang - 3
+
+
+def _interrupt_when_four_run(tmp_path: Path, cmd: list[str], agent: BlockingAgent) -> tuple[int, list[str]]:
+    """Run `cmd`, SIGINT it once four agents are running (told by the agents themselves),
+    and return its exit code and progress lines. No temporary file may outlive it."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "CI": "1", "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    agent.wait_running(4)
+    proc.send_signal(signal.SIGINT)
+    # A guard against a hang, not a synchronisation: the runs' --timeout is an hour.
+    _, err = proc.communicate(timeout=300)
+    assert list(tmp.iterdir()) == [], "every temporary root and slot is removed on the way out"
+    assert agent_processes(agent.started) == [], "every in-flight agent was killed"
+    return proc.returncode, [line for line in err.splitlines() if line.startswith("[")]
+
+
+def test_sigint_at_jobs_4_kills_the_blocked_agents_keeps_results_and_resumes(tmp_path: Path) -> None:
+    agent = BlockingAgent(tmp_path / "sync")
+    try:
+        cmd, finished = _blocking_matrix(tmp_path, agent)
+        cmd += ["--timeout", "3600"]  # were the agents left to their timeout, the guard would fail
+        code, _ = _interrupt_when_four_run(tmp_path, cmd, agent)
+        assert code == ExitCode.INTERRUPTED
+        saved = saved_results(tmp_path / "work")
+        assert len(saved) == finished
+        assert {(r.cell.task, r.status) for r in saved} == {("quick", RunStatus.ok)}
+        assert not list((tmp_path / "work").glob("runs/*/hang/*/*/*")), "a killed run leaves nothing"
+        code, progress = _interrupt_when_four_run(tmp_path, cmd, agent)
+        assert code == ExitCode.INTERRUPTED
+        # Progress comes in plan order, so it shows the reused cells up to the first hang cell.
+        first_hang = next(i for i, cell in enumerate(PLAN) if cell.task == "hang")
+        assert [line.rsplit(": ", 1)[-1] for line in progress] == ["reused"] * first_hang
+        assert saved_results(tmp_path / "work") == saved, "a complete result is never rewritten"
+    finally:
+        agent.close()

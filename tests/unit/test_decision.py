@@ -123,7 +123,7 @@ def test_rounds_run_only_open_tasks_and_report_their_counts() -> None:
     out = run_rounds(["a", "b"], ["head", "base"], Design.auto(12), execute, observe)
     assert out.decision is not None and out.decision.kind == "regressed"
     assert out.rounds["a"] < 12 and out.runs == sum(len(c) for c in seen) < out.fixed_runs
-    assert round_cells(["a"], ["head", "base"], 1, 0) == round_cells(["a"], ["head", "base"], 1, 0)
+    assert round_cells({"a": 1}, ["head", "base"], 0) == round_cells({"a": 1}, ["head", "base"], 0)
 
 
 def test_power_up_front_shrinks_with_repeats_and_is_cached_by_design(tmp_path: Path) -> None:

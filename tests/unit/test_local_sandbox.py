@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from toolchain import CheckoutFactory
+from clirun import BlockingAgent, agent_processes
+from toolchain import PYTHON_TOOLCHAIN, CheckoutFactory
 
 from docdelta.errors import ConfigError, SandboxError
-from docdelta.sandbox import SandboxSpec, get_provider, provider_names
+from docdelta.sandbox import ExecResult, SandboxSpec, get_provider, provider_names
 from docdelta.sandbox.local import (
     ETC_ALLOWLIST,
     INSIDE_WORKSPACE,
@@ -221,3 +222,32 @@ def test_a_stale_slot_from_a_crashed_run_is_replaced(tmp_path: Path, checkout: P
     stale.chmod(0o500)
     with LocalProvider(root=tmp_path / "sb").create(checkout, SandboxSpec()) as sb:
         assert sb.exec(["ls"]).stdout == b"README.md\n"
+
+
+def test_close_from_another_thread_kills_a_running_exec_and_everything_it_started(
+    tmp_path: Path, checkout: Path
+) -> None:
+    """With --jobs N, Ctrl-C closes a sandbox while a worker thread waits in its exec: the
+    exec must end now (not at its timeout), and only once every process of its PID
+    namespace is gone, so none can write into the slot being removed."""
+    agent = BlockingAgent(tmp_path / "sync")
+    provider = LocalProvider(root=tmp_path / "sb", ro_paths=[*PYTHON_TOOLCHAIN, tmp_path / "sync"])
+    sandbox = provider.create(checkout, SandboxSpec())
+    assert isinstance(sandbox, LocalSandbox)
+    # A setsid daemon that keeps writing into the workspace, beside the blocked agent.
+    daemon = f"setsid sh -c 'while :; do echo x >> {INSIDE_WORKSPACE}/log; done' & exec {agent.cmd()}"
+    done: list[ExecResult] = []
+    worker = threading.Thread(
+        target=lambda: done.append(sandbox.exec(["sh", "-c", daemon], stdin=b"Hang", timeout=3600))
+    )
+    try:
+        worker.start()
+        agent.wait_running(1)
+        sandbox.close()
+        worker.join()
+        assert done and done[0].exit_code != 0 and not done[0].timed_out
+        assert agent_processes(agent.started) == []
+        assert not sandbox.slot_dir.exists(), "the slot is removed, whatever the daemon was writing"
+    finally:
+        provider.close()
+        agent.close()

@@ -6,7 +6,7 @@ from factories import arm, detection, manifest, summary_of
 
 from docdelta.github.annotations import added_lines, line_annotations
 from docdelta.github.port import AnnotationLevel, PrFile
-from docdelta.models import ArmUse, Certainty, DetectableDrop, FileStatus, InstructionRef, RunResult
+from docdelta.models import ArmUse, Certainty, FileStatus, InstructionRef, PowerSummary, RunResult
 from docdelta.report import render_comment_markdown, render_markdown, summarize
 from docdelta.report.plain import lead
 
@@ -69,7 +69,8 @@ def test_no_change_is_said_as_the_noise_band_with_its_interval() -> None:
 
 def test_an_inconclusive_verdict_says_what_to_run_next_from_the_decision_and_the_power_simulation() -> None:
     runs = [*arm("a", "base", [1.0, 0.0]), *arm("a", "head", [0.0, 1.0])]
-    s = summary_of(runs).model_copy(update={"detectable": DetectableDrop(drop=0.4, largest=0.5)})
+    power = PowerSummary(tasks=1, design="fixed 2", drop=0.4, rate=0.5, target=0.8, text="power: …")
+    s = summary_of(runs).model_copy(update={"power": power})
     assert s.verdict is not None and s.verdict.kind == "inconclusive" and s.verdict.repeats_needed
     n = s.verdict.repeats_needed
     said = lead(s)
@@ -83,7 +84,7 @@ def test_an_inconclusive_verdict_says_what_to_run_next_from_the_decision_and_the
     assert lead(one).next.startswith(
         "**Next:** rerun with `repeats: 2` or more: the spread of an arm needs at least 2 runs"
     )
-    missed = s.model_copy(update={"detectable": DetectableDrop(drop=None, largest=0.5)})
+    missed = s.model_copy(update={"power": power.model_copy(update={"drop": None})})
     assert "even a drop of 0.5 on one task is missed in over 20% of simulated PRs" in lead(missed).next
 
 

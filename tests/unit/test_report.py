@@ -14,7 +14,7 @@ from docdelta import decision, stats
 from docdelta.detect import InstructionMatcher, detect_refs
 from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
-from docdelta.models import AgentInfo, NearMiss, RunResult, RunStatus, Summary
+from docdelta.models import AgentInfo, NearMiss, PowerSummary, RunResult, RunStatus, Summary
 from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment, mermaid_label
 
@@ -252,19 +252,14 @@ def test_a_broken_task_fails_on_its_own_and_is_listed_as_a_flip() -> None:
     assert "- significant flips (open these first): a (base 8/8 → head 0/8 at 1.0, Holm-adjusted p" in md
 
 
-def test_power_hint_names_the_floor_of_p_and_the_repeats_needed() -> None:
-    s = summary_of(_clear_improvement(), repeats=3)
-    p = s.power
-    assert p is not None
-    assert (p.tasks, p.repeats, p.effect) == (3, 3, 0.2)
-    assert p.best_p == pytest.approx(0.1)
-    assert p.repeats_needed == stats.repeats_needed(3, 0.2)
-    assert p.repeats_needed is not None and p.repeats_needed > 3
-    md = render_markdown(s)
-    assert (
-        f"- power: with 3 repeats per arm, 0/3 → 3/3 on one task reaches only p = 0.1; "
-        f"run ≥ {p.repeats_needed} repeats per arm to detect a 0.20 change on 3 tasks (80% power)"
-    ) in md
+def test_the_power_line_is_the_cached_one_and_absent_without_a_cache() -> None:
+    """The scorecard shows what the run cached (`power.json`) and computes nothing itself."""
+    runs = _clear_improvement()
+    assert summary_of(runs, repeats=3).power is None
+    line = "power: 3 tasks, fixed 3 repeats: even a drop of 0.5 on one task is missed in over 20% of PRs"
+    cached = PowerSummary(tasks=3, design="fixed 3 repeats", drop=None, rate=0.5, target=0.8, text=line)
+    s = summarize(manifest(["a", "b", "c"], ["base", "head"], repeats=3), detection(), runs, power=cached)
+    assert f"- {line}" in render_markdown(s)
 
 
 def test_identical_arms_are_no_change_only_when_the_runs_can_show_it() -> None:
@@ -501,3 +496,22 @@ def test_a_few_faults_do_not_refuse_the_verdict() -> None:
     ]
     s = summary_of(runs)
     assert s.faults == {"timeout": 1} and s.broken is None and s.verdict is not None
+
+
+def test_a_holdout_task_counts_in_the_verdict_but_is_never_named_or_shown() -> None:
+    runs = [
+        *arm("seen", "head", [1, 1, 1, 1, 1]),
+        *arm("seen", "base", [1, 1, 1, 1, 1]),
+        *arm("hidden", "head", [1, 1, 1, 1, 1], missed=()),
+        *arm("hidden", "base", [0, 0, 0, 0, 0], missed=("make check",)),
+    ]
+    plan = manifest(["hidden", "seen"], ("base", "head"), repeats=5).model_copy(
+        update={"holdout": ["hidden"]}
+    )
+    summary = summarize(plan, detection(), runs)
+    assert [t.task for t in summary.tasks] == ["seen"] and summary.holdout_tasks == 1
+    assert summary.verdict is not None and summary.verdict.kind == "improved"
+    assert "hidden" not in summary.verdict.decided_by and "a holdout task" in summary.verdict.decided_by
+    assert not any(m.task == "hidden" for items in summary.missed.values() for m in items)
+    text = render_markdown(summary)
+    assert "hidden" not in text and "counts 1 holdout task whose own results are not shown" in text

@@ -11,6 +11,7 @@ from docdelta.activity import Activity
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec, input_variable
+from docdelta.validate import DEFAULT_MAX_REPEATS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +37,7 @@ def test_action_yml_declares_every_input_settings_read_and_leaves_the_mapping_to
     assert action["runs"]["using"] == "docker" and action["runs"]["image"] == "Dockerfile"
     assert "env" not in action["runs"]
     assert set(action["inputs"]) == set(INPUTS)
+    assert action["inputs"]["max-repeats"]["default"] == str(DEFAULT_MAX_REPEATS)
 
 
 def test_inputs_are_read_under_the_names_the_runner_sets(tmp_path: Path) -> None:
@@ -53,7 +55,8 @@ def test_every_run_option_is_an_action_input_and_every_output_is_declared() -> N
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     mapped = {v.removeprefix("options.") for v in INPUTS.values() if v.startswith("options.")}
     assert set(RunOptions.model_fields) - mapped == {"progress"}
-    assert {"source", "patch", "repeats", "seed", "conditions"} <= set(INPUTS)  # the request's knobs
+    request_knobs = {"source", "patch", "repeats", "max-repeats", "seed", "conditions"}
+    assert request_knobs <= set(INPUTS)
     assert set(action["outputs"]) == {o.value for o in Output}
     for activity in Activity:  # the activity output's description lists every value
         assert activity.value in action["outputs"]["activity"]["description"]
@@ -108,7 +111,9 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     assert s.conditions == ("base", "head")
     assert s.results_store == StoreSpec(kind="branch", location="docdelta-results")
     auto = ActionSettings.from_env(_env(tmp_path, repeats="auto"))
-    assert (auto.repeats, auto.max_repeats) == ("auto", 20)
+    assert (auto.repeats, auto.max_repeats) == ("auto", DEFAULT_MAX_REPEATS)
+    capped = ActionSettings.from_env(_env(tmp_path, repeats="auto", max_repeats="12"))
+    assert (capped.repeats, capped.max_repeats) == ("auto", 12)
     assert s.config_id == "docdelta/api-docs"
 
 
@@ -122,6 +127,7 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
         ({"comment": "maybe"}, "input 'comment'"),
         ({"results_store": "s3:bucket"}, "input 'results-store'"),
         ({"max_turns": "0"}, "input 'max-turns' = '0'"),
+        ({"repeats": "auto", "max_repeats": "1"}, "input 'max-repeats' = '1'"),
         ({"rate_limit": "sometimes"}, "input 'rate-limit' = 'sometimes'"),
         ({"infra_retries": "-1"}, "input 'infra-retries'"),
         ({"sandbox": "vm"}, "input 'sandbox' = 'vm'"),

@@ -268,17 +268,6 @@ def test_gate_without_a_verdict_is_neutral() -> None:
     assert "no verdict" in decision.reason
 
 
-def test_power_hint_floor_and_repeats_needed_by_simulation() -> None:
-    hint = stats.power_hint(3, 3)
-    assert hint.best_p == pytest.approx(0.1)  # 0/3 -> 3/3 on one task
-    needed = hint.repeats_needed
-    assert needed is not None
-    i = stats.POWER_LADDER.index(needed)
-    assert stats.simulate_gate(3, needed, 0.2, prs=200, resamples=200).power >= 0.8
-    assert stats.simulate_gate(3, stats.POWER_LADDER[i - 1], 0.2, prs=200, resamples=200).power < 0.8
-
-
-# ------------------------------------------------------------------ A/A noise band
 def _exact_aa_band(pool: list[float], repeats: int, quantile: float = 0.95) -> tuple[float, float, float]:
     """For a pass/fail pool: the smallest |delta| whose exact A/A probability of not being
     exceeded reaches `quantile`, with that CDF just below and at it (X, Y ~ Bin(repeats, p))."""

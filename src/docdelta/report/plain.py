@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from docdelta import stats
 from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary
+from docdelta.power import DROPS
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
@@ -195,12 +196,13 @@ def next_line(s: Summary, repeats_flag: str) -> str:
     if v.kind != "inconclusive":
         return ""
     at = f"at {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
-    seen, d = "", s.detectable
+    seen, d = "", s.power
     if d is not None:
         seen = (
-            f"; {at} one task has to drop by {d.drop:.1f} to be caught in 80% of simulated PRs"
+            f"; {at} one task has to drop by {d.drop:.1f} to be caught in {d.target:.0%} of simulated PRs"
             if d.drop is not None
-            else f"; {at} even a drop of {d.largest:.1f} on one task is missed in over 20% of simulated PRs"
+            else f"; {at} even a drop of {max(DROPS):.1f} on one task is missed in over "
+            f"{1 - d.target:.0%} of simulated PRs"
         )
     if v.repeats_needed is not None and v.ci_low is None:
         flag = repeats_flag.format(n=v.repeats_needed)

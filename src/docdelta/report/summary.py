@@ -31,6 +31,7 @@ does not read it, so the check stays the one the A/A calibration test proved.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -54,6 +55,8 @@ from docdelta.models import (
     JudgedTally,
     Manifest,
     MissedItem,
+    PooledControl,
+    PoolSummary,
     PowerSummary,
     Quartiles,
     RunResult,
@@ -69,11 +72,7 @@ _CANONICAL_ORDER = BUILTIN_CONDITIONS
 FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
 """Isolation values (as sandbox/local.py and sandbox/docker.py record them) that mean
 "no network but the gateway"; anything else (`none`, `docker-open`, ...) is a confound."""
-PowerHintFn = Callable[..., stats.PowerHint]
-"""`stats.power_hint`'s signature: (tasks, repeats, *, effect, alpha, band) -> PowerHint."""
 MAX_MISSED = 5
-TARGET_EFFECT = 0.2
-"""The change the power hint asks about: a fifth of the score scale."""
 MAX_INFRA_ERROR_RATE = 0.10
 FAULTS = (RunStatus.infra_error, RunStatus.agent_error, RunStatus.timeout)
 """Statuses that say the harness or the agent command failed, not how well the docs worked:
@@ -253,15 +252,32 @@ def _strata(
 
 
 def task_runs(
-    grid: Mapping[str, Mapping[str, Sequence[RunResult]]], treatment: str, control: str
+    grid: Mapping[str, Mapping[str, Sequence[RunResult]]],
+    treatment: str,
+    control: str,
+    pooled: Sequence[RunResult] = (),
 ) -> dict[str, decision.TaskRuns]:
-    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`."""
+    """Per task, each arm's graded (repeat, score) pairs: the input of `decision.decide`.
+    `pooled`: earlier runs of the control arm (`cache.pool`), added to it as repeat POOLED."""
 
     def arm(runs: Sequence[RunResult]) -> tuple[tuple[int, float], ...]:
         graded = sorted((r for r in runs if _graded(r) and r.score is not None), key=lambda r: r.cell.repeat)
         return tuple((r.cell.repeat, r.score.value) for r in graded if r.score is not None)
 
-    return {t: decision.TaskRuns(arm(g.get(treatment, ())), arm(g.get(control, ()))) for t, g in grid.items()}
+    def extra(task: str) -> tuple[tuple[int, float], ...]:
+        return tuple((decision.POOLED, s) for s in _scores(r for r in pooled if r.cell.task == task))
+
+    return {
+        t: decision.TaskRuns(arm(g.get(treatment, ())), (*extra(t), *arm(g.get(control, ()))))
+        for t, g in grid.items()
+    }
+
+
+def _pool_summary(pooled: PooledControl | None) -> PoolSummary | None:
+    if pooled is None:
+        return None
+    since = min(b.finished_at for b in pooled.batches)
+    return PoolSummary(runs=len(pooled.results), batches=pooled.batches, since=since, drift=pooled.drift)
 
 
 def design_of(manifest: Manifest) -> decision.Design:
@@ -272,7 +288,10 @@ def design_of(manifest: Manifest) -> decision.Design:
     )
 
 
-def _verdict(d: decision.Decision | None, treatment: str, control: str) -> VerdictSummary | None:
+def _verdict(
+    d: decision.Decision | None, treatment: str, control: str, holdout: frozenset[str] = frozenset()
+) -> VerdictSummary | None:
+    """The call, with holdout tasks that decided it named only as such."""
     if d is None:
         return None
     iv = d.interval
@@ -286,7 +305,7 @@ def _verdict(d: decision.Decision | None, treatment: str, control: str) -> Verdi
         confidence=None if iv is None else iv.confidence,
         p_value=d.p_value,
         threshold=d.threshold,
-        decided_by=list(d.decided_by),
+        decided_by=["a holdout task" if t in holdout else t for t in d.decided_by],
         exact=d.exact,
         alpha=d.alpha,
         band=d.band,
@@ -294,8 +313,15 @@ def _verdict(d: decision.Decision | None, treatment: str, control: str) -> Verdi
         design=d.design.label,
         rounds=d.rounds,
         repeats_needed=d.repeats_needed,
-        reason=d.reason,
+        reason=_masked(d.reason, holdout),
     )
+
+
+def _masked(reason: str, holdout: frozenset[str]) -> str:
+    """The verdict's reason with each holdout task it names written as "a holdout task"."""
+    for task in sorted(holdout, key=len, reverse=True):
+        reason = re.sub(rf"\btask {re.escape(task)}(?=[\s,;:.)]|$)", "a holdout task", reason)
+    return reason
 
 
 def _task_call(call: decision.TaskDecision | None) -> TaskDecisionSummary | None:
@@ -331,6 +357,10 @@ def _order(conditions: Iterable[str]) -> list[str]:
     names = set(conditions)
     known = [c for c in _CANONICAL_ORDER if c in names]
     return known + sorted(names - set(known))
+
+
+def _shown(runs: Sequence[RunResult], holdout: set[str]) -> list[RunResult]:
+    return [r for r in runs if r.cell.task not in holdout]
 
 
 def _missed(by_condition: Mapping[str, Sequence[RunResult]]) -> dict[str, list[MissedItem]]:
@@ -432,24 +462,35 @@ def summarize(
     noise: float = stats.DEFAULT_NOISE_BAND,
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
-    power_hint: PowerHintFn = stats.power_hint,
+    power: PowerSummary | None = None,
+    pooled: PooledControl | None = None,
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
 
+    `power`: what the design can see, as the run cached it (`scorecard` reads it); passed in
+    so that rendering a report never simulates. `pooled`: earlier base runs (`cache.pool`),
+    part of the head-vs-base decision's control.
+
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
-    their use is tallied per arm over the graded runs. `power_hint`: `stats.power_hint` or
-    a cached stand-in (the scorecard keeps one in the workdir)."""
+    their use is tallied per arm over the graded runs."""
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         grid[r.cell.task][r.cell.condition].append(r)
     task_ids = sorted(set(manifest.tasks) | set(grid))
+    holdout = set(manifest.holdout)  # counted in every aggregate, never shown on their own
     vs_base = _strata(grid, HEAD, BASE)
     aa = _aa_noise(vs_base, manifest.repeats, manifest.seed)
 
     design = design_of(manifest)
     decisions = {
-        c: decision.decide(task_runs(grid, HEAD, c), design, alpha=alpha, band=noise, seed=manifest.seed)
+        c: decision.decide(
+            task_runs(grid, HEAD, c, pooled.results if pooled and c == BASE else ()),
+            design,
+            alpha=alpha,
+            band=noise,
+            seed=manifest.seed,
+        )
         for c in (BASE, NONE)
     }
     calls = {c: {t.task: t for t in d.tasks} if d else {} for c, d in decisions.items()}
@@ -468,8 +509,6 @@ def summarize(
                 decision=_task_call(calls[BASE].get(t)),
             )
         )
-    compared = sum(1 for t, c in vs_base if t and c)
-    power = power_hint(compared, manifest.repeats, effect=TARGET_EFFECT, alpha=alpha, band=noise)
     by_condition_all: dict[str, list[RunResult]] = defaultdict(list)
     for r in results:
         by_condition_all[r.cell.condition].append(r)
@@ -483,7 +522,7 @@ def summarize(
             "runs may not be a fair sample of either arm; rerun to retry them"
         )
     verdicts: list[VerdictSummary | None] = [
-        None if refused else _verdict(decisions[c], HEAD, c) for c in (BASE, NONE)
+        None if refused else _verdict(decisions[c], HEAD, c, frozenset(holdout)) for c in (BASE, NONE)
     ]
     overall: dict[str, Delta] = {}
     for c in (BASE, NONE):
@@ -504,16 +543,18 @@ def summarize(
         noise_band=noise,
         conditions=conditions,
         changed=list(detection.changed),
-        tasks=tasks,
+        tasks=[t for t in tasks if t.task not in holdout],
+        holdout_tasks=len(holdout & set(task_ids)),
         overall={c: _condition_stats(c, {t: grid[t].get(c, []) for t in task_ids}) for c in conditions},
         head_vs_base=overall[BASE],
         head_vs_none=overall[NONE],
-        missed=_missed({c: by_condition_all.get(c, []) for c in conditions}),
+        missed=_missed({c: _shown(by_condition_all.get(c, []), holdout) for c in conditions}),
         confounds=_confounds(manifest, detection, results, conditions),
         alpha=alpha,
         verdict=verdicts[0],
         verdict_vs_none=verdicts[1],
-        power=PowerSummary(**asdict(power)) if compared else None,
+        power=power,
+        pooled=_pool_summary(pooled),
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,

@@ -41,6 +41,7 @@ from docker import DockerClient
 
 from docdelta.errors import InfraError, SandboxError
 from docdelta.gateway.runtime import Gateway, RunningGateway
+from docdelta.interrupts import deferred_signals
 from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.sandbox.dockerapi import (
     AGENT_USER,
@@ -285,7 +286,13 @@ class DockerSandbox(Sandbox):
 
     def close(self) -> None:
         """Undo creation in reverse order (container, volume, gateway, network); each step
-        runs even when another fails, and a second call does nothing."""
+        runs even when another fails, and a second call does nothing. Safe from another
+        thread while an exec runs (Ctrl-C with `--jobs N`): the container goes, so the exec
+        ends. Signals are held meanwhile, so a second Ctrl-C cannot skip a step."""
+        with deferred_signals():
+            self._undo()
+
+    def _undo(self) -> None:
         self._closed = True
         for watchdog in (self._watchdog, self._holder_watchdog):
             if watchdog is not None:

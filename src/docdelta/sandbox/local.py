@@ -34,13 +34,19 @@ every other host user's reach). Without overlay support, each run gets a full co
 before.
 
 Every exec is its own PID namespace whose init is bwrap: when the command exits or is
-killed at the timeout, the kernel kills everything it started (double forks and
-`setsid` daemons included). The private root of a provider carries its owner's PID;
-a root left by a killed docdelta is removed when the next provider starts.
+killed (at the timeout, or when its sandbox is closed under it on Ctrl-C), the kernel kills
+everything it started (double forks and `setsid` daemons included), and an exec returns
+only once that namespace is empty, so no process of it can write into a tree being removed.
+
+Temporary files go on every exit path: a provider's private root is created already
+stamped with its owner (PID and start time) and registered for removal at exit, with
+Ctrl-C and SIGTERM held meanwhile (`docdelta.interrupts`), and it is removed with them
+held; a root left by a killed docdelta is removed when the next provider starts.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -59,6 +65,7 @@ from typing import IO, Any, ClassVar
 
 from docdelta.config import CONFIG_PATH
 from docdelta.errors import SandboxError
+from docdelta.interrupts import deferred_signals
 from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -232,6 +239,42 @@ def _owner_stamp(pid: int) -> str | None:
     return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
 
 
+_ROOTS: set[Path] = set()
+"""Private roots this process created and has not removed yet (see `_private_root`)."""
+_ROOTS_LOCK = threading.Lock()
+
+
+def _private_root(parent: Path) -> Path:
+    """A fresh private root under `parent`, stamped with this process and registered for
+    removal at exit before anything else can happen to it: a Ctrl-C between the mkdir and
+    the stamp would leave a root that no sweep may touch (it cannot tell whose it is)."""
+    with deferred_signals():
+        root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=parent)).resolve()
+        with _ROOTS_LOCK:
+            _ROOTS.add(root)
+        (root / OWNER_FILE).write_text(f"{_owner_stamp(os.getpid())}\n")
+    return root
+
+
+def _release_root(root: Path) -> None:
+    """Remove a private root (signals held, so it is never left half removed) and forget it."""
+    with deferred_signals():
+        _remove(root)
+        with _ROOTS_LOCK:
+            _ROOTS.discard(root)
+
+
+@atexit.register
+def _remove_roots() -> None:
+    """At exit, remove the roots whose provider was never closed (an interrupt before the
+    composition root's `finally` was reached); a SIGKILL leaves them to the next sweep."""
+    with _ROOTS_LOCK:
+        roots = list(_ROOTS)
+    for root in roots:
+        with contextlib.suppress(OSError):
+            _release_root(root)
+
+
 def sweep_leftovers(parent: Path) -> list[Path]:
     """Remove private roots under `parent` whose owning docdelta process is gone (killed
     with SIGKILL, or its machine rebooted); roots of live processes are left alone."""
@@ -282,29 +325,32 @@ class LocalProvider(SandboxProvider):
                     hint=f"create it or remove it from sandbox.paths in {CONFIG_PATH}",
                 )
         self.env = dict(env or {})
+        self.slot = slot
+        self.allow_network = allow_network
+        self._live: LocalSandbox | None = None
+        self._closed = False
+        self._lowers: dict[tuple[str, int, int], Path] = {}
+        """Checkout (path, inode, ctime) -> its lower layer under the private root."""
         self._own_root = root is None
         if root is None:
             temp = Path(tempfile.gettempdir())
             sweep_leftovers(temp)
-            base = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=temp))
-            (base / OWNER_FILE).write_text(f"{_owner_stamp(os.getpid())}\n")
+            self.root = _private_root(temp)
         else:
-            base = Path(root)
-        self.root = base.resolve()
-        self.slot = slot
-        self.allow_network = allow_network
-        self._live: LocalSandbox | None = None
-        self._lowers: dict[tuple[str, int, int], Path] = {}
-        """Checkout (path, inode, ctime) -> its lower layer under the private root."""
+            self.root = Path(root).resolve()
+            self.root.mkdir(parents=True, exist_ok=True)
 
     def close(self) -> None:
+        """Kill what the live sandbox runs, remove it and (if ours) the private root; from
+        then on `create` refuses, so a worker thread still winding down cannot make new ones."""
+        self._closed = True
         if self._live is not None:
             self._live.close()
         for lower in self._lowers.values():
             _drop(lower)
         self._lowers.clear()
         if self._own_root:
-            _remove(self.root)
+            _release_root(self.root)
 
     def _network(self, spec: SandboxSpec) -> bool:
         """True when the run gets the host's network (only with `allow_network`)."""
@@ -372,6 +418,8 @@ class LocalProvider(SandboxProvider):
         return self._lowers[key]
 
     def _slot(self, checkout: Path) -> Path:
+        if self._closed:
+            raise SandboxError(f"the sandbox provider under {self.root} is closed", hint="start a new run")
         if self._live is not None and not self._live.closed:
             raise SandboxError(
                 f"slot {self.slot} under {self.root} already holds a live sandbox",
@@ -380,7 +428,7 @@ class LocalProvider(SandboxProvider):
         slot_dir = self.root / f"slot-{self.slot}"
         _remove(slot_dir)  # a crashed run may have left one behind
         try:
-            slot_dir.mkdir(parents=True)
+            slot_dir.mkdir()  # never parents=True: that would bring back a removed root, unstamped
             if self.views:
                 for sub in ("upper", "work"):
                     (slot_dir / sub).mkdir()
@@ -453,12 +501,13 @@ class LocalProvider(SandboxProvider):
         }
         isolation = "bwrap+host-network" if network else "bwrap"
 
-        def wrap(argv: Sequence[str], cwd: str) -> list[str]:
-            return [*prefix, "--chdir", cwd, "--", *start, *argv]
+        def wrap(argv: Sequence[str], cwd: str, info_fd: int | None) -> list[str]:
+            info = [] if info_fd is None else ["--info-fd", str(info_fd)]
+            return [*prefix, *info, "--chdir", cwd, "--", *start, *argv]
 
         owner = ROOTLESS_UID if os.geteuid() == 0 else None
         self._live = LocalSandbox(
-            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, view=lower is not None, namespaced=True
+            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, namespaced=True, view=lower is not None
         )
         return self._live
 
@@ -474,7 +523,7 @@ class NoneProvider(LocalProvider):
     name: ClassVar[str] = "none"
 
     def _binary(self) -> tuple[str, bool]:
-        return "", False  # nothing to wrap the agent in, so no namespace to mount a view in
+        return "", False  # nothing to wrap the agent in
 
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
@@ -496,7 +545,7 @@ class NoneProvider(LocalProvider):
             "GIT_CEILING_DIRECTORIES": str(slot_dir),
             **self.env,
         }
-        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd: list(argv), env, "none")
+        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd, _info: list(argv), env, "none")
         return self._live
 
 
@@ -546,19 +595,8 @@ def _remove(path: Path) -> None:
         os.chmod(parent, 0o700)
         func(p)
 
-    # The processes of a PID namespace die asynchronously once its init (bwrap) exits, so a
-    # file can still appear while the tree is being removed: try again, then let the last
-    # attempt raise what stops it.
-    for _ in range(_REMOVE_ATTEMPTS - 1):
-        if not (path.exists() or path.is_symlink()):
-            return
-        with contextlib.suppress(OSError):
-            shutil.rmtree(path, onerror=retry)
     if path.exists() or path.is_symlink():
         shutil.rmtree(path, onerror=retry)
-
-
-_REMOVE_ATTEMPTS = 5
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -579,27 +617,32 @@ class LocalSandbox(Sandbox):
     """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
     `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
-    host directory; `wrap` turns (argv, in-sandbox cwd) into the host command line."""
+    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap's info fd) into the host
+    command line. `namespaced`: each exec is a bwrap PID namespace, waited for until empty.
+    `close` may come from another thread while execs run (Ctrl-C with `--jobs N`): it kills
+    them, waits until every process they started is gone, then removes the slot."""
 
     def __init__(
         self,
         slot_dir: Path,
         spec: SandboxSpec,
         mounts: Mapping[str, Path],
-        wrap: Callable[[Sequence[str], str], list[str]],
+        wrap: Callable[[Sequence[str], str, int | None], list[str]],
         env: Mapping[str, str],
         isolation: str,
         *,
         owner: int | None = None,
-        view: bool = False,
         namespaced: bool = False,
+        view: bool = False,
     ) -> None:
         self.slot_dir = slot_dir
         self._namespaced = namespaced
-        """Each exec is a bwrap PID namespace, whose end `exec` waits for (see `_PidNamespace`)."""
         self._view = view
         """The workspace is an overlay that exists only inside an exec: docdelta reads and
         writes its files through one, so the host never has to merge the layers itself."""
+        self._running: set[_Process] = set()
+        self._lock = threading.Lock()
+        """Orders `exec`'s start against `close`: no exec starts once close has begun."""
         self._owner = owner
         """The host uid files written from the host are given to, so the agent can change them."""
         self.spec = spec
@@ -647,30 +690,56 @@ class LocalSandbox(Sandbox):
         inside = self._inside(cwd or ".")
         workdir = self.slot_dir if self._in_view(inside) else self._resolve(str(inside))
         start = time.monotonic()
-        command = self._wrap(argv, str(inside))
-        namespace = _PidNamespace() if self._namespaced else None
-        if namespace is not None:
-            command[1:1] = ["--json-status-fd", str(namespace.write_fd)]
+        process = self._start(argv, inside, workdir, stdin is not None, env)
         try:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=workdir,
-                env={**self._env, **(env or {})},
-                start_new_session=True,
-                pass_fds=() if namespace is None else (namespace.write_fd,),
-            )
-        except OSError as exc:
-            if namespace is not None:
-                namespace.started()
-            raise SandboxError(
-                f"cannot start {argv[0]!r} in {inside}: {exc}",
-                hint="check that the command exists on the system PATH",
-            ) from exc
-        if namespace is not None:
-            namespace.started()
+            return self._wait(process, stdin, timeout, start)
+        finally:
+            process.kill()  # whatever the command left running dies with it
+            process.reap()
+            with self._lock:
+                self._running.discard(process)
+
+    def _start(
+        self,
+        argv: Sequence[str],
+        inside: PurePosixPath,
+        workdir: Path,
+        feed: bool,
+        env: Mapping[str, str] | None,
+    ) -> _Process:
+        """Start one exec and register it for `close`, unless close has begun."""
+        info_r, info_w = os.pipe() if self._namespaced else (None, None)
+        try:
+            with self._lock:
+                if self.closed:
+                    raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
+                try:
+                    proc = subprocess.Popen(
+                        self._wrap(argv, str(inside), info_w),
+                        stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        cwd=workdir,
+                        env={**self._env, **(env or {})},
+                        start_new_session=True,
+                        pass_fds=() if info_w is None else (info_w,),
+                    )
+                except OSError as exc:
+                    raise SandboxError(
+                        f"cannot start {argv[0]!r} in {inside}: {exc}",
+                        hint="check that the command exists on the system PATH",
+                    ) from exc
+                process = _Process(proc)
+                self._running.add(process)
+        finally:
+            if info_w is not None:
+                os.close(info_w)
+        if info_r is not None:
+            process.watch_namespace(info_r)
+        return process
+
+    def _wait(self, process: _Process, stdin: bytes | None, timeout: float, start: float) -> ExecResult:
+        proc = process.proc
         cap = self.spec.max_output_bytes
         out, err = _Capture(proc.stdout, cap), _Capture(proc.stderr, cap)
         if stdin is not None:
@@ -681,7 +750,7 @@ class LocalSandbox(Sandbox):
 
         def kill_at_deadline() -> None:
             expired.set()
-            _killpg(proc.pid)
+            process.kill()
 
         timer = threading.Timer(timeout, kill_at_deadline)
         timer.start()
@@ -689,10 +758,6 @@ class LocalSandbox(Sandbox):
             proc.wait()
         finally:
             timer.cancel()
-            _killpg(proc.pid)  # whatever the command left running in its group dies with it
-            proc.wait()
-            if namespace is not None:
-                namespace.wait_gone()
         timed_out = expired.is_set()
         out.join()
         err.join()
@@ -741,56 +806,103 @@ class LocalSandbox(Sandbox):
                 os.lchown(made, self._owner, self._owner)
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
+        """Kill every exec in flight, wait until all they started is gone, remove the slot.
+        Signals are held meanwhile: a second Ctrl-C must not leave the slot half removed."""
+        with deferred_signals():
+            with self._lock:
+                if self.closed:
+                    return
+                self.closed = True
+                running = list(self._running)
+            for process in running:
+                process.kill()
+            for process in running:
+                process.reap()
             _remove(self.slot_dir)
 
 
-class _PidNamespace:
-    """Waits for the end of one exec's PID namespace, not just of bwrap.
+class _Process:
+    """One exec's process: the command (under bwrap: bwrap, outside the namespace) and, once
+    bwrap has reported it, a pidfd of the init of the exec's PID namespace.
 
-    bwrap exits as soon as the command does, while its init (pid 1 inside) is still
-    killing what the command left (a `setsid` daemon): a run would be over with the daemon
-    alive for a moment, and the sandbox's files removed under it. bwrap reports its init's
-    host PID on `--json-status-fd`; a pidfd on it becomes readable only once the init has
-    exited, which the kernel lets happen only after every other process of the namespace
-    is gone. An event, not a sleep."""
+    Killing bwrap is not enough: the namespace's init gets its SIGKILL from
+    `--die-with-parent` a moment later, and the agent's processes die only after it, so
+    they can still write into the slot after bwrap is reaped. The kernel lets the init's
+    exit complete only once every other process of its namespace is gone, so the init's
+    pidfd turning readable means the namespace is empty: `reap` waits for that."""
 
-    def __init__(self) -> None:
-        self._read_fd, self.write_fd = os.pipe()
-        self._pidfd: int | None = None
-        self._reader = threading.Thread(target=self._read, daemon=True)
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self._init: int | None = None
+        self._killed = False
+        self._lock = threading.Lock()
 
-    def started(self) -> None:
-        """Call once bwrap is running (or failed to start): our copy of the write end goes."""
-        os.close(self.write_fd)
-        self._reader.start()
+    def watch_namespace(self, info: int) -> None:
+        """Read bwrap's `--info-fd` report (written right after it clones the namespace's
+        init, closed before the command runs; empty when bwrap failed first) and hold a
+        pidfd of that init, checked to be bwrap's child or in the reported namespace, so
+        that a reused pid is never mistaken for it."""
+        with os.fdopen(info, "rb") as report:
+            raw = report.read()
+        try:
+            found = json.loads(raw)
+            pid, namespace = int(found["child-pid"]), int(found["pid-namespace"])
+        except (ValueError, KeyError, TypeError):
+            return  # bwrap failed before it made a namespace: nothing of it can outlive it
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return  # already gone, and with it its namespace
+        if not _is_init(pid, self.proc.pid, namespace):
+            os.close(pidfd)
+            return  # exited and reaped before we looked: the namespace is gone
+        with self._lock:
+            self._init = pidfd
+            if self._killed:
+                _signal_pidfd(pidfd)
 
-    def _read(self) -> None:
-        with os.fdopen(self._read_fd, "rb") as status:
-            for line in status:
-                if self._pidfd is not None:
-                    continue
-                with contextlib.suppress(ValueError, TypeError, KeyError, OSError):
-                    self._pidfd = os.pidfd_open(int(json.loads(line)["child-pid"]))
+    def kill(self) -> None:
+        """SIGKILL the namespace's init (it takes every process of the namespace with it)
+        and the command's process group; safe from any thread, and more than once."""
+        with self._lock:
+            self._killed = True
+            if self._init is not None:
+                _signal_pidfd(self._init)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
-    def wait_gone(self) -> None:
-        self._reader.join(_KILL_GRACE_S)
-        if self._pidfd is not None:
-            try:
-                select.select([self._pidfd], [], [], _NAMESPACE_GRACE_S)
-            finally:
-                os.close(self._pidfd)
-                self._pidfd = None
+    def reap(self) -> None:
+        """Wait for the command and then for its namespace to be empty."""
+        self.proc.wait()
+        with self._lock:
+            mine = None if self._init is None else os.dup(self._init)
+        if mine is None:
+            return
+        try:
+            select.select([mine], [], [])
+        finally:
+            os.close(mine)
+        with self._lock:
+            if self._init is not None:
+                os.close(self._init)
+                self._init = None
 
 
-_NAMESPACE_GRACE_S = 30.0
-"""Longest wait for a killed namespace to empty (the kernel's teardown, normally milliseconds)."""
-
-
-def _killpg(pgid: int) -> None:
+def _signal_pidfd(pidfd: int) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+
+
+def _is_init(pid: int, bwrap: int, namespace: int) -> bool:
+    """True when `pid` (already pinned by a pidfd) is the init bwrap reported: still bwrap's
+    child (a reused pid cannot be, bwrap forks nothing else), or, bwrap gone, the init of
+    the namespace it reported."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == bwrap:
+            return True
+    with contextlib.suppress(OSError):
+        return os.readlink(f"/proc/{pid}/ns/pid") == f"pid:[{namespace}]"
+    return False
 
 
 def _feed(pipe: IO[bytes] | None, data: bytes) -> None:

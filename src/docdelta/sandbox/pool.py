@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from docdelta.errors import SandboxError
 from docdelta.sandbox.base import Sandbox, SandboxProvider, SandboxSpec
 
 
@@ -19,10 +20,15 @@ class PerThreadProvider(SandboxProvider):
         self._factory = factory
         self._providers: dict[int, SandboxProvider] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     def _mine(self) -> SandboxProvider:
         me = threading.get_ident()
         with self._lock:
+            if self._closed:
+                # A worker still winding down after close must not make a provider (and its
+                # temporary root) that nothing would remove.
+                raise SandboxError("the sandbox providers are closed", hint="start a new run")
             if me not in self._providers:
                 self._providers[me] = self._factory(len(self._providers))
             return self._providers[me]
@@ -32,6 +38,7 @@ class PerThreadProvider(SandboxProvider):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             providers, self._providers = list(self._providers.values()), {}
         for provider in providers:
             provider.close()

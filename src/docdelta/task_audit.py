@@ -1,0 +1,326 @@
+"""`docdelta tasks audit`: are the tasks testing anything, by evidence rather than by label?
+
+A task measures an instruction file only when its answer is in the instruction files and
+nowhere else the agent reads. So every gold item (a command, a file, a cited quote) is
+looked up in the source tree the agent would see (the sealed checkout's files: docdelta's
+own config and tasks are stripped):
+
+* only in instruction files -> a **target** item (the docs under test carry it);
+* also in the human docs (README, CONTRIBUTING, docs/, other prose) -> a **control** item:
+  every condition has it, so every arm should tie;
+* in neither -> **unattainable** from the docs (the code may still hold it, which is said).
+
+A task is a target when one of its items is, a control when all its items are; items the
+prompt itself states (`leaked`) do not count, since the question gives them away. Past
+results add what no reading can: tasks every arm always passes (or always fails) carry no
+information and are candidates to drop, with the runs they cost. `holdout: true` tasks are
+listed so the user sees which results the scorecard shows only in aggregate.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+
+from pydantic import Field
+
+from docdelta.config import ProjectConfig, matcher
+from docdelta.git import Repo
+from docdelta.globs import GlobSet
+from docdelta.instructions import GitTree, instruction_links
+from docdelta.models import Frozen, RunStatus, Task
+from docdelta.quotes import locate, normalize
+from docdelta.store import ResultStore
+from docdelta.tasks import LoadedTask
+
+MAX_SCANNED_BYTES = 1_000_000
+"""Larger blobs (data, vendored bundles) are not prose an agent reads for a rule: skipped."""
+DOC_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc"})
+DOC_NAMES = frozenset({"readme", "contributing", "hacking", "development"})
+DOC_DIRS = frozenset({"docs", "doc"})
+
+
+class FileKind(StrEnum):
+    """What a file of the source tree is to the audit."""
+
+    instructions = "instructions"
+    docs = "docs"
+    code = "code"
+
+
+class Label(StrEnum):
+    """What an item or a task measures, by where its gold stands."""
+
+    target = "target"
+    control = "control"
+    unattainable = "unattainable"
+    unlabelled = "unlabelled"
+    """A task with no locatable gold item (only a verdict or key points), or all of them leaked."""
+
+
+class ItemAudit(Frozen):
+    kind: str = Field(description="command, file or citation")
+    expected: str
+    label: Label
+    leaked: bool = Field(description="the task prompt states it")
+    found_in: dict[FileKind, list[str]] = Field(default={}, description="kind -> files that hold it")
+
+
+class Saturation(Frozen):
+    """A task whose every arm scored the same extreme in every past run: no information."""
+
+    level: float = Field(description="1.0: every run passed; 0.0: every run scored nothing")
+    arms: list[str]
+    runs: int = Field(description="graded runs of the task's current version in the results read")
+    cost_usd: float | None = None
+    tokens: int | None = None
+
+
+class TaskAuditEntry(Frozen):
+    task: str
+    label: Label
+    holdout: bool
+    items: list[ItemAudit]
+    saturated: Saturation | None = None
+
+
+class SuiteAudit(Frozen):
+    """`docdelta tasks audit --json`."""
+
+    source_sha: str
+    tasks: list[TaskAuditEntry]
+    results_read: int = Field(default=0, description="runs read from --results workdirs")
+    stale_runs: int = Field(default=0, description="runs of an older version of a task file: not counted")
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """The text files of the source tree an agent sees, by kind."""
+
+    files: dict[str, tuple[FileKind, str]]
+
+    def holders(self, needle: str) -> dict[FileKind, list[str]]:
+        wanted = normalize(needle)
+        found: dict[FileKind, list[str]] = defaultdict(list)
+        if wanted:
+            for path, (kind, text) in self.files.items():
+                if wanted in text:
+                    found[kind].append(path)
+        return dict(found)
+
+
+def file_kind(path: str, instruction: bool) -> FileKind:
+    """Instruction files by the project's table; prose (README, CONTRIBUTING, docs/, *.md) is docs."""
+    if instruction:
+        return FileKind.instructions
+    pure = PurePosixPath(path)
+    if pure.suffix.lower() in DOC_SUFFIXES or pure.stem.lower() in DOC_NAMES:
+        return FileKind.docs
+    if any(part.lower() in DOC_DIRS for part in pure.parts[:-1]):
+        return FileKind.docs
+    return FileKind.code
+
+
+def read_source(repo: Repo, sha: str, config: ProjectConfig, strip: Sequence[str] = ()) -> SourceText:
+    """Every text blob at `sha` the agent's checkout would hold, whitespace-normalised."""
+    match = matcher(config)
+    stripped = GlobSet([*config.checkout_strip, *strip])
+    links = instruction_links(GitTree(repo, sha), match.families)
+    entries = [
+        e
+        for e in repo.tree(sha)
+        if e.is_blob
+        and not e.is_symlink
+        and (e.size or 0) <= MAX_SCANNED_BYTES
+        and not stripped.matches(e.path)
+    ]
+    files: dict[str, tuple[FileKind, str]] = {}
+    by_oid = dict(repo.read_blobs(list({e.oid: None for e in entries})))
+    for e in entries:
+        data = by_oid[e.oid]
+        if b"\0" in data[:8192]:
+            continue  # binary
+        instruction = match.matches(e.path) or e.path in links
+        files[e.path] = (file_kind(e.path, instruction), normalize(data.decode("utf-8", "replace")))
+    return SourceText(files)
+
+
+def _label(found: dict[FileKind, list[str]]) -> Label:
+    if found.get(FileKind.docs):
+        return Label.control
+    if found.get(FileKind.instructions):
+        return Label.target
+    return Label.unattainable
+
+
+def _alternatives(entry: str | list[str]) -> list[str]:
+    return [entry] if isinstance(entry, str) else list(entry)
+
+
+def _merge(founds: Iterable[dict[FileKind, list[str]]]) -> dict[FileKind, list[str]]:
+    out: dict[FileKind, list[str]] = defaultdict(list)
+    for found in founds:
+        for kind, paths in found.items():
+            out[kind].extend(p for p in paths if p not in out[kind])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def audit_items(task: Task, source: SourceText) -> list[ItemAudit]:
+    """Each locatable gold item of `task`, where it stands and whether the prompt gives it away.
+
+    Commands and files are searched in every file; a citation stands in the file it cites
+    (any of its alternatives), and its label follows that file's kind."""
+    prompt = normalize(task.prompt)
+    items: list[ItemAudit] = []
+    for kind, entries in (("command", task.gold.commands), ("file", task.gold.files)):
+        for entry in entries:
+            alternatives = _alternatives(entry)
+            found = _merge(source.holders(a) for a in alternatives)
+            leaked = any(normalize(a) in prompt for a in alternatives)
+            items.append(
+                ItemAudit(
+                    kind=kind,
+                    expected=" | ".join(alternatives),
+                    label=_label(found),
+                    leaked=leaked,
+                    found_in=found,
+                )
+            )
+    for cite in task.gold_citations:
+        holders: dict[FileKind, list[str]] = defaultdict(list)
+        for choice in cite.choices():
+            held = source.files.get(choice.path)
+            if held is not None and locate(held[1], choice.quote) is not None:
+                holders[held[0]].append(choice.path)
+        leaked = any(normalize(c.quote) in prompt for c in cite.choices())
+        found = {k: sorted(v) for k, v in holders.items()}
+        items.append(
+            ItemAudit(
+                kind="citation",
+                expected=f"{cite.path}: {cite.quote}",
+                label=_label(found),
+                leaked=leaked,
+                found_in=found,
+            )
+        )
+    return items
+
+
+def task_label(items: Sequence[ItemAudit]) -> Label:
+    """Target when an unleaked item is only in the instruction files; control when every
+    unleaked item is in the human docs too; else unattainable (or unlabelled: nothing to go on)."""
+    counted = [i.label for i in items if not i.leaked]
+    if not counted:
+        return Label.unlabelled
+    if Label.target in counted:
+        return Label.target
+    if all(label is Label.control for label in counted):
+        return Label.control
+    return Label.unattainable
+
+
+@dataclass
+class _Tally:
+    scores: dict[str, list[float]]
+    runs: int = 0
+    cost: float | None = None
+    tokens: int | None = None
+
+
+def _tallies(workdirs: Sequence[Path], current: dict[str, str]) -> tuple[dict[str, _Tally], int, int]:
+    """Per task, the graded scores per arm of runs of the task's current file (by hash)."""
+    tallies: dict[str, _Tally] = {}
+    read = stale = 0
+    for workdir in workdirs:
+        store = ResultStore(workdir)
+        manifest = store.read_manifest()
+        if manifest is None:
+            continue
+        for run in store.results(manifest.repo):
+            read += 1
+            task = run.cell.task
+            if current.get(task) != run.task_sha256:
+                stale += task in current
+                continue
+            tally = tallies.setdefault(task, _Tally(defaultdict(list)))
+            tally.runs += 1
+            metrics = run.outcome.metrics
+            if metrics.cost_usd is not None:
+                tally.cost = (tally.cost or 0.0) + metrics.cost_usd
+            if metrics.tokens_in is not None and metrics.tokens_out is not None:
+                tally.tokens = (tally.tokens or 0) + metrics.tokens_in + metrics.tokens_out
+            if run.status is not RunStatus.infra_error and run.score is not None:
+                tally.scores[run.cell.condition].append(run.score.value)
+    return tallies, read, stale
+
+
+def _saturation(tally: _Tally) -> Saturation | None:
+    """Every arm (two or more) at the same extreme in every graded run."""
+    arms = {arm: scores for arm, scores in tally.scores.items() if scores}
+    if len(arms) < 2:
+        return None
+    for level in (1.0, 0.0):
+        if all(s == level for scores in arms.values() for s in scores):
+            return Saturation(
+                level=level, arms=sorted(arms), runs=tally.runs, cost_usd=tally.cost, tokens=tally.tokens
+            )
+    return None
+
+
+def audit_suite(
+    tasks: Sequence[LoadedTask], source: SourceText, source_sha: str, results: Sequence[Path] = ()
+) -> SuiteAudit:
+    """The audit of every task against the source tree and the past results given."""
+    tallies, read, stale = _tallies(results, {t.task.id: t.sha256 for t in tasks})
+    entries = []
+    for loaded in tasks:
+        items = audit_items(loaded.task, source)
+        tally = tallies.get(loaded.task.id)
+        entries.append(
+            TaskAuditEntry(
+                task=loaded.task.id,
+                label=task_label(items),
+                holdout=loaded.task.holdout,
+                items=items,
+                saturated=_saturation(tally) if tally else None,
+            )
+        )
+    return SuiteAudit(source_sha=source_sha, tasks=entries, results_read=read, stale_runs=stale)
+
+
+def render(audit: SuiteAudit) -> str:
+    """The audit as plain text: a line per task, its items indented, then the findings."""
+    lines = [f"task audit of source {audit.source_sha[:12]}"]
+    for entry in audit.tasks:
+        holdout = "  [holdout: aggregate only]" if entry.holdout else ""
+        lines.append(f"{entry.label.value:<13} {entry.task}{holdout}")
+        for item in entry.items:
+            where = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in item.found_in.items()) or "nowhere"
+            leak = "  LEAKED by the prompt" if item.leaked else ""
+            lines.append(f"    {item.label.value:<13} {item.kind} `{item.expected}` in {where}{leak}")
+    leaked = [(e.task, i) for e in audit.tasks for i in e.items if i.leaked]
+    lines.append("")
+    lines.append(f"leaked answers: {len(leaked)}")
+    lines.extend(f"  {task}: the prompt states {i.kind} `{i.expected}`" for task, i in leaked)
+    saturated = [e for e in audit.tasks if e.saturated]
+    lines.append(
+        f"saturated tasks (candidates to drop): {len(saturated)} of {len(audit.tasks)}, "
+        f"from {audit.results_read} past runs"
+        + (f" ({audit.stale_runs} of older task versions not counted)" if audit.stale_runs else "")
+    )
+    for e in saturated:
+        s = e.saturated
+        assert s is not None
+        cost = f", ${s.cost_usd:.2f}" if s.cost_usd is not None else ""
+        tokens = f", {s.tokens:,} tokens" if s.tokens is not None else ""
+        lines.append(
+            f"  {e.task}: every run of {', '.join(s.arms)} scored {s.level:g}; it cost {s.runs} runs"
+            f"{cost}{tokens}"
+        )
+    held = [e.task for e in audit.tasks if e.holdout]
+    lines.append(f"holdout tasks (run, shown only in aggregate): {len(held)}")
+    lines.extend(f"  {t}" for t in held)
+    return "\n".join(lines)
