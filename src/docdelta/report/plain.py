@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta import stats
+from docdelta import (
+    power,  # the module, not its names: power -> rounds -> report is a cycle
+    stats,
+)
 from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary
-from docdelta.power import DROPS
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
@@ -201,7 +203,7 @@ def next_line(s: Summary, repeats_flag: str) -> str:
         seen = (
             f"; {at} one task has to drop by {d.drop:.1f} to be caught in {d.target:.0%} of simulated PRs"
             if d.drop is not None
-            else f"; {at} even a drop of {max(DROPS):.1f} on one task is missed in over "
+            else f"; {at} even a drop of {max(power.DROPS):.1f} on one task is missed in over "
             f"{1 - d.target:.0%} of simulated PRs"
         )
     if v.repeats_needed is not None and v.ci_low is None:
