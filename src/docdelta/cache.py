@@ -266,7 +266,6 @@ class BranchStore:
 def _usable(entry: CachedArm, exp: Experiment, key: ArmKey) -> list[RunResult]:
     """The entry's results if every one belongs to this arm of this experiment, else []."""
     planned = {c.key for c in exp.manifest.order if c.condition == key.condition}
-    tree = exp.checkouts[key.condition].tree_sha256
     seen: set[str] = set()
     for r in entry.results:
         ok = (
@@ -275,7 +274,7 @@ def _usable(entry: CachedArm, exp: Experiment, key: ArmKey) -> list[RunResult]:
             and r.status is not RunStatus.infra_error
             and r.task_sha256 == key.tasks.get(r.cell.task)
             and r.overlay_sha256 == key.overlay_sha256
-            and r.tree_sha256 == tree
+            and r.tree_sha256 == exp.checkout(r.cell.task, key.condition).tree_sha256
         )
         if not ok:
             log.warning(

@@ -107,6 +107,12 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--source", default="HEAD", help="source commit for tasks that do not name one")
     st.add_argument("--flake-runs", type=int, default=3, help="runs of the reference (flake probe)")
     st.add_argument("--workdir", type=Path, help="scratch directory (default: a temporary one)")
+    st.add_argument(
+        "--sandbox",
+        default="local",
+        choices=("local", "docker"),
+        help="where the hidden tests run, with .docdelta.yml's environment as in a run; default: local",
+    )
 
     jd = sub.add_parser("judge", help="rule on key points with a calibrated LLM judge (writes judged.json)")
     jd.add_argument("--workdir", type=Path, required=True)
@@ -838,17 +844,17 @@ def _tasks_audit(args: argparse.Namespace) -> int:
 def _tasks_from_commit(args: argparse.Namespace) -> int:
     from docdelta.grading.fromcommit import task_from_commit, write_task
 
-    task, assets = task_from_commit(Repo(args.repo), args.sha)
-    path = write_task(task, assets, args.tasks)
-    print(f"wrote {path} (+ {len(assets.hidden)} hidden test file(s), reference.patch)")
+    draft = task_from_commit(Repo(args.repo), args.sha)
+    path = write_task(draft, args.tasks)
+    print(f"wrote {path} (+ {len(draft.assets.hidden)} hidden test file(s), reference.patch)")
+    for note in draft.notes:
+        print(f"  {note}")
     print("the task is `reviewed: false`: read its prompt and validation, then set `reviewed: true`")
     return ExitCode.OK
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from docdelta.config import check_exposure
     from docdelta.grading.selftest import selftest_tasks
-    from docdelta.sandbox import get_provider
     from docdelta.tasks import load_tasks
 
     repo = Repo(args.repo)
@@ -856,9 +862,15 @@ def _selftest(args: argparse.Namespace) -> int:
     loaded = load_tasks(args.tasks)
     with tempfile.TemporaryDirectory(prefix="docdelta-selftest-") as tmp:
         scratch = args.workdir or Path(tmp)
-        check_exposure(config.sandbox, {"repository": repo.root, "tasks directory": args.tasks})
-        toolchain = [str(p) for p in config.sandbox.host_paths()]
-        provider = get_provider("local", ro_paths=toolchain, env=config.sandbox.env)
+        from docdelta.wiring import SandboxChoice, build_provider
+
+        provider, _digest = build_provider(
+            SandboxChoice(args.sandbox),
+            repo=repo,
+            private={"tasks directory": args.tasks, "workdir": scratch},
+            config=config,
+            agent=None,
+        )
         try:
             reports = selftest_tasks(
                 repo,

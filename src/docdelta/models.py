@@ -167,23 +167,40 @@ class GoldCitation(GoldQuote):
         return [GoldQuote(path=self.path, quote=self.quote, lines=self.lines), *self.any_of]
 
 
+class RunnerKind(StrEnum):
+    """The test runners docdelta recognises in a validation command (see grading/runners.py)."""
+
+    pytest = "pytest"
+    vitest = "vitest"
+    jest = "jest"
+    go_test = "go test"
+    gotestsum = "gotestsum"
+    cargo_test = "cargo test"
+    nextest = "cargo nextest"
+    declared = "declared report"
+    """Any other command: it writes the JUnit file named by `gold.validation.report`."""
+
+
 class Validation(Frozen):
     """How a change task is graded: hidden tests run after the agent, in a fresh sandbox.
 
     Hidden files live in the task folder (`<tasks dir>/<task id>/hidden/<path>`) or,
     failing that, in the source commit; either way they must be stripped from the
     agent's checkout. `command` is split into words (shlex) and run without a shell
-    and without network; a pytest command gets `--junitxml` added, any other command
-    must declare the JUnit `report` it writes, because an exit code alone is no
-    evidence that a test ran.
+    and without network. A command that starts a runner docdelta knows (pytest, vitest,
+    jest, go test, gotestsum, cargo test, cargo nextest; through `uv run`, `poetry run`,
+    `python -m`, `pnpm exec`, ...) gets that runner's report flags added (see
+    grading/runners.py); any other command must declare the JUnit `report` it writes,
+    because an exit code alone is no evidence that a test ran.
     """
 
     hidden: list[str] = Field(min_length=1, description="repository paths of the hidden test files")
-    command: str = Field(min_length=1, description="e.g. 'python3 -m pytest -q tests/test_x.py'")
+    command: str = Field(min_length=1, description="e.g. 'uv run --frozen pytest -q tests/test_x.py'")
     exit_code: int = Field(default=0, description="exit code of a passing run")
     timeout_s: float = Field(default=300.0, gt=0)
     report: str | None = Field(
-        default=None, description="JUnit XML path the command writes (workspace-relative); pytest: automatic"
+        default=None,
+        description="JUnit XML path the command writes (workspace-relative); recognised runners: automatic",
     )
     reference: str = Field(
         default="reference.patch", description="reference solution, a unified diff in the task folder"
@@ -538,6 +555,11 @@ class Manifest(Frozen):
     source_tree_sha256: str
     conditions: list[ConditionSpec]
     tasks: dict[str, str] = Field(description="task id -> sha256 of the task file")
+    task_sources: dict[str, str] = Field(
+        default={},
+        description="change task id -> the commit its cells run on, when the task names its own "
+        "(gold.validation.source); every other task runs on source_sha",
+    )
     agent: AgentInfo
     sandbox: str
     image_digest: str | None = None
@@ -709,6 +731,9 @@ class Confounds(Frozen):
         "not written for",
     )
     source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
+    task_sources: dict[str, str] = Field(
+        default={}, description="task id -> the commit whose code its runs got instead (its own source)"
+    )
 
 
 class ArmUse(Frozen):
@@ -927,6 +952,7 @@ class HiddenTestResult(Frozen):
     isolation: str = ""
     duration_s: float = 0.0
     output_tail: str = ""
+    runner: RunnerKind | None = Field(default=None, description="the test runner the command started")
 
 
 class CheckResult(Frozen):

@@ -23,7 +23,7 @@ from docdelta.agents.base import Agent
 from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
 from docdelta.detect import Overlay, detect_refs
-from docdelta.errors import ConfigError
+from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
 from docdelta.models import (
@@ -54,6 +54,14 @@ class Experiment:
     checkouts: dict[str, SealedCheckout]
     assets: dict[str, ChangeAssets] = field(default_factory=dict)
     """Change tasks' hidden tests and reference, read from trusted copies at prepare time."""
+    task_checkouts: dict[str, dict[str, SealedCheckout]] = field(default_factory=dict)
+    """Change tasks that name their own source commit: condition -> a checkout of that commit."""
+
+    def checkout(self, task_id: str, condition: str) -> SealedCheckout:
+        """The sealed checkout a cell runs on: its task's own source commit, else the
+        experiment's. A task drafted from a past commit starts from that commit's parent,
+        where its hidden tests fail and its reference applies; head's code has the fix."""
+        return self.task_checkouts.get(task_id, self.checkouts)[condition]
 
     @cached_property
     def audit_index(self) -> AuditIndex:
@@ -151,8 +159,9 @@ def prepare(
         raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
     require_reviewed(loaded, request.allow_unreviewed)
 
+    task_sources = own_sources(repo, loaded, source_sha)
     assets = {
-        lt.task.id: load_assets(lt.task, lt.path, repo, source_sha)
+        lt.task.id: load_assets(lt.task, lt.path, repo, task_sources.get(lt.task.id, source_sha))
         for lt in loaded
         if lt.task.kind == "change"
     }
@@ -167,6 +176,11 @@ def prepare(
         dest = checkout_dir(store.workdir, overlay.sha256)
         checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip)
     check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+    by_source: dict[str, dict[str, SealedCheckout]] = {}
+    for sha in sorted(set(task_sources.values())):
+        for name, overlay in overlays.items():
+            dest = checkout_dir(store.workdir, overlay.sha256, sha)
+            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(
@@ -177,6 +191,7 @@ def prepare(
         source_tree_sha256=next(iter(checkouts.values())).source_sha256,
         conditions=[overlays[name].spec(name) for name in request.conditions],
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
+        task_sources=dict(sorted(task_sources.items())),
         agent=AgentInfo(
             name=agent.name,
             version=agent.version,
@@ -198,7 +213,32 @@ def prepare(
     _check_same_experiment(store, manifest)
     store.write_manifest(manifest)
     store.write_detection(detection)
-    return Experiment(repo.name, manifest, detection, tasks, checkouts, assets)
+    task_checkouts = {tid: by_source[sha] for tid, sha in task_sources.items()}
+    return Experiment(repo.name, manifest, detection, tasks, checkouts, assets, task_checkouts)
+
+
+def own_sources(repo: Repo, loaded: Sequence[LoadedTask], source_sha: str) -> dict[str, str]:
+    """Change task id -> the commit it names as its own source (`gold.validation.source`),
+    resolved, when that is not the experiment's source. Such a task carries tests written
+    for that commit; on any other code they may pass before the agent starts, or the
+    reference may not apply."""
+    sources: dict[str, str] = {}
+    for lt in loaded:
+        validation = lt.task.gold.validation
+        if lt.task.kind != "change" or validation is None or validation.source is None:
+            continue
+        try:
+            sha = repo.resolve(validation.source)
+        except ConfigError:
+            raise TaskError(
+                f"task {lt.task.id!r} ({lt.path}): gold.validation.source {validation.source!r} is not "
+                f"a commit of {repo.root}",
+                hint="fetch the history that holds it (actions/checkout with fetch-depth: 0), or fix "
+                "the field",
+            ) from None
+        if sha != source_sha:
+            sources[lt.task.id] = sha
+    return sources
 
 
 def strip_inside(root: Path, directory: Path) -> list[str]:

@@ -277,7 +277,8 @@ class Runner:
         ]
         if not pending or self.agent.user_executable is None:
             return
-        with self.provider.create(exp.checkouts[pending[0].condition].path, self.spec) as sandbox:
+        first = pending[0]
+        with self.provider.create(exp.checkout(first.task, first.condition).path, self.spec) as sandbox:
             preflight(self.agent, sandbox)
 
     def require_selftests(self, exp: Experiment, task_ids: Iterable[str]) -> None:
@@ -287,15 +288,15 @@ class Runner:
         matrix does not pay for it again."""
         for task_id in sorted(set(task_ids) & exp.assets.keys()):
             loaded, assets = exp.tasks[task_id], exp.assets[task_id]
+            sealed = exp.checkout(task_id, exp.manifest.conditions[0].name)
             key = sha256_hex(
                 "\0".join(
-                    [loaded.sha256, exp.manifest.source_tree_sha256, sha256_hex(assets.reference or b"")]
+                    [loaded.sha256, sealed.source_sha256, sha256_hex(assets.reference or b"")]
                     + [f"{p}:{sha256_hex(d)}" for p, d in sorted(assets.hidden.items())]
                 ).encode()
             )
             if self.store.selftest_passed(task_id, key):
                 continue
-            sealed = next(iter(exp.checkouts.values()))
             report = selftest(
                 loaded.task, sealed, assets.hidden, assets.reference, self.provider, spec=self.spec
             )
@@ -322,7 +323,7 @@ class Runner:
     def run_cell(self, exp: Experiment, cell: Cell) -> RunResult:
         """One run of one cell; our own failures are retried and never graded as agent failures."""
         loaded = exp.tasks[cell.task]
-        checkout = exp.checkouts[cell.condition]
+        checkout = exp.checkout(cell.task, cell.condition)
         ctx = AgentContext(
             seed=cell_seed(exp.manifest.seed, cell),
             timeout_s=self.limits.timeout_s,

@@ -66,10 +66,12 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def checkout_dir(workdir: Path, overlay_sha256: str) -> Path:
+def checkout_dir(workdir: Path, overlay_sha256: str, source_sha: str | None = None) -> Path:
     """Where a condition's sealed checkout lives: named by its overlay's content, never by
-    the condition's name (two conditions with equal docs share one)."""
-    return workdir / CHECKOUTS / overlay_sha256[:16]
+    the condition's name (two conditions with equal docs share one). A change task that
+    names its own source commit gets checkouts of that commit, named by it too."""
+    name = overlay_sha256[:16] if source_sha is None else f"{source_sha[:12]}-{overlay_sha256[:16]}"
+    return workdir / CHECKOUTS / name
 
 
 def _safe_segment(name: str) -> str:

@@ -1,6 +1,7 @@
 """Build the real agent and sandbox provider: the one place the CLI and the Action share.
 
-Only the composition root (evaluation.py) calls this module; everything else receives what it builds.
+Only the composition root (evaluation.py) and `docdelta selftest` (which builds the same
+sandbox as a run, with no agent in it) call this module; everything else receives what it builds.
 The Docker SDK is imported only when Docker is asked for, so local runs (and the
 demo) never pay for it.
 """
@@ -70,7 +71,7 @@ def build_provider(
     repo: Repo,
     private: Mapping[str, Path],
     config: ProjectConfig,
-    agent: Agent,
+    agent: Agent | None,
     environ: Mapping[str, str] = os.environ,
     jobs: int = 1,
 ) -> tuple[SandboxProvider, str | None]:
@@ -82,7 +83,9 @@ def build_provider(
     may not name them among its read-only toolchain paths. `environ` is where the gateway
     reads its keys (`Gateway.from_environ`); `jobs` runs at once need that many local
     slots (the docker provider serves them all, each run in its own containers, network
-    and gateway)."""
+    and gateway). `agent` None builds the sandbox hidden tests run in (`docdelta
+    selftest`): the same environment image, paths and env as a run's, no agent CLI, no
+    gateway."""
     check_exposure(config.sandbox, {"repository": repo.root, **private})
     ro_paths, env = [str(p) for p in config.sandbox.host_paths()], config.sandbox.env
     if choice.name == "docker":
@@ -96,12 +99,12 @@ def build_provider(
         if choice.extra_ca is not None:
             image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
         built = environment_image(client, image_config)
-        if agent.npm:
+        if agent is not None and agent.npm:
             from docdelta.agents.images import agent_image  # noqa: PLC0415
 
             built = agent_image(client, base=built.tag, npm=agent.npm, extra_ca=image_config.extra_ca)
         gateway = None
-        if agent.network == "gateway":
+        if agent is not None and agent.network == "gateway":
             # Keys are read from `environ` here and handed to the gateway over stdin.
             image = gateway_image(client, image_config.base).tag
             # The run's model is the only one its requests may name (agent.model: None = any priced).

@@ -24,7 +24,7 @@ from toolchain import PYTHON_TOOLCHAIN
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import TaskError
 from docdelta.git import Repo
-from docdelta.grading.hidden import capture_agent_diff, grade_change
+from docdelta.grading.hidden import build_checkout, capture_agent_diff, grade_change
 from docdelta.grading.selftest import GREEN_CONFTEST, selftest
 from docdelta.models import Gold, HiddenTestResult, Task, Validation
 from docdelta.sandbox.base import SandboxSpec
@@ -138,6 +138,20 @@ def test_an_agent_written_hidden_test_is_replaced_by_the_trusted_one(
     assert sorted(d.path for d in result.dropped) == ["tests/conftest.py", HIDDEN]
 
 
+def test_a_planted_node_module_never_reaches_grading(
+    tmp_path: Path, sealed: SealedCheckout, agent: Callable[[Edits], bytes]
+) -> None:
+    """jest is given `--reporters=jest-junit`, resolved from the checkout's node_modules
+    first: an agent's own `node_modules/jest-junit` could write a passing report."""
+    fake = "module.exports = class { onRunComplete() { /* write a passing report */ } };\n"
+    diff = agent({"node_modules/jest-junit/index.js": fake, "calc/ops.py": FIXED})
+    dest = tmp_path / "grading"
+    applied, dropped = build_checkout(sealed, diff, {HIDDEN: HIDDEN_TEST.encode()}, dest)
+    assert applied == ["calc/ops.py"]
+    assert [d.path for d in dropped] == ["node_modules/jest-junit/index.js"]
+    assert not (dest / "node_modules").exists()
+
+
 def test_pyproject_test_config_edits_are_undone_but_other_edits_kept(
     sealed: SealedCheckout, provider: LocalProvider, agent: Callable[[Edits], bytes]
 ) -> None:
@@ -171,7 +185,7 @@ def test_a_command_that_only_echoes_passed_is_not_a_pass(
     task = _task(command="sh -c 'echo \"1 passed in 0.01s\"; echo PASSED'")
     result = _grade(task, sealed, FIX_DIFF, provider)
     assert (result.exit_code, result.status) == (0, "fail")
-    assert result.summary is not None and result.summary.passed == 1
+    assert result.summary is None  # a pytest-like line from a command that is no pytest counts for nothing
     assert "no JUnit report was written: no evidence that any test ran" in result.notes
 
 

@@ -9,9 +9,11 @@ CI files, ...), writes the trusted hidden tests over whatever is there, and runs
 the validation command in a NEW sandbox with no network.
 
 Why the exit code is not trusted on its own: code under test can print
-"1 passed" and `os._exit(0)`. A pass needs the expected exit code AND a JUnit
-report (written to an unguessable path for pytest) whose test cases include the
-hidden test files, passed, and agree with pytest's own summary line.
+"1 passed" and `os._exit(0)`. A pass needs the expected exit code AND the runner's
+own evidence (grading/runners.py: a JUnit report at an unguessable path for pytest,
+vitest, jest, gotestsum and nextest, `go test -json` events, libtest's lines) whose
+test cases ran, passed, include the hidden Python test files and agree with the
+runner's printed summary where it prints one.
 
 Failures of the grader itself (no sandbox, a checkout that cannot be built) are
 `infra_error`: the run is retried, never scored as the agent's failure.
@@ -33,8 +35,16 @@ from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError
 from docdelta.git import Repo, apply_patch
 from docdelta.globs import GlobSet
 from docdelta.grading.checks import FileDiff, parse_diff
-from docdelta.grading.junit import ReportError, file_ran, parse_junit, parse_pytest_summary
-from docdelta.models import DroppedEdit, HiddenTestResult, Task, TestCounts, Validation
+from docdelta.grading.junit import (
+    ReportError,
+    file_ran,
+    parse_go_json,
+    parse_junit,
+    parse_libtest,
+    parse_pytest_summary,
+)
+from docdelta.grading.runners import RUNNERS, Evidence, invocation, recognise
+from docdelta.models import DroppedEdit, HiddenTestResult, RunnerKind, Task, TestCounts, Validation
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.workspace import SealedCheckout
 
@@ -53,16 +63,17 @@ BUILD_FILES = (
     "**/__pycache__/**", "*.pyc",
     "package.json", "jest.config.*", "jest.setup.*", "vitest.config.*", "vitest.workspace.*",
     "vitest.setup.*", ".mocharc*", "karma.conf.*", "/.cargo/**", "/.config/nextest.toml",
+    "**/node_modules/**",
 )  # fmt: skip
-"""Files that steer how tests run, shadow the runner on `python -m pytest`'s sys.path, or are
-bytecode that could stand in for the source it claims to be compiled from."""
+"""Files that steer how tests run, shadow the runner on `python -m pytest`'s sys.path or a
+reporter docdelta names (`node_modules/jest-junit`), or are bytecode that could stand in
+for the source it claims to be compiled from."""
 
 _PYPROJECT_TEST_KEYS = (
     ("tool", "pytest"), ("tool", "coverage"), ("tool", "tox"), ("tool", "hatch", "envs"),
     ("project", "entry-points", "pytest11"), ("tool", "poetry", "plugins", "pytest11"),
 )  # fmt: skip
 _TAIL_CHARS = 4000
-_PYTEST_MODULE = ("-m", "pytest")
 
 
 # ------------------------------------------------------------- task assets
@@ -91,6 +102,7 @@ def _validation(task: Task) -> Validation:
 def load_assets(task: Task, task_file: Path, repo: Repo, source_sha: str) -> ChangeAssets:
     """Hidden tests from the task folder, else from the source commit; the reference if present."""
     validation = _validation(task)
+    _check_runner(task, task_file, validation)
     folder = task_folder(task_file, task)
     blobs = {e.path: e.oid for e in repo.tree(source_sha) if e.is_blob and not e.is_symlink}
     hidden: dict[str, bytes] = {}
@@ -118,6 +130,27 @@ def load_assets(task: Task, task_file: Path, repo: Repo, source_sha: str) -> Cha
             "solution), not plain `diff -u`",
         )
     return ChangeAssets(hidden=hidden, reference=reference)
+
+
+def _check_runner(task: Task, task_file: Path, validation: Validation) -> None:
+    """Refuse up front a command whose tests docdelta could never count: it starts no
+    runner of `RUNNERS` and declares no JUnit report, so every run would be a "fail"."""
+    try:
+        argv = shlex.split(validation.command)
+    except ValueError as exc:
+        raise TaskError(
+            f"task {task.id!r} ({task_file}): gold.validation.command cannot be split into words: {exc}",
+            hint="quote it as a POSIX shell would; it runs without a shell",
+        ) from exc
+    if validation.report is None and recognise(argv).kind is RunnerKind.declared:
+        known = ", ".join(k.value for k in RunnerKind if k is not RunnerKind.declared)
+        raise TaskError(
+            f"task {task.id!r} ({task_file}): gold.validation.command {validation.command!r} starts "
+            f"no test runner docdelta recognises ({known}; also behind uv run, poetry run, hatch "
+            "run, python -m, npx, pnpm, yarn, npm exec), so no test it runs could be counted",
+            hint="name the runner directly (e.g. `uv run pytest`, `pnpm exec vitest run`), or set "
+            "gold.validation.report to the JUnit XML file the command writes",
+        )
 
 
 def _safe_rel(path: str, task: Task) -> str:
@@ -265,12 +298,44 @@ def _place(root: Path, rel: str, data: bytes) -> None:
 
 
 # ----------------------------------------------------------------- running
-def _is_pytest(argv: Sequence[str]) -> bool:
-    names = [PurePosixPath(a).name for a in argv]
-    return bool(names) and (
-        names[0] in ("pytest", "py.test")
-        or any(tuple(argv[i : i + 2]) == _PYTEST_MODULE for i in range(len(argv) - 1))
-    )
+TAIL_LINES = 15
+TAIL_NOTE = "last lines of output:"
+"""Starts the note that quotes the command's output (a passing selftest leg leaves it out)."""
+"""Lines of the command's output a failed grading quotes in its notes: enough to show
+`No module named pytest` or `uv: not found`, short enough for a selftest line."""
+
+
+def output_tail(result: ExecResult, lines: int = TAIL_LINES) -> str:
+    """The last `lines` non-empty lines of stdout then stderr (where tools say why they failed)."""
+    text = (result.stdout + b"\n" + result.stderr).decode(errors="replace")
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def _evidence(
+    kind: RunnerKind, result: ExecResult, report: bytes | None
+) -> tuple[TestCounts | None, TestCounts | None, list[str], list[str]]:
+    """(counts, the runner's own printed counts, case names, notes) from `kind`'s evidence."""
+    evidence = Evidence.junit if report is not None else RUNNERS[kind].evidence
+    output = (result.stdout + b"\n" + result.stderr).decode(errors="replace")
+    summary = parse_pytest_summary(output) if kind is RunnerKind.pytest else None
+    try:
+        if evidence is Evidence.go_json:
+            counts, names = parse_go_json(result.stdout)
+            return (counts if counts.total else None), None, names, [] if counts.total else [_NO_TESTS]
+        if evidence is Evidence.libtest:
+            found, printed, names = parse_libtest(result.stdout, result.stderr)
+            return found, printed, names, [] if found is not None else [_NO_TESTS]
+        if report is None:
+            return None, summary, [], ["no JUnit report was written: no evidence that any test ran"]
+        counts, names = parse_junit(report)
+    except ReportError as exc:
+        what = "JUnit report" if evidence is Evidence.junit else evidence.value
+        return None, summary, [], [f"unreadable {what}: {exc}"]
+    return counts, summary, names, []
+
+
+_NO_TESTS = "the output shows no test that ran: no evidence that any test ran"
 
 
 def judge_run(
@@ -278,29 +343,28 @@ def judge_run(
     result: ExecResult,
     report: bytes | None,
     hidden: Sequence[str],
+    kind: RunnerKind = RunnerKind.pytest,
 ) -> tuple[bool, TestCounts | None, TestCounts | None, list[str]]:
-    """(passed, report counts, summary counts, notes): the exit code cross-checked with the output.
+    """(passed, counts, the runner's printed counts, notes): the exit code cross-checked
+    with the runner's evidence (see grading/runners.py).
 
     A pure function so every way of faking a pass can be tested without a sandbox.
+    A failure's notes end with the command's last lines of output: the reason a run
+    shows no test (`No module named pytest`, `uv: not found`) is there, not in the counts.
     """
-    output = (result.stdout + b"\n" + result.stderr).decode(errors="replace")
-    summary = parse_pytest_summary(output)
     notes: list[str] = []
-    counts: TestCounts | None = None
-    classnames: list[str] = []
     if result.timed_out:
         notes.append(f"the validation command timed out after {validation.timeout_s:g}s")
     elif result.exit_code != validation.exit_code:
         notes.append(f"exit code {result.exit_code}, expected {validation.exit_code}")
-    if report is None:
-        notes.append("no JUnit report was written: no evidence that any test ran")
-    else:
-        try:
-            counts, classnames = parse_junit(report)
-        except ReportError as exc:
-            notes.append(f"unreadable JUnit report: {exc}")
+    counts, summary, names, problems = _evidence(kind, result, report)
+    notes += problems
     if counts is not None:
-        notes += _count_problems(validation, counts, summary, classnames, hidden)
+        python = kind is RunnerKind.pytest
+        notes += _count_problems(validation, counts, summary, names, hidden if python else ())
+    if notes:
+        tail = output_tail(result)
+        notes.append(f"{TAIL_NOTE}\n{tail}" if tail else f"{TAIL_NOTE} (none: the command printed nothing)")
     return not notes, counts, summary, notes
 
 
@@ -335,6 +399,7 @@ def _count_problems(
 
 
 def _infra(notes: str, validation: Validation, **kw: Any) -> HiddenTestResult:
+    """The grader's own failure (never the agent's): retried, not scored."""
     return HiddenTestResult(
         status="infra_error", expected_exit_code=validation.exit_code, notes=[notes], **kw
     )
@@ -358,7 +423,7 @@ def grade_change(
     """
     validation = _validation(task)
     argv = shlex.split(validation.command)
-    pytest = _is_pytest(argv) and validation.report is None
+    kind = recognise(argv).kind
     remove = [validation.report] if validation.report else []
     run_spec = dataclasses.replace(spec or SandboxSpec(), network="none")
     with tempfile.TemporaryDirectory(prefix="docdelta-grade-", dir=workdir) as tmp:
@@ -371,14 +436,16 @@ def grade_change(
         edits: dict[str, Any] = {"applied": applied, "dropped": dropped}
         try:
             with provider.create(Path(tmp, "repo"), run_spec) as sandbox:
-                report_path = validation.report or f"{sandbox.tools_dir}/junit-{secrets.token_hex(12)}.xml"
-                run_argv = [*argv, f"--junitxml={report_path}"] if pytest else argv
-                result = sandbox.exec(run_argv, timeout=validation.timeout_s)
-                report = _read_report(sandbox, report_path)
+                private = f"{sandbox.tools_dir}/junit-{secrets.token_hex(12)}.xml"
+                run = invocation(argv, private_report=private, declared=validation.report)
+                for path, text in run.files.items():
+                    sandbox.write_file(path, text.encode())
+                result = sandbox.exec(run.argv, env=run.env or None, timeout=validation.timeout_s)
+                report = _read_report(sandbox, run.report) if run.report else None
                 isolation = sandbox.isolation
         except (DocdeltaError, OSError) as exc:
-            return _infra(f"the grading sandbox failed: {exc}", validation, **edits)
-    passed, counts, summary, notes = judge_run(validation, result, report, list(hidden))
+            return _infra(f"the grading sandbox failed: {exc}", validation, runner=kind, **edits)
+    passed, counts, summary, notes = judge_run(validation, result, report, list(hidden), run.kind)
     tail = (result.stdout + result.stderr).decode(errors="replace")[-_TAIL_CHARS:]
     return HiddenTestResult(
         status="pass" if passed else "fail",
@@ -391,6 +458,7 @@ def grade_change(
         isolation=isolation,
         duration_s=result.duration_s,
         output_tail=tail,
+        runner=run.kind,
         **edits,
     )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import InfraError, TaskError
 from docdelta.git import Repo
-from docdelta.grading.hidden import grade_change, load_assets
+from docdelta.grading.hidden import TAIL_NOTE, grade_change, load_assets
 from docdelta.models import HiddenTestResult, SelftestLeg, SelftestReport, Task
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
 from docdelta.tasks import LoadedTask
@@ -52,13 +52,38 @@ def _tampers(hidden: Mapping[str, bytes]) -> dict[str, bytes]:
 
 
 def _leg(name: str, result: HiddenTestResult, want: str) -> SelftestLeg:
-    why = "; ".join(result.notes)
+    passed = result.status == want
+    why = "; ".join(n for n in result.notes if not (passed and n.startswith(TAIL_NOTE)))
     return SelftestLeg(
         name=name,
-        passed=result.status == want,
-        note=f"grader said {result.status} (wanted {want}): {why}",
+        passed=passed,
+        note=f"grader said {result.status} (wanted {want}){_tally(result)}: {why}",
         result=result,
     )
+
+
+def _tally(result: HiddenTestResult) -> str:
+    """`; pytest: 1 passed, 0 failed, 0 errors`: which runner counted what (empty if nothing)."""
+    c = result.counts
+    runner = result.runner.value if result.runner else "the command"
+    return f"; {runner}: {c.passed} passed, {c.failed} failed, {c.errors} errors" if c else ""
+
+
+def _must_fail(name: str, result: HiddenTestResult) -> SelftestLeg:
+    """A leg that holds only when the tests ran and failed: a run in which no test ran
+    (a missing runner, an import error before collection, a command not found) also
+    "fails", and would let a task whose tests can never pass or fail look sound."""
+    counts = result.counts
+    ran_and_failed = counts is not None and counts.total > 0 and counts.failed + counts.errors > 0
+    if result.status == "fail" and not ran_and_failed:
+        return SelftestLeg(
+            name=name,
+            passed=False,
+            note="no test ran, so this leg proves nothing (it holds only when tests run and fail): "
+            + "; ".join(result.notes),
+            result=result,
+        )
+    return _leg(name, result, "fail")
 
 
 def selftest(
@@ -77,6 +102,7 @@ def selftest(
 
     Legs: hidden files absent from the agent's checkout; reference passes
     `flake_runs` times out of `flake_runs`; untouched checkout fails; each tamper fails.
+    A "fails" leg holds only when tests ran and failed (see `_must_fail`).
     """
     if reference is None:
         raise TaskError(
@@ -100,7 +126,7 @@ def selftest(
     first = grade(reference)
     legs.append(_leg("reference passes", first, "pass"))
     must_fail = {"untouched checkout fails": b"", **_tampers(hidden)}
-    legs += [_leg(name, grade(diff), "fail") for name, diff in must_fail.items()]
+    legs += [_must_fail(name, grade(diff)) for name, diff in must_fail.items()]
     if first.status == "pass" and flake_runs > 1:
         again = [grade(reference) for _ in range(flake_runs - 1)]
         passes = 1 + sum(r.status == "pass" for r in again)

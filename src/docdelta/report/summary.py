@@ -402,6 +402,7 @@ def _confounds(
         unread_changes=_unread(manifest, detection),
         code_changes=len(detection.other_changed),
         source=_source_side(manifest),
+        task_sources=dict(manifest.task_sources),
     )
 
 
