@@ -23,10 +23,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from docdelta.decision import DEFAULT_MAX_REPEATS, Design
+from docdelta.decision import Design
 from docdelta.models import VerdictKind
 from docdelta.power import Scenario, Simulation, drop_scenario, simulate, wilson
 from docdelta.stats import DEFAULT_ALPHA
+from docdelta.validate import DEFAULT_MAX_REPEATS
 
 RATES = (0.3, 0.5, 0.8)
 DROPPED, DROP_TO = 2, 0.3

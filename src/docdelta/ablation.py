@@ -28,7 +28,6 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -43,22 +42,14 @@ from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
 from docdelta.models import HEAD, Frozen, RunResult, RunStatus
 from docdelta.planning import ExperimentRequest
 from docdelta.tasks import load_tasks
-from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION
+from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, AblationDesign, AblationUnit
 
 ABLATE_PREFIX = "ablate-"
 PREAMBLE = "(preamble)"
 
 
-class Unit(StrEnum):
-    heading = "heading"
-    bullets = "bullets"
-
-
-class Design(StrEnum):
-    factorial = "factorial"
-    """Fractional factorial (resolution IV): each condition removes about half the units."""
-    single = "single"
-    """One condition per removed unit."""
+Unit = AblationUnit
+Design = AblationDesign
 
 
 class Section(Frozen):

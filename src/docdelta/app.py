@@ -506,6 +506,7 @@ def _run_matrix(
         cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth),
         save_cache=trusted,
         image_base=ACTION_SANDBOX_BASE,
+        job_summary=ctx.runtime.append_summary,
     )
     done = evaluate(request, settings.options, deps)
     if done is None:

@@ -142,6 +142,9 @@ class ArmStore(Protocol):
 
     def get(self, digest: str) -> bytes | None: ...
     def put(self, digest: str, data: bytes) -> None: ...
+    def recent(self, limit: int) -> list[bytes]:
+        """Up to `limit` entries, newest first (the forecast's history)."""
+        ...
 
 
 class DirectoryStore:
@@ -156,6 +159,10 @@ class DirectoryStore:
     def get(self, digest: str) -> bytes | None:
         path = self._path(digest)
         return path.read_bytes() if path.is_file() else None
+
+    def recent(self, limit: int) -> list[bytes]:
+        entries = sorted((self.root / "arms").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        return [p.read_bytes() for p in entries[:limit]]
 
     def put(self, digest: str, data: bytes) -> None:
         try:
@@ -219,6 +226,17 @@ class BranchStore:
             return None
         proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:{entry_path(digest)}")
         return proc.stdout if proc.returncode == 0 else None
+
+    def recent(self, limit: int) -> list[bytes]:
+        """The entries the branch's newest commits added (one entry per commit)."""
+        if not self._fetched:
+            self._fetch()
+        if not self._tip():
+            return []
+        added = run_git(self.root, "log", f"-{limit}", "--format=", "--name-only", self.ref, "--", "arms/")
+        names = [n for n in added.stdout.decode().splitlines() if n.endswith(".json")]
+        found = (run_git(self.root, "cat-file", "blob", f"{self.ref}:{n}") for n in dict.fromkeys(names))
+        return [proc.stdout for proc in found if proc.returncode == 0]
 
     def put(self, digest: str, data: bytes) -> None:
         err = ""

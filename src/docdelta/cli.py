@@ -19,53 +19,27 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import Any, BinaryIO, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
-from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
-from docdelta.ablation import render as render_ablation
-from docdelta.agents.openai_loop import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.decision import DEFAULT_MAX_REPEATS
-from docdelta.demo import build_demo_repo
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
-from docdelta.evaluation import Deps, RunOptions, evaluate
-from docdelta.external import (
-    ANSWER_FILE,
-    PROMPT_FILE,
-    STATUS_FILE,
-    TRIAL_FILE,
-    TRIALS_DIR,
-    ExternalAgent,
-    check_trial,
-    prepare_trials,
-)
 from docdelta.git import Repo
-from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
-from docdelta.grading.fromcommit import task_from_commit, write_task
-from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
-from docdelta.grading.judged import judge_workdir
-from docdelta.grading.rubrics import rubric_of
-from docdelta.grading.selftest import selftest_tasks
-from docdelta.history import HISTORY_FILE, History, content_digest, record_of
-from docdelta.history import render as render_history
-from docdelta.models import DEFAULT_CONDITIONS, HEAD, JudgeInfo, Manifest, RunResult, Summary
-from docdelta.planning import ExperimentRequest, PlanTooLarge, strip_inside
-from docdelta.report import badge, render_json, render_markdown
-from docdelta.report.html import render_html
-from docdelta.rounds import AUTO, parse_repeats
+from docdelta.models import DEFAULT_CONDITIONS, HEAD
 from docdelta.sandbox import provider_names
-from docdelta.scorecard import scorecard
-from docdelta.shard import DEFAULT_MAX_PARALLEL, merge_workdirs, plan_matrix
-from docdelta.store import ResultStore
-from docdelta.suggest import measure, measured_line, suggest
-from docdelta.suggest import write as write_suggestion
-from docdelta.task_audit import audit_suite, read_source
-from docdelta.task_audit import render as render_audit
-from docdelta.tasks import load_tasks, task_json_schema
+from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
+
+if TYPE_CHECKING:
+    from docdelta.evaluation import RunOptions
+    from docdelta.models import Manifest, RunResult, Summary
+    from docdelta.planning import ExperimentRequest
+    from docdelta.store import ResultStore
+
+# Each command imports what only it needs inside its handler (hence the PLC0415 per-file
+# ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
+# import, and `detect`, which needs none of them, must start in well under a second
+# (issue 12; the test is tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
 
 T = TypeVar("T")
 
@@ -245,6 +219,8 @@ def _add_history_commands(sub: Any) -> None:
 
 
 def _add_ablate_command(sub: Any) -> None:
+    Unit, Design = validate.AblationUnit, validate.AblationDesign
+
     ab = sub.add_parser("ablate", help="which sections of an instruction file move which tasks")
     ab.add_argument("--repo", type=Path, default=Path())
     ab.add_argument("--ref", default="HEAD", help="the commit whose instruction files are ablated")
@@ -314,7 +290,9 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
         )
     r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
-    r.add_argument("--repeats", type=parse_repeats, default=3, help="runs per arm and task, or auto (rounds)")
+    r.add_argument(
+        "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
+    )
     r.add_argument(
         "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
     )
@@ -449,12 +427,14 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _action(args: argparse.Namespace) -> int:
-    from docdelta import app  # noqa: PLC0415 - PyGithub only for the Action
+    from docdelta import app  # PyGithub only for the Action
 
     return app.main()
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from docdelta.tasks import task_json_schema
+
     print(json.dumps(task_json_schema(), indent=2))
     return ExitCode.OK
 
@@ -499,6 +479,8 @@ def _diff_text(stream: BinaryIO) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from docdelta.planning import ExperimentRequest
+
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
@@ -538,6 +520,8 @@ RUN_FLAGS = {
 def run_options(args: argparse.Namespace) -> RunOptions:
     """`docdelta run`'s flags as the options the composition root takes. The CLI's keys
     come from the environment, so `api_key` stays unset."""
+    from docdelta.evaluation import RunOptions
+
     values = {name: getattr(args, flag.replace("-", "_")) for name, flag in RUN_FLAGS.items()}
     return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
 
@@ -546,6 +530,11 @@ def _execute(
     repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path, history: Path | None = None
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
+    from docdelta.evaluation import Deps, evaluate
+    from docdelta.history import HISTORY_FILE, History, record_of
+    from docdelta.planning import PlanTooLarge
+    from docdelta.report import render_markdown
+
     try:
         done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
     except PlanTooLarge as exc:
@@ -579,6 +568,17 @@ def _execute(
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from docdelta.external import (
+        ANSWER_FILE,
+        PROMPT_FILE,
+        STATUS_FILE,
+        TRIAL_FILE,
+        TRIALS_DIR,
+        ExternalAgent,
+        prepare_trials,
+    )
+    from docdelta.planning import ExperimentRequest
+
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
@@ -600,6 +600,8 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from docdelta.external import check_trial
+
     for trial in args.trials:
         result, fresh = check_trial(trial, args.tasks)
         score = "—" if result.score is None else f"{result.score.value:.2f}"
@@ -608,6 +610,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from docdelta.history import History
+    from docdelta.history import render as render_history
+
     records, skipped = History(args.history).records()
     if args.json:
         for record in records:
@@ -633,6 +638,8 @@ def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
 
 def _receipt(args: argparse.Namespace) -> int:
     """The CI check: the file being merged, by content hash, against the receipts."""
+    from docdelta.history import History, content_digest
+
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
     receipt = History(args.history).receipt(digest)
     entries = receipt.evaluations if receipt else []
@@ -654,6 +661,11 @@ def _receipt(args: argparse.Namespace) -> int:
 
 
 def _ablate(args: argparse.Namespace) -> int:
+    from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
+    from docdelta.ablation import render as render_ablation
+    from docdelta.evaluation import Deps
+    from docdelta.planning import PlanTooLarge
+
     request = AblationRequest(
         ref=args.ref,
         file=args.file,
@@ -682,6 +694,10 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
+    from docdelta.suggest import measure, measured_line, suggest
+    from docdelta.suggest import write as write_suggestion
+    from docdelta.tasks import load_tasks
+
     _, manifest, results, _summary = _load_experiment(args.workdir)
     repo = Repo(args.repo)
     tasks = {lt.task.id: lt.task for lt in load_tasks(args.tasks)}
@@ -722,6 +738,9 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
+    from docdelta.shard import plan_matrix
+    from docdelta.tasks import load_tasks
+
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
     detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
@@ -736,6 +755,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from docdelta.shard import merge_workdirs
+
     merged = merge_workdirs(args.shards, args.workdir)
     planned = len(merged.manifest.order)
     print(f"merged {merged.shards} shard workdirs into {args.workdir}: {merged.complete} of {planned} runs")
@@ -756,6 +777,9 @@ def _load_summary(workdir: Path) -> Summary:
 
 def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
     """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
+    from docdelta.scorecard import scorecard
+    from docdelta.store import ResultStore
+
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
     if manifest is None or detection is None:
@@ -768,6 +792,9 @@ def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResu
 
 
 def _report(args: argparse.Namespace) -> int:
+    from docdelta.report import render_json, render_markdown
+    from docdelta.report.html import render_html
+
     store, manifest, results, summary = _load_experiment(args.workdir)
     if args.format == "html":
         cell_dir = partial(store.cell_dir, manifest.repo)
@@ -778,6 +805,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _badge(args: argparse.Namespace) -> int:
+    from docdelta.report import badge
+
     data = badge(_load_summary(args.workdir))
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -798,6 +827,11 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _tasks_audit(args: argparse.Namespace) -> int:
+    from docdelta.planning import strip_inside
+    from docdelta.task_audit import audit_suite, read_source
+    from docdelta.task_audit import render as render_audit
+    from docdelta.tasks import load_tasks
+
     repo = Repo(args.repo)
     sha = repo.resolve(args.ref)
     config = load_project_config(repo, sha)
@@ -808,6 +842,8 @@ def _tasks_audit(args: argparse.Namespace) -> int:
 
 
 def _tasks_from_commit(args: argparse.Namespace) -> int:
+    from docdelta.grading.fromcommit import task_from_commit, write_task
+
     draft = task_from_commit(Repo(args.repo), args.sha)
     path = write_task(draft, args.tasks)
     print(f"wrote {path} (+ {len(draft.assets.hidden)} hidden test file(s), reference.patch)")
@@ -818,12 +854,15 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
+    from docdelta.grading.selftest import selftest_tasks
+    from docdelta.tasks import load_tasks
+
     repo = Repo(args.repo)
     config = load_project_config(repo, repo.resolve(args.source))
     loaded = load_tasks(args.tasks)
     with tempfile.TemporaryDirectory(prefix="docdelta-selftest-") as tmp:
         scratch = args.workdir or Path(tmp)
-        from docdelta.wiring import SandboxChoice, build_provider  # noqa: PLC0415 - what a run builds
+        from docdelta.wiring import SandboxChoice, build_provider
 
         provider, _digest = build_provider(
             SandboxChoice(args.sandbox),
@@ -856,6 +895,16 @@ def _selftest(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace) -> int:
     """`judge` and `calibrate`: both build the judge's HTTP client here, with the key from the env."""
+    import httpx
+
+    from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
+    from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
+    from docdelta.grading.judged import judge_workdir
+    from docdelta.grading.rubrics import rubric_of
+    from docdelta.models import JudgeInfo
+    from docdelta.store import ResultStore
+    from docdelta.tasks import load_tasks
+
     tasks = [t.task for t in load_tasks(args.tasks)]
     fixtures_dir, calibration_dir = default_dirs(args.tasks)
     calibration_dir = args.calibration or calibration_dir
@@ -883,7 +932,7 @@ def _judge(args: argparse.Namespace) -> int:
 
 def _gc(args: argparse.Namespace) -> int:
     """Live runs and other hosts' runs are never touched, so this needs no confirmation."""
-    from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415 - Docker only when asked
+    from docdelta.sandbox import docker as docker_sandbox  # Docker only when asked
 
     names = docker_sandbox.gc(docker_sandbox.engine(), dry_run=args.dry_run)
     for name in names:
@@ -894,6 +943,10 @@ def _gc(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from docdelta.demo import build_demo_repo
+    from docdelta.evaluation import RunOptions
+    from docdelta.planning import ExperimentRequest
+
     demo = build_demo_repo(args.workdir / "pricebook")
     request = ExperimentRequest(
         base=demo.base_sha,

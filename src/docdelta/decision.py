@@ -49,6 +49,7 @@ from scipy.stats import norm
 
 from docdelta import stats
 from docdelta.models import VerdictKind
+from docdelta.validate import DEFAULT_MAX_REPEATS
 
 OVERALL = "overall"
 """The name of the overall hypothesis, beside the task ids."""
@@ -65,7 +66,6 @@ first one, because it picks the suspect the round loop then focuses on (`docdelt
 Chosen on bench/bench_gate.py (one of three tasks 0.8 -> 0.3, 150 PRs each): (4, 12, 24)
 93% power at 72 runs; (6, 12, 24) 91% at 79; (4, 8, 16, 24) 83% at 75; cap 20 (4, 10, 20)
 75% at 79 and cap 16 61% at 67. A/A false regression 0-4% in all of them."""
-DEFAULT_MAX_REPEATS = 24
 SPENDING_POWER = 1.0
 """alpha t (1/6, 1/3 and 1/2 of alpha at the three looks); chosen on bench/bench_gate.py
 over t^1.5 and t^2, which spend less early: 89% against 93% power at the same runs."""

@@ -70,20 +70,28 @@ class InstructionMatcher:
     """The built-in table plus a project's `include` globs, minus its `exclude` globs."""
 
     def __init__(self, include_globs: Sequence[str] = (), exclude_globs: Sequence[str] = ()) -> None:
+        self.globs = (tuple(include_globs), tuple(exclude_globs))
+        """What makes two matchers equal (a sealed checkout is reused only under the same)."""
         self._include = GlobSet(include_globs)
         self._exclude = GlobSet(exclude_globs)
+        self._known: dict[str, tuple[str, ...]] = {}
+        """path -> its families: a real tree's ~1,000 paths are asked about several times
+        each (both trees, the graph, the seal), and each answer takes ~45 glob tests."""
 
     def _builtin_families(self, path: str) -> set[str]:
         return {f for globs, families in _BUILTIN if globs.matches(path) for f in families}
 
     def families(self, path: str) -> list[str]:
         """Agent families that load `path` by default; empty if it is no instruction file."""
-        if self._exclude.matches(path):
-            return []
-        found = self._builtin_families(path)
-        if self._include.matches(path):
-            found.add(CUSTOM_FAMILY)
-        return sorted(found)
+        known = self._known.get(path)
+        if known is None:
+            found: set[str] = set()
+            if not self._exclude.matches(path):
+                found = self._builtin_families(path)
+                if self._include.matches(path):
+                    found.add(CUSTOM_FAMILY)
+            known = self._known[path] = tuple(sorted(found))
+        return list(known)
 
     def matches(self, path: str) -> bool:
         return bool(self.families(path))
@@ -171,9 +179,15 @@ def diff_files(diff_text: str) -> list[DiffFile]:
 
 def detect_diff(diff_text: str, matcher: InstructionMatcher, *, base: str = "", head: str = "") -> Detection:
     """Changed instruction files (and near misses) in a unified diff, as git writes it."""
+    return _detect_files(diff_files(diff_text), matcher, base=base, head=head)
+
+
+def _detect_files(
+    files: Sequence[DiffFile], matcher: InstructionMatcher, *, base: str, head: str
+) -> Detection:
     changed: list[ChangedFile] = []
     near: list[NearMiss] = []
-    for df in diff_files(diff_text):
+    for df in files:
         entry = _changed_file(df.old, df.new, df.symlink, matcher)
         if entry is not None:
             changed.append(entry)
@@ -191,8 +205,8 @@ def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -
     whose content changed only as an agent sees it (through a link or an import); near misses
     over both trees; and the range's other changed files. Records the resolved shas."""
     base_sha, head_sha = repo.resolve(base), repo.resolve(head)
-    diff = repo.diff(base_sha, head_sha)
-    by_name = detect_diff(diff, matcher, base=base_sha, head=head_sha)
+    diff = diff_files(repo.diff(base_sha, head_sha))  # parsed once: a real range has thousands of hunks
+    by_name = _detect_files(diff, matcher, base=base_sha, head=head_sha)
     base_tree, head_tree = GitTree(repo, base_sha), GitTree(repo, head_sha)
     graphs = build(base_tree, matcher.families), build(head_tree, matcher.families)
     listed = _typechanges([*by_name.changed, *_link_changes(diff, graphs, by_name)])
@@ -205,7 +219,7 @@ def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -
     instruction_paths = {p for f in changed for p in (f.path, f.old_path) if p}
     other = [
         p
-        for df in diff_files(diff)
+        for df in diff
         for p in dict.fromkeys(x for x in (df.old, df.new) if x)
         if p not in instruction_paths and not any(p in g.links for g in graphs)
     ]
@@ -231,13 +245,15 @@ def _typechanges(files: list[ChangedFile]) -> list[ChangedFile]:
     return out
 
 
-def _link_changes(diff: str, graphs: tuple[Graph, Graph], by_name: Detection) -> list[ChangedFile]:
+def _link_changes(
+    diff: Sequence[DiffFile], graphs: tuple[Graph, Graph], by_name: Detection
+) -> list[ChangedFile]:
     """Links the diff adds, deletes or retargets that are instruction links only by what is seen
     through them (a directory link `.cursor/rules -> ../docs/rules`)."""
     links = {*graphs[0].links, *graphs[1].links}
     known = {p for f in by_name.changed for p in (f.path, f.old_path) if p}
     out = []
-    for df in diff_files(diff):
+    for df in diff:
         path = df.new or df.old
         if path is None or path in known or path not in links:
             continue

@@ -28,6 +28,7 @@ from docdelta.agents.base import Agent
 from docdelta.cache import ArmStore, Reuse, pool, restore, save
 from docdelta.config import load_project_config
 from docdelta.errors import ConfigError
+from docdelta.forecast import forecast
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.models import BASE, RunBounds, Summary
@@ -136,6 +137,8 @@ class Deps:
     image_base: str | None = None
     """The sandbox's base image where `.docdelta.yml` names no `docker.base` (the Action: one
     a GitHub runner can pull); None keeps the config's default."""
+    job_summary: Callable[[str], object] | None = None
+    """Where the forecast goes as markdown before the matrix starts (the Action's job summary)."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,12 @@ def _evaluate(
             options.limits(),
             _progress(options, deps),
         )
+        cells = exp.manifest.order if options.shard is None else options.shard.cells(exp.manifest.order)
+        ahead = forecast(exp, store, cells, jobs=options.jobs, history=deps.cache)
+        for line in ahead.lines():
+            print(f"docdelta: forecast: {line}", file=deps.stream)
+        if deps.job_summary is not None:
+            deps.job_summary(ahead.markdown())
         tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
         drop = cached_drop(
             store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band

@@ -23,7 +23,7 @@ SCHEMA_VERSION = 1
 class Frozen(BaseModel):
     """Strict, immutable base: unknown fields are errors, so typos in files surface."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -272,7 +272,7 @@ class Gold(Frozen):
     points: list[str] = Field(default=[], description="key points; scored only by the judge")
     verdict: str | None = Field(default=None, description="expected short verdict, e.g. 'yes' or 'no'")
     validation: Validation | None = Field(default=None, description="change tasks: the hidden tests")
-    checks: HardChecks = HardChecks()
+    checks: HardChecks = Field(default_factory=HardChecks)
     mistakes: list[MistakeRule] = []
 
 
@@ -280,7 +280,7 @@ class Task(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     prompt: str = Field(min_length=1)
     kind: Literal["answer", "change"] = "answer"
-    gold: Gold = Gold()
+    gold: Gold = Field(default_factory=Gold)
     gold_citations: list[GoldCitation] = []
     reviewed: bool = False
     holdout: bool = Field(
@@ -298,7 +298,7 @@ class Task(Frozen):
 
 # -------------------------------------------------------------- agent output
 class AnswerCitation(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     path: str
     lines: Lines | None = None
@@ -310,7 +310,7 @@ class AgentAnswer(BaseModel):
     Parsed leniently (unknown keys ignored): agents are not schema validators.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     answer: str = ""
     commands: list[str] = []
@@ -363,7 +363,7 @@ class AgentOutcome(Frozen):
     status: RunStatus
     answer: AgentAnswer | None = None
     final_text: str = ""
-    metrics: AgentMetrics = AgentMetrics()
+    metrics: AgentMetrics = Field(default_factory=AgentMetrics)
     exit_code: int | None = None
     error: str | None = None
     served_by: dict[str, str] = Field(

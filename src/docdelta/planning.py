@@ -11,7 +11,6 @@ another one.
 from __future__ import annotations
 
 import random
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,7 +40,7 @@ from docdelta.models import (
 from docdelta.store import ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
-from docdelta.workspace import SealedCheckout, build_overlays, seal
+from docdelta.workspace import SealedCheckout, build_overlays, seal_once
 
 
 @dataclass(frozen=True)
@@ -175,15 +174,13 @@ def prepare(
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
-        shutil.rmtree(dest, ignore_errors=True)
-        checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
+        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip)
     check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
         for name, overlay in overlays.items():
             dest = checkout_dir(store.workdir, overlay.sha256, sha)
-            shutil.rmtree(dest, ignore_errors=True)
-            by_source.setdefault(sha, {})[name] = seal(repo, sha, overlay, dest, match, strip)
+            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(

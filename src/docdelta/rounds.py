@@ -20,7 +20,6 @@ graded scores, so the CLI and the bench run one and the same loop.
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -36,20 +35,6 @@ from docdelta.runner import MatrixReport, Runner
 Execute = Callable[[list[Cell]], str | None]
 """Runs one round of cells; returns why the run had to stop (spend cap, rate limit) or None."""
 Observe = Callable[[], Mapping[str, TaskRuns]]
-AUTO = "auto"
-
-
-def parse_repeats(text: str) -> int | str:
-    """`--repeats N` or `--repeats auto` (argparse type)."""
-    if text == AUTO:
-        return AUTO
-    try:
-        repeats = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of repeats or 'auto', got {text!r}") from None
-    if repeats < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 repeat (or 'auto'), got {repeats}")
-    return repeats
 
 
 @dataclass(frozen=True)

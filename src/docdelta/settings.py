@@ -27,11 +27,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
-from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION
+from docdelta.validate import DEFAULT_MAX_REPEATS, MAX_RUNS_WITHOUT_CONFIRMATION
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"

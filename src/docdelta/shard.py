@@ -41,12 +41,10 @@ from docdelta.store import (
     RESULT_FILE,
     ResultStore,
 )
+from docdelta.validate import DEFAULT_MAX_PARALLEL
 
 GITHUB_MAX_JOBS = 256
 """A workflow run's job matrix may generate at most 256 jobs."""
-DEFAULT_MAX_PARALLEL = 20
-"""GitHub's concurrent-job limit on its free plan: more jobs than run at once only add
-each job's start-up (checkout, image build) to the wall time."""
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -178,8 +176,12 @@ def _copy_checkouts(src: Path, dest: Path) -> None:
     content (only git's index timestamps differ)."""
     for checkout in sorted((src / CHECKOUTS).glob("*")):
         target = dest / CHECKOUTS / checkout.name
-        if not target.exists():
+        if target.exists():
+            continue
+        if checkout.is_dir():
             shutil.copytree(checkout, target, symlinks=True)
+        else:  # the record `workspace.seal_once` keeps beside a checkout
+            shutil.copy2(checkout, target)
 
 
 def _copy_tree(src: Path, dest: Path, skip_top: set[str]) -> None:

@@ -12,11 +12,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import StrEnum
 
 MAX_RUNS_WITHOUT_CONFIRMATION = 1000
 """Planned runs (tasks x conditions x repeats) above which `docdelta run` asks for
 `--yes`: a typo in --repeats must not start an unbounded bill. 1000 runs is a few
 hundred tasks x 3 conditions x a handful of repeats, more than any PR check needs."""
+
+# Defaults the CLI's parser shows. They live here, in a module that imports nothing, so that
+# building the parser (for every command, `detect` included) imports neither scipy nor an
+# agent adapter: `docdelta detect` must start in well under a second (issue 12).
+AUTO = "auto"
+"""`--repeats auto`: rounds of runs until each task is decided (docdelta.rounds)."""
+DEFAULT_MAX_REPEATS = 24
+"""The cap of `--repeats auto`, per arm and task (its looks: `decision.AUTO_LOOK_SHARES`)."""
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+"""The openai agent's per-turn output cap (`max_tokens`) unless `--max-output-tokens` says otherwise."""
+DEFAULT_MAX_PARALLEL = 20
+"""GitHub's concurrent-job limit on its free plan: more jobs than run at once only add
+each job's start-up (checkout, image build) to the wall time."""
+
+
+class AblationUnit(StrEnum):
+    """`docdelta ablate --unit` (docdelta.ablation.Unit): here, so the parser needs no scipy."""
+
+    heading = "heading"
+    bullets = "bullets"
+
+
+class AblationDesign(StrEnum):
+    """`docdelta ablate --design` (docdelta.ablation.Design)."""
+
+    factorial = "factorial"
+    """Fractional factorial (resolution IV): each condition removes about half the units."""
+    single = "single"
+    """One condition per removed unit."""
 
 
 def whole_at_least(low: int, text: str) -> int:
@@ -27,6 +57,19 @@ def whole_at_least(low: int, text: str) -> int:
         raise ValueError(f"expected a whole number, got {text!r}") from None
     if number < low:
         raise ValueError(f"expected a whole number >= {low}, got {text!r}")
+    return number
+
+
+def repeats(text: str) -> int | str:
+    """`--repeats N` (N >= 1) or `--repeats auto`."""
+    if text == AUTO:
+        return AUTO
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"expected a number of repeats or 'auto', got {text!r}") from None
+    if number < 1:
+        raise ValueError(f"expected at least 1 repeat (or 'auto'), got {number}")
     return number
 
 

@@ -11,16 +11,23 @@ Files come straight from the object database (`ls-tree` + one `cat-file --batch`
 rather than `git archive | tar -x`: archive honours `export-ignore`/`export-subst`
 attributes (the agent would see a different tree than the commit) and would write
 files that must then be deleted.
+
+A checkout is sealed once per seal key (source commit, overlay, instruction matcher,
+strip list): `seal_once` reuses the checkout a record beside it vouches for, after git
+confirms it is unchanged, so a rerun with every result reused seals nothing (issue 12).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from docdelta.detect import (
     InstructionMatcher,
@@ -31,12 +38,13 @@ from docdelta.detect import (
     instruction_files,
 )
 from docdelta.errors import ConfigError
-from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects
+from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects, run_git
 from docdelta.globs import GlobSet
 from docdelta.instructions import GitTree, instruction_links
-from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, sha256_hex
+from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, Frozen, sha256_hex
+from docdelta.store import atomic_write
 
-__all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal"]
+__all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal", "seal_once"]
 
 CONDITIONS = BUILTIN_CONDITIONS
 
@@ -44,6 +52,9 @@ CONDITIONS = BUILTIN_CONDITIONS
 # agent can read says which condition it is in.
 _IDENT = {"name": "docdelta", "email": "docdelta@localhost", "date": "2000-01-01T00:00:00+0000"}
 _MESSAGE = "snapshot"
+SEAL_FORMAT = 1
+"""Part of every seal key: raise it when `seal` lays out the same inputs differently."""
+RECORD_SUFFIX = ".sealed.json"
 
 
 # ------------------------------------------------------------------ overlays
@@ -260,3 +271,84 @@ def _make_links(dest: Path, links: dict[str, str], source_sha: str) -> None:
                 f"{path} is both a symlink and a directory in the checkout of {source_sha[:12]}",
                 hint="the overlay and the source commit disagree about which paths are directories",
             ) from exc
+
+
+# ---------------------------------------------------------------- seal once
+class SealRecord(Frozen):
+    """What `seal` made at a path, written beside it (never inside: the agent would read it)
+    once the checkout is complete."""
+
+    key: str
+    commit: str
+    tree_sha256: str
+    overlay_sha256: str
+    source_sha256: str
+
+
+def seal_key(source_sha: str, overlay: Overlay, matcher: InstructionMatcher, strip: Sequence[str]) -> str:
+    """Everything `seal`'s output depends on."""
+    parts = [SEAL_FORMAT, source_sha, overlay.sha256, [list(g) for g in matcher.globs], sorted(strip)]
+    return sha256_hex(json.dumps(parts).encode())
+
+
+def record_path(dest: Path) -> Path:
+    return dest.with_name(dest.name + RECORD_SUFFIX)
+
+
+def seal_once(
+    repo: Repo,
+    source_sha: str,
+    overlay: Overlay,
+    dest: Path,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+) -> SealedCheckout:
+    """The sealed checkout at `dest`: the one already there when its record has this seal
+    key and git finds it unchanged (same commit, nothing modified, added or removed), else
+    sealed afresh. A half-built checkout is never reused: it is built beside `dest`, moved
+    into place, and only then recorded."""
+    key = seal_key(source_sha, overlay, matcher, strip)
+    record = _read_record(record_path(dest))
+    if record is not None and record.key == key and _unchanged(dest, record.commit):
+        return SealedCheckout(
+            path=dest,
+            commit=record.commit,
+            tree_sha256=record.tree_sha256,
+            overlay_sha256=record.overlay_sha256,
+            source_sha256=record.source_sha256,
+        )
+    record_path(dest).unlink(missing_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    for stale in (dest, partial):
+        shutil.rmtree(stale, ignore_errors=True)
+    sealed = seal(repo, source_sha, overlay, partial, matcher, strip)
+    partial.rename(dest)
+    made = SealRecord(
+        key=key,
+        commit=sealed.commit,
+        tree_sha256=sealed.tree_sha256,
+        overlay_sha256=sealed.overlay_sha256,
+        source_sha256=sealed.source_sha256,
+    )
+    atomic_write(record_path(dest), made.model_dump_json().encode())
+    return replace(sealed, path=dest)
+
+
+def _read_record(path: Path) -> SealRecord | None:
+    try:
+        return SealRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def _unchanged(dest: Path, commit: str) -> bool:
+    """git's own stat-based check: HEAD is the sealed commit and the tree matches it."""
+    if not (dest / ".git").is_dir():
+        return False
+    head = run_git(dest, "rev-parse", "HEAD")
+    if head.returncode != 0 or head.stdout.decode().strip() != commit:
+        return False
+    status = run_git(
+        dest, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--ignored=matching"
+    )
+    return status.returncode == 0 and not status.stdout

@@ -90,6 +90,7 @@ def _act(
         "INPUT_SANDBOX": "local",
         "INPUT_RESULTS-STORE": store,
         "INPUT_RESULTS-PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
+        "GITHUB_STEP_SUMMARY": str(tmp / f"summary-{len(list(tmp.glob('summary-*')))}.md"),
     } | {input_variable(k.replace("_", "-")): v for k, v in inputs.items()}
     out = io.StringIO()
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
@@ -159,6 +160,15 @@ def test_a_second_pr_with_the_same_base_reuses_the_first_prs_base_arm_from_a_dir
     two, _ = _act(tmp_path, ws, fake, "pull_request", _pr_event(tmp_path, 6, demo.head_sha, second), store)
 
     assert one.activity == two.activity == "evaluate"
+    # The forecast leads each job summary, written before the matrix started.
+    first_summary, second_summary = ((tmp_path / f"summary-{n}.md").read_text() for n in (0, 1))
+    assert first_summary.startswith("### docdelta forecast\n\n- 24 runs planned, 0 already done, 24 to run\n")
+    assert "- no estimate: no earlier results of fake in this workdir or the results store" in first_summary
+    assert second_summary.startswith(
+        "### docdelta forecast\n\n- 24 runs planned, 8 already done, 16 to run\n"
+    )
+    assert "- estimated wall time: " in second_summary and "over 8 earlier runs of fake" in second_summary
+    assert "- no cost estimate: no earlier run of fake reported a cost" in second_summary
     bodies = {c["issue"]: c["body"] for c in fake.comments}
     assert "From cache" not in bodies[5]
     assert "**From cache:** the `base` arm (8 runs)" in bodies[6]

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from docdelta.activity import Activity
-from docdelta.decision import DEFAULT_MAX_REPEATS
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec, input_variable
+from docdelta.validate import DEFAULT_MAX_REPEATS
 
 ROOT = Path(__file__).resolve().parents[2]
 

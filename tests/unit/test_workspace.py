@@ -12,7 +12,7 @@ from docdelta.config import ProjectConfig
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
-from docdelta.workspace import SealedCheckout, build_overlays, seal
+from docdelta.workspace import RECORD_SUFFIX, SealedCheckout, build_overlays, seal, seal_once
 
 MATCH = InstructionMatcher()
 STRIP = [*ProjectConfig(strip=["hidden/**"]).checkout_strip]
@@ -215,3 +215,28 @@ def test_seal_refuses_a_used_directory(proj: tuple[Repo, str, str], tmp_path: Pa
     (tmp_path / "busy" / "f").write_text("x")
     with pytest.raises(ConfigError, match="busy is not empty"):
         sealed(proj, Overlay(), tmp_path / "busy")
+
+
+def test_seal_once_reuses_an_unchanged_checkout_and_reseals_a_changed_one(
+    proj: tuple[Repo, str, str], tmp_path: Path
+) -> None:
+    """A rerun seals nothing (issue 12: a reused rerun re-sealed every checkout), but only a
+    checkout git confirms untouched is reused, and only under the same seal key."""
+    repo, base, head = proj
+    overlay = build_overlays(repo, base, head, ["head"], MATCH, None)["head"]
+    dest = tmp_path / "checkouts" / "head"
+    first = seal_once(repo, head, overlay, dest, MATCH, STRIP)
+    marker = (dest / "README.md").stat().st_ino
+    again = seal_once(repo, head, overlay, dest, MATCH, STRIP)
+    assert again == first and (dest / "README.md").stat().st_ino == marker, "reused, not rebuilt"
+    assert not (dest / RECORD_SUFFIX).exists() and (tmp_path / "checkouts" / f"head{RECORD_SUFFIX}").is_file()
+
+    (dest / "README.md").write_text("edited by hand\n")
+    resealed = seal_once(repo, head, overlay, dest, MATCH, STRIP)
+    assert resealed == first and (dest / "README.md").read_text() == "Readme for humans.\n"
+    (dest / "stray.txt").write_text("left behind\n")
+    seal_once(repo, head, overlay, dest, MATCH, STRIP)
+    assert not (dest / "stray.txt").exists(), "an added file is a change too"
+
+    other = seal_once(repo, head, overlay, dest, MATCH, [*STRIP, "/run.sh"])
+    assert other.tree_sha256 != first.tree_sha256 and not (dest / "run.sh").exists()

@@ -27,11 +27,10 @@ from docdelta.agents.command import CommandAgent, metrics_data
 from docdelta.errors import AgentError
 from docdelta.models import AgentOutcome, RunStatus, sha256_hex
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
+from docdelta.validate import DEFAULT_MAX_OUTPUT_TOKENS
 
 SCRIPT = files("docdelta.agents").joinpath("openai_agent.py").read_bytes()
 DEFAULT_MAX_TURNS = 20
-DEFAULT_MAX_OUTPUT_TOKENS = 4096
-"""The per-turn output cap (`max_tokens`) unless `--max-output-tokens` says otherwise."""
 _ENDING_PREFIX = "openai agent: "
 
 

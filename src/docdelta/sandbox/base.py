@@ -22,6 +22,9 @@ NetworkMode = Literal["none", "gateway", "open"]
 open: unrestricted (only with an explicit --allow-network, and recorded)."""
 
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
+AGENT_UID = 1000
+"""The agent's uid inside every sandbox: the user every container runs as (the base image
+names it `agent`), and the uid bubblewrap maps the agent to in its user namespace."""
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,12 @@ every exit path; each new provider, and `docdelta gc`, removes what dead owners 
 from __future__ import annotations
 
 import io
+import os
 import select
 import socket
 import struct
 import tarfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -40,9 +42,8 @@ from docker import DockerClient
 from docdelta.errors import InfraError, SandboxError
 from docdelta.gateway.runtime import Gateway, RunningGateway
 from docdelta.interrupts import deferred_signals
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.sandbox.dockerapi import (
-    AGENT_UID,
     AGENT_USER,
     LABEL,
     OWNER_LABEL,
@@ -119,7 +120,29 @@ class DockerProvider(SandboxProvider):
         """Toolchain paths (on the engine's host) bound read-only at the same path: the
         one exception to "no bind mounts", named by the project in `.docdelta.yml`."""
         self.env = dict(env or {})
+        self._tars: dict[tuple[str, int, int], bytes] = {}
+        self._tars_lock = threading.Lock()
         gc(client)  # leftovers of runs whose docdelta process is gone
+
+    def checkout_tar(self, checkout: Path) -> bytes:
+        """The archive a run's volume is filled from, built once per checkout (path, inode,
+        ctime) rather than once per run, and kept for the few checkouts a matrix has.
+
+        Why an archive and not a read-only bind of the sealed checkout plus a copy inside:
+        the engine may be remote (`DOCKER_HOST`), where no host path exists, and the agent,
+        unprivileged in its container, cannot mount an overlay; the volume's tmpfs is also
+        what enforces the workspace quota. Each run still gets its own copy on its own
+        volume, so nothing it does reaches the sealed checkout or another run."""
+        info = checkout.stat()
+        key = (str(checkout.resolve()), info.st_ino, info.st_ctime_ns)
+        with self._tars_lock:
+            for stale in [k for k in self._tars if k != key and not os.path.isdir(k[0])]:
+                del self._tars[stale]
+            if key not in self._tars:
+                while len(self._tars) >= _KEPT_ARCHIVES:
+                    del self._tars[next(iter(self._tars))]
+                self._tars[key] = _checkout_tar(checkout)
+            return self._tars[key]
 
     def create(self, checkout: Path, spec: SandboxSpec) -> DockerSandbox:
         if not checkout.is_dir():
@@ -164,7 +187,7 @@ class DockerSandbox(Sandbox):
         try:
             network = self._network(provider)
             self._container = self._create_container(provider.image, network)
-            self._container.put_archive(VOLUME_ROOT, _checkout_tar(checkout))
+            self._container.put_archive(VOLUME_ROOT, provider.checkout_tar(checkout))
             self._start()
         except BaseException as exc:
             self.close()
@@ -460,6 +483,10 @@ def _owned(info: tarfile.TarInfo, kind: bytes, mode: int) -> tarfile.TarInfo:
     info.uname = info.gname = "agent"
     info.mtime = int(time.time())
     return info
+
+
+_KEPT_ARCHIVES = 8
+"""Checkout archives a provider keeps: a matrix's conditions, with room for grading copies."""
 
 
 def _checkout_tar(checkout: Path) -> bytes:

@@ -11,6 +11,8 @@ from typing import Any, cast
 
 from docker.types import LogConfig
 
+from docdelta.sandbox.base import AGENT_UID
+
 LABEL = "org.docdelta"
 """Every Docker object we create carries this label (value "1"); `gc` removes by it."""
 RUN_LABEL = f"{LABEL}.run"
@@ -19,8 +21,6 @@ OWNER_LABEL = f"{LABEL}.owner"
 """`host/pid/start`: the docdelta process a run's objects belong to. Objects whose owner
 is gone are leftovers any later start removes; objects of a live owner, or of another
 host (another docdelta container on a shared daemon), are never touched."""
-AGENT_UID = 1000
-"""The unprivileged user every container runs as (the base image names it `agent`)."""
 AGENT_USER = f"{AGENT_UID}:{AGENT_UID}"
 
 

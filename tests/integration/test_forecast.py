@@ -1,0 +1,74 @@
+"""The forecast before a matrix starts (issue 14, part 3), through the real CLI: a command
+agent that reports a cost, with and without earlier results of its own in the workdir.
+The Action's job summary is covered in tests/integration/test_cache.py."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from clirun import run_args, saved_results
+from gitrepo import GitRepo
+from toolchain import sandbox_config
+
+from docdelta.cli import main
+
+TASK = """\
+id: test-cmd
+prompt: How do I run the tests?
+gold:
+  commands: ["make check"]
+reviewed: true
+"""
+AGENT = """\
+import json, os
+with open(os.environ["DOCDELTA_METRICS"], "w") as fh:
+    json.dump({"cost_usd": 0.25}, fh)
+print(json.dumps({"answer": "make check", "commands": ["make check"]}))
+"""
+
+
+def _project(tmp_path: Path) -> tuple[GitRepo, str]:
+    repo = GitRepo.init(tmp_path / "proj")
+    bin_dir = tmp_path / "agent-bin"
+    bin_dir.mkdir()
+    (bin_dir / "agent.py").write_text(textwrap.dedent(AGENT))
+    config = {".docdelta.yml": sandbox_config(bin_dir), ".docdelta/tasks/test-cmd.yaml": TASK}
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", **config})
+    repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
+    return repo, f"{sys.executable} {bin_dir / 'agent.py'}"
+
+
+def _forecast(err: str) -> list[str]:
+    return [line.removeprefix("docdelta: forecast: ") for line in err.splitlines() if "forecast:" in line]
+
+
+def test_no_estimate_without_earlier_runs_then_one_from_the_runs_already_done(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, agent = _project(tmp_path)
+    workdir = tmp_path / "work"
+    capsys.readouterr()
+    assert main(run_args(repo, workdir, agent, "--repeats", "2", "--shard", "1/2")) == 0
+    first = _forecast(capsys.readouterr().err)
+    assert first == [
+        "3 runs planned, 0 already done, 3 to run",
+        "no estimate: no earlier results of command in this workdir or the results store",
+    ]
+    assert len(saved_results(workdir)) == 3
+
+    assert main(run_args(repo, workdir, agent, "--repeats", "2", "--jobs", "2")) == 0
+    second = _forecast(capsys.readouterr().err)
+    assert second[0] == "6 runs planned, 3 already done, 3 to run"
+    assert second[1].startswith("estimated wall time: ") and "(2 at once; mean " in second[1]
+    assert second[1].endswith("s per run over 3 earlier runs of command)")
+    assert second[2] == (
+        "estimated cost: $0.75 (95% CI 0.75 to 0.75) (mean $0.2500 per run over 3 earlier runs)"
+    )
+
+    assert main(run_args(repo, workdir, agent, "--repeats", "2")) == 0
+    assert _forecast(capsys.readouterr().err) == [
+        "6 runs planned, 6 already done, 0 to run: nothing to spend"
+    ]

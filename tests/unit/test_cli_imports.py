@@ -1,0 +1,67 @@
+"""`docdelta detect` imports nothing heavy (issue 12: it paid seconds importing scipy).
+
+Checked on `sys.modules` of a real `docdelta detect` in a fresh interpreter, not on a clock:
+the figure itself is bench/bench_detect.py's. A heavy import that creeps back into the
+CLI's module level (or into detect's own modules) fails here by name.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+HEAVY = ("scipy", "numpy", "docker", "github", "httpx")
+"""Top-level packages only other commands need: statistics, the Docker SDK, PyGithub, HTTP."""
+
+PROBE = """
+import json, sys
+from docdelta.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+def _imported(*argv: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True, timeout=120
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["code"] == 0, done.stderr
+    return set(out["modules"])
+
+
+def test_detect_on_a_diff_imports_no_heavy_package(tmp_path: Path) -> None:
+    diff = tmp_path / "pr.diff"
+    diff.write_text(
+        "diff --git a/AGENTS.md b/AGENTS.md\n--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    modules = _imported("detect", "--diff", str(diff))
+    assert "docdelta" in modules  # the probe really ran the CLI
+    assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
+
+
+def test_detect_between_refs_imports_no_heavy_package(tmp_path: Path) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    base = repo.commit({"README.md": "hi", "AGENTS.md": "Run `make test`.\n"})
+    head = repo.commit({"AGENTS.md": "Run `tox`. See @docs/style.md\n", "docs/style.md": "tabs\n"})
+    modules = _imported("detect", "--repo", str(repo.path), "--base", base, "--head", head, "--json")
+    assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
+
+
+@pytest.mark.parametrize("package", ["scipy", "docker"])
+def test_the_probe_sees_a_heavy_import_when_a_command_needs_one(package: str) -> None:
+    """The control: the same probe does see scipy and the Docker SDK when they are imported,
+    so an empty intersection above is evidence, not a blind probe."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {package}\n" + PROBE, "schema", "task"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert package in json.loads(done.stdout.strip().splitlines()[-1])["modules"]
