@@ -447,6 +447,7 @@ def _run_matrix(
     conditions: tuple[str, ...],
     source: str,
     trusted: bool,
+    refresh: bool = False,
 ) -> _Matrix:
     """Export the trusted tasks, then the composition root (`evaluation.evaluate`) with the
     settings' options, exactly as `docdelta run` calls it, plus the results cache."""
@@ -469,6 +470,7 @@ def _run_matrix(
         source=source,
         patch=settings.patch,
         max_runs=settings.max_runs,
+        refresh=refresh,
     )
     # The fork-safe workflow checks out with `persist-credentials: false`: on a private
     # repository the results branch is then read with the workflow's token.
@@ -589,7 +591,7 @@ def _refresh(ctx: _Context) -> ActionResult:
     # A stand-in head without any instruction file, so the experiment has a change to plan
     # around; only the base arm runs, and only its results are stored.
     bare = overlay_commit(repo.root, sha, dict.fromkeys(paths), "docdelta: no instruction files")
-    matrix = _run_matrix(ctx, repo, sha, bare, (BASE,), BASE, trusted=True)
+    matrix = _run_matrix(ctx, repo, sha, bare, (BASE,), BASE, trusted=True, refresh=True)
     body = render_markdown(matrix.summary) + "\n" + "\n\n".join(matrix.notes) + "\n"
     ctx.runtime.append_summary(body)
     return ActionResult(

@@ -80,6 +80,10 @@ class ExperimentRequest:
     allow_unreviewed: bool = False
     max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
     """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
+    refresh: bool = False
+    """The base arm alone, stored for later PRs (the Action on a push to the default branch):
+    a gold quote may stand only in the head such a PR brings, so citations are checked by each
+    PR's evaluation over all its conditions, not here."""
 
 
 class PlanTooLarge(ConfigError):
@@ -162,7 +166,8 @@ def prepare(
         dest = checkout_dir(store.workdir, overlay.sha256)
         shutil.rmtree(dest, ignore_errors=True)
         checkouts[name] = seal(repo, source_sha, overlay, dest, match, strip)
-    check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+    if not request.refresh:
+        check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(
