@@ -439,7 +439,10 @@ def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Ma
     detection = store.read_detection()
     assert detection is not None  # merge_workdirs copied it from every shard
     results = store.results(merged.manifest.repo)
-    summary = scorecard(store, merged.manifest, detection, results)
+    # As for one job's run (`_run_matrix`): the scorecard names the repository, not the checkout.
+    summary = scorecard(store, merged.manifest, detection, results).model_copy(
+        update={"repo": settings.github.repository}
+    )
     stopped = (
         f"{len(merged.missing)} planned runs have no result (a shard is missing)" if merged.missing else None
     )

@@ -9,19 +9,24 @@ container is the local docdelta-base.
 
 What differs from a GitHub-hosted run, each visible below:
 * each workflow is the example in `examples/workflows/` with `uses: ./<action copy>`
-  for `docdelta/docdelta@v0`, without actions/upload-artifact, without actions/checkout's
-  `ref` (act emulates actions/checkout by copying its workdir, which holds every commit,
-  only for a checkout of the current ref), and with the fake agent, one repeat, no
-  `api-key`, and `ca-bundle` (below);
+  for `docdelta/docdelta@v0`, without actions/checkout's `ref` (act emulates
+  actions/checkout by copying its workdir, which holds every commit, only for a checkout
+  of the current ref), and with the fake agent, one repeat, no `api-key`, `ca-bundle`
+  (below), and in the matrix's plan job `max-parallel: 2` (two shards, one per core);
+* actions/upload-artifact@v4 and actions/download-artifact@v4 (github.com is not
+  reachable here) are stand-ins on the real artifact client from npm
+  (tests/act_actions/README.md), mapped by `act --local-repository`, talking to act's
+  own artifact server (`--artifact-server-path`, one per act run); the job image is
+  docdelta-base plus Debian's Node.js to run them (`actionimage.node_job_base`);
 * the checkout's `origin` is a bare clone served by real git (`gitserver`, `git://` on
   127.0.0.1, which act's containers on the host network reach): the results branch the
   push workflow writes and the PR workflows read lives there, as on GitHub;
 * the action copy's Dockerfile defaults `BASE_IMAGE` to a local image (no registry is
   reachable here, and act cannot pass build arguments): `actionimage.local_base()`,
   docdelta-base plus this machine's extra CA certificates, so the build reaches PyPI;
-* the job itself runs in a container of docdelta-base (`-P ubuntu-latest=...`), not on
-  the host: in act's host mode a container action gets host paths in GITHUB_EVENT_PATH,
-  GITHUB_OUTPUT and GITHUB_WORKSPACE that are not mounted in its container;
+* the job itself runs in a container (`-P ubuntu-latest=...`), not on the host: in act's
+  host mode a container action gets host paths in GITHUB_EVENT_PATH, GITHUB_OUTPUT and
+  GITHUB_WORKSPACE that are not mounted in its container;
 * the demo repository's `.docdelta.yml` names docdelta-base as the sandbox image, as a
   user without Docker Hub would (the action's default must be pullable on GitHub);
 * GitHub is the fake server on 127.0.0.1: act runs the job container on the host network
@@ -35,6 +40,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -44,7 +50,7 @@ from typing import Any
 
 import pytest
 import yaml
-from actionimage import ACT, BASE_IMAGE, local_base
+from actionimage import ACT, BASE_IMAGE, artifact_actions, local_base, node_job_base
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 from gitserver import GitServer
@@ -83,10 +89,6 @@ def _workflow(dest: Path, action_dir: str) -> Path:
     doc = yaml.safe_load((WORKFLOWS / dest.name).read_text())
     doc["on"] = doc.pop(True)  # PyYAML reads the key `on` as a boolean
     for job in doc["jobs"].values():
-        # act emulates actions/checkout by copying its workdir; other remote actions are dropped.
-        job["steps"] = [
-            s for s in job["steps"] if not str(s.get("uses", "")).startswith("actions/upload")
-        ]  # EDIT
         for step in (s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout")):
             # act copies its workdir only for a checkout of the current ref; it holds the base too.
             step.get("with", {}).pop("ref", None)  # EDIT
@@ -96,6 +98,8 @@ def _workflow(dest: Path, action_dir: str) -> Path:
             for name in ("agent-command", "api-key"):
                 step["with"].pop(name, None)  # EDIT
             step["with"]["ca-bundle"] = CA_FILE  # EDIT: the fake GitHub's TLS certificate is from a test CA
+            if "max-parallel" in step["with"]:
+                step["with"]["max-parallel"] = 2  # EDIT: two shards, one per core of a CI machine
     dest.write_text(yaml.safe_dump(doc, sort_keys=False))
     return dest
 
@@ -110,22 +114,35 @@ class Stage:
     remote: Path
     """The bare repository behind the checkout's `origin` (served by `gitserver`): where the
     results branch is pushed to and fetched from."""
+    image: str
+    """The job containers' image."""
+    actions: dict[str, Path]
+    """Remote actions -> the local folders act runs instead (`--local-repository`)."""
+    artifacts: Path = Path()
 
     def act(self, workflow: str, event: str, payload: dict[str, Any]) -> str:
-        """Run `workflow` under act for `payload`; return act's log (asserting success)."""
+        """Run `workflow` under act for `payload`; return act's log (asserting success).
+        What its jobs uploaded is in `self.artifacts` afterwards."""
         path = self.events / f"{len(list(self.events.iterdir()))}-{event}.json"
         path.write_text(json.dumps(payload))
+        self.artifacts = path.with_suffix(".artifacts")
+        extra = [
+            "--artifact-server-path", str(self.artifacts), "--artifact-server-addr", "127.0.0.1",
+            "--artifact-server-port", str(_free_port()),
+            *(f"--local-repository={action}={folder}" for action, folder in self.actions.items()),
+        ]  # fmt: skip
         env = {**os.environ, "XDG_CACHE_HOME": str(self.cache)}
         proc = subprocess.run(
             [str(ACT), event, "-W", str(self.workflows / workflow), "-e", str(path),
-             "-C", str(self.demo.path), "-P", f"ubuntu-latest={BASE_IMAGE}",
+             "-C", str(self.demo.path), "-P", f"ubuntu-latest={self.image}", *extra,
              "--pull=false", "--no-cache-server",
              "--env", f"GITHUB_API_URL={self.fake.base_url}", "--env", f"GITHUB_REPOSITORY={self.fake.repo}",
              "-s", f"GITHUB_TOKEN={self.fake.token}"],
             env=env, capture_output=True, text=True, timeout=1200, check=False,
         )  # fmt: skip
         log = proc.stdout + proc.stderr
-        assert proc.returncode == 0, log[-6000:]
+        path.with_suffix(".log").write_text(log)
+        assert proc.returncode == 0, f"{path.with_suffix('.log')}:\n{log[-6000:]}"
         return log
 
     def branch(self, name: str) -> dict[str, str]:
@@ -157,7 +174,9 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     try:
         with FakeGitHub(repo=REPOSITORY, tls=(pki.cert, pki.key)) as fake, GitServer(tmp / "git") as server:
             git(demo.path, "remote", "add", "origin", server.url(f"{REPOSITORY}.git"))
-            yield Stage(demo, workflows, events, fake, tmp / "cache", remote)
+            yield Stage(
+                demo, workflows, events, fake, tmp / "cache", remote, node_job_base(), artifact_actions()
+            )
     finally:
         # --no-prune keeps the layers, so the next run's build is served from the cache.
         subprocess.run(["docker", "image", "rm", "--no-prune", image], capture_output=True, check=False)
@@ -303,3 +322,54 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral", "failure")
     assert float(_outputs(log)["head-vs-base"]) > 0  # the fork's AGENTS.md reached the head arm
     assert git(stage.remote, "rev-parse", "refs/heads/docdelta-results") == tip
+
+
+def _free_port() -> int:
+    """A port for act's artifact server (act takes a number, not a socket)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _scorecard(body: str, sha: str, number: int) -> str:
+    """A comment's scorecard, with what names the PR and its head spelled alike, and
+    without the notes that say how the runs were made (merged from shards or not)."""
+    text = body.replace(sha, "<head>").replace(sha[:12], "<head>").replace(f"/pull/{number}/", "/pull/<n>/")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("**Merged**"))
+
+
+def test_the_matrix_workflow_plans_runs_shards_and_posts_one_merged_scorecard(stage: Stage) -> None:
+    demo, fake = stage.demo, stage.fake
+    base = git(demo.path, "rev-parse", "HEAD").strip()
+    head = _commit(demo, "AGENTS.md", "- Run `make check` before you push.")
+    fake.add_pull(5, base, head, [("AGENTS.md", "modified")])
+    payload = _payload("pull_request.opened", base, head)
+    payload["number"] = payload["pull_request"]["number"] = 5  # EDIT: PR 5
+    log = stage.act("docdelta-matrix.yml", "pull_request", payload)
+
+    assert "Traceback" not in log
+    plan = json.loads(_outputs(log)["plan"])
+    assert (
+        plan["evaluate"]
+        and plan["jobs"] > 1
+        and plan["matrix"]["include"][-1]["shard"] == f"{plan['jobs']}/{plan['jobs']}"
+    )
+    assert log.count("docdelta: shard ") == plan["jobs"]  # every run job ran its shard ...
+    assert len([p for p in stage.artifacts.rglob("*") if p.is_file()]) >= plan["jobs"]  # ... and uploaded it
+    assert f"**Merged** {plan['jobs']} shards: {plan['cells']} of {plan['cells']} runs." in log
+    (comment,) = (c for c in fake.comments if c["issue"] == 5)  # posted once, by the aggregate job
+    assert len(fake.requests("POST", r"/issues/5/comments")) == 1
+    (check,) = (r for r in fake.check_runs if r["head_sha"] == head)  # one check: plan -> aggregate
+    assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral", "failure")
+
+    # The same PR evaluated in one job (docdelta-pr.yml) gives the same scorecard. Its head is
+    # another commit of the same tree, so its check and comment are its own.
+    twin = git(demo.path, "commit-tree", f"{head}^{{tree}}", "-p", base, "-m", "the same tree").strip()
+    fake.add_pull(6, base, twin, [("AGENTS.md", "modified")])
+    payload = _payload("pull_request.opened", base, twin)
+    payload["number"] = payload["pull_request"]["number"] = 6  # EDIT: PR 6
+    stage.act("docdelta-pr.yml", "pull_request", payload)
+
+    (single,) = (c for c in fake.comments if c["issue"] == 6)
+    assert _scorecard(comment["body"], head, 5) == _scorecard(single["body"], twin, 6)

@@ -244,7 +244,8 @@ def test_the_plan_job_writes_the_job_matrix_puts_the_check_in_progress_and_runs_
     plan = json.loads(_outputs(tmp_path)["plan"])
     assert (result.activity, _outputs(tmp_path)["activity"]) == ("plan", "plan")
     assert plan["evaluate"] is True and plan["cells"] == tasks * 3 * 2  # 3 conditions, 2 repeats
-    assert plan["matrix"] == {"shard": ["1/4", "2/4", "3/4", "4/4"]} and plan["max_parallel"] == 4
+    assert plan["matrix"]["include"] == [{"shard": f"{i}/4", "id": f"{i}-of-4"} for i in range(1, 5)]
+    assert plan["max_parallel"] == 4
     (check,) = fake.check_runs  # in progress until the aggregate job completes it
     assert (check["status"], check["head_sha"]) == ("in_progress", demo.head_sha)
     assert fake.comments == [] and not (tmp_path / "results").exists() and "[1/" not in log
