@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit docker-tests bench clean bwrap
+.PHONY: demo test lint typecheck unit docker-tests bench clean bwrap chromium
 
 $(BIN)/docdelta: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(BIN)/docdelta: pyproject.toml
 bwrap:
 	bash scripts/provision-bwrap.sh >/dev/null
 
+# The HTML report's browser test drives Debian's chromium (installed when missing, as root).
+chromium:
+	bash scripts/provision-chromium.sh >/dev/null
+
 demo: $(BIN)/docdelta bwrap
 	$(BIN)/docdelta demo --workdir docdelta-demo
 
@@ -26,7 +30,7 @@ lint: $(BIN)/docdelta
 typecheck: $(BIN)/docdelta
 	$(BIN)/mypy
 
-unit: $(BIN)/docdelta bwrap
+unit: $(BIN)/docdelta bwrap chromium
 	$(BIN)/pytest -q
 
 # Everything CI holds a submission to: lint, strict types, the whole test suite.

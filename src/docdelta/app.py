@@ -28,8 +28,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -45,13 +46,26 @@ from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, Sa
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
+from docdelta.github.annotations import added_lines, line_annotations
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
-from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
+from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
-from docdelta.models import BASE, HEAD, ChangedFile, Detection, FileStatus, Frozen, Summary, sha256_hex
+from docdelta.models import (
+    BASE,
+    HEAD,
+    Cell,
+    ChangedFile,
+    Detection,
+    FileStatus,
+    Frozen,
+    RunResult,
+    Summary,
+    sha256_hex,
+)
 from docdelta.planning import ExperimentRequest
 from docdelta.report import render_comment_markdown, render_markdown
+from docdelta.report.html import render_html
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
@@ -159,7 +173,9 @@ class _Context:
         self.runtime.stream.write(self.redact(message) + "\n")
         self.runtime.stream.flush()
 
-    def publish(self, conclusion: Conclusion | None, title: str, summary: str) -> str:
+    def publish(
+        self, conclusion: Conclusion | None, title: str, summary: str, annotations: Sequence[Annotation] = ()
+    ) -> str:
         ref = self.port.publish_check(
             CheckReport(
                 name=self.settings.check_name,
@@ -168,6 +184,9 @@ class _Context:
                 title=self.redact(title)[:200],
                 summary=self.redact(summary),
                 details_url=self.settings.github.run_url,
+                annotations=tuple(
+                    a.model_copy(update={"message": self.redact(a.message)}) for a in annotations
+                ),
             )
         )
         if ref.note:
@@ -294,7 +313,8 @@ def _evaluate(ctx: _Context) -> ActionResult:
     repo = Repo(settings.github.workspace)
     base_sha = _local(repo, event.base_sha, BASE)
     match = matcher(load_project_config(repo, base_sha))
-    detection = detection_from_files(ctx.port.pr_files(number, base_sha, head_sha), match, base_sha, head_sha)
+    files = ctx.port.pr_files(number, base_sha, head_sha)
+    detection = detection_from_files(files, match, base_sha, head_sha)
     if detection.empty:
         url = ctx.publish(
             Conclusion.neutral,
@@ -326,7 +346,7 @@ def _evaluate(ctx: _Context) -> ActionResult:
         return _plan(ctx, repo, base_sha)
     if settings.options.shard is None:  # a shard's in-progress check is the plan job's
         ctx.publish(None, _EVALUATING, f"Running the matrix on {head_sha[:12]}.")
-    return _run_and_report(ctx, repo, base_sha, head, provenance)
+    return _run_and_report(ctx, repo, base_sha, head, provenance, files)
 
 
 def _plan(ctx: _Context, repo: Repo, base_sha: str) -> ActionResult:
@@ -423,6 +443,9 @@ class _Matrix:
     notes: list[str]
     stopped: str | None
     cost_usd: float
+    results: list[RunResult]
+    cell_dir: Callable[[Cell], Path]
+    """Where each run's files are, for the HTML report's links."""
 
 
 def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Matrix:
@@ -447,7 +470,8 @@ def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Ma
         f"{len(merged.missing)} planned runs have no result (a shard is missing)" if merged.missing else None
     )
     notes = [f"**Merged** {merged.shards} shards: {merged.complete} of {len(merged.manifest.order)} runs."]
-    return _Matrix(summary, notes, stopped, sum(r.outcome.metrics.cost_usd or 0.0 for r in results))
+    cost = sum(r.outcome.metrics.cost_usd or 0.0 for r in results)
+    return _Matrix(summary, notes, stopped, cost, results, partial(store.cell_dir, merged.manifest.repo))
 
 
 def _export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
@@ -537,19 +561,43 @@ def _run_matrix(
     # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
     # runner often just `workspace`); the scorecard names the repository as GitHub does.
     summary = done.summary.model_copy(update={"repo": settings.github.repository})
-    return _Matrix(summary, notes, done.report.stopped, done.cost_usd)
+    cell_dir = partial(done.store.cell_dir, done.experiment.manifest.repo)
+    return _Matrix(summary, notes, done.report.stopped, done.cost_usd, list(done.report.results), cell_dir)
+
+
+def _files_url(settings: ActionSettings, pr_number: int | None) -> str | None:
+    """The PR's "Files changed" tab."""
+    if pr_number is None:
+        return None
+    return f"{settings.github.server_url.rstrip('/')}/{settings.github.repository}/pull/{pr_number}/files"
 
 
 def _diff_links(settings: ActionSettings, pr_number: int | None, summary: Summary) -> dict[str, str]:
     """Each changed instruction file's diff in the PR's "Files changed" tab (GitHub anchors a
     file's diff as `diff-` + the sha256 of its path)."""
-    if pr_number is None:
+    files = _files_url(settings, pr_number)
+    if files is None:
         return {}
-    files = f"{settings.github.server_url.rstrip('/')}/{settings.github.repository}/pull/{pr_number}/files"
     return {f.path: f"{files}#diff-{sha256_hex(f.path.encode())}" for f in summary.changed}
 
 
-def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provenance: str) -> ActionResult:
+REPORT_FILE = "report.html"
+"""The HTML report's name in `results-path`, which the workflow uploads as an artifact."""
+
+
+def _write_report(settings: ActionSettings, matrix: _Matrix) -> Path:
+    """The HTML report (every run's transcript, answer and rulings) beside the results, its
+    links to run files relative to it, so the uploaded artifact opens as one page."""
+    path = settings.results_path / REPORT_FILE
+    html = render_html(matrix.summary, matrix.results, cell_dir=matrix.cell_dir, link_root=path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+def _run_and_report(
+    ctx: _Context, repo: Repo, base_sha: str, head: str, provenance: str, files: list[PrFile]
+) -> ActionResult:
     settings = ctx.settings
     trusted = settings.results_store.kind == "directory"  # a PR run never writes the shared branch
     matrix = _run_matrix(ctx, repo, base_sha, head, settings.conditions, settings.source, trusted)
@@ -570,10 +618,20 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     if matrix.stopped:
         notes.append(f"**Incomplete:** the matrix stopped early ({matrix.stopped}); re-run to resume.")
     links = _diff_links(settings, ctx.event.pr_number, summary)
-    body = (
-        render_comment_markdown(summary, diff_links=links) + "\n" + "\n\n".join(ctx.redact(n) for n in notes)
+    report = _write_report(settings, matrix)
+    ctx.say(f"docdelta: HTML report written to {report}")
+    body = render_comment_markdown(
+        summary,
+        diff_links=links,
+        report_url=settings.report_url,
+        artifacts_url=f"{settings.github.run_url}#artifacts",
+        files_url=_files_url(settings, ctx.event.pr_number),
     )
-    body += f"\n\n[Full report and logs]({settings.github.run_url})\n"
+    body += "\n" + "\n\n".join(ctx.redact(n) for n in notes)
+    body += (
+        f"\n\n[Full report and logs]({settings.github.run_url}) · every transcript: `{REPORT_FILE}` in the "
+        f"run's [artifacts]({settings.github.run_url}#artifacts)\n"
+    )
     ctx.runtime.append_summary(body)
     outputs = _outputs(summary, matrix.cost_usd, settings)
     if settings.comment:
@@ -588,7 +646,8 @@ def _run_and_report(ctx: _Context, repo: Repo, base_sha: str, head: str, provena
     if summary.broken:
         failed = sum(summary.faults.values())
         title = f"no verdict: the evaluation is broken ({failed} runs failed for the harness's reasons)"
-    outputs[Output.check_url] = ctx.publish(conclusion, title, body)
+    notes_on_lines = line_annotations(summary.instruction_usage, added_lines(files), alpha=summary.alpha)
+    outputs[Output.check_url] = ctx.publish(conclusion, title, body, notes_on_lines)
     ctx.say(f"docdelta: {conclusion.value}: {decision.reason}")
     return ActionResult(Activity.evaluate, conclusion, title, outputs)
 

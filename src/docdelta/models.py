@@ -553,6 +553,19 @@ class Manifest(Frozen):
 
 # -------------------------------------------------------------------- report
 VerdictKind = Literal["improved", "regressed", "no_change", "inconclusive"]
+
+
+class Certainty(StrEnum):
+    """The one vocabulary of certainty every shown delta carries, read off the decision rule
+    that set the verdict (`decision.decide`): a hypothesis it rejected is `significant`; a
+    delta inside the configured noise band is `noise_band` (the rule never calls it a change,
+    whatever its p); anything else is `not_significant`. So no mark can contradict the verdict."""
+
+    significant = "significant"
+    not_significant = "not significant"
+    noise_band = "within noise band"
+
+
 """improved/regressed: significant and beyond the noise band; no_change: the whole
 interval lies inside the band; inconclusive: the interval spans the band and an effect."""
 GatePolicy = Literal["regression", "no-improvement", "never"]
@@ -606,8 +619,8 @@ class Delta(Frozen):
     noise: bool | None = Field(default=None, description="True when |value| <= the noise band")
     p_value: float | None = Field(
         default=None,
-        description="per task, head vs base: the Holm-adjusted sequential p the task's decision used "
-        "(in the direction of the delta); head vs none: Fisher exact test on passes",
+        description="per task: the Holm-adjusted sequential p the task's decision (head vs base, or "
+        "head vs none) used, in the direction of the delta; Fisher's exact test on passes without one",
     )
     flip: bool | None = Field(
         default=None,
@@ -618,6 +631,10 @@ class Delta(Frozen):
         default=None,
         description="head vs base: True when |value| <= the A/A noise band (a task's own band per task, "
         "the stratified band overall); words only, the verdict never reads it",
+    )
+    certainty: Certainty | None = Field(
+        default=None,
+        description="the mark the decision rule gives this delta (None without a decision, e.g. refused)",
     )
 
 
@@ -751,6 +768,17 @@ class Summary(Frozen):
     aa_noise: AANoise | None = Field(
         default=None, description="the A/A-derived noise band of head vs base; informative, not the verdict's"
     )
+    detectable: DetectableDrop | None = Field(
+        default=None, description="what this design can catch, from power.py (None: not simulated)"
+    )
+
+
+class DetectableDrop(Frozen):
+    """power.py's simulated smallest drop of one task's success rate this design catches in
+    80% of PRs (from the workdir's power.json): the next step of an inconclusive verdict."""
+
+    drop: float | None = Field(description="None: even the largest drop tried is missed in over 20% of PRs")
+    largest: float = Field(description="the largest drop simulated")
 
 
 class VerdictSummary(Frozen):

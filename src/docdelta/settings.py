@@ -105,6 +105,11 @@ class ActionSettings(BaseModel):
     fail_on: GatePolicy = "regression"
     comment: bool = True
     check_name: str = Field(default=DEFAULT_CHECK_NAME, min_length=1, max_length=100)
+    report_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="where the workflow publishes report.html; the comment's task rows link into it",
+    )
     approve_label: str = Field(default=DEFAULT_APPROVE_LABEL, min_length=1, max_length=50)
     results_store: StoreSpec = StoreSpec()
     results_path: Path
@@ -224,6 +229,7 @@ INPUTS: dict[str, str] = {
     "alpha": "options.alpha",
     "comment": "comment",
     "check-name": "check_name",
+    "report-url": "report_url",
     "approve-label": "approve_label",
     "ca-bundle": "options.extra_ca",
     "results-store": "results_store",

@@ -24,8 +24,10 @@ from fakegithub import FakeGitHub, event_path
 from docdelta import app
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
+from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
+from docdelta.report import render
 from docdelta.settings import ActionSettings, input_variable
 
 API_KEY = "sk-test-SECRET-api-key-0123456789"
@@ -458,3 +460,59 @@ def test_a_workflow_run_handoff_must_name_the_runs_own_head_commit(
     assert check["head_sha"] == run_head and check["conclusion"] == "failure"
     assert "names head eeeeeeeeeeee" in check["output"]["title"]
     assert "Traceback" not in log
+
+
+# ------------------------------------------------------- the comment as read
+def _before_fold(body: str) -> list[str]:
+    """The comment's lines before its first folded section (the marker line excluded)."""
+    return body.split("<details>", 1)[0].strip().splitlines()[1:]
+
+
+def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_the_check_annotates_lines(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_commit(demo.base_sha, _files_at(demo, demo.base_sha))  # the files endpoint's real patch
+    fake.add_commit(demo.head_sha, _files_at(demo, demo.head_sha))
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo))
+
+    result, log = _run(env, fake)
+
+    assert result.activity == "evaluate"
+    body = fake.comments[0]["body"]
+    (tmp_path / "comment-demo.md").write_text(body)  # kept for review with the test's output
+    top = _before_fold(body)
+    assert len(top) <= render.SCREEN_LINES and "```" not in "\n".join(top)
+    lead = [line for line in top if line.startswith("- ")]
+    assert 2 <= len(lead) <= 4
+    assert lead[0].startswith("- With the new [`AGENTS.md`](https://github.com/")
+    assert "*run-tests* 2/2 (was 0/2)" in lead[0] and "unchanged on *install-dev*" in lead[0]
+    # the one certainty phrase is the verdict's own basis; no task row says "noise" for a change
+    verdict = result.outputs["verdict"]
+    if verdict == "improved":
+        assert lead[1].startswith("- **Significant** (improved): decided by ")
+    rows = [line for line in top if line.startswith("| ") and "(" in line]
+    assert rows and all("noise band" not in r for r in rows if "+0." in r or "+1." in r)
+    assert "tokens" in lead[2] and "not priced" in lead[2] and "%" in lead[2]
+    # each task row links to its transcripts in the report and to the diff
+    runs_url = f"https://github.com/{fake.repo}/actions/runs/77#artifacts"
+    assert f'[transcripts]({runs_url} "report.html#task-run-tests")' in body  # no report-url: the artifact
+    assert f"[diff](https://github.com/{fake.repo}/pull/2/files)" in body
+    report = tmp_path / "results" / "report.html"
+    assert report.is_file() and 'id="task-run-tests"' in report.read_text()
+    # annotations: posted with the check, only on lines the PR's diff adds, notice unless significant
+    check = _latest_check(fake)
+    notes = fake.annotations(check["id"])
+    (tmp_path / "annotations-demo.json").write_text(json.dumps(notes, indent=1))  # kept for review
+    port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
+    added = added_lines(port.pr_files(2, demo.base_sha, demo.head_sha))
+    assert notes and {a["path"] for a in notes} == {"AGENTS.md"}
+    assert all(a["start_line"] in added["AGENTS.md"] for a in notes)
+    assert {a["annotation_level"] for a in notes} <= {"notice", "warning"}
+    assert any(
+        "`make check`: named or used in " in a["message"] and "head runs" in a["message"] for a in notes
+    )
+    assert any("candidate to cut" in a["message"] for a in notes)
+    posted = [r for r in fake.requests(path=r"/check-runs(/\d+)?") if r.method in ("POST", "PATCH")]
+    assert all(len((r.body or {}).get("output", {}).get("annotations", [])) <= 50 for r in posted)
+    assert API_KEY not in log

@@ -7,7 +7,10 @@ commit statuses, labels and label events, collaborator permissions, and the one 
 query the bot sends, `viewer { login }`: who the token belongs to (`identity`, by default
 the Actions bot that GITHUB_TOKEN posts as). GraphQL requests are logged with the path
 `/graphql`. Tests drive it with real requests and then
-assert on the state (`comments`, `check_runs`, `statuses`) and on the request log.
+assert on the state (`comments`, `check_runs`, `statuses`, `annotations(run_id)`) and on the
+request log. A PR file's `patch` is the real diff of the PR's two commits when the test added
+them (`add_commit`). Check-run annotations are kept per run and appended by each update, at
+most 50 per request (more is GitHub's 422), and listed by `GET /check-runs/{id}/annotations`.
 
 Failures are injected per route with `fail_next`: the next N matching requests get an
 error status and headers (a 502, a secondary rate limit with `retry-after`, ...), either
@@ -22,6 +25,7 @@ so passing `base_url` through the client is exercised too.
 from __future__ import annotations
 
 import base64
+import difflib
 import hashlib
 import json
 import re
@@ -102,6 +106,7 @@ class FakeGitHub:
         self.comments: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
+        self._annotations: dict[int, list[dict[str, Any]]] = {}
         self.permissions: dict[str, str] = {}
         self.identity: dict[str, Any] = dict(BOT)
         self.deny_checks = False
@@ -121,6 +126,7 @@ class FakeGitHub:
             ("GET", re.compile(r"/commits/([^/]+)/check-runs"), self._list_check_runs),
             ("POST", re.compile(r"/check-runs"), self._create_check_run),
             ("PATCH", re.compile(r"/check-runs/(\d+)"), self._edit_check_run),
+            ("GET", re.compile(r"/check-runs/(\d+)/annotations"), self._list_annotations),
             ("POST", re.compile(r"/statuses/([^/]+)"), self._create_status),
             ("GET", re.compile(r"/issues/(\d+)/labels"), self._labels),
             ("DELETE", re.compile(r"/issues/(\d+)/labels/([^/]+)"), self._remove_label),
@@ -315,9 +321,20 @@ class FakeGitHub:
 
     def _file(self, entry: dict[str, str]) -> dict[str, Any]:
         item = template("file")
-        item.update(entry, sha=blob_sha(entry["filename"].encode()), patch="@@ -1 +1 @@")
+        item.update(entry, sha=blob_sha(entry["filename"].encode()), patch=self._patch(entry))
         item["blob_url"] = item["raw_url"] = f"https://github.com/{self.repo}/blob/x/{entry['filename']}"
         return item
+
+    def _patch(self, entry: dict[str, str]) -> str:
+        """The file's hunks as GitHub's `patch` field holds them (no ---/+++ header, 3 lines of
+        context), from the PR's commits when the test added them, else a one-line stand-in."""
+        pull = next((p for p in self.pulls.values() if entry in p.files), None)
+        if pull is None or pull.base_sha not in self.commits or pull.head_sha not in self.commits:
+            return "@@ -1 +1 @@"
+        name = entry["filename"]
+        old, new = (self.commits[sha].get(name, b"").decode() for sha in (pull.base_sha, pull.head_sha))
+        lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=3)
+        return "\n".join(line for line in lines if not line.startswith(("---", "+++")))
 
     def _compare(self, base: str, head: str, *, query: dict[str, str], body: Any) -> Response:
         if base not in self.commits or head not in self.commits:
@@ -412,10 +429,20 @@ class FakeGitHub:
                 return 200, self._comment_json(comment), {}
         return 404, {"message": "Not Found"}, {}
 
+    def annotations(self, run_id: int) -> list[dict[str, Any]]:
+        """Every annotation posted to check run `run_id`, in order (GitHub appends each request's)."""
+        return list(self._annotations.get(run_id, []))
+
     def _check_json(self, run: dict[str, Any]) -> dict[str, Any]:
         item = template("check_run")
         item.update({k: v for k, v in run.items() if k != "output"})
-        item["output"] = {"annotations_count": 0, "text": None, **run.get("output", {})}
+        output = {k: v for k, v in run.get("output", {}).items() if k != "annotations"}
+        item["output"] = {
+            "text": None,
+            **output,
+            "annotations_count": len(self._annotations.get(run["id"], [])),
+            "annotations_url": f"{self.repo_url}/check-runs/{run['id']}/annotations",
+        }
         item.update(
             url=f"{self.repo_url}/check-runs/{run['id']}",
             html_url=f"https://github.com/{self.repo}/runs/{run['id']}",
@@ -431,16 +458,34 @@ class FakeGitHub:
         return 200, {"total_count": len(items), "check_runs": page}, headers
 
     def _create_check_run(self, *, query: dict[str, str], body: Any) -> Response:
+        invalid = _invalid_annotations(body)
+        if invalid:
+            return invalid
         run = {"id": self._new_id(), "status": "queued", "conclusion": None, "completed_at": None, **body}
         self.check_runs.append(run)
+        self._annotations[run["id"]] = list(body.get("output", {}).get("annotations", []))
         return 201, self._check_json(run), {}
 
     def _edit_check_run(self, run_id: str, *, query: dict[str, str], body: Any) -> Response:
+        invalid = _invalid_annotations(body)
+        if invalid:
+            return invalid
         for run in self.check_runs:
             if run["id"] == int(run_id):
                 run.update(body)
+                self._annotations[run["id"]] += body.get("output", {}).get("annotations", [])
                 return 200, self._check_json(run), {}
         return 404, {"message": "Not Found"}, {}
+
+    def _list_annotations(self, run_id: str, *, query: dict[str, str], body: Any) -> Response:
+        if not any(r["id"] == int(run_id) for r in self.check_runs):
+            return 404, {"message": "Not Found"}, {}
+        items = [
+            {"blob_href": f"https://github.com/{self.repo}/blob/x/{a['path']}", "raw_details": None, **a}
+            for a in self._annotations[int(run_id)]
+        ]
+        page, headers = self._page(items, f"/check-runs/{run_id}/annotations", query)
+        return 200, page, headers
 
     def _create_status(self, sha: str, *, query: dict[str, str], body: Any) -> Response:
         status = {"id": self._new_id(), "sha": sha, "context": "default", **body}
@@ -493,6 +538,28 @@ class FakeGitHub:
         role = {"none": "none", "read": "read", "write": "write", "admin": "admin"}[permission]
         user = {"login": login, "id": 2, "type": "User"}
         return 200, {"permission": permission, "role_name": role, "user": user}, {}
+
+
+ANNOTATIONS_PER_REQUEST = 50
+ANNOTATION_FIELDS = ("path", "start_line", "end_line", "annotation_level", "message")
+ANNOTATION_LEVELS = ("notice", "warning", "failure")
+
+
+def _invalid_annotations(body: Any) -> Response | None:
+    """GitHub's 422 for a check-run request with more than 50 annotations or a malformed one."""
+    annotations = (body or {}).get("output", {}).get("annotations", [])
+    problem = None
+    if len(annotations) > ANNOTATIONS_PER_REQUEST:
+        problem = f"Only {ANNOTATIONS_PER_REQUEST} annotations are allowed per request"
+    for a in annotations:
+        missing = [f for f in ANNOTATION_FIELDS if f not in a]
+        if missing:
+            problem = f"annotation is missing {', '.join(missing)}"
+        elif a["annotation_level"] not in ANNOTATION_LEVELS or a["start_line"] > a["end_line"]:
+            problem = f"invalid annotation {a!r}"
+    if problem is None:
+        return None
+    return 422, {"message": "Invalid request.", "errors": [problem]}, {}
 
 
 def _fault_response(fault: Fault) -> Response:

@@ -176,10 +176,11 @@ def _git(repo: GitRepo, *args: str) -> str:
 
 
 def _usage_row(body: str, arm: str) -> list[str]:
-    """The cells of an arm's row in the comment's "Tokens, turns, cost" table."""
+    """The cells of an arm's row in the comment's "Tokens, turns, cost" table, without the
+    change against base some cells carry (`730 (+0%)`)."""
     table = body[body.index("| arm | runs | median tokens") :]
     row = next(line for line in table.splitlines() if line.startswith(f"| {arm} |"))
-    return [c.strip() for c in row.strip("|").split("|")]
+    return [re.sub(r" \([+-]\d+%\)$", "", c.strip()) for c in row.strip("|").split("|")]
 
 
 @pytest.mark.parametrize("agent", sorted(AGENTS))

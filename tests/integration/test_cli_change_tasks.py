@@ -109,7 +109,7 @@ def test_hidden_tests_grade_change_runs_and_the_docs_make_the_difference(
     diff = (workdir / "runs" / "proj" / "fix-add" / "head" / "r1" / "diff.patch").read_text()
     assert "+    return a + b" in diff
     out = capsys.readouterr().out
-    assert "| fix-add | 0.00 | 1.00 | 0.00 | +1.00 (A/A noise) |" in out  # 1 repeat: within chance, no flip
+    assert "| fix-add | 0.00 | 1.00 | 0.00 | +1.00 (not significant) |" in out  # 1 repeat: no flip
     assert "tests `hidden tests pass` missed in 1/1 runs" in out
 
 

@@ -9,7 +9,7 @@ from fakegithub import FakeGitHub
 
 from docdelta.errors import ConfigError, GitHubError
 from docdelta.github.comment import marker, render_comment
-from docdelta.github.port import CheckReport, Conclusion, GitHubPort, PrFile
+from docdelta.github.port import Annotation, AnnotationLevel, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.models import FileStatus
 
@@ -51,8 +51,11 @@ def test_pr_files_follow_every_page_and_map_statuses(fake: FakeGitHub, port: PyG
     got = port.pr_files(2, BASE, HEAD)
 
     assert len(got) == 249
-    assert got[0] == PrFile(path="AGENTS.md", status=FileStatus.renamed, old_path="docs/AGENTS.md")
-    assert got[1] == PrFile(path="CLAUDE.md", status=FileStatus.deleted)
+    stub = "@@ -1 +1 @@"  # the fake's patch of a PR whose commits the test did not add
+    assert got[0] == PrFile(
+        path="AGENTS.md", status=FileStatus.renamed, old_path="docs/AGENTS.md", patch=stub
+    )
+    assert got[1] == PrFile(path="CLAUDE.md", status=FileStatus.deleted, patch=stub)
     assert len(fake.requests("GET", r"/pulls/2/files")) == 3  # 100 per page
 
 
@@ -309,6 +312,59 @@ def test_a_check_run_is_created_then_updated_under_one_name(fake: FakeGitHub, po
     assert run["output"] == {"title": "verdict action_required", "summary": "## Scorecard"}
     assert run["details_url"] == "https://example.test/run"
     assert done.kind == "check_run" and done.note == ""
+
+
+def _notes(n: int) -> tuple[Annotation, ...]:
+    return tuple(
+        Annotation(
+            path="AGENTS.md",
+            start_line=i,
+            end_line=i,
+            level=AnnotationLevel.notice,
+            title="t",
+            message=f"m{i}",
+        )
+        for i in range(1, n + 1)
+    )
+
+
+def test_annotations_are_posted_at_most_50_a_request_and_all_arrive_in_order(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    port.publish_check(report(None, "running"))
+    ref = port.publish_check(report(Conclusion.success).model_copy(update={"annotations": _notes(120)}))
+
+    got = fake.annotations(ref.id or 0)
+    assert [a["message"] for a in got] == [f"m{i}" for i in range(1, 121)]
+    assert got[0] == {
+        "path": "AGENTS.md",
+        "start_line": 1,
+        "end_line": 1,
+        "annotation_level": "notice",
+        "title": "t",
+        "message": "m1",
+    }
+    writes = [r for r in fake.requests("PATCH", r"/check-runs/\d+") if "annotations" in r.body["output"]]
+    assert [len(r.body["output"]["annotations"]) for r in writes] == [50, 50, 20]
+    assert fake.check_runs[0]["conclusion"] == "success"  # the first batch rode on the final update
+    assert len(fake.check_runs) == 1
+
+
+def test_the_fake_refuses_51_annotations_in_one_request_as_github_does(fake: FakeGitHub) -> None:
+    notes = [{"path": "a", "start_line": 1, "end_line": 1, "annotation_level": "notice", "message": "m"}] * 51
+    body = {"name": "x", "head_sha": HEAD, "output": {"title": "t", "summary": "s", "annotations": notes}}
+    status, payload, _ = fake.handle("POST", f"{fake.prefix}/repos/{fake.repo}/check-runs", {
+        "authorization": f"token {fake.token}"}, body)  # fmt: skip
+    assert status == 422 and "50" in payload["errors"][0]
+
+
+def test_a_rerun_on_an_annotated_check_run_starts_a_new_run_instead_of_doubling_its_annotations(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    first = port.publish_check(report(Conclusion.success).model_copy(update={"annotations": _notes(3)}))
+    again = port.publish_check(report(Conclusion.success).model_copy(update={"annotations": _notes(3)}))
+    assert again.id != first.id
+    assert len(fake.annotations(first.id or 0)) == len(fake.annotations(again.id or 0)) == 3
 
 
 def test_a_check_run_created_before_a_502_is_not_duplicated(

@@ -38,10 +38,10 @@ def test_timeout_runs_are_graded_as_the_agents_result() -> None:
 @pytest.mark.parametrize(
     ("head", "repeats", "noise", "cell_text"),
     [
-        (0.54, 2, True, "+0.04 (noise)"),
-        # two runs a side can land 0.06 apart by chance when the docs are identical
-        (0.56, 2, False, "+0.06 (A/A noise)"),
-        (0.56, 8, False, "+0.06"),
+        (0.54, 2, True, "+0.04 (noise band)"),
+        # the decision's own marks: two runs a side cannot reject, eight identical ones can
+        (0.56, 2, False, "+0.06 (not significant)"),
+        (0.56, 8, False, "+0.06 (significant)"),
     ],
 )
 def test_delta_noise_band_in_summary_and_table(
@@ -92,7 +92,7 @@ def test_missing_none_arm_gives_none_deltas_and_a_confound() -> None:
     md = render_markdown(s)
     # 0/2 -> 2/2 at 1.0, yet two runs a side of identical docs drawn from {0.5, 1.0} can do it:
     # not significant (mid-p 1/12, Holm over the task and the overall mean), so no flip mark
-    assert "| a | 0.50 | 1.00 | +0.50 (A/A noise) | 0.17 | — | 0/2 · 2/2 |" in md
+    assert "| a | 0.50 | 1.00 | +0.50 (not significant) | 0.17 | — | 0/2 · 2/2 |" in md
     assert "- condition `none` has no graded runs: its deltas are unavailable" in md
 
 
@@ -147,11 +147,12 @@ def test_scorecard_header_usage_and_changed_files() -> None:
     runs = [*arm("a", "base", [0.5, 0.5], cost=0.02), *arm("a", "head", [0.75, 0.75], tokens=(1000, 234))]
     md = render_markdown(summary_of(runs))
     lines = md.splitlines()
-    assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25 (A/A noise)"
+    assert lines[0] == "## docdelta scorecard: inconclusive · head - base +0.25 (not significant)"
     assert "| base | 2 | 150 | $0.02 | $0.04 | 3 | 2.0s | 0 | 0 | 0 |" in lines
-    assert "| head | 2 | 1,234 | $0.01 | $0.02 | 3 | 2.0s | 0 | 0 | 0 |" in lines
+    assert "| head | 2 | 1,234 (+723%) | $0.01 (-50%) | $0.02 | 3 | 2.0s (+0%) | 0 | 0 | 0 |" in lines
     assert (
-        "| **all tasks** | **0.50** | **0.75** | **+0.25 (A/A noise)** | 0.17 | **—** | 0/2 · 0/2 |" in lines
+        "| **all tasks** | **0.50** | **0.75** | **+0.25 (not significant)** | 0.17 | **—** | 0/2 · 0/2 |"
+        in lines
     )
     assert "- `AGENTS.md` (modified; read by codex, opencode)" in lines
 
@@ -224,7 +225,7 @@ def test_a_clear_improvement_is_called_improved_with_its_numbers() -> None:
     assert s.tasks[0].decision is not None and s.tasks[0].decision.kind == "inconclusive"
     assert s.overall["head"].pass_all == 1.0 and s.overall["base"].pass_all == 0.0
     md = render_markdown(s)
-    assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +1.00"
+    assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +1.00 (significant)"
     assert (
         "**Verdict: improved** — head - base +1.00, 90% equivalence interval [+0.36, +0.84], "
         "p < 0.001 vs alpha 0.05, decided by overall"
@@ -342,10 +343,11 @@ def test_aa_band_marks_each_task_as_noise_but_not_the_whole_and_leaves_the_verdi
     assert direct.kind == s.verdict.kind == "improved"
     assert (s.verdict.p_value, s.verdict.band) == (direct.p_value, 0.05)
     md = render_markdown(s)
-    # each task alone is noise (Holm-adjusted p 0.57, no flip mark); all four at once decide
-    assert "| a | 0.40 | 0.80 | +0.40 (A/A noise) | 0.57 | — | 2/5 · 4/5 |" in md
-    assert "| **all tasks** | **0.40** | **0.80** | **+0.40** | 0.042 |" in md
-    assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +0.40"
+    # each task alone is not significant (Holm-adjusted p 0.57, no flip mark); all four at once
+    # decide, and the marks say exactly that: none calls a task "noise" (the A/A band is words only)
+    assert "| a | 0.40 | 0.80 | +0.40 (not significant) | 0.57 | — | 2/5 · 4/5 |" in md
+    assert "| **all tasks** | **0.40** | **0.80** | **+0.40 (significant)** | 0.042 |" in md
+    assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +0.40 (significant)"
     assert (
         f"- A/A noise at this size: ±{a.band:.2f} — differences up to this are what identical docs "
         "produce (95% of 2,000 simulated A/A experiments of 4 tasks x 5 repeats, drawn from each task's "
@@ -365,8 +367,8 @@ def test_an_overall_delta_inside_the_aa_band_is_called_noise_in_words() -> None:
     assert s.aa_noise is not None and s.head_vs_base.value is not None
     assert s.head_vs_base.aa_noise is True and abs(s.head_vs_base.value) <= s.aa_noise.band
     md = render_markdown(s)
-    assert md.splitlines()[0].endswith("head - base +0.40 (A/A noise)")
-    assert "head - base +0.40 lies inside it: noise;" in md
+    assert md.splitlines()[0].endswith("head - base +0.40 (not significant)")
+    assert "head - base +0.40 lies inside it;" in md
 
 
 def test_no_aa_band_without_a_task_in_both_arms() -> None:

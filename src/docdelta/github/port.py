@@ -36,6 +36,33 @@ class PrFile(Frozen):
     path: str
     status: FileStatus
     old_path: str | None = None
+    patch: str | None = Field(
+        default=None,
+        description="the file's unified-diff hunks as GitHub shows them (None: binary or too big)",
+    )
+
+
+#: GitHub accepts at most this many annotations per check-run request; more take more updates.
+ANNOTATIONS_PER_REQUEST = 50
+
+
+class AnnotationLevel(StrEnum):
+    """GitHub's annotation levels."""
+
+    notice = "notice"
+    warning = "warning"
+    failure = "failure"
+
+
+class Annotation(Frozen):
+    """A note on lines of a file in the PR's "Files changed" view (a check-run annotation)."""
+
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    level: AnnotationLevel
+    title: str
+    message: str
 
 
 class CommentRef(Frozen):
@@ -56,6 +83,8 @@ class CheckReport(Frozen):
     summary: str
     text: str = ""
     details_url: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+    """Posted ANNOTATIONS_PER_REQUEST at a time: the create or update, then further updates."""
 
 
 class CheckRef(Frozen):

@@ -41,7 +41,9 @@ from github.IssueComment import IssueComment
 from docdelta.errors import ConfigError, GitHubError
 from docdelta.github.comment import fit
 from docdelta.github.port import (
+    ANNOTATIONS_PER_REQUEST,
     PR_FILES_CAP,
+    Annotation,
     CheckRef,
     CheckReport,
     CommentRef,
@@ -157,7 +159,7 @@ class PyGithubPort:
         files = self._call(
             f"list the files of PR #{number}",
             lambda: [
-                PrFile(path=f.filename, status=_STATUS[f.status], old_path=f.previous_filename)
+                PrFile(path=f.filename, status=_STATUS[f.status], old_path=f.previous_filename, patch=f.patch)
                 for f in pull.get_files()
                 if f.status in _STATUS
             ],
@@ -268,7 +270,8 @@ class PyGithubPort:
             log.warning("%s", note)
             return self._publish_status(report, note)
 
-    def _publish_check_run(self, report: CheckReport) -> CheckRef:
+    def _check_fields(self, report: CheckReport) -> tuple[dict[str, Any], dict[str, str]]:
+        """The create/update request's fields and its output without annotations."""
         link = report.details_url or ""
         output = {"title": report.title, "summary": fit(report.summary, CHECK_TEXT_LIMIT, link)}
         if report.text:
@@ -281,24 +284,45 @@ class PyGithubPort:
         if report.conclusion is not None:
             fields["conclusion"] = report.conclusion.value
             fields["completed_at"] = datetime.fromtimestamp(self._clock(), UTC)
+        return fields, output
+
+    def _publish_check_run(self, report: CheckReport) -> CheckRef:
+        fields, output = self._check_fields(report)
+        batches = [
+            [_annotation(a) for a in report.annotations[i : i + ANNOTATIONS_PER_REQUEST]]
+            for i in range(0, len(report.annotations), ANNOTATIONS_PER_REQUEST)
+        ]
+        if batches:
+            fields["output"] = {**output, "annotations": batches[0]}
         commit = self._repo.get_commit(report.head_sha)
         what = f"check run {report.name!r} on {report.head_sha}"
 
         def find() -> CheckRun | None:
-            return next(iter(commit.get_check_runs(check_name=report.name, filter="latest")), None)
-
-        def update_existing() -> CheckRef | None:
-            run = self._call(f"find the {what}", find)
-            if run is None:
+            run = next(iter(commit.get_check_runs(check_name=report.name, filter="latest")), None)
+            # GitHub appends annotations to a run's: a run that has some already (an earlier
+            # evaluation of this commit) is left as it was, and a new run takes these.
+            if run is not None and batches and run.output.annotations_count:
                 return None
-            self._call(f"update the {what}", lambda: run.edit(**fields))
-            return CheckRef(kind="check_run", id=run.id, url=run.html_url)
+            return run
 
-        def create() -> CheckRef:
-            run = self._repo.create_check_run(report.name, report.head_sha, **fields)
-            return CheckRef(kind="check_run", id=run.id, url=run.html_url)
+        def update_existing() -> CheckRun | None:
+            run = self._call(f"find the {what}", find)
+            if run is not None:
+                self._call(f"update the {what}", lambda: run.edit(**fields))
+            return run
 
-        return update_existing() or self._call(f"create the {what}", create, reconcile=update_existing)
+        def create() -> CheckRun:
+            return self._repo.create_check_run(report.name, report.head_sha, **fields)
+
+        run = update_existing() or self._call(f"create the {what}", create, reconcile=update_existing)
+
+        def annotate(batch: list[dict[str, Any]]) -> Callable[[], None]:
+            return lambda: run.edit(output={**output, "annotations": batch})
+
+        for i, batch in enumerate(batches[1:], 2):
+            # a retry after a lost answer may post one batch twice: GitHub keeps both copies
+            self._call(f"annotate the {what} (batch {i} of {len(batches)})", annotate(batch))
+        return CheckRef(kind="check_run", id=run.id, url=run.html_url)
 
     def _publish_status(self, report: CheckReport, note: str) -> CheckRef:
         prefix = {Conclusion.neutral: "Neutral: ", Conclusion.action_required: "Action required: "}
@@ -411,6 +435,18 @@ class PyGithubPort:
         where = f"HTTP {status}" if status is not None else "network error"
         message = f"GitHub: {op} failed ({where}: {detail})".replace(self._token, "***")
         return ApiError(message, status=status, hint=_HINTS.get(status or 0, ""))
+
+
+def _annotation(a: Annotation) -> dict[str, Any]:
+    """An annotation in the REST shape of a check run's `output.annotations[]`."""
+    return {
+        "path": a.path,
+        "start_line": a.start_line,
+        "end_line": a.end_line,
+        "annotation_level": a.level.value,
+        "title": a.title,
+        "message": a.message,
+    }
 
 
 def _message(exc: GithubException) -> str:

@@ -37,6 +37,7 @@ from docdelta.models import (
     Summary,
     TaskSummary,
 )
+from docdelta.report.plain import lead
 from docdelta.report.render import environment
 from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 
@@ -282,5 +283,6 @@ def render_html(
             tasks=task_views(summary, results, cell_dir, link_root, judged),
             chart=chart(summary),
             colors=colors(summary.conditions),
+            lead=lead(summary, repeats_flag="--repeats {n}"),
         )
     )

@@ -16,11 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
+from urllib.parse import quote
 
 from jinja2 import PackageLoader, StrictUndefined, select_autoescape
 from jinja2.sandbox import SandboxedEnvironment
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
-from docdelta.models import Delta, Summary, VerdictSummary
+from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
+from docdelta.report.plain import README_TERMS, lead, mark
 
 NO_VALUE = "—"
 VERDICT_TITLES = {
@@ -44,12 +48,11 @@ def fmt_signed(value: float | None) -> str:
 
 
 def fmt_delta(delta: Delta) -> str:
-    """A delta with its noise mark: `+0.04 (noise)` inside the configured band, `+0.10 (A/A noise)`
-    outside it but inside the A/A band (what identical docs produce at this size)."""
+    """A delta with its certainty mark (`models.Certainty`, the decision rule's own):
+    `+0.54 (significant)`, `+0.67 (not significant)`, `0.00 (noise band)`; bare without a decision."""
     text = fmt_signed(delta.value)
-    if delta.noise:
-        return f"{text} (noise)"
-    return f"{text} (A/A noise)" if delta.aa_noise else text
+    word = mark(delta.certainty)
+    return f"{text} ({word})" if word and delta.value is not None else text
 
 
 def fmt_aa_noise(summary: Summary) -> str:
@@ -63,9 +66,7 @@ def fmt_aa_noise(summary: Summary) -> str:
     d = summary.head_vs_base
     where = ""
     if d.value is not None:
-        where = (
-            f"; head - base {fmt_signed(d.value)} lies {'inside it: noise' if d.aa_noise else 'outside it'}"
-        )
+        where = f"; head - base {fmt_signed(d.value)} lies {'inside' if d.aa_noise else 'outside'} it"
     return (
         f"A/A noise at this size: ±{a.band:.2f} — differences up to this are what identical docs produce "
         f"({a.quantile:.0%} of {a.simulations:,} simulated A/A experiments of {a.tasks} "
@@ -100,6 +101,13 @@ def fmt_usage_shift(value: float, metric: str) -> str:
     return f"{value:+,.0f} {metric}"
 
 
+def fmt_vs(value: float | None, base: float | None) -> str:
+    """` (+26%)`: a value against base's, for usage cells; empty when either is missing or base is 0."""
+    if value is None or base is None or base == 0:
+        return ""
+    return f" ({(value - base) / base:+.0%})"
+
+
 def fmt_count(value: float | None) -> str:
     return NO_VALUE if value is None else f"{value:,.0f}"
 
@@ -112,6 +120,15 @@ def fmt_usd(value: float | None) -> str:
 
 def fmt_seconds(value: float | None) -> str:
     return NO_VALUE if value is None else f"{value:.1f}s"
+
+
+_INLINE_MD = MarkdownIt("commonmark", {"html": False})
+"""Lead lines to HTML: CommonMark with raw HTML off, so any `<tag>` in a task id or path is text."""
+
+
+def lead_html(line: str) -> Markup:
+    """A lead line (markdown: bold, italics, code, links) as HTML for the report."""
+    return Markup(_INLINE_MD.renderInline(line))  # noqa: S704 - markdown-it escapes raw HTML (html=False)
 
 
 def inline(text: object) -> str:
@@ -161,20 +178,75 @@ def environment() -> SandboxedEnvironment:
         cell=cell,
         code=code,
         mermaid_label=mermaid_label,
+        mark=mark,
+        vs=fmt_vs,
+        lead_html=lead_html,
+        anchor=task_anchor,
     )
     return env
 
 
+SCREEN_LINES = 25
+"""The most markdown lines a comment may have before its first folded section: what one
+screen shows of a PR comment (about 25 rendered lines at GitHub's width and font)."""
+TOP_TASKS = 5
+"""Tasks in the table above the fold (significant ones first, then the largest changes);
+every task is in the folded full table."""
+
+
+def task_anchor(task: str) -> str:
+    """The HTML report's anchor of a task's runs (`id="task-…"` in templates/html/_runs.html.j2)."""
+    return "task-" + quote(task, safe="")
+
+
+def top_tasks(summary: Summary) -> list[TaskSummary]:
+    """The tasks worth a row above the fold: significant first, then by the size of the change."""
+
+    def key(t: TaskSummary) -> tuple[bool, float, str]:
+        d = t.head_vs_base
+        return (d.certainty is not Certainty.significant, -abs(d.value or 0.0), t.task)
+
+    return sorted(summary.tasks, key=key)[:TOP_TASKS]
+
+
 def render_markdown(summary: Summary) -> str:
     """The compact scorecard a maintainer reads in 20 seconds."""
-    return environment().get_template("scorecard.md.j2").render(s=summary, links={})
+    return (
+        environment()
+        .get_template("scorecard.md.j2")
+        .render(s=summary, links={}, lead=lead(summary, repeats_flag="--repeats {n}"), terms=README_TERMS)
+    )
 
 
-def render_comment_markdown(summary: Summary, *, diff_links: Mapping[str, str] | None = None) -> str:
-    """The same scorecard for a pull request: a mermaid chart, the changed files linked to
-    their diff, the long sections folded into `<details>` (which the comment trimmer
-    empties first when GitHub's size limit is near)."""
-    return environment().get_template("comment.md.j2").render(s=summary, links=dict(diff_links or {}))
+def render_comment_markdown(
+    summary: Summary,
+    *,
+    diff_links: Mapping[str, str] | None = None,
+    report_url: str | None = None,
+    artifacts_url: str | None = None,
+    files_url: str | None = None,
+) -> str:
+    """The same scorecard for a pull request: the plain-language lead and the tasks that
+    changed within one screen (SCREEN_LINES), then folded `<details>` (which the comment
+    trimmer empties first when GitHub's size limit is near): the statistics, every task,
+    a mermaid chart, usage, misses, instruction usage. `report_url`: where the HTML report
+    opens in a browser, so task rows link into it (at `#task-<id>`); without it they link to
+    `artifacts_url` (the run's artifacts, which hold report.html) and name the anchor in the
+    link's title. `files_url`: the PR's "Files changed" tab."""
+    return (
+        environment()
+        .get_template("comment.md.j2")
+        .render(
+            s=summary,
+            links=dict(diff_links or {}),
+            lead=lead(summary, diff_links=diff_links),
+            terms=README_TERMS,
+            report_url=report_url,
+            artifacts_url=artifacts_url,
+            files_url=files_url,
+            top=top_tasks(summary),
+        )
+    )
 
 
 def mermaid_label(text: str) -> str:

@@ -45,6 +45,7 @@ from docdelta.models import (
     NONE,
     AANoise,
     Cell,
+    Certainty,
     ConditionStats,
     Confounds,
     Delta,
@@ -162,10 +163,45 @@ def _task_delta(
     majority_t, majority_c = stats.majority_passes(t), stats.majority_passes(c)
     flip = None if majority_t is None or majority_c is None else majority_t != majority_c
     p = stats.fisher_passes(t, c)
+    certainty = None
     if call is not None:
         p = call.p_regressed if (value or 0.0) < 0 else call.p_improved
-        flip = bool(flip) and call.kind in ("regressed", "improved")
-    return _delta(treatment, control, value, band, aa_band).model_copy(update={"p_value": p, "flip": flip})
+        flip = bool(flip) and call.kind in CHANGES
+        certainty = certainty_of(value, call.kind in CHANGES, band)
+    return _delta(treatment, control, value, band, aa_band).model_copy(
+        update={"p_value": p, "flip": flip, "certainty": certainty}
+    )
+
+
+CHANGES = ("improved", "regressed")
+"""Decision kinds that reject a hypothesis: the only ones a `significant` mark may stand for."""
+
+
+def certainty_of(value: float | None, rejected: bool, band: float) -> Certainty | None:
+    """The mark of one delta under the decision rule: rejected -> significant; inside the
+    configured band -> noise band (the rule needs the delta outside it to call a change);
+    else not significant."""
+    if value is None:
+        return None
+    if rejected:
+        return Certainty.significant
+    return Certainty.noise_band if stats.is_noise(value, band) else Certainty.not_significant
+
+
+def _unmarked(task: TaskSummary) -> TaskSummary:
+    return task.model_copy(
+        update={
+            "head_vs_base": task.head_vs_base.model_copy(update={"certainty": None}),
+            "head_vs_none": task.head_vs_none.model_copy(update={"certainty": None}),
+        }
+    )
+
+
+def _overall_certainty(d: decision.Decision | None, value: float | None, band: float) -> Certainty | None:
+    """The all-tasks row's mark: significant only when the overall hypothesis decided the verdict."""
+    if d is None:
+        return None
+    return certainty_of(value, d.kind in CHANGES and decision.OVERALL in d.decided_by, band)
 
 
 JUDGED_KINDS = frozenset({"point", "rule"})
@@ -412,8 +448,7 @@ def summarize(
         c: decision.decide(task_runs(grid, HEAD, c), design, alpha=alpha, band=noise, seed=manifest.seed)
         for c in (BASE, NONE)
     }
-    vs_base_call = decisions[BASE]
-    calls = {d.task: d for d in vs_base_call.tasks} if vs_base_call else {}
+    calls = {c: {t.task: t for t in d.tasks} if d else {} for c, d in decisions.items()}
 
     tasks = []
     for t in task_ids:
@@ -423,10 +458,10 @@ def summarize(
             TaskSummary(
                 task=t,
                 conditions={c: _condition_stats(c, {t: by_condition.get(c, [])}) for c in conditions},
-                head_vs_base=_task_delta(HEAD, BASE, by_condition, noise, task_band, calls.get(t)),
-                head_vs_none=_task_delta(HEAD, NONE, by_condition, noise),
+                head_vs_base=_task_delta(HEAD, BASE, by_condition, noise, task_band, calls[BASE].get(t)),
+                head_vs_none=_task_delta(HEAD, NONE, by_condition, noise, call=calls[NONE].get(t)),
                 judged=_judged({c: by_condition.get(c, []) for c in conditions}),
-                decision=_task_call(calls.get(t)),
+                decision=_task_call(calls[BASE].get(t)),
             )
         )
     compared = sum(1 for t, c in vs_base if t and c)
@@ -446,6 +481,14 @@ def summarize(
     verdicts: list[VerdictSummary | None] = [
         None if refused else _verdict(decisions[c], HEAD, c) for c in (BASE, NONE)
     ]
+    overall: dict[str, Delta] = {}
+    for c in (BASE, NONE):
+        value = stats.mean_delta([(t.head_vs_base if c == BASE else t.head_vs_none).value for t in tasks])
+        d = _delta(HEAD, c, value, noise, aa.band if aa and c == BASE else None)
+        overall[c] = d.model_copy(update={"certainty": _overall_certainty(decisions[c], value, noise)})
+    if refused:  # no verdict, so no mark may speak for one
+        overall = {c: d.model_copy(update={"certainty": None}) for c, d in overall.items()}
+        tasks = [_unmarked(t) for t in tasks]
 
     return Summary(
         repo=manifest.repo,
@@ -459,14 +502,8 @@ def summarize(
         changed=list(detection.changed),
         tasks=tasks,
         overall={c: _condition_stats(c, {t: grid[t].get(c, []) for t in task_ids}) for c in conditions},
-        head_vs_base=_delta(
-            HEAD,
-            BASE,
-            stats.mean_delta([t.head_vs_base.value for t in tasks]),
-            noise,
-            aa.band if aa else None,
-        ),
-        head_vs_none=_delta(HEAD, NONE, stats.mean_delta([t.head_vs_none.value for t in tasks]), noise),
+        head_vs_base=overall[BASE],
+        head_vs_none=overall[NONE],
         missed=_missed({c: by_condition_all.get(c, []) for c in conditions}),
         confounds=_confounds(manifest, detection, results, conditions),
         alpha=alpha,
