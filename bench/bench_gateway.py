@@ -41,11 +41,11 @@ import docker
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from docker_helpers import UPSTREAM_PORT, modelserver_image
+from modelserver.script import Script, TextTurn
+from modelserver.wire import CHUNK
 
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
-from docdelta.modelserver.script import Script, TextTurn
-from docdelta.modelserver.wire import CHUNK
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 EVENTS = 40
@@ -143,7 +143,7 @@ def start_upstream(
 ) -> Any:
     """The scripted model server replaying `script` as `name` on `network` (not yet waited for:
     the client retries until it listens)."""
-    command = f'printf %s "$SCRIPT" | python3 -m docdelta.modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
+    command = f'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
     return client.containers.run(
         image,
         ["sh", "-c", command],

@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -64,6 +65,49 @@ def local_base() -> str:
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
         docker("build", "-q", "-t", tag, "-", stdin=_tar({"Dockerfile": dockerfile, "extra.crt": certs}))
     return tag
+
+
+def node_job_base() -> str:
+    """`local_base()` plus Debian's Node.js: act runs a JavaScript action (the artifact
+    stand-ins in tests/act_actions) with the job container's `node`, as a runner image has."""
+    dockerfile = (
+        f"FROM {local_base()}\n"
+        "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs >/dev/null"
+        " && rm -rf /var/lib/apt/lists/*\n"
+        f"LABEL {LABEL}\n"
+    ).encode()
+    base_id = docker("image", "inspect", local_base(), "--format", "{{.Id}}")
+    tag = f"docdelta-act-job:{hashlib.sha256(base_id.encode() + dockerfile).hexdigest()[:16]}"
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
+        docker("build", "-q", "-t", tag, "-", stdin=_tar({"Dockerfile": dockerfile}))
+    return tag
+
+
+ACT_ACTIONS = ROOT / "tests" / "act_actions"
+
+
+def artifact_actions() -> dict[str, Path]:
+    """The stand-ins for actions/upload-artifact@v4 and actions/download-artifact@v4 (see
+    tests/act_actions/README.md), each a folder with its pinned node_modules, installed
+    with npm once per content hash under the user's cache; `act --local-repository` takes them."""
+    sources = sorted(p for p in ACT_ACTIONS.rglob("*") if p.is_file())
+    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sources)).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "docdelta-tests" / digest
+    names = ("upload-artifact", "download-artifact")
+    if not all((root / name / "node_modules").is_dir() for name in names):
+        partial = root.with_name(f".{digest}.{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(ACT_ACTIONS, partial)
+        proc = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--omit=dev", "--prefix", str(partial)],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for name in names:  # act copies an action's folder alone: each gets the modules
+            shutil.copytree(partial / "node_modules", partial / name / "node_modules", symlinks=True)
+        shutil.rmtree(root, ignore_errors=True)
+        partial.rename(root)
+    return {f"actions/{name}@v4": root / name for name in names}
 
 
 def _tar(files: dict[str, bytes]) -> bytes:

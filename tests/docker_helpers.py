@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from modelserver.script import Script
+
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.server import Gateway, build, setup_message
 from docdelta.models import AgentOutcome, ModelCall
-from docdelta.modelserver.script import Script
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL
 
@@ -104,8 +105,9 @@ class ScriptedRun:
 
 
 def modelserver_image(client: Any, base_image: str) -> str:
-    """`base_image` plus the stdlib scripted model server (`python3 -m docdelta.modelserver`)."""
-    from docdelta.modelserver.script import site_files  # noqa: PLC0415
+    """`base_image` plus the stdlib scripted model server (`python3 -m modelserver`)."""
+    from modelserver.script import site_files  # noqa: PLC0415
+
     from docdelta.sandbox.images import ensure_image  # noqa: PLC0415
 
     files = {f"site/{rel}": data for rel, data in site_files().items()}
@@ -149,7 +151,7 @@ def run_scripted_agent(
     name = f"{network}-scripted"
     server = client.containers.run(
         server_image,
-        ["sh", "-c", 'printf %s "$SCRIPT" | python3 -m docdelta.modelserver --host 0.0.0.0 --port 8000'],
+        ["sh", "-c", 'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port 8000'],
         environment={"SCRIPT": script.model_dump_json(exclude_none=True)},
         name=name,
         network=network,

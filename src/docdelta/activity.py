@@ -2,7 +2,8 @@
 
 `app.choose` maps an event to `evaluate`, `refresh` or `skip`; an evaluation can end as
 `no_change` (no instruction file changed) or `awaiting_approval` (a fork without a
-maintainer's label); anything docdelta could not do is `error`. Workflows branch on the
+maintainer's label), and with the `plan` input as `plan` (the job matrix written, nothing
+run); anything docdelta could not do is `error`. Workflows branch on the
 output's value, so the strings are part of the Action's contract (action.yml lists them).
 """
 
@@ -17,4 +18,5 @@ class Activity(StrEnum):
     skip = "skip"
     no_change = "no_change"
     awaiting_approval = "awaiting_approval"
+    plan = "plan"
     error = "error"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -68,8 +69,9 @@ from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
-from docdelta.shard import merge_workdirs
+from docdelta.shard import merge_workdirs, plan_matrix
 from docdelta.store import MANIFEST_FILE, ResultStore
+from docdelta.tasks import load_tasks
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
@@ -322,12 +324,10 @@ def _evaluate(ctx: _Context) -> ActionResult:
             "Copilot rules, ...), so there is nothing for docdelta to evaluate.",
         )
         ctx.say(f"docdelta: {NO_CHANGE_TITLE}")
-        return ActionResult(
-            Activity.no_change,
-            Conclusion.neutral,
-            NO_CHANGE_TITLE,
-            {Output.verdict: "skipped", Output.check_url: url},
-        )
+        outputs: dict[str, str] = {Output.verdict: "skipped", Output.check_url: url}
+        if settings.plan:  # `evaluate: false`: the matrix's run and aggregate jobs are skipped
+            outputs[Output.plan] = plan_matrix(0, max_parallel=settings.max_parallel).model_dump_json()
+        return ActionResult(Activity.no_change, Conclusion.neutral, NO_CHANGE_TITLE, outputs)
 
     if event.is_fork:
         approval = _fork_approval(ctx, number)
@@ -343,10 +343,41 @@ def _evaluate(ctx: _Context) -> ActionResult:
     else:
         head = _local(repo, head_sha, HEAD)
         provenance = ""
-    ctx.publish(None, "evaluating the instruction-file change", f"Running the matrix on {head_sha[:12]}.")
+    if settings.plan:
+        return _plan(ctx, repo, base_sha)
+    if settings.options.shard is None:  # a shard's in-progress check is the plan job's
+        ctx.publish(None, _EVALUATING, f"Running the matrix on {head_sha[:12]}.")
     return _run_and_report(ctx, repo, base_sha, head, provenance, files)
 
 
+def _plan(ctx: _Context, repo: Repo, base_sha: str) -> ActionResult:
+    """The plan job of a matrix workflow: the job matrix of this evaluation, from the same
+    docdelta (the action's version) and the same inputs as its run jobs; nothing runs. The
+    check goes in progress here, once, and the aggregate job completes it."""
+    settings = ctx.settings
+    if settings.repeats == "auto":
+        raise ConfigError(
+            "input 'plan': a matrix runs a fixed plan, but `repeats` is auto",
+            hint="set `repeats:` to a number in the plan job and in every run job",
+        )
+    tasks_path = (settings.tasks or load_project_config(repo, base_sha).tasks).strip("/")
+    with tempfile.TemporaryDirectory(prefix="docdelta-plan-") as tmp:
+        tasks = load_tasks(_export_tasks(repo, base_sha, tasks_path, Path(tmp)))
+    cells = len(tasks) * len(settings.conditions) * settings.repeats
+    if cells > settings.max_runs:
+        raise ConfigError(
+            f"input 'plan': the plan is {cells:,} runs ({len(tasks)} tasks x {len(settings.conditions)} "
+            f"conditions x {settings.repeats} repeats), more than max-runs {settings.max_runs:,}",
+            hint="lower `repeats` or `conditions`, or raise `max-runs` in every job of the workflow",
+        )
+    plan = plan_matrix(cells, max_parallel=settings.max_parallel)
+    title = f"{cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}"
+    ctx.publish(None, _EVALUATING, f"Running {title} on {ctx.event.head_sha[:12]}.")
+    ctx.say(f"docdelta: plan: {title}")
+    return ActionResult(Activity.plan, None, title, {Output.plan: plan.model_dump_json()})
+
+
+_EVALUATING = "evaluating the instruction-file change"
 _WAITING = "waiting for a maintainer to approve this fork's instruction files"
 
 
@@ -432,7 +463,10 @@ def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Ma
     detection = store.read_detection()
     assert detection is not None  # merge_workdirs copied it from every shard
     results = store.results(merged.manifest.repo)
-    summary = scorecard(store, merged.manifest, detection, results)
+    # As for one job's run (`_run_matrix`): the scorecard names the repository, not the checkout.
+    summary = scorecard(store, merged.manifest, detection, results).model_copy(
+        update={"repo": settings.github.repository}
+    )
     stopped = (
         f"{len(merged.missing)} planned runs have no result (a shard is missing)" if merged.missing else None
     )
@@ -472,6 +506,7 @@ def _run_matrix(
     conditions: tuple[str, ...],
     source: str,
     trusted: bool,
+    refresh: bool = False,
 ) -> _Matrix:
     """Export the trusted tasks, then the composition root (`evaluation.evaluate`) with the
     settings' options, exactly as `docdelta run` calls it, plus the results cache."""
@@ -494,6 +529,7 @@ def _run_matrix(
         source=source,
         patch=settings.patch,
         max_runs=settings.max_runs,
+        refresh=refresh,
     )
     # The fork-safe workflow checks out with `persist-credentials: false`: on a private
     # repository the results branch is then read with the workflow's token.
@@ -652,7 +688,7 @@ def _refresh(ctx: _Context) -> ActionResult:
     # A stand-in head without any instruction file, so the experiment has a change to plan
     # around; only the base arm runs, and only its results are stored.
     bare = overlay_commit(repo.root, sha, dict.fromkeys(paths), "docdelta: no instruction files")
-    matrix = _run_matrix(ctx, repo, sha, bare, (BASE,), BASE, trusted=True)
+    matrix = _run_matrix(ctx, repo, sha, bare, (BASE,), BASE, trusted=True, refresh=True)
     body = render_markdown(matrix.summary) + "\n" + "\n\n".join(matrix.notes) + "\n"
     ctx.runtime.append_summary(body)
     return ActionResult(

@@ -91,6 +91,10 @@ class ExperimentRequest:
     """Conditions built by the caller (an ablation's variants), by name; each named in `conditions`."""
     require_change: bool = True
     """False: evaluate even when base and head hold the same instruction files (ablation)."""
+    refresh: bool = False
+    """The base arm alone, stored for later PRs (the Action on a push to the default branch):
+    a gold quote may stand only in the head such a PR brings, so citations are checked by each
+    PR's evaluation over all its conditions, not here."""
 
 
 class PlanTooLarge(ConfigError):
@@ -175,7 +179,8 @@ def prepare(
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
         checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip)
-    check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+    if not request.refresh:
+        check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
         for name, overlay in overlays.items():

@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
-from docdelta.validate import DEFAULT_MAX_REPEATS, MAX_RUNS_WITHOUT_CONFIRMATION
+from docdelta.shard import GITHUB_MAX_JOBS
+from docdelta.validate import DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS, MAX_RUNS_WITHOUT_CONFIRMATION
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"
@@ -117,6 +118,12 @@ class ActionSettings(BaseModel):
     )
     max_runs: int = Field(
         default=MAX_RUNS_WITHOUT_CONFIRMATION, ge=1, description="refuse a plan of more runs than this"
+    )
+    plan: bool = Field(
+        default=False, description="the plan job of a matrix: write the job matrix to the `plan` output"
+    )
+    max_parallel: int = Field(
+        default=DEFAULT_MAX_PARALLEL, ge=1, le=GITHUB_MAX_JOBS, description="jobs of the matrix at once"
     )
     github: GitHubEnv
 
@@ -234,6 +241,8 @@ INPUTS: dict[str, str] = {
     "shard": "options.shard",
     "merge": "merge",
     "max-runs": "max_runs",
+    "plan": "plan",
+    "max-parallel": "max_parallel",
     "pr-handoff": "pr_handoff",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
@@ -258,6 +267,7 @@ class Output(StrEnum):
     comment_url = "comment-url"
     check_url = "check-url"
     results_path = "results-path"
+    plan = "plan"
 
 
 def input_variable(name: str) -> str:
@@ -270,7 +280,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
     if name == "conditions":
         return tuple(c.strip() for c in text.split(",") if c.strip())
-    if name in ("comment", "allow-network"):
+    if name in ("comment", "allow-network", "plan"):
         lowered = text.lower()
         if lowered not in _TRUE | _FALSE:
             raise ConfigError(f"input '{name}' = {text!r} is not a boolean", hint="use true or false")

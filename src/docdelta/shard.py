@@ -83,7 +83,11 @@ class MatrixPlan(Frozen):
     jobs: int
     cells_per_job: int = Field(description="the most cells any one job runs")
     max_parallel: int
-    matrix: dict[str, list[str]] = Field(description="for `strategy.matrix: ${{ fromJSON(...) }}`")
+    matrix: dict[str, list[dict[str, str]]] = Field(
+        description="for `strategy.matrix: ${{ fromJSON(...) }}`: one `include` entry per job, its `shard` "
+        "(I/N, the `shard` input) and `id` (I-of-N: a `/` is not allowed in an artifact name, and "
+        "`strategy.job-index` is not set by every runner, e.g. act)"
+    )
 
 
 def plan_matrix(
@@ -102,7 +106,7 @@ def plan_matrix(
         jobs=jobs,
         cells_per_job=math.ceil(cells / jobs),
         max_parallel=min(max_parallel, jobs),
-        matrix={"shard": [str(Shard(i, jobs)) for i in range(1, jobs + 1)]},
+        matrix={"include": [{"shard": f"{i}/{jobs}", "id": f"{i}-of-{jobs}"} for i in range(1, jobs + 1)]},
     )
 
 

@@ -239,6 +239,49 @@ def test_no_instruction_file_changed_gives_a_neutral_check_and_no_comment(
     assert not (tmp_path / "results").exists()  # no agent ran
 
 
+# ---------------------------------------------------------- the matrix's plan
+def test_the_plan_job_writes_the_job_matrix_puts_the_check_in_progress_and_runs_nothing(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", max_parallel="4")
+
+    result, log = _run(env, fake)
+
+    tasks = len(list((demo.path / ".docdelta" / "tasks").glob("*.yaml")))
+    plan = json.loads(_outputs(tmp_path)["plan"])
+    assert (result.activity, _outputs(tmp_path)["activity"]) == ("plan", "plan")
+    assert plan["evaluate"] is True and plan["cells"] == tasks * 3 * 2  # 3 conditions, 2 repeats
+    assert plan["matrix"]["include"] == [{"shard": f"{i}/4", "id": f"{i}-of-4"} for i in range(1, 5)]
+    assert plan["max_parallel"] == 4
+    (check,) = fake.check_runs  # in progress until the aggregate job completes it
+    assert (check["status"], check["head_sha"]) == ("in_progress", demo.head_sha)
+    assert fake.comments == [] and not (tmp_path / "results").exists() and "[1/" not in log
+
+
+def test_the_plan_of_a_pr_without_instruction_changes_skips_the_matrix_with_a_neutral_check(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, [("README.md", "modified")])
+
+    result, _ = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true"), fake)
+
+    assert result.activity == "no_change"
+    assert json.loads(_outputs(tmp_path)["plan"])["evaluate"] is False  # the run jobs' `if:`
+    assert (_latest_check(fake)["status"], _latest_check(fake)["conclusion"]) == ("completed", "neutral")
+
+
+def test_a_plan_of_adaptive_repeats_is_refused_naming_the_inputs(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, _ = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", repeats="auto"), fake)
+
+    assert result.activity == "error" and "input 'plan'" in _outputs(tmp_path)["error"]
+    assert "repeats" in _outputs(tmp_path)["error"] and "plan" not in _outputs(tmp_path)
+
+
 # ------------------------------------------------------------------- forks
 def test_a_fork_without_approval_runs_no_agent_and_asks_for_action(
     tmp_path: Path, demo: DemoRepo, fake: FakeGitHub

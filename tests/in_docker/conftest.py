@@ -1,7 +1,7 @@
 """Fixtures of the Docker tests: the engine, the base image, the gateway image and an
 egress network with the scripted model server on it (all created here and removed after).
 
-The server is the real one (`python3 -m docdelta.modelserver`); a test module picks what
+The server is the real one (`python3 -m modelserver`); a test module picks what
 it replays by overriding the module-scoped `modelserver_script` fixture."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from docker_helpers import UPSTREAM_PORT, control, modelserver_image
+from modelserver.script import Script, TextTurn, TurnUsage
 
-from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 MODEL = "gpt-4o-mini-2024-07-18"
@@ -60,7 +60,7 @@ def egress(client: Any, base_image: str, modelserver_script: Script) -> Iterator
     name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
     labels = {LABEL: "1", RUN_LABEL: name}
     network = client.networks.create(name, labels=labels)
-    command = f'printf %s "$SCRIPT" | python3 -m docdelta.modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
+    command = f'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
     server = client.containers.run(
         modelserver_image(client, base_image),
         ["sh", "-c", command],

@@ -31,10 +31,10 @@ from actionimage import build_action_image, container_args, runner_env, runner_h
 from docker_helpers import UPSTREAM_PORT, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 from docdelta.gateway.runtime import RUN_TOKEN_PREFIX
 from docdelta.models import RunResult, RunStatus
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.report.render import fmt_count, fmt_usd
 from docdelta.sandbox.dockerapi import LABEL, ROLE_LABEL, RUN_LABEL
 

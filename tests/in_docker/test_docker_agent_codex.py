@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from docker_helpers import ScriptedRun, modelserver_image, run_scripted_agent, with_home_files
+from modelserver.script import Script, TextTurn, ToolTurn
 
 from docdelta.agents.codex import CodexAgent
 from docdelta.agents.images import agent_image
 from docdelta.gateway.config import OPENAI
 from docdelta.models import CommandRun, RunStatus
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn
 
 pytestmark = pytest.mark.docker
 

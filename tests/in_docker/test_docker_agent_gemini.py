@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 from docker_helpers import ScriptedRun, modelserver_image, run_scripted_agent
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 from docdelta.agents import AgentContext
 from docdelta.agents.gemini import VERSION, GeminiAgent
 from docdelta.agents.images import agent_image
 from docdelta.gateway.config import GEMINI
 from docdelta.models import RunStatus
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from docker_helpers import modelserver_image, run_scripted_agent
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.gateway.config import Upstream
 from docdelta.models import CommandRun, RunStatus
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from docker_helpers import modelserver_image, run_scripted_agent
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
@@ -20,7 +21,6 @@ from docdelta.agents.images import agent_image
 from docdelta.agents.opencode import OpenCodeAgent
 from docdelta.gateway.config import Upstream
 from docdelta.models import CommandRun, RunStatus
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 from docdelta.cli import main
 from docdelta.models import RunResult, RunStatus
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 pytestmark = pytest.mark.docker
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 from docker_helpers import UPSTREAM_PORT, leftovers
+from modelserver.script import Script, TextTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import OPENAI, GatewayConfig
 from docdelta.gateway.runtime import Gateway
-from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 from docdelta.sandbox.dockerapi import LABEL

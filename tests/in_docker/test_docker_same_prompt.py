@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from docker_helpers import modelserver_image, run_scripted_agent
 from gitrepo import GitRepo
+from modelserver.script import Script, TextTurn
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
@@ -23,7 +24,6 @@ from docdelta.detect import InstructionMatcher
 from docdelta.gateway.config import Upstream
 from docdelta.git import Repo
 from docdelta.models import RunStatus
-from docdelta.modelserver.script import Script, TextTurn
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 from docdelta.workspace import build_overlays, seal
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pytest
 from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
+from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
 from docdelta.config import ProjectConfig
@@ -23,7 +24,6 @@ from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway
 from docdelta.git import Repo
 from docdelta.models import AgentOutcome, Cell, InstructionAudit, RunStatus
-from docdelta.modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize

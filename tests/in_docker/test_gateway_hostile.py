@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 from docker_helpers import RUN_TOKEN, gateway_on_loopback
+from modelserver import ScriptedModelServer
+from modelserver.script import Script, TextTurn, TurnUsage
 
 from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI, Budget, GatewayConfig, ModelCall
 from docdelta.gateway.server import MAX_CONNECTIONS
-from docdelta.modelserver import ScriptedModelServer
-from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 
 KEY = "sk-hostile-real-key-0123456789"
 MODEL = "gpt-4o-mini"

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 from docker_helpers import RUN_TOKEN, gateway_on_loopback
+from modelserver import ScriptedModelServer, wire
+from modelserver.script import Script, TextTurn, TurnUsage
 
 from docdelta.gateway.config import Budget, GatewayConfig, ModelCall, Upstream
-from docdelta.modelserver import ScriptedModelServer, wire
-from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 
 KEY = "sk-test-real-key-0123456789"
 MODEL = "gpt-4o-mini-2024-07-18"

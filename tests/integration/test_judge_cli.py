@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from factories import detection, manifest
+from modelserver import ScriptedModelServer
 
 from docdelta.cli import main
 from docdelta.grading.answer import score_answer
@@ -27,7 +28,6 @@ from docdelta.models import (
     RunStatus,
     Task,
 )
-from docdelta.modelserver import ScriptedModelServer
 from docdelta.store import ResultStore
 
 KEY = "sk-docdelta-test-0123456789-secret"

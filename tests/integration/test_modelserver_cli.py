@@ -1,4 +1,4 @@
-"""`python3 -m docdelta.modelserver` as it runs in a minimal container: the system python3
+"""`python3 -m modelserver` as it runs in a minimal container: the system python3
 with no site-packages (`-S`) and only `site_files()` on its path, so any import beyond the
 stdlib and its own package would fail here."""
 
@@ -13,9 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, site_files
-from docdelta.modelserver.server import READY
+from modelserver.script import Script, TextTurn, ToolTurn, site_files
+from modelserver.server import READY
 
 PYTHON = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 
@@ -30,7 +29,7 @@ def site(tmp_path: Path) -> Path:
 
 def serve(site: Path, *args: str, stdin: str = "") -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [PYTHON, "-S", "-m", "docdelta.modelserver", "--port", "0", *args],
+        [PYTHON, "-S", "-m", "modelserver", "--port", "0", *args],
         cwd=site,
         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
         stdin=subprocess.PIPE,

@@ -16,10 +16,10 @@ import pytest
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
+from modelserver import ScriptedModelServer
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 from docdelta.gateway.usage import extract
-from docdelta.modelserver import ScriptedModelServer
-from docdelta.modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 ANSWER = '{"answer": "tabs, not spaces", "cited": ["AGENTS.md"]}'
 MARKER = "Indent with tabs. (marker 7f3c)"

@@ -102,10 +102,12 @@ def test_plan_batches_the_matrix_for_a_dynamic_strategy_matrix(
     plan = json.loads(capsys.readouterr().out)
     cells = len(list(Path(tasks).glob("*.yaml"))) * 3 * 200
     assert plan["cells"] == cells and plan["jobs"] == 256, "GitHub's 256-job limit"
-    assert plan["matrix"]["shard"][0] == "1/256" and plan["cells_per_job"] * 256 >= cells
+    assert plan["matrix"]["include"][0] == {"shard": "1/256", "id": "1-of-256"}
+    assert plan["cells_per_job"] * 256 >= cells
     assert main(["plan", *refs, "--max-parallel", "4"]) == ExitCode.OK
     plan = json.loads(capsys.readouterr().out)
-    assert plan["matrix"] == {"shard": ["1/4", "2/4", "3/4", "4/4"]} and plan["max_parallel"] == 4
+    assert [j["shard"] for j in plan["matrix"]["include"]] == ["1/4", "2/4", "3/4", "4/4"]
+    assert plan["max_parallel"] == 4
     assert main(["plan", *refs, "--base", demo.head_sha]) == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["evaluate"] is False
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from gitrepo import GitRepo
+from llamacpp import MODEL_FILE, PORT, TOOLS_TEMPLATE, TOOLS_TEMPLATE_PATH, llama_image
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
@@ -34,14 +35,7 @@ from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.cli import main
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
-from docdelta.llm.llamacpp import (
-    MODEL_FILE,
-    PORT,
-    TOOLS_TEMPLATE,
-    TOOLS_TEMPLATE_PATH,
-    llama_image,
-    server_identity,
-)
+from docdelta.gateway.servers import server_identity
 from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunResult, RunStatus
 from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.base import SandboxSpec

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from modelserver import ScriptedModelServer
+from modelserver.script import ErrorTurn, Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.errors import AgentError
 from docdelta.models import AgentOutcome, CommandRun, RunStatus
-from docdelta.modelserver import ScriptedModelServer
-from docdelta.modelserver.script import ErrorTurn, Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.sandbox import Sandbox, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 

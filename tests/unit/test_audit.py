@@ -14,6 +14,8 @@ import httpx
 import pytest
 from docker_helpers import RUN_TOKEN, gateway_on_loopback
 from factories import result, summary_of
+from modelserver import ScriptedModelServer
+from modelserver.script import Script, TextTurn, TurnUsage
 
 from docdelta.audit import AuditIndex, audit_run, build_index, flags
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
@@ -28,8 +30,6 @@ from docdelta.models import (
     NearMiss,
     sha256_hex,
 )
-from docdelta.modelserver import ScriptedModelServer
-from docdelta.modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.report import render_markdown
 
 CLAUDE_MD = """# Project notes

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
+from modelserver.wire import Reply, Usage, gemini_body, gemini_events
+
 from docdelta.gateway.usage import cost_usd, extract
-from docdelta.modelserver.wire import Reply, Usage, gemini_body, gemini_events
 
 REPLY = Reply(
     id="r1",

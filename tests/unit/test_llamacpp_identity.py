@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from docdelta.llm.llamacpp import TOOLS_TEMPLATE, server_identity
+from llamacpp import TOOLS_TEMPLATE
+
+from docdelta.gateway.servers import server_identity
 
 PROPS: dict[str, Any] = {
     "default_generation_settings": {"params": {"temperature": 0.8, "seed": 4294967295}, "n_ctx": 8192},

@@ -1,6 +1,6 @@
-"""The matrix example workflow, read statically (act is not run on it yet): plan -> run
-shards -> one aggregate job, reading only fields `docdelta plan` writes and passing only
-inputs action.yml declares."""
+"""The matrix example workflow, read statically (tests/e2e/test_act.py runs it under act):
+plan -> run shards -> one aggregate job, reading only fields the plan writes and passing
+only inputs action.yml declares."""
 
 from __future__ import annotations
 

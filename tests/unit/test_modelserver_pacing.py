@@ -10,9 +10,8 @@ from itertools import pairwise
 
 import httpx
 import pytest
-
-from docdelta.modelserver import ScriptedModelServer
-from docdelta.modelserver.script import Script, TextTurn
+from modelserver import ScriptedModelServer
+from modelserver.script import Script, TextTurn
 
 TEXT = "Paced like a model's tokens. " * 2  # 58 characters: 5 deltas of wire.CHUNK characters
 INTERVAL = 0.05

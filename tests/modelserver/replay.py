@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from docdelta.modelserver.wire import Call, Reply, Usage
+from modelserver.wire import Call, Reply, Usage
 
 TOOL_ALIASES: dict[str, tuple[str, ...]] = {
     "shell": ("Bash", "bash", "shell", "exec_command", "shell_command", "run_shell_command"),

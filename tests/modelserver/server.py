@@ -1,6 +1,6 @@
 """The scripted model server: HTTP on top of a `Replay`, recording every request it gets.
 
-Stdlib only, so it runs as `python3 -m docdelta.modelserver` in a container that holds
+Stdlib only, so it runs as `python3 -m modelserver` in a container that holds
 nothing but python3 and this package. Routes (a leading `/v1` is optional, so both an
 Anthropic base URL `http://host:port` and an OpenAI one `http://host:port/v1` work):
 
@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from docdelta.modelserver import wire
-from docdelta.modelserver.replay import CHARS_PER_TOKEN, Failure, Replay, check
+from modelserver import wire
+from modelserver.replay import CHARS_PER_TOKEN, Failure, Replay, check
 
 READY = "docdelta-modelserver listening on"
 """Printed to stderr (followed by the base URL) once the socket accepts connections."""

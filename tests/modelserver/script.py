@@ -97,16 +97,16 @@ class Script(_Model):
             raise ConfigError(
                 f"{path}: not a valid model-server script: {exc}",
                 hint="a script is {'name': ..., 'turns': [{'text': ...} | {'tool': ..., 'args': {...}} | "
-                "{'error': 429}]}; see docdelta.modelserver.script",
+                "{'error': 429}]}; see modelserver.script",
             ) from exc
 
 
 def site_files() -> dict[str, bytes]:
-    """The files (relative to a PYTHONPATH entry) that `python3 -m docdelta.modelserver`
-    needs in a container: this package minus its pydantic side, under an empty docdelta."""
+    """The files (relative to a PYTHONPATH entry) that `python3 -m modelserver` needs in a
+    container: this package minus its pydantic side."""
     package = Path(__file__).parent
-    files = {"docdelta/__init__.py": b""}
-    for source in sorted(package.glob("*.py")):
-        if source.name != "script.py":
-            files[f"docdelta/modelserver/{source.name}"] = source.read_bytes()
-    return files
+    return {
+        f"modelserver/{source.name}": source.read_bytes()
+        for source in sorted(package.glob("*.py"))
+        if source.name != "script.py"
+    }

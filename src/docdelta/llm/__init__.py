@@ -1,1 +1,0 @@
-"""A real local model server for the `llm` test tier and offline runs (see `llamacpp`)."""
