@@ -281,32 +281,38 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     push = json.loads(event_path("push").read_text())
     push.update(ref="refs/heads/main", after=demo.base_sha, deleted=False)  # EDIT: a push to main
     push["repository"]["default_branch"] = "main"  # EDIT: the demo repository's default branch
-    checks = len(fake.check_runs)
+    checks, comments = len(fake.check_runs), len(fake.requests("POST", r"/issues/\d+/comments"))
 
     log = stage.act("docdelta-push.yml", "push", push)
 
     assert "Traceback" not in log and "base arm saved to the results store (branch)" in log
     assert _outputs(log)["activity"] == "refresh"
-    (name, text), *more = stage.branch("docdelta-results").items()
-    assert not more and name.startswith("arms/")
-    arm = json.loads(text)
+    stored = stage.branch("docdelta-results")
+    arms = [name for name in stored if name.startswith("arms/")]
+    pools = [name for name in stored if name.startswith("pools/")]
+    assert len(arms) == 1 and len(pools) == 1 and len(stored) == 2, sorted(stored)
+    arm = json.loads(stored[arms[0]])
+    # ... and listed in the base-arm pool later PRs draw their control from (issue 13)
+    assert [b["source_commit"] for b in json.loads(stored[pools[0]])["batches"]] == [demo.base_sha]
     assert arm["source_commit"] == demo.base_sha and arm["key"]["condition"] == "base"
     cells = sorted((r["cell"]["task"], r["cell"]["condition"], r["cell"]["repeat"]) for r in arm["results"])
     assert cells == [(task, "base", 1) for task in sorted(arm["key"]["tasks"])] and len(cells) > 1
-    assert len(fake.check_runs) == checks and not fake.requests("POST", r"/issues/\d+/comments")
+    assert len(fake.check_runs) == checks  # the push posts nothing on any PR
+    assert len(fake.requests("POST", r"/issues/\d+/comments")) == comments
     tip = git(stage.remote, "rev-parse", "refs/heads/docdelta-results")
 
     # docdelta-fork-safe.yml on a fork's PR: nothing runs until a maintainer approves ...
     fork_head = "f" * 40  # the fork's commit exists only on GitHub, never in the base checkout
     fake.add_commit(fork_head, {"AGENTS.md": git(demo.path, "show", f"{demo.head_sha}:AGENTS.md").encode()})
     fake.add_pull(4, demo.base_sha, fork_head, [("AGENTS.md", "modified")])
+    reads = len(fake.requests("GET", r"/contents/.*"))
     log = stage.act("docdelta-fork-safe.yml", "pull_request_target", _fork_payload(
         "pull_request.opened", demo.base_sha, fork_head, 4))  # fmt: skip
 
     (waiting,) = (r for r in fake.check_runs if r["head_sha"] == fork_head)
     assert (waiting["status"], waiting["conclusion"]) == ("completed", "action_required")
     assert _outputs(log)["activity"] == "awaiting_approval" and "[1/" not in log
-    assert not fake.requests("GET", r"/contents/.*")  # not even the fork's files were read
+    assert len(fake.requests("GET", r"/contents/.*")) == reads  # not even the fork's files were read
 
     # ... and when one applies the label, the fork's AGENTS.md is read as data and evaluated;
     # the base arm comes from the data branch, which the PR run leaves as it was.

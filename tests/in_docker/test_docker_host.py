@@ -1,7 +1,7 @@
 """The docker sandbox runs on whatever engine DOCKER_HOST names (issue 14, part 4).
 
 The test starts a second dockerd of its own, reachable only through its own Unix socket:
-its own data root, exec root, pidfile and cgroup parent, no default bridge and no iptables
+its own network namespace, data root, exec root, pidfile and cgroup parent, no default bridge and no iptables
 or masquerading rules (the runs here need no network), so it shares nothing with the main
 engine. The base image goes in with `save` from the main engine and `load` into the second.
 A small matrix then runs with DOCKER_HOST pointing at the second engine: its image build,
@@ -52,6 +52,10 @@ def _start_dockerd(root: Path) -> subprocess.Popen[str]:
     """Start the second engine and return once it serves its API (it says so in its log);
     the rest of its log is drained to `root/dockerd.log` so the daemon never blocks on it."""
     argv = [
+        # Its own network namespace: a dockerd started with `--bridge none` deletes the host's
+        # `docker0` (it takes the default bridge for its own), which cut the main engine's
+        # default bridge out from under every later test. unshare execs dockerd (same pid).
+        "unshare", "--net", "--",
         DOCKERD,
         "--host", f"unix://{root}/docker.sock",
         "--data-root", str(root / "data"),
@@ -97,6 +101,7 @@ def second_engine(client: Any, base_image: str) -> Iterator[Engine]:
 
     # A short path: a Unix socket's path is limited to 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="dd-engine-", dir="/tmp"))
+    bridges = sorted(p.name for p in Path("/sys/class/net").iterdir() if not p.name.startswith("veth"))
     proc = _start_dockerd(root)
     try:
         second = docker.DockerClient(base_url=f"unix://{root}/docker.sock")
@@ -122,6 +127,8 @@ def second_engine(client: Any, base_image: str) -> Iterator[Engine]:
             cgroup.rmdir()
     assert not root.exists() and not Path(f"/proc/{proc.pid}").exists()
     assert _cgroup_parents(root) == []
+    # The main engine's network is untouched: its `docker0` was once deleted by this daemon.
+    assert sorted(p.name for p in Path("/sys/class/net").iterdir() if p.name in bridges) == bridges
 
 
 def _cgroup_parents(root: Path) -> list[Path]:
