@@ -25,6 +25,11 @@ JX = f"--junitxml={REPORT}"
     [
         # genai-prices' AGENTS.md, and other launchers of pytest
         ("uv run --frozen pytest", RunnerKind.pytest, f"uv run --frozen pytest {JX}"),
+        # genai-prices' `make test` recipe: pytest under coverage.py
+        ("uv run coverage run -m pytest tests/test_usage.py",
+         RunnerKind.pytest, f"uv run coverage run -m pytest {JX} tests/test_usage.py"),
+        ("coverage run --rcfile .coveragerc -p -m pytest",
+         RunnerKind.pytest, f"coverage run --rcfile .coveragerc -p -m pytest {JX}"),
         ("uv run --with pytest-xdist --python 3.12 pytest -n 2 tests",
          RunnerKind.pytest, f"uv run --with pytest-xdist --python 3.12 pytest {JX} -n 2 tests"),
         ("uv --directory pkg run -m pytest",
@@ -81,6 +86,8 @@ def test_real_commands_are_recognised_and_instrumented(
         "go vet ./...",
         "echo pytest",  # the word alone is not the runner
         "uv run --with pytest python tests.py",  # pytest is an option's value here
+        "coverage run tests.py",  # a script under coverage.py
+        "coverage report -m",
     ],
 )
 def test_commands_that_start_no_known_runner_need_a_declared_report(command: str) -> None:

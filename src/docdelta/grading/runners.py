@@ -263,6 +263,24 @@ def _runner_at(argv: Sequence[str], i: int, name: str) -> Recognised:
         return Recognised(RunnerKind.go_test, j + 1) if argv[j : j + 1] == ["test"] else _declared()
     if name in ("cargo", "cargo-nextest"):
         return _cargo(argv, i)
+    if name == "coverage":
+        return _coverage(argv, i)
+    return _declared()
+
+
+_COVERAGE_VALUES = _words("--rcfile --source --include --omit --data-file --context --concurrency --debug")
+
+
+def _coverage(argv: Sequence[str], i: int) -> Recognised:
+    """`coverage run [options] -m pytest ...`: pytest under coverage.py, as a project's
+    `make test` often runs it (genai-prices' does); a script under coverage is no runner."""
+    if argv[i + 1 : i + 2] != ["run"]:
+        return _declared()
+    k = i + 2
+    while k < len(argv) and argv[k].startswith("-"):
+        if argv[k] == "-m":
+            return Recognised(RunnerKind.pytest, k + 2) if argv[k + 1 : k + 2] == ["pytest"] else _declared()
+        k += 2 if argv[k] in _COVERAGE_VALUES else 1
     return _declared()
 
 
