@@ -46,7 +46,11 @@ CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("DOCDELTA_REAL_ENVS", Path.home() / ".cache" / "docdelta" / "real-envs"))
+    """Where the environments are built. As root not under `$HOME`: the sandboxes show them at
+    the same path, and a container's `/root` (0700) hides anything bind-mounted below it."""
+    home = Path.home() / ".cache" / "docdelta" / "real-envs"
+    default = Path("/var/cache/docdelta/real-envs") if os.geteuid() == 0 else home
+    return Path(os.environ.get("DOCDELTA_REAL_ENVS", default))
 
 
 @dataclass(frozen=True)
