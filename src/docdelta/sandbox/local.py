@@ -115,35 +115,31 @@ _CHUNK = 65536
 @cache
 def _probe(bwrap: str) -> str | None:
     """None when `bwrap` can build a sandbox here, else its error; asked once per binary."""
-    namespaces, inside, _ = _identity(network=False)
     try:
-        done = subprocess.run(
-            [
-                bwrap,
-                *namespaces,
-                "--ro-bind",
-                "/usr",
-                "/usr",
-                *_system_links(),
-                "--",
-                *inside,
-                "/usr/bin/true",
-            ],
-            capture_output=True,
-            timeout=30,
-            check=False,
-            env={"PATH": SYSTEM_PATH},
-        )
+        done = _probe_run(bwrap, [], ["/usr/bin/true"])
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+
+
+def _probe_run(bwrap: str, mounts: list[str], argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """`argv` in a minimal sandbox (the system's /usr, plus `mounts`), as the agent's identity:
+    what both probes ask bwrap to build. Raises OSError or TimeoutExpired."""
+    namespaces, inside, _ = _identity(network=False)
+    return subprocess.run(
+        [bwrap, *namespaces, "--ro-bind", "/usr", "/usr", *_system_links(), *mounts, "--", *inside, *argv],
+        capture_output=True,
+        timeout=30,
+        check=False,
+        env={"PATH": SYSTEM_PATH},
+    )
 
 
 @cache
 def _can_overlay(bwrap: str) -> bool:
     """True when `bwrap` (0.10 or newer) can mount an overlay here, asked once per binary:
     the kernel may refuse overlayfs in a user namespace even where bwrap knows the flag."""
-    namespaces, inside, uid = _identity(network=False)
+    _, _, uid = _identity(network=False)
     with tempfile.TemporaryDirectory(prefix="docdelta-overlay-probe-") as tmp:
         lower, upper, work = (Path(tmp, name) for name in ("lower", "upper", "work"))
         for made in (lower, upper, work):
@@ -152,30 +148,8 @@ def _can_overlay(bwrap: str) -> bool:
         if os.geteuid() == 0:
             _give(Path(tmp), uid)
         try:
-            done = subprocess.run(
-                [
-                    bwrap,
-                    *namespaces,
-                    "--ro-bind",
-                    "/usr",
-                    "/usr",
-                    *_system_links(),
-                    "--perms",
-                    "0755",
-                    "--dir",
-                    "/view",
-                    *_overlay_args(lower, upper, work, "/view/repo"),
-                    "--",
-                    *inside,
-                    "/usr/bin/sh",
-                    "-c",
-                    "echo upper > /view/repo/file",
-                ],
-                capture_output=True,
-                timeout=30,
-                check=False,
-                env={"PATH": SYSTEM_PATH},
-            )
+            mounts = ["--perms", "0755", "--dir", "/view", *_overlay_args(lower, upper, work, "/view/repo")]
+            done = _probe_run(bwrap, mounts, ["/usr/bin/sh", "-c", "echo upper > /view/repo/file"])
         except (OSError, subprocess.TimeoutExpired):
             return False
         return done.returncode == 0 and (lower / "file").read_text() == "lower\n"
