@@ -59,20 +59,17 @@ enumerating them: partial scores make every split distinct, and a look must stay
 because the round loop and the power simulation take thousands of them."""
 MIN_ARM_RUNS = 2
 """Fewest runs per arm from which a task's spread (and so an interval) can be estimated."""
-AUTO_LOOK_SHARES = (1 / 6, 1 / 2, 1.0)
-"""`--repeats auto` looks after a sixth, half and all of the cap (4, 12, 24 at the default):
-few looks, because the union bound below charges each look a share of alpha; an early cheap
-first one, because it picks the suspect the round loop then focuses on (`docdelta.rounds`).
-Chosen on bench/bench_gate.py (one of three tasks 0.8 -> 0.3, 150 PRs each): (4, 12, 24)
-93% power at 72 runs; (6, 12, 24) 91% at 79; (4, 8, 16, 24) 83% at 75; cap 20 (4, 10, 20)
-75% at 79 and cap 16 61% at 67. A/A false regression 0-4% in all of them."""
-SPENDING_POWER = 1.0
-"""alpha t (1/6, 1/3 and 1/2 of alpha at the three looks); chosen on bench/bench_gate.py
-over t^1.5 and t^2, which spend less early: 89% against 93% power at the same runs."""
-FOCUS_P = 0.2
-"""After a look, the open tasks whose one-sided regression p at their latest look is at most
-this get the next rounds to themselves (`docdelta.rounds`): a real drop shows there early,
-and the other tasks wait instead of paying for rounds a failing gate would not need."""
+AUTO_LOOK_SHARES = (1 / 8, 5 / 12, 2 / 3, 1.0)
+"""`--repeats auto` looks after these shares of the cap (3, 10, 16, 24 at the default)."""
+AUTO_SPENT = (0.0, 0.5, 0.8, 1.0)
+"""The share of alpha spent by each of those looks (cumulative). The first look spends none:
+at 3 runs per arm no pass/fail outcome reaches alpha / 4 (the smallest one-sided mid-p is
+0.025), so it only tells the round loop which task to run next (`docdelta.rounds`). Half of
+alpha at the second look, where a real drop shows first, and the rest over the cap. Chosen on
+bench/bench_gate.py (one of three tasks 0.8 -> 0.3, 300 PRs each, focus one round at a time):
+(3, 10, 16, 24) spending (0, .5, .8, 1) 83% power at 65 runs; (3, 12, 24) (0, .7, 1) 84% at
+66; (3, 12, 24) (0, .6, 1) 81% at 71; the previous (4, 12, 24) spending (1/6, 1/2, 1) with
+every task running to each look 87% at 78. A/A false regression 2-3% in all of them."""
 POOLED = 0
 """The repeat number pooled control runs (earlier batches of the base arm) carry: before round 1."""
 
@@ -86,6 +83,9 @@ class Design:
     looks: tuple[int, ...]
     weights: tuple[float, ...]
     adaptive: bool
+    futility: bool = False
+    """Binding futility: after a look before the cap, a direction whose delta does not point
+    its way (head >= base for "regressed", head <= base for "improved") is closed for good."""
 
     @classmethod
     def fixed(cls, repeats: int) -> Design:
@@ -93,13 +93,16 @@ class Design:
 
     @classmethod
     def auto(cls, max_repeats: int = DEFAULT_MAX_REPEATS) -> Design:
-        """Looks at the AUTO_LOOK_SHARES of the cap (at least MIN_ARM_RUNS runs, distinct); by
-        look k the share t^SPENDING_POWER of alpha is spent, t = look / cap."""
-        looks = tuple(sorted({max(MIN_ARM_RUNS, round(share * max_repeats)) for share in AUTO_LOOK_SHARES}))
-        looks = tuple(n for n in looks if n <= max_repeats) or (max_repeats,)
-        spent = [(n / max_repeats) ** SPENDING_POWER for n in looks]
-        weights = tuple(b - a for a, b in zip([0.0, *spent], spent, strict=False))
-        return cls(looks, weights, adaptive=True)
+        """Looks at the AUTO_LOOK_SHARES of the cap (at least MIN_ARM_RUNS runs, distinct),
+        spending AUTO_SPENT of alpha by each; looks that round to one keep the larger share."""
+        spent: dict[int, float] = {}
+        for share, by in zip(AUTO_LOOK_SHARES, AUTO_SPENT, strict=True):
+            n = min(max_repeats, max(MIN_ARM_RUNS, round(share * max_repeats)))
+            spent[n] = max(spent.get(n, 0.0), by)
+        looks = tuple(sorted(spent))
+        cumulative = [spent[n] for n in looks]
+        weights = tuple(b - a for a, b in zip([0.0, *cumulative], cumulative, strict=False))
+        return cls(looks, weights, adaptive=True, futility=True)
 
     @property
     def cap(self) -> int:
@@ -116,7 +119,11 @@ class Design:
     def label(self) -> str:
         if not self.adaptive:
             return f"fixed {self.cap} repeats"
-        return f"auto, looks after rounds {', '.join(map(str, self.looks))}"
+        shown = [
+            f"{n} (allocation only)" if w == 0 else str(n)
+            for n, w in zip(self.looks, self.weights, strict=True)
+        ]
+        return f"auto, looks after rounds {', '.join(shown)}"
 
 
 # ------------------------------------------------------------------- input
@@ -164,8 +171,6 @@ class TaskDecision:
     p_improved: float
     interval: Interval | None
     """The equivalence (TOST) interval at the last look; None when an arm is too small."""
-    p_latest: float = 1.0
-    """Unadjusted one-sided regression p of this task's latest look: the round loop's focus."""
 
 
 @dataclass(frozen=True)
@@ -251,9 +256,9 @@ class _Seq:
     interval: Interval | None = None
     centre: float = 0.0
     se: float = 0.0
-    latest_lower: float = 1.0
-    """The one-sided regression p of the latest look alone, unadjusted: what the round loop
-    focuses on (never what a decision rests on)."""
+    closed_lower: bool = False
+    """Binding futility closed the regression direction: later looks cannot lower `lower`."""
+    closed_higher: bool = False
 
 
 def _look(
@@ -262,18 +267,25 @@ def _look(
     weight: float,
     *,
     final: bool,
+    futility: bool,
     alpha: float,
     band: float,
     seed: int,
 ) -> None:
     """Fold one look into `seq`. Equivalence is tested once, at the design's final look, with
-    all of alpha: stopping early for "no change" would buy little (it needs the most runs)."""
+    all of alpha: stopping early for "no change" would buy little (it needs the most runs).
+    With `futility`, a look before the cap whose delta does not point a direction's way closes
+    that direction (after this look's own test, which may still reject)."""
     test = stats.directional_test(strata, seed=seed, max_exact=MAX_EXACT_SUPPORT)
     if test is not None:
-        seq.latest_lower = test.lower
-        seq.lower = min(seq.lower, test.lower / weight)
-        seq.higher = min(seq.higher, test.higher / weight)
+        if weight > 0 and not seq.closed_lower:
+            seq.lower = min(seq.lower, test.lower / weight)
+        if weight > 0 and not seq.closed_higher:
+            seq.higher = min(seq.higher, test.higher / weight)
         seq.exact = seq.exact and test.exact
+        if futility and weight > 0 and not final:
+            seq.closed_lower = seq.closed_lower or test.statistic >= 0
+            seq.closed_higher = seq.closed_higher or test.statistic <= 0
     found = _interval(strata, alpha)
     if found is not None:
         seq.interval, seq.centre, seq.se = found
@@ -307,16 +319,35 @@ def _sequential(
     look on fewer runs than its n would be one more chance to reject that the union bound
     over looks does not pay for."""
     seqs = {name: _Seq() for name in [*usable, OVERALL]}
+    futility = design.adaptive and design.futility
     for i, (n, weight) in enumerate(looks):
         final = not design.adaptive or n == design.cap
         reached = {t: not design.adaptive or r.rounds >= n for t, r in usable.items()}
         strata = {t: r.upto(n) for t, r in usable.items()}
         for t, stratum in strata.items():
             if stratum[0] and stratum[1] and reached[t]:
-                _look(seqs[t], [stratum], weight, final=final, alpha=alpha, band=band, seed=seed + i)
+                _look(
+                    seqs[t],
+                    [stratum],
+                    weight,
+                    final=final,
+                    futility=futility,
+                    alpha=alpha,
+                    band=band,
+                    seed=seed + i,
+                )
         both = [s for s in strata.values() if s[0] and s[1]]
         if both and all(reached.values()):
-            _look(seqs[OVERALL], both, weight, final=final, alpha=alpha, band=band, seed=seed + i)
+            _look(
+                seqs[OVERALL],
+                both,
+                weight,
+                final=final,
+                futility=futility,
+                alpha=alpha,
+                band=band,
+                seed=seed + i,
+            )
     return seqs
 
 
@@ -375,7 +406,6 @@ def decide(
                 lower[t],
                 higher[t],
                 seqs[t].interval,
-                seqs[t].latest_lower,
             )
         )
 

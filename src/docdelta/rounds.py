@@ -1,19 +1,19 @@
 """Adaptive repeats (`--repeats auto`): run in rounds, stop each task once it is decided.
 
-A round holds one repeat of every active task in each arm, in a seeded shuffled order.
-Active are the open tasks, or only the suspects among them: after a look, a task whose
-latest one-sided regression p is at most `decision.FOCUS_P` gets the rounds to its next
-look to itself while the others wait (adaptive allocation: a real drop is settled on the
-task that shows it instead of paying for every task's rounds meanwhile). After each look
-(`decision.Design.auto`) the loop asks `decision.decide`
-— the very function the scorecard and the check use — and stops a task as soon as it is
-decided (a significant change, or equivalence inside the band), the whole experiment as
-soon as a task regresses (the gate fails whatever the other tasks do) or every task is
-decided, and otherwise adds rounds up to the cap. The decision's error rates hold however
-this loop chooses to stop (see `docdelta.decision`), which is what makes stopping early
-safe.
+A round holds one repeat of a task in each arm, in a seeded shuffled order. Every task runs
+to the first look together; after it the budget goes to the most suspect open task, one
+round at a time (`_next_batch`): the one whose runs so far give the smallest one-sided
+regression p. A real drop is settled on the task that shows it while the others wait, and a
+task that stops looking suspect hands the next round to another. Whenever a task reaches
+one of its looks (`decision.Design.auto`) the loop asks `decision.decide` — the very
+function the scorecard and the check use — and stops a task as soon as it is decided (a
+significant change, or equivalence inside the band), the whole experiment as soon as a task
+regresses (the gate fails whatever the other tasks do) or no change is shown, and otherwise
+runs on up to the cap. Decisions are taken only at a task's looks, on its first n rounds, so
+the allocation may read anything: the decision's error rates hold however this loop
+chooses which task runs or when it stops (see `docdelta.decision`).
 
-The loop only knows two callables: `execute(cells)` runs one round of cells (the real
+The loop only knows two callables: `execute(cells)` runs one batch of cells (the real
 `Runner.run`, or the simulated agents of `docdelta.power`) and `observe()` reads back the
 graded scores, so the CLI and the bench run one and the same loop.
 """
@@ -26,12 +26,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from docdelta import stats
-from docdelta.decision import FOCUS_P, Decision, Design, TaskRuns, decide
+from docdelta.decision import Decision, Design, TaskRuns, decide
 from docdelta.models import Cell, PooledControl, RunResult
 from docdelta.planning import Experiment
 from docdelta.report.summary import design_of, task_runs
 from docdelta.runner import MatrixReport, Runner
 
+FOCUS_STEP = 1
+"""Rounds the most suspect task runs before the suspects are ranked again. One round (two
+runs) costs parallelism under --jobs but runs: on bench/bench_gate.py's drop, 65 runs per PR
+against 70 with three rounds and 76 with a whole look at a time, at the same power."""
 Execute = Callable[[list[Cell]], str | None]
 """Runs one round of cells; returns why the run had to stop (spend cap, rate limit) or None."""
 Observe = Callable[[], Mapping[str, TaskRuns]]
@@ -57,15 +61,30 @@ def round_cells(repeats: Mapping[str, int], conditions: Sequence[str], seed: int
     return cells
 
 
-def _active(open_tasks: Sequence[str], decision: Decision | None, rounds: Mapping[str, int]) -> list[str]:
-    """The tasks the next rounds are for: the open suspects (latest one-sided regression p at
-    most FOCUS_P) when there are any, else every open task. A task that waits keeps its
-    runs and resumes as soon as no suspect is left; its looks come at the same run counts."""
-    if decision is None:
-        return list(open_tasks)
-    latest = {d.task: d.p_latest for d in decision.tasks}
-    suspects = [t for t in open_tasks if latest.get(t, 1.0) <= FOCUS_P]
-    return suspects or list(open_tasks)
+def _suspicion(runs: TaskRuns) -> tuple[float, int]:
+    """How strongly a task's runs so far point to a regression: its one-sided regression mid-p
+    on all of them (1 without runs in both arms), then its rounds (fewer first). Only the
+    allocation reads it; decisions are taken at looks alone."""
+    test = stats.directional_test([runs.upto(runs.rounds)])
+    return (1.0 if test is None else test.lower), runs.rounds
+
+
+def _next_batch(
+    open_tasks: Sequence[str], rounds: Mapping[str, int], design: Design, observe: Observe
+) -> dict[str, int]:
+    """Rounds to run next, as task -> the round to reach: every open task to the first look
+    together; after it, the most suspect open task (`_suspicion`) alone, FOCUS_STEP rounds or to
+    its next look, whichever comes first. Empty when every open task is at the cap."""
+    behind = {t: design.looks[0] for t in open_tasks if rounds[t] < design.looks[0]}
+    if behind:
+        return behind
+    below = [t for t in open_tasks if rounds[t] < design.cap]
+    if not below:
+        return {}
+    seen = observe()
+    focus = min(below, key=lambda t: (*_suspicion(seen[t]), t) if t in seen else (1.0, rounds[t], t))
+    look = min(n for n in design.looks if n > rounds[focus])
+    return {focus: min(look, rounds[focus] + FOCUS_STEP)}
 
 
 def run_rounds(
@@ -82,30 +101,27 @@ def run_rounds(
     """Run rounds of `conditions` (every arm this PR pays for; a pooled control arm is
     simply left out of them) until the decision needs no more, or the cap.
 
-    Between looks the active tasks (`_active`) run one round at a time up to their next
-    look; then `decide` rules on everything seen. The experiment ends when a task regresses
-    (the gate fails whatever the rest do), when no change is shown, when every task is
-    decided, or when every open task is at the cap."""
+    `_next_batch` says which tasks run next; whenever a task reaches one of its looks,
+    `decide` rules on everything seen. The experiment ends when a task regresses (the gate
+    fails whatever the rest do), when no change is shown, when every task is decided, or
+    when every open task is at the cap."""
     open_tasks = list(tasks)
     rounds = dict.fromkeys(tasks, 0)
     runs = 0
     decision: Decision | None = None
     stopped: str | None = None
     while stopped is None:
-        active = [t for t in _active(open_tasks, decision, rounds) if rounds[t] < design.cap]
-        if not active:
-            active = [t for t in open_tasks if rounds[t] < design.cap]
-        if not active:
+        batch = _next_batch(open_tasks, rounds, design, observe)
+        if not batch:
             break
-        target = {t: min(n for n in design.looks if n > rounds[t]) for t in active}
-        while stopped is None and any(rounds[t] < target[t] for t in active):
-            step = {t: rounds[t] + 1 for t in active if rounds[t] < target[t]}
+        while stopped is None and any(rounds[t] < n for t, n in batch.items()):
+            step = {t: rounds[t] + 1 for t, n in batch.items() if rounds[t] < n}
             cells = round_cells(step, conditions, seed)
             stopped = execute(cells)
             runs += len(cells)
             rounds.update(step)
-        if stopped is not None:
-            break
+        if stopped is not None or not any(rounds[t] in design.looks for t in batch):
+            continue
         decision = decide(observe(), design, alpha=alpha, band=band, seed=seed)
         if decision is None:
             continue

@@ -93,12 +93,14 @@ def test_the_regression_p_never_falls_when_head_passes_more_or_base_passes_less(
 
 
 def test_the_round_loop_gives_a_suspect_task_the_rounds_while_the_others_wait() -> None:
-    """Task a: head always fails, base always passes; task b: an identical coin. After the first
-    look (round 2 of cap 12) a is the suspect and runs alone to its next look, where it
-    regresses: b's runs stop at 2 instead of 6."""
+    """Task a: head always fails, base always passes; task b: an identical coin. After the
+    first look (round 2 of cap 12, allocation only) a is the most suspect and runs alone, one
+    round at a time, to its next look, where it regresses: b's runs stop at 2."""
     runs: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    batches: list[set[str]] = []
 
     def execute(cells: list[Cell]) -> str | None:
+        batches.append({c.task for c in cells})
         for c in cells:
             value = (0.0 if c.condition == "head" else 1.0) if c.task == "a" else float(c.repeat % 2)
             runs.setdefault((c.task, c.condition), []).append((c.repeat, value))
@@ -111,8 +113,9 @@ def test_the_round_loop_gives_a_suspect_task_the_rounds_while_the_others_wait() 
         }
 
     design = Design.auto(12)
-    assert design.looks == (2, 6, 12)
+    assert design.looks == (2, 5, 8, 12) and design.weights[0] == 0
     out = run_rounds(["a", "b"], ["head", "base"], design, execute, observe)
     assert out.decision is not None and out.decision.kind == "regressed"
     assert out.decision.decided_by[0] == "a"
-    assert out.rounds == {"a": 6, "b": 2} and out.runs == 2 * (6 + 2)
+    assert out.rounds == {"a": 5, "b": 2} and out.runs == 2 * (5 + 2)
+    assert batches[2:] == [{"a"}] * 3
