@@ -15,9 +15,12 @@ Two backends store entries as bytes under that name (`ArmStore`):
 Reuse = `restore` copies the cached results into the run's `ResultStore` before the
 runner starts, so its resume logic skips those cells.
 
-Pooling = every complete base arm `save` stores is also listed in its pool (`PoolIndex`,
-named by the key without the seed and the repeat count: the same sealed source, overlay,
-tasks, agent and version, model, sandbox, image, bounds and docdelta version). `pool`
+Pooling = every complete base arm `save` stores is also listed in its pool, one member entry
+per batch (`pools/<pool>/<arm>.json`, a `PoolBatch`; the pool is named by the key without the
+seed and the repeat count: the same sealed source, overlay, tasks, agent and version, model,
+sandbox, image, bounds and docdelta version). One file per member, not one index rewritten by
+every save: two runs saving at once each add their own file, where a read-modify-write of a
+shared index let the later push drop the other's entry. `pool`
 gathers the earlier batches of this experiment's base arm as extra control runs, newest
 first, and stops at the first batch that differs from the newer ones (a drift check per
 batch; the comment shows it when it fires): the control's estimate sharpens PR after PR
@@ -133,8 +136,13 @@ class Reuse:
 
 # ------------------------------------------------------------------ backends
 def entry_path(name: str) -> str:
-    """Where a backend keeps an entry: `pools/` for pool indexes, `arms/` for arms."""
+    """Where a backend keeps an entry: `pools/` for pools (`<pool>/<arm>` names a member,
+    `<pool>` alone a pool index of earlier versions), `arms/` for arms."""
     return f"pools/{name}.json" if name.startswith(POOL_PREFIX) else f"arms/{name}.json"
+
+
+def member_name(pool_digest: str, digest: str) -> str:
+    return f"{pool_digest}/{digest}"
 
 
 class ArmStore(Protocol):
@@ -144,6 +152,10 @@ class ArmStore(Protocol):
     def put(self, digest: str, data: bytes) -> None: ...
     def recent(self, limit: int) -> list[bytes]:
         """Up to `limit` entries, newest first (the forecast's history)."""
+        ...
+
+    def members(self, pool_digest: str) -> list[bytes]:
+        """Every member entry of the pool (`member_name`), in no particular order."""
         ...
 
 
@@ -159,6 +171,9 @@ class DirectoryStore:
     def get(self, digest: str) -> bytes | None:
         path = self._path(digest)
         return path.read_bytes() if path.is_file() else None
+
+    def members(self, pool_digest: str) -> list[bytes]:
+        return [p.read_bytes() for p in sorted((self.root / "pools" / pool_digest).glob("*.json"))]
 
     def recent(self, limit: int) -> list[bytes]:
         entries = sorted((self.root / "arms").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -226,6 +241,17 @@ class BranchStore:
             return None
         proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:{entry_path(digest)}")
         return proc.stdout if proc.returncode == 0 else None
+
+    def members(self, pool_digest: str) -> list[bytes]:
+        if not self._fetched:
+            self._fetch()
+        if not self._tip():
+            return []
+        listed = run_git(self.root, "ls-tree", "-r", "--name-only", self.ref, "--", f"pools/{pool_digest}/")
+        found = (
+            run_git(self.root, "cat-file", "blob", f"{self.ref}:{n}") for n in listed.stdout.decode().split()
+        )
+        return [proc.stdout for proc in found if proc.returncode == 0]
 
     def recent(self, limit: int) -> list[bytes]:
         """The entries the branch's newest commits added (one entry per commit)."""
@@ -320,39 +346,45 @@ def save(backend: ArmStore, exp: Experiment, results: Sequence[RunResult], condi
         key=key, source_commit=exp.manifest.source_sha, results=sorted(arm, key=lambda r: r.cell.key)
     )
     backend.put(key.digest, entry.model_dump_json().encode())
-    index = _pool_index(backend, key.pool_digest)
-    if all(b.digest != key.digest for b in index.batches):
-        batch = PoolBatch(
-            digest=key.digest,
-            source_commit=exp.manifest.source_sha,
-            finished_at=max(r.finished_at for r in arm),
-            runs=len(arm),
-        )
-        index = PoolIndex(pool=key.pool_digest, batches=[*index.batches, batch])
-        backend.put(key.pool_digest, index.model_dump_json().encode())
+    batch = PoolBatch(
+        digest=key.digest,
+        source_commit=exp.manifest.source_sha,
+        finished_at=max(r.finished_at for r in arm),
+        runs=len(arm),
+    )
+    backend.put(member_name(key.pool_digest, key.digest), batch.model_dump_json().encode())
     return True
 
 
 # --------------------------------------------------------------------- pool
 class PoolIndex(Frozen):
-    """The complete batches of one arm across PRs, in the order they were saved."""
+    """The one index file per pool that docdelta 0.x rewrote on every save: still read, so the
+    batches a data branch listed there stay pooled; never written."""
 
     schema_version: int = SCHEMA_VERSION
     pool: str
     batches: list[PoolBatch] = Field(default_factory=list)
 
 
-def _pool_index(backend: ArmStore, digest: str) -> PoolIndex:
-    data = backend.get(digest)
-    if data is not None:
+def pool_batches(backend: ArmStore, digest: str) -> list[PoolBatch]:
+    """The pool's batches: its member entries and an earlier version's index, once each; an
+    entry that does not validate is skipped (and logged), never trusted."""
+    found: dict[str, PoolBatch] = {}
+    legacy = backend.get(digest)
+    if legacy is not None:
         try:
-            index = PoolIndex.model_validate_json(data)
-            if index.pool == digest:
-                return index
+            index = PoolIndex.model_validate_json(legacy)
+            found.update((b.digest, b) for b in index.batches if index.pool == digest)
         except ValidationError:
-            pass
-        log.warning("pool index %s is not valid; starting it again", digest[:17])
-    return PoolIndex(pool=digest)
+            log.warning("pool index %s is not valid; ignored", digest[:17])
+    for data in backend.members(digest):
+        try:
+            batch = PoolBatch.model_validate_json(data)
+        except ValidationError:
+            log.warning("a member entry of pool %s is not valid; ignored", digest[:17])
+            continue
+        found.setdefault(batch.digest, batch)
+    return list(found.values())
 
 
 def _batch(backend: ArmStore, batch: PoolBatch, key: ArmKey) -> list[RunResult]:
@@ -392,11 +424,11 @@ def pool(backend: ArmStore, exp: Experiment, condition: str) -> PooledControl | 
     """Earlier complete batches of this arm (not the one this run itself reuses or will save),
     newest first, up to the first that drifted from the newer ones; None when there is none."""
     key = arm_key(exp, condition)
-    index = _pool_index(backend, key.pool_digest)
+    batches = pool_batches(backend, key.pool_digest)
     taken: list[PoolBatch] = []
     runs: list[RunResult] = []
     drift: PoolDrift | None = None
-    for batch in sorted(index.batches, key=lambda b: b.finished_at, reverse=True):
+    for batch in sorted(batches, key=lambda b: b.finished_at, reverse=True):
         if batch.digest == key.digest:
             continue  # this experiment's own arm: restored into the store, not pooled twice
         found = _batch(backend, batch, key)

@@ -22,15 +22,28 @@ from fakegithub import FakeGitHub, event_path
 
 import docdelta
 from docdelta import app
-from docdelta.cache import BranchStore, CachedArm, DirectoryStore, token_auth
+from docdelta.cache import (
+    POOL_PREFIX,
+    BranchStore,
+    CachedArm,
+    DirectoryStore,
+    arm_key,
+    pool,
+    save,
+    token_auth,
+)
+from docdelta.config import load_project_config
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import InfraError
-from docdelta.git import overlay_commit, run_git
+from docdelta.git import Repo, overlay_commit, run_git
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import RunResult
+from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.settings import ActionSettings, input_variable
+from docdelta.store import ResultStore
+from docdelta.wiring import AgentChoice, build_agent
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -122,7 +135,7 @@ def test_a_push_stores_the_base_arm_on_a_data_branch_and_a_pr_on_that_base_reuse
     origin = tmp_path / "origin.git"
     everything = _git(origin, "ls-tree", "-r", "--name-only", "refs/heads/docdelta-results").split()
     listing = [name for name in everything if name.startswith("arms/")]
-    assert len(listing) == 1 and len(everything) == 2  # the arm, and its pool's index
+    assert len(listing) == 1 and len(everything) == 2  # the arm, and its pool member entry
     pushed = _git(origin, "rev-list", "--count", "refs/heads/docdelta-results")
     entry = CachedArm.model_validate_json(_git(origin, "show", f"refs/heads/docdelta-results:{listing[0]}"))
     assert {r.cell.condition for r in entry.results} == {"base"}
@@ -242,8 +255,8 @@ def test_earlier_base_batches_are_pooled_into_the_control_until_one_drifted(
     third_body = pr(22, "3")
     assert "- base arm pooled: 8 earlier runs from 1 batch" in third_body
     assert "- drift: the base batch of " in third_body and "pooling stopped there" in third_body
-    index = list((cache / "pools").glob("pool-*.json"))
-    assert len(index) == 1 and len(json.loads(index[0].read_text())["batches"]) == 3
+    (folder,) = (cache / "pools").glob("pool-*")
+    assert len(list(folder.glob("*.json"))) == 3  # one member entry per batch, no shared index
 
 
 def flipped_score(newer: dict[str, RunResult], run: RunResult) -> float:
@@ -333,3 +346,67 @@ def test_a_checkout_without_persisted_credentials_reads_the_results_branch_with_
     assert "ghs_private_token" not in str(err.value)
     _git(ws, "config", f"http.{url}/.extraheader", "AUTHORIZATION: basic persisted")
     assert token_auth(ws, url, "ghs_private_token") == {}  # actions/checkout's header is enough
+
+
+class _HeldStore(BranchStore):
+    """A real data-branch store whose pool writes wait at a barrier shared with another saver:
+    both have read what they read before either writes its pool entry (the race, made sure)."""
+
+    def __init__(self, root: Path, barrier: threading.Barrier) -> None:
+        super().__init__(root, "docdelta-results")
+        self.barrier = barrier
+
+    def put(self, digest: str, data: bytes) -> None:
+        if digest.startswith(POOL_PREFIX):
+            self.barrier.wait(timeout=60)
+        super().put(digest, data)
+
+
+def test_two_saves_racing_on_the_data_branch_both_join_the_pool(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    """Two trusted runs save base batches of one arm (other seeds) to the data branch at once:
+    each must be in the pool afterwards, the later PR pools both."""
+    ws, demo = workspace
+    head = _docs_only_head(ws, demo.head_sha, b"# Agents\nUse `nox -s race`.\n")
+    fake.add_pull(30, demo.head_sha, head, [("CLAUDE.md", "added")])
+    event = _pr_event(tmp_path, 30, demo.head_sha, head)
+    result, log = _act(tmp_path, ws, fake, "pull_request", event, f"dir:{tmp_path / 'cache'}")
+    assert result.activity == "evaluate", log
+    (arm,) = (tmp_path / "cache" / "arms").glob("*.json")
+    results = CachedArm.model_validate_json(arm.read_text()).results
+
+    repo = Repo(ws)
+    config = load_project_config(repo, demo.head_sha)
+    agent = build_agent(AgentChoice("fake"))
+
+    def experiment(seed: int) -> Experiment:
+        request = ExperimentRequest(
+            base=demo.head_sha, head=head, tasks_dir=ws / ".docdelta" / "tasks",
+            conditions=("base", "head"), repeats=2, seed=seed,
+        )  # fmt: skip
+        exp = prepare(repo, request, config=config, store=ResultStore(tmp_path / f"work-{seed}"),
+                      agent=agent, sandbox="local")  # fmt: skip
+        assert exp is not None
+        return exp
+
+    other = tmp_path / "other"
+    _git(tmp_path, "clone", "--quiet", str(tmp_path / "origin.git"), str(other))
+    barrier = threading.Barrier(2)
+    stores = [_HeldStore(ws, barrier), _HeldStore(other, barrier)]
+    exps = [experiment(41), experiment(42)]
+    saved: list[bool] = []
+    threads = [
+        threading.Thread(target=lambda s=s, e=e: saved.append(save(s, e, results, "base")))
+        for s, e in zip(stores, exps, strict=True)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert saved == [True, True]
+    pooled = pool(BranchStore(ws, "docdelta-results"), experiment(43), "base")
+    assert pooled is not None
+    assert {b.digest for b in pooled.batches} == {arm_key(e, "base").digest for e in exps}
+    assert len(pooled.results) == 2 * len(results)
