@@ -529,6 +529,7 @@ def _run_matrix(
         source=source,
         patch=settings.patch,
         max_runs=settings.max_runs,
+        skip_base_from=None if refresh else settings.skip_base_from,
         refresh=refresh,
     )
     # The fork-safe workflow checks out with `persist-credentials: false`: on a private

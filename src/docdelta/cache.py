@@ -340,7 +340,7 @@ def save(backend: ArmStore, exp: Experiment, results: Sequence[RunResult], condi
     key = arm_key(exp, condition)
     arm = [r for r in results if r.cell.condition == condition and r.status is not RunStatus.infra_error]
     planned = {c.key for c in exp.manifest.order if c.condition == condition}
-    if {r.cell.key for r in arm} != planned:
+    if not planned or {r.cell.key for r in arm} != planned:
         return False
     entry = CachedArm(
         key=key, source_commit=exp.manifest.source_sha, results=sorted(arm, key=lambda r: r.cell.key)

@@ -226,6 +226,7 @@ def _evaluate(
         )
     )
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
+    cache = deps.cache
     reused = None
     provider, image_digest = build_provider(
         SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
@@ -246,12 +247,13 @@ def _evaluate(
             sandbox=options.sandbox,
             image_digest=image_digest,
             bounds=run_bounds(options, agent, config.gateway),
+            control=None if cache is None else lambda e: pool(cache, e, BASE),
         )
         if exp is None:
             return None
-        if deps.cache is not None:
-            reused = restore(deps.cache, exp, store, BASE)
-        pooled = pool(deps.cache, exp, BASE) if deps.cache is not None else None
+        if cache is not None:
+            reused = restore(cache, exp, store, BASE)
+        pooled = exp.pooled
         write_pooled(store, pooled)
         runner = Runner(
             store,

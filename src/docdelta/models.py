@@ -572,6 +572,10 @@ class Manifest(Frozen):
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
     holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
+    pooled_only: list[str] = Field(
+        default=[],
+        description="conditions this plan runs none of: their control is the pooled earlier batches",
+    )
     created_at: datetime
 
     def identity(self) -> str:
@@ -792,6 +796,8 @@ class PoolSummary(Frozen):
     batches: list[PoolBatch]
     since: datetime
     drift: PoolDrift | None = None
+    only: bool = False
+    """The plan ran no base arm of its own: the pooled runs are the whole control."""
 
 
 class Summary(Frozen):

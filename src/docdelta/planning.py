@@ -11,8 +11,9 @@ another one.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +35,7 @@ from docdelta.models import (
     Cell,
     Detection,
     Manifest,
+    PooledControl,
     RunBounds,
     sha256_hex,
 )
@@ -56,6 +58,8 @@ class Experiment:
     """Change tasks' hidden tests and reference, read from trusted copies at prepare time."""
     task_checkouts: dict[str, dict[str, SealedCheckout]] = field(default_factory=dict)
     """Change tasks that name their own source commit: condition -> a checkout of that commit."""
+    pooled: PooledControl | None = None
+    """Earlier batches of the base arm from the results store, pooled into the control."""
 
     def checkout(self, task_id: str, condition: str) -> SealedCheckout:
         """The sealed checkout a cell runs on: its task's own source commit, else the
@@ -91,6 +95,9 @@ class ExperimentRequest:
     """Conditions built by the caller (an ablation's variants), by name; each named in `conditions`."""
     require_change: bool = True
     """False: evaluate even when base and head hold the same instruction files (ablation)."""
+    skip_base_from: int | None = None
+    """Plan no base runs when the results store pools at least this many earlier base runs of
+    every task (None: always run the base arm)."""
     refresh: bool = False
     """The base arm alone, stored for later PRs (the Action on a push to the default branch):
     a gold quote may stand only in the head such a PR brings, so citations are checked by each
@@ -138,12 +145,15 @@ def prepare(
     sandbox: str,
     image_digest: str | None = None,
     bounds: RunBounds | None = None,
+    control: Callable[[Experiment], PooledControl | None] | None = None,
 ) -> Experiment | None:
     """Resolve refs, detect, load and check tasks, seal one checkout per condition and
     write the manifest. Returns None when no instruction file changed.
 
     `config` must come from the trusted base ref (`load_project_config(repo, base)`):
-    the PR head, maybe a fork, must not steer its own evaluation."""
+    the PR head, maybe a fork, must not steer its own evaluation. `control` finds the earlier
+    base batches to pool (`cache.pool`); with enough of them (`ExperimentRequest.skip_base_from`)
+    the plan leaves the base arm out (`skip_pooled_arm`)."""
     if request.repeats < 1:
         raise ConfigError("--repeats must be at least 1", hint="use --repeats 3 or more for statistics")
     try:
@@ -215,11 +225,28 @@ def prepare(
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         created_at=datetime.now(UTC),
     )
-    _check_same_experiment(store, manifest)
-    store.write_manifest(manifest)
-    store.write_detection(detection)
     task_checkouts = {tid: by_source[sha] for tid, sha in task_sources.items()}
-    return Experiment(repo.name, manifest, detection, tasks, checkouts, assets, task_checkouts)
+    exp = Experiment(repo.name, manifest, detection, tasks, checkouts, assets, task_checkouts)
+    if control is not None:
+        exp = skip_pooled_arm(replace(exp, pooled=control(exp)), request.skip_base_from)
+    _check_same_experiment(store, exp.manifest)
+    store.write_manifest(exp.manifest)
+    store.write_detection(detection)
+    return exp
+
+
+def skip_pooled_arm(exp: Experiment, at_least: int | None) -> Experiment:
+    """The plan without base cells when the pool holds at least `at_least` earlier base runs of
+    every task (no drift: `cache.pool` stops at the first drifted batch): the PR pays for its
+    head arm only. Recorded in the manifest (`pooled_only`), so a resume finds the same plan."""
+    m = exp.manifest
+    if at_least is None or exp.pooled is None or BASE not in {c.name for c in m.conditions}:
+        return exp
+    runs = Counter(r.cell.task for r in exp.pooled.results if r.score is not None)
+    if any(runs[t] < at_least for t in m.tasks):
+        return exp
+    order = [c for c in m.order if c.condition != BASE]
+    return replace(exp, manifest=m.model_copy(update={"order": order, "pooled_only": [BASE]}))
 
 
 def own_sources(repo: Repo, loaded: Sequence[LoadedTask], source_sha: str) -> dict[str, str]:

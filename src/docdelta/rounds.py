@@ -164,7 +164,7 @@ def run_matrix(
             grid[r.cell.task][r.cell.condition].append(r)
         return task_runs(grid, "head", "base", pooled.results if pooled else ())
 
-    conditions = [c.name for c in m.conditions]
+    conditions = [c.name for c in m.conditions if c.name not in m.pooled_only]
     run_rounds(
         sorted(m.tasks), conditions, design_of(m), execute, observe, alpha=alpha, band=band, seed=m.seed
     )

@@ -31,7 +31,12 @@ from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
 from docdelta.shard import GITHUB_MAX_JOBS
-from docdelta.validate import DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS, MAX_RUNS_WITHOUT_CONFIRMATION
+from docdelta.validate import (
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_MAX_REPEATS,
+    MAX_RUNS_WITHOUT_CONFIRMATION,
+    POOL_SKIP_BASE_FROM,
+)
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"
@@ -111,6 +116,11 @@ class ActionSettings(BaseModel):
     )
     approve_label: str = Field(default=DEFAULT_APPROVE_LABEL, min_length=1, max_length=50)
     results_store: StoreSpec = StoreSpec()
+    skip_base_from: int = Field(
+        default=POOL_SKIP_BASE_FROM,
+        ge=1,
+        description="run no base arm once the results store pools this many earlier base runs per task",
+    )
     results_path: Path
     pr_handoff: Path | None = Field(default=None, description="pr.json from the pull_request job")
     merge: Path | None = Field(
@@ -233,6 +243,7 @@ INPUTS: dict[str, str] = {
     "approve-label": "approve_label",
     "ca-bundle": "options.extra_ca",
     "results-store": "results_store",
+    "skip-base-from": "skip_base_from",
     "results-path": "results_path",
     "sandbox": "options.sandbox",
     "allow-network": "options.allow_network",

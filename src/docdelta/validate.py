@@ -26,6 +26,10 @@ AUTO = "auto"
 """`--repeats auto`: rounds of runs until each task is decided (docdelta.rounds)."""
 DEFAULT_MAX_REPEATS = 24
 """The cap of `--repeats auto`, per arm and task (its looks: `decision.AUTO_LOOK_SHARES`)."""
+POOL_SKIP_BASE_FROM = 30
+"""The Action's `skip-base-from`: with this many pooled base runs per task a PR runs head only.
+At 30, bench/bench_gate.py's head-only design at 5 repeats has about the power of a fixed
+10-repeat base+head design on a 0.8 -> 0.3 drop (42% against 44%) at a quarter of its runs."""
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 """The openai agent's per-turn output cap (`max_tokens`) unless `--max-output-tokens` says otherwise."""
 DEFAULT_MAX_PARALLEL = 20

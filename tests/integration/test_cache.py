@@ -39,7 +39,7 @@ from docdelta.git import Repo, overlay_commit, run_git
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import RunResult
+from docdelta.models import Manifest, RunResult
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.settings import ActionSettings, input_variable
 from docdelta.store import ResultStore
@@ -410,3 +410,43 @@ def test_two_saves_racing_on_the_data_branch_both_join_the_pool(
     assert pooled is not None
     assert {b.digest for b in pooled.batches} == {arm_key(e, "base").digest for e in exps}
     assert len(pooled.results) == 2 * len(results)
+
+
+@pytest.mark.timeout(400)  # two PR runs
+def test_a_pr_runs_no_base_arm_when_the_pool_holds_enough_base_runs(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    """The first PR on a base saves its base arm; the second (another seed, so no exact reuse)
+    finds 2 pooled base runs of every task, `skip-base-from: 2`: it plans and runs head and
+    none only, decides head against the pooled runs, and the comment says so."""
+    ws, demo = workspace
+    cache = tmp_path / "cache"
+    heads = [
+        _docs_only_head(ws, demo.head_sha, f"# Agents\nUse `nox -s skip{n}`.\n".encode()) for n in range(2)
+    ]
+    for number, head in enumerate(heads, 40):
+        fake.add_pull(number, demo.head_sha, head, [("CLAUDE.md", "added")])
+    bodies = []
+    for number, seed in ((40, "1"), (41, "2")):
+        event = _pr_event(tmp_path, number, demo.head_sha, heads[number - 40])
+        result, log = _act(
+            tmp_path, ws, fake, "pull_request", event, f"dir:{cache}", seed=seed, skip_base_from="2"
+        )
+        assert result.activity == "evaluate", log
+        bodies.append({c["issue"]: c["body"] for c in fake.comments}[number])
+
+    assert "base arm pooled" not in bodies[0]
+    assert "- base arm pooled: 8 earlier runs from 1 batch since " in bodies[1]
+    assert "are the whole control: this PR ran no base arm of its own" in bodies[1]
+    # the pooled runs are the base arm the comment shows (4 tasks x 2 runs), one line each
+    assert "no task has graded runs in both head and base" not in bodies[1]
+    assert "| **all tasks** | 7/8 → 8/8 | **+0.04 (noise band)** |" in bodies[1]
+    assert "the pool held enough runs of every task\n- A/A noise" in bodies[1]
+    second = (tmp_path / "summary-1.md").read_text()
+    assert second.startswith("### docdelta forecast\n\n- 16 runs planned, 0 already done, 16 to run\n")
+    (path,) = (tmp_path / "results-1").rglob("manifest.json")
+    workdir = path.parent
+    manifest = Manifest.model_validate_json(path.read_text())
+    assert manifest.pooled_only == ["base"] and {c.condition for c in manifest.order} == {"head", "none"}
+    assert not list(workdir.glob("runs/*/base/*/r*/result.json"))
+    assert len(list((cache / "arms").glob("*.json"))) == 1  # no empty base arm saved

@@ -273,11 +273,17 @@ def task_runs(
     }
 
 
-def _pool_summary(pooled: PooledControl | None) -> PoolSummary | None:
+def _pool_summary(pooled: PooledControl | None, manifest: Manifest) -> PoolSummary | None:
     if pooled is None:
         return None
     since = min(b.finished_at for b in pooled.batches)
-    return PoolSummary(runs=len(pooled.results), batches=pooled.batches, since=since, drift=pooled.drift)
+    return PoolSummary(
+        runs=len(pooled.results),
+        batches=pooled.batches,
+        since=since,
+        drift=pooled.drift,
+        only=BASE in manifest.pooled_only,
+    )
 
 
 def design_of(manifest: Manifest) -> decision.Design:
@@ -480,9 +486,6 @@ def summarize(
         grid[r.cell.task][r.cell.condition].append(r)
     task_ids = sorted(set(manifest.tasks) | set(grid))
     holdout = set(manifest.holdout)  # counted in every aggregate, never shown on their own
-    vs_base = _strata(grid, HEAD, BASE)
-    aa = _aa_noise(vs_base, manifest.repeats, manifest.seed)
-
     design = design_of(manifest)
     decisions = {
         c: decision.decide(
@@ -494,6 +497,11 @@ def summarize(
         )
         for c in (BASE, NONE)
     }
+    if pooled is not None and BASE in manifest.pooled_only:  # the pool is the base arm shown
+        for r in pooled.results:
+            grid[r.cell.task][BASE].append(r)
+    vs_base = _strata(grid, HEAD, BASE)
+    aa = _aa_noise(vs_base, manifest.repeats, manifest.seed)
     calls = {c: {t.task: t for t in d.tasks} if d else {} for c, d in decisions.items()}
 
     tasks = []
@@ -555,7 +563,7 @@ def summarize(
         verdict=verdicts[0],
         verdict_vs_none=verdicts[1],
         power=power,
-        pooled=_pool_summary(pooled),
+        pooled=_pool_summary(pooled, manifest),
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
         verdict_refused=refused,
