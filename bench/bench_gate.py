@@ -34,6 +34,9 @@ DROPPED, DROP_TO = 2, 0.3
 POOLED_BASE = 30
 FIXED, POOLED_HEAD = 10, 5
 POOLED_TARGET = 0.7
+EQUAL_POWER = 18
+"""The fixed design whose power on the drop is closest to auto's (83% at 300 PRs; 16 gave 79%):
+the one auto's saving is measured against."""
 GATE_HEAD = 10
 """The head size at which the gate itself (base estimated from the pooled runs, Holm over
 four hypotheses) first reaches POOLED_TARGET: 8 gave 65%, 10 gives 76%."""
@@ -93,6 +96,7 @@ def cases() -> list[Case]:
         Case("A/A auto, pass/fail", aa["bernoulli"], auto),
         Case("A/A auto, partial", aa["beta"], auto),
         Case("drop fixed 10", drop, Design.fixed(FIXED)),
+        Case(f"drop fixed {EQUAL_POWER}", drop, Design.fixed(EQUAL_POWER)),
         Case(f"drop fixed {DEFAULT_MAX_REPEATS}", drop, Design.fixed(DEFAULT_MAX_REPEATS)),
         Case("drop auto", drop, auto),
         Case(f"drop, {POOLED_BASE} pooled base, head fixed {POOLED_HEAD}", pooled, Design.fixed(POOLED_HEAD)),
@@ -149,7 +153,7 @@ def main() -> None:
             f"{sim.mean_runs:8.1f} {sim.fixed_runs:6d}  ({secs:.0f}s)"
         )
     r = {name: sim for name, (sim, _) in results.items()}
-    fixed, fixed_cap, auto = r["drop fixed 10"], r[f"drop fixed {DEFAULT_MAX_REPEATS}"], r["drop auto"]
+    fixed, fixed_cap, auto = r["drop fixed 10"], r[f"drop fixed {EQUAL_POWER}"], r["drop auto"]
     print("\ngoals (issue 13):")
     for name in (
         "A/A fixed 10, pass/fail",
@@ -172,7 +176,7 @@ def main() -> None:
     )
     saving = 1 - auto.mean_runs / fixed_cap.mean_runs
     print(
-        f"- auto vs the fixed design of equal power (fixed {DEFAULT_MAX_REPEATS}: "
+        f"- auto vs the fixed design of about equal power (fixed {EQUAL_POWER}: "
         f"{rate(fixed_cap, 'regressed')} vs auto {rate(auto, 'regressed')}; A/A false regression "
         f"{r['A/A auto, pass/fail'].rate('regressed'):.1%} vs fixed 10 "
         f"{r['A/A fixed 10, pass/fail'].rate('regressed'):.1%}): {saving:.0%} fewer runs; >= 40% "

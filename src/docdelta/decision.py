@@ -14,19 +14,23 @@ The procedure, and why this one:
   test). It holds for pass/fail and partial scores alike and assumes nothing but
   exchangeable runs within a task.
 * **Looks and optional stopping.** A design has a schedule of looks: one for a fixed
-  `--repeats N`; for `--repeats auto` three, at AUTO_LOOK_SHARES of `--max-repeats`. By
-  look k the share n_k / cap of alpha is spent (w_k is that look's increment: a linear,
-  Pocock-like spending function), and a hypothesis's sequential p-value is min_k p_k / w_k.
-  By the union bound P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the
-  experiment (a task stopped early, a task waiting while a suspect runs, rounds added where
-  it was unclear): its error rate holds under optional stopping. Group-sequential z
-  boundaries would spend less, but they rest on a normal approximation that 4-24 pass/fail
+  `--repeats N`; for `--repeats auto` four, at AUTO_LOOK_SHARES of `--max-repeats`, spending
+  AUTO_SPENT of alpha by each (w_k is that look's increment); a hypothesis's sequential
+  p-value is min_k p_k / w_k over the looks with w_k > 0. By the union bound
+  P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the experiment or picks the
+  task that runs next (`docdelta.rounds`), as long as look k sees a task's first n_k rounds:
+  its error rate holds under optional stopping and adaptive allocation. Binding futility
+  (`Design.futility`, on for auto) closes a direction once a look that spent alpha, before
+  the cap, shows the delta not pointing its way: it only removes rejections, so the bound
+  still holds and the real size falls. Group-sequential z
+  boundaries would spend less, but they rest on a normal approximation that 3-24 pass/fail
   runs per arm do not support and on equal information per look, which stopping tasks one
   by one breaks; always-valid e-values (betting
   martingales on paired head - base differences) hold without any of that, but for a
   0.8 -> 0.3 drop even the best bet known in advance grows by 0.23 nats per pair, so
   crossing 1 / (alpha / 4) = 80 takes 19 pairs or more, a learned bet many more: the
-  cost users balk at. The union bound over 3 looks costs less (bench/bench_gate.py).
+  cost users balk at. The union bound over the looks costs less (bench/bench_gate.py), and
+  its exact size is property-tested (tests/unit/test_gate_properties.py).
 * **Multiplicity.** Holm's step-down procedure at alpha over all hypotheses of one
   direction (tasks + overall), on their sequential p-values: the family-wise rate of a
   false regression (and, separately, of a false improvement) stays <= alpha under any

@@ -119,3 +119,42 @@ def test_the_round_loop_gives_a_suspect_task_the_rounds_while_the_others_wait() 
     assert out.decision.decided_by[0] == "a"
     assert out.rounds == {"a": 5, "b": 2} and out.runs == 2 * (5 + 2)
     assert batches[2:] == [{"a"}] * 3
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=st.floats(0.05, 0.95), alpha=st.sampled_from([0.05, 0.1]))
+def test_the_auto_designs_regression_call_has_size_at_most_alpha_under_any_stopping(
+    p: float, alpha: float
+) -> None:
+    """One pass/fail task, both arms at rate p, the auto design of cap 8 (looks 2 for allocation
+    only, 3, 5, 8; binding futility): every path of pass counts at the looks, weighed by its
+    probability. A path counts as a false regression if `decide` calls "regressed" at ANY of its
+    looks, so the sum bounds the size under every stopping and allocation rule the round loop
+    could use (each stops a path at some look, or earlier): it must not exceed alpha."""
+    design = Design.auto(8)
+    assert design.looks == (2, 3, 5, 8) and design.weights[0] == 0
+    steps = [b - a for a, b in zip((0, *design.looks), design.looks, strict=False)]
+
+    def runs(counts: tuple[int, ...]) -> tuple[tuple[int, float], ...]:
+        out: list[float] = []
+        for passes, m in zip(counts, steps, strict=False):
+            out += [1.0] * passes + [0.0] * (m - passes)
+        return tuple(enumerate(out, 1))
+
+    def regressed(head: tuple[int, ...], base: tuple[int, ...]) -> bool:
+        d = decide({"a": TaskRuns(runs(head), runs(base))}, design, alpha=alpha)
+        return d is not None and d.kind == "regressed"
+
+    def walk(k: int, head: tuple[int, ...], base: tuple[int, ...], weight: float) -> float:
+        if k and regressed(head, base):
+            return weight  # rejected at look k: whatever follows, this path is a false alarm
+        if k == len(steps):
+            return 0.0
+        m = steps[k]
+        return sum(
+            walk(k + 1, (*head, x), (*base, y), weight * float(binom.pmf(x, m, p) * binom.pmf(y, m, p)))
+            for x in range(m + 1)
+            for y in range(m + 1)
+        )
+
+    assert walk(0, (), (), 1.0) <= alpha
