@@ -26,7 +26,7 @@ from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models import DEFAULT_CONDITIONS, HEAD
+from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
 from docdelta.sandbox import provider_names
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
@@ -288,7 +288,18 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
             metavar="DIR",
             help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
         )
-    r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    r.add_argument(
+        "--conditions",
+        type=_arg(validate.condition_list),
+        help="comma-separated (default base,head,none; with --arms: only the arms unless given)",
+    )
+    r.add_argument(
+        "--arms",
+        type=_arg(_parse_arms),
+        help="arms that vary the agent, model or context: NAME:field=value,...;NAME:... with fields "
+        "condition, agent, agent_cmd, model, overlay (a directory laid over the checkout), vs "
+        "(e.g. small:model=s;large:model=l); default: .docdelta.yml's arms, added to the conditions",
+    )
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument(
         "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
@@ -478,14 +489,25 @@ def _diff_text(stream: BinaryIO) -> str:
         return stream.read().decode("utf-8", errors="replace")
 
 
+def _parse_arms(text: str) -> list[ArmSpec]:
+    from docdelta.arms import parse_arms  # statistics are imported only when arms are given
+
+    return parse_arms(text)
+
+
 def _run(args: argparse.Namespace) -> int:
     from docdelta.planning import ExperimentRequest
 
+    arms = args.arms or []
+    conditions = args.conditions if args.conditions is not None else [] if arms else list(DEFAULT_CONDITIONS)
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
         tasks_dir=args.tasks,
-        conditions=args.conditions,
+        conditions=conditions,
+        arms=arms,
+        config_arms=True,
+        require_change=not arms,
         repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
         adaptive=args.repeats == AUTO,
         seed=args.seed,

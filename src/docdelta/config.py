@@ -22,6 +22,7 @@ from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.globs import check_glob
+from docdelta.models import ArmSpec
 
 CONFIG_PATH = ".docdelta.yml"
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
@@ -214,6 +215,8 @@ class ProjectConfig(BaseModel):
     """Which model APIs the gateway may reach, per-run budget, price table."""
     sandbox: SandboxConfig = SandboxConfig()
     """Read-only toolchain paths and environment for the agent and the hidden tests."""
+    arms: list[ArmSpec] = []
+    """Arms added to every evaluation's conditions (`docdelta run` without --arms, the Action's PRs)."""
 
     @field_validator("tasks")
     @classmethod
@@ -243,7 +246,7 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     source = f"{CONFIG_PATH} (at {sha[:12]})"
     hint = (
         f"fix {CONFIG_PATH} on the base branch; "
-        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox"
+        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox, arms"
     )
     if entry.is_symlink or not entry.is_blob:
         raise ConfigError(f"{source} must be a regular file", hint=hint)
