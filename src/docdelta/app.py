@@ -360,14 +360,16 @@ def _plan(ctx: _Context, repo: Repo, base_sha: str) -> ActionResult:
             "input 'plan': a matrix runs a fixed plan, but `repeats` is auto",
             hint="set `repeats:` to a number in the plan job and in every run job",
         )
-    tasks_path = (settings.tasks or load_project_config(repo, base_sha).tasks).strip("/")
+    config = load_project_config(repo, base_sha)
+    tasks_path = (settings.tasks or config.tasks).strip("/")
     with tempfile.TemporaryDirectory(prefix="docdelta-plan-") as tmp:
         tasks = load_tasks(_export_tasks(repo, base_sha, tasks_path, Path(tmp)))
-    cells = len(tasks) * len(settings.conditions) * settings.repeats
+    columns = len(settings.conditions) + len(config.arms)  # `.docdelta.yml`'s arms run in every PR
+    cells = len(tasks) * columns * settings.repeats
     if cells > settings.max_runs:
         raise ConfigError(
-            f"input 'plan': the plan is {cells:,} runs ({len(tasks)} tasks x {len(settings.conditions)} "
-            f"conditions x {settings.repeats} repeats), more than max-runs {settings.max_runs:,}",
+            f"input 'plan': the plan is {cells:,} runs ({len(tasks)} tasks x {columns} "
+            f"conditions and arms x {settings.repeats} repeats), more than max-runs {settings.max_runs:,}",
             hint="lower `repeats` or `conditions`, or raise `max-runs` in every job of the workflow",
         )
     plan = plan_matrix(cells, max_parallel=settings.max_parallel)
@@ -530,6 +532,7 @@ def _run_matrix(
         patch=settings.patch,
         max_runs=settings.max_runs,
         refresh=refresh,
+        config_arms=True,
     )
     # The fork-safe workflow checks out with `persist-credentials: false`: on a private
     # repository the results branch is then read with the workflow's token.

@@ -125,6 +125,13 @@ class Arm:
     spec: ArmSpec
     agent: Agent
     files: Overlay
+    source_dir: str | None = None
+    """The repository directory the overlay was read from (`.docdelta.yml`): stripped from every
+    checkout, so no other column sees the files as ordinary source."""
+
+    @property
+    def strip(self) -> list[str]:
+        return [] if self.source_dir is None else [f"/{self.source_dir}/**"]
 
     def record(self) -> ArmRecord:
         info = agent_info(self.agent)
@@ -187,6 +194,11 @@ def host_overlay(spec: ArmSpec, where: str) -> Overlay:
                 )
             files[path.relative_to(root).as_posix()] = _read(path, spec, where)
     return _bounded(files, spec, where)
+
+
+def overlay_dir(spec: ArmSpec, where: str) -> str | None:
+    """A `.docdelta.yml` overlay's directory in the repository, checked to stay inside it."""
+    return None if spec.overlay is None else _relative(spec.overlay, where)
 
 
 def repo_overlay(spec: ArmSpec, repo: Repo, sha: str, where: str) -> Overlay:

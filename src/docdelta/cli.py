@@ -765,8 +765,10 @@ def _plan(args: argparse.Namespace) -> int:
 
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
-    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
-    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * len(args.conditions) * args.repeats
+    config = load_project_config(repo, base)
+    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(config))
+    columns = len(args.conditions) + len(config.arms)  # `run` adds `.docdelta.yml`'s arms
+    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * columns * args.repeats
     plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
     print(plan.model_dump_json())
     what = f"{plan.cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}" if plan.evaluate else (

@@ -25,7 +25,7 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.agents.base import Agent
-from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, repo_overlay
+from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.cache import ArmStore, Reuse, pool, restore, save
 from docdelta.config import CONFIG_PATH, ProjectConfig, load_project_config
 from docdelta.errors import ConfigError, DocdeltaError
@@ -236,8 +236,11 @@ def declared_arms(
             agent = build_agent(arm_choice(spec, options))
         except DocdeltaError as exc:
             raise ConfigError(f"{where}: arm {spec.name!r}: {exc.message}", hint=exc.hint) from None
-        files = host_overlay(spec, where) if where == ARMS_FLAG else repo_overlay(spec, repo, base_sha, where)
-        arms.append(Arm(spec, agent, files))
+        if where == ARMS_FLAG:
+            arms.append(Arm(spec, agent, host_overlay(spec, where)))
+        else:
+            files = repo_overlay(spec, repo, base_sha, where)
+            arms.append(Arm(spec, agent, files, source_dir=overlay_dir(spec, where)))
     return arms
 
 

@@ -186,7 +186,8 @@ def prepare(
         below = build_overlays(repo, base_sha, head_sha, built_on, match, request.patch, request.overlays)
         overlays.update({a.spec.name: a.on(below[a.spec.condition]) for a in arms})
     # Hidden tests that live in the source commit never reach the agent's checkout.
-    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths]
+    arm_dirs = [glob for a in arms for glob in a.strip]
+    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths, *arm_dirs]
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)

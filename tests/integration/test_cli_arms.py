@@ -3,23 +3,32 @@ files, run by a command agent in the bubblewrap sandbox, scored, compared, resum
 
 from __future__ import annotations
 
+import io
+import json
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from clirun import saved_results
+from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
+from docdelta import app
 from docdelta.arms import parse_arms
 from docdelta.cache import arm_key
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.evaluation import Deps, RunOptions, evaluate
 from docdelta.git import Repo
+from docdelta.github.actions import ActionsRuntime
+from docdelta.github.events import load_event
+from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import Manifest, Summary
 from docdelta.planning import ExperimentRequest
+from docdelta.settings import ActionSettings, input_variable
 
 TASK = """\
 id: {id}
@@ -208,3 +217,91 @@ def test_a_bad_arm_spec_exits_2_naming_the_arm_and_field(
     assert message in err
     assert "Traceback" not in err
     assert not (tmp_path / "work" / "runs").exists()  # refused before any run
+
+
+def _project_with_config_arms(tmp_path: Path) -> GitRepo:
+    """`.docdelta.yml` declares an arm: base's docs plus a docs export committed in the repo."""
+    repo = GitRepo.init(tmp_path / "proj")
+    (tmp_path / "agent-bin").mkdir()
+    config = yaml.safe_load(sandbox_config(tmp_path / "agent-bin"))
+    config["arms"] = [{"name": "base-docs", "condition": "base", "overlay": "arms/docs-export"}]
+    export = "arms/docs-export/docs/testing.md"
+    repo.commit(
+        {
+            "README.md": "# proj\n",
+            "AGENTS.md": "# Agents\nbe nice\n",
+            ".docdelta.yml": yaml.safe_dump(config),
+            ".docdelta/tasks/tests.yaml": TASK.format(id="tests"),
+            export: "# Testing\nRun `make check`.\n",
+        }
+    )
+    # The PR edits the export too: the arm must read the trusted base's copy, not the head's.
+    repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n", export: "# Testing\nsoon\n"})
+    return repo
+
+
+def test_docdelta_yml_arms_join_the_conditions_with_an_overlay_read_from_the_base_ref(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project_with_config_arms(tmp_path)
+    args = [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(tmp_path / "work"),
+        "--agent", "command", "--agent-cmd", _agent(tmp_path), "--model", "strong",
+        "--repeats", "2", "--conditions", "base,head",
+    ]  # fmt: skip
+    assert main(args) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "## docdelta scorecard: inconclusive · head - base +1.00" in out  # head vs base leads
+    assert "**Arms**" in out
+    summary = _summary(tmp_path, capsys)
+    assert summary.conditions == ["base", "head", "base-docs"]
+    # The export's directory is stripped from every checkout: base does not see it as source.
+    assert {c: summary.overall[c].mean_score for c in summary.conditions} == {
+        "base": 0.0,
+        "head": 1.0,
+        "base-docs": 1.0,
+    }
+    (arm,) = summary.arms
+    assert (arm.arm, arm.vs, arm.differs_in, arm.overall.value) == ("base-docs", "base", ["overlay"], 1.0)
+
+
+def test_the_actions_pr_comment_shows_the_docdelta_yml_arms(tmp_path: Path) -> None:
+    repo = _project_with_config_arms(tmp_path)
+    base, head = (repo.git("rev-parse", ref).strip() for ref in ("HEAD~1", "HEAD"))
+    payload = json.loads(event_path("pull_request.opened").read_text())
+    payload["pull_request"]["base"]["sha"] = base  # EDIT: this repository's commits
+    payload["pull_request"]["head"]["sha"] = head
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(payload))
+    inputs = {
+        "agent": "command",
+        "agent-command": _agent(tmp_path),
+        "model": "strong",
+        "sandbox": "local",
+        "conditions": "base,head",
+        "repeats": "2",
+    }
+    with FakeGitHub() as fake:
+        fake.add_pull(2, base, head, [("AGENTS.md", "modified")])
+        env = {
+            "GITHUB_REPOSITORY": fake.repo,
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_WORKSPACE": str(repo.path),
+            "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "INPUT_GITHUB-TOKEN": fake.token,
+            "INPUT_RESULTS-PATH": str(tmp_path / "action"),
+        } | {input_variable(k): v for k, v in inputs.items()}
+        settings = ActionSettings.from_env(env)
+        port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
+        result = app.action(
+            settings, load_event("pull_request", event), port, ActionsRuntime.from_env(env, io.StringIO())
+        )
+        assert result.activity == "evaluate", result.title
+        (comment,) = fake.comments
+    body = comment["body"]
+    assert "**Arms**" in body
+    assert "| base-docs | base | overlay | +1.00 |" in body
+    assert "base + overlay arms/docs-export" in body
