@@ -32,7 +32,7 @@ from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.forecast import forecast
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
-from docdelta.models import BASE, ArmSpec, RunBounds, Summary
+from docdelta.models import BASE, HEAD, ArmSpec, RunBounds, Summary
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line
 from docdelta.progress import LineProgress, Progress, progress_for
@@ -230,6 +230,12 @@ def declared_arms(
     else:
         return []
     check_arms(specs, request.conditions, where)
+    if request.adaptive and not {BASE, HEAD} <= set(request.conditions):
+        raise ConfigError(
+            "--repeats auto stops each task once head vs base is decided, and this plan of arms has "
+            "no head and base",
+            hint="give a fixed --repeats N, or add --conditions base,head",
+        )
     arms = []
     for spec in specs:
         try:

@@ -219,6 +219,16 @@ def test_a_bad_arm_spec_exits_2_naming_the_arm_and_field(
     assert not (tmp_path / "work" / "runs").exists()  # refused before any run
 
 
+def test_adaptive_repeats_need_head_and_base_beside_the_arms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project(tmp_path)
+    assert main(_args(tmp_path, repo, "weak:model=weak;strong:model=strong", "--repeats", "auto")) == 2
+    err = capsys.readouterr().err
+    assert "--repeats auto stops each task once head vs base is decided" in err
+    assert "hint: give a fixed --repeats N, or add --conditions base,head" in err
+
+
 def _project_with_config_arms(tmp_path: Path) -> GitRepo:
     """`.docdelta.yml` declares an arm: base's docs plus a docs export committed in the repo."""
     repo = GitRepo.init(tmp_path / "proj")
