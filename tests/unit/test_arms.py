@@ -10,6 +10,7 @@ from factories import arm, detection, manifest
 from docdelta.arms import compare, differs_in, parse_arms
 from docdelta.models import AgentInfo, ArmRecord, ArmSpec, Manifest, sha256_hex
 from docdelta.report import render_markdown, summarize
+from docdelta.report.html import render_html
 
 
 def test_parse_arms_reads_every_field_and_dashed_names() -> None:
@@ -91,6 +92,10 @@ def test_each_arm_is_compared_with_its_reference_and_more_than_one_factor_is_war
     text = render_markdown(summary)
     assert "| big | head | model | +0.75 |" in text
     assert "other and small differ in 4 factors (agent, model, condition, overlay)" in text
+    # No base in the plan, so no head-vs-base verdict: the arms lead.
+    assert "## docdelta scorecard: arms · small - head 0.00 · big - head +0.75 · other - small +0.75" in text
+    page = render_html(summary, results)
+    assert "Arms compared" in page and "other and small differ in 4 factors" in page
     assert compare(m, {}, band=0.05)[0].overall.value is None  # no runs
 
 
