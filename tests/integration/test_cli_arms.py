@@ -26,6 +26,7 @@ from docdelta.git import Repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
+from docdelta.history import HISTORY_FILE, HistoryRecord
 from docdelta.models import Manifest, Summary
 from docdelta.planning import ExperimentRequest
 from docdelta.settings import ActionSettings, input_variable
@@ -89,10 +90,17 @@ def test_two_arms_differing_only_in_model_are_compared_and_a_rerun_reuses_every_
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = _project(tmp_path)
-    args = _args(tmp_path, repo, "weak:model=weak;strong:model=strong")
+    history = tmp_path / "history"
+    args = _args(tmp_path, repo, "weak:model=weak;strong:model=strong", "--history", str(history))
     assert main(args) == ExitCode.OK
     out = capsys.readouterr()
     assert "(8 ran, 0 reused)" in out.err
+    (line,) = (history / HISTORY_FILE).read_text().splitlines()
+    record = HistoryRecord.model_validate_json(line)
+    assert {(a.condition, a.agent.model if a.agent else None, a.mean_score) for a in record.arms} == {
+        ("weak", "weak", 0.0),
+        ("strong", "strong", 1.0),
+    }
     assert "**Arms**" in out.out
     assert "| strong | weak | model | +1.00 |" in out.out
     assert "factors (" not in out.out  # one factor: no warning
