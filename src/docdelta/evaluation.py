@@ -289,6 +289,9 @@ def _evaluate(
         )
     )
     arms = declared_arms(request, options, config, repo, base_sha)
+    # One set of keys for every provider: the Action's one api-key goes to the upstream the
+    # run's agent (or `provider`) names, never to another upstream an arm's agent speaks to.
+    keys = gateway_environ(options, agent, config.gateway, deps.environ)
     reused = None
     providers: list[SandboxProvider] = []
 
@@ -299,7 +302,7 @@ def _evaluate(
             private={"workdir": store.workdir, "tasks directory": request.tasks_dir},
             config=config,
             agent=arm_agent,
-            environ=gateway_environ(options, arm_agent, config.gateway, deps.environ),
+            environ=keys,
             jobs=options.jobs,
         )
         providers.append(built[0])
