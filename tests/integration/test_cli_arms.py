@@ -227,6 +227,19 @@ def test_a_bad_arm_spec_exits_2_naming_the_arm_and_field(
     assert not (tmp_path / "work" / "runs").exists()  # refused before any run
 
 
+def test_two_agent_commands_are_arms_that_differ_in_the_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project(tmp_path)
+    guesser = tmp_path / "agent-bin" / "guess.py"
+    guesser.write_text('import json, sys\nsys.stdin.read()\nprint(json.dumps({"answer": "run tox"}))\n')
+    reader = _agent(tmp_path)
+    arms = f"reader:agent_cmd={reader},model=strong;guesser:agent_cmd={sys.executable} {guesser},model=strong"
+    assert main(_args(tmp_path, repo, arms)) == ExitCode.OK
+    (arm,) = _summary(tmp_path, capsys).arms
+    assert (arm.arm, arm.vs, arm.differs_in, arm.overall.value) == ("guesser", "reader", ["agent"], -1.0)
+
+
 def test_adaptive_repeats_need_head_and_base_beside_the_arms(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
