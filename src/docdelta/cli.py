@@ -871,8 +871,6 @@ def _tasks_draft(args: argparse.Namespace) -> int:
             print(f"  {d.kind.value:<8} {d.task.id:<44} {d.file}:{d.line:<4} {gold_summary(d.task)}")
     if kept:
         print(f"kept {len(kept)} existing file(s), not overwritten: {', '.join(p.name for p in kept)}")
-    for note in drafts.notes:
-        print(f"  {note}")
     print(
         "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
         f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels them)"

@@ -25,9 +25,9 @@ parser's, not a regex's guess. A concrete rule is one of:
 Descriptive sentences are not rules and draft nothing; the same gold is drafted once (never
 rules first, then tools, sentences, code lines). The citation is the rule's own text, which
 must locate in the file at the ref. Every prompt passes `tasks audit`'s leak check
-(`task_audit.audit_items`): a gold string it would state is blanked, and a draft that still
-leaks is dropped with a note. The prompts reuse the rule's words, which makes them easy to
-find by searching; a reviewer should reword them so the agent has to know the rule.
+(`task_audit.audit_items`): a gold string it would state is blanked out. The prompts reuse
+the rule's words, which makes them easy to find by searching; a reviewer should reword them
+so the agent has to know the rule.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from docdelta.git import Repo
 from docdelta.instruction_usage import SHELL_FENCES, path_like
 from docdelta.instructions import GitTree, read, visible_paths
 from docdelta.models import Gold, GoldCitation, Task
-from docdelta.quotes import locate
+from docdelta.quotes import locate, normalize
 from docdelta.task_audit import SourceText, audit_items
 from docdelta.tasks import unreviewed_yaml
 
@@ -115,6 +115,7 @@ _COMMENT = re.compile(r"\s+#\s?(?P<text>.*)$")
 _SHELL_PROMPT = re.compile(r"^[$%>]\s+")
 _BOUNDARY = re.compile(r"[.!?](?:\*\*|__|\*|_)?(?=\s+[A-Z`*_\"(])")
 _ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.")
+_CLAUSE_STOPS = ".;:,(—"
 _MARKUP = re.compile(r"\*\*|__")
 _SLUG = re.compile(r"[^a-z0-9]+")
 _MAX_ID = 48
@@ -150,8 +151,6 @@ class Draft:
 class DraftSet:
     source_sha: str
     drafts: list[Draft]
-    notes: list[str]
-    """Rules found but not drafted (a prompt that would give the answer away), for the user."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +237,12 @@ def _cut(text: str, stops: str) -> str:
     return text
 
 
+def _quote(sentence: str, after: int, stops: str) -> str:
+    """The rule's citation: `sentence` up to its first stop past `after` (its core, which stands
+    in more versions of the file than the whole sentence), markup at the ends dropped."""
+    return (sentence[:after] + _cut(sentence[after:], stops)).strip(" *")
+
+
 def _plain(text: str) -> str:
     return " ".join(_MARKUP.sub("", text).split())
 
@@ -258,13 +263,14 @@ def _never_rule(sentence: str, line: int, section: str) -> _Found | None:
     m = _NEVER.match(plain)
     if not m:
         return None
-    clause = _cut(plain[m.end() :], ".;:,(—").strip()
+    clause = _cut(plain[m.end() :], _CLAUSE_STOPS).strip()
     if len(clause.split()) < 2 and "`" not in clause:
         return None
     first = _cut(sentence, ";")
     guardrails = [s.text for s in _spans(first) if _is_command(s.text) or s.text.startswith("-")]
     prompt = f"In this repository ({section}): is it OK to {clause}? Answer yes or no."
-    return _Found(RuleKind.never, line, section, sentence, prompt, guardrails=tuple(guardrails), verdict="no")
+    quote = _quote(sentence, 0, _CLAUSE_STOPS)
+    return _Found(RuleKind.never, line, section, quote, prompt, guardrails=tuple(guardrails), verdict="no")
 
 
 def _tool_rule(sentence: str, spans: Sequence[Span], line: int, section: str) -> _Found | None:
@@ -279,7 +285,8 @@ def _tool_rule(sentence: str, spans: Sequence[Span], line: int, section: str) ->
     noun = "command" if _is_command(tool.text) else "tool"
     what = m.group("what").strip()
     prompt = f"Which {noun} should I use {m.group('prep').lower()} {what} in this repository?"
-    return _Found(RuleKind.tool, line, section, sentence, prompt, commands=(tool.text,))
+    quote = _quote(sentence, tool.end, _CLAUSE_STOPS)
+    return _Found(RuleKind.tool, line, section, quote, prompt, commands=(tool.text,))
 
 
 def _first_word(plain: str) -> str:
@@ -317,11 +324,12 @@ def _sentence_rule(
     rule = _blanked(sentence, spans, gold)
     prompt = f'Fill in the {blanks} of this rule of the repository ({section}): "{rule}" '
     prompt += f"Answer with the exact {what}."
+    last = max(s.end for s in spans if s.text in gold or s.text in guardrails)
     return _Found(
         RuleKind.rule,
         line,
         section,
-        sentence,
+        _quote(sentence, last, ";"),
         prompt,
         commands=tuple(commands),
         files=tuple(files),
@@ -428,7 +436,7 @@ def _slug(text: str) -> str:
 def _task_id(rule: _Found, taken: set[str]) -> str:
     if rule.kind is RuleKind.never:
         words = _NEVER.sub("", _plain(rule.quote))
-        base = "never-" + _slug(_cut(words, ".;:,(—"))
+        base = "never-" + _slug(words)
     else:
         base = f"{rule.kind.value}-{_slug((rule.commands or rule.files)[0])}"
     base = base[:_MAX_ID].rstrip("-") or rule.kind.value
@@ -440,10 +448,21 @@ def _task_id(rule: _Found, taken: set[str]) -> str:
     return candidate
 
 
-def _leaks(task: Task) -> list[str]:
-    """The gold strings `tasks audit` would say the prompt states."""
-    leaked = [i for i in audit_items(task, SourceText({})) if i.leaked]
-    return [alt for i in leaked for alt in i.expected.split(" | ")]
+def _unleaked(task: Task) -> Task:
+    """`task` with every gold string its prompt states blanked out, so that `tasks audit`'s
+    leak check (the same comparison, on whitespace-normalised text) passes."""
+    if not any(item.leaked for item in audit_items(task, SourceText({}))):
+        return task
+    gold = task.gold
+    stated = [
+        e for entry in (*gold.commands, *gold.files) for e in ([entry] if isinstance(entry, str) else entry)
+    ]
+    stated += [c.quote for cite in task.gold_citations for c in cite.choices()]
+    prompt = normalize(task.prompt)
+    for text in sorted((normalize(s) for s in stated), key=len, reverse=True):
+        if text:
+            prompt = prompt.replace(text, BLANK)
+    return task.model_copy(update={"prompt": prompt})
 
 
 def _task(rule: _Found, path: str, task_id: str) -> Task:
@@ -462,26 +481,17 @@ def _task(rule: _Found, path: str, task_id: str) -> Task:
     )
 
 
-def draft_from_text(text: str, path: str, paths: Sequence[str] = ()) -> tuple[list[Draft], list[str]]:
-    """The drafts of one instruction file's text (`path` is how tasks cite it), and notes."""
-    drafts: list[Draft] = []
-    notes: list[str] = []
-    taken: set[str] = set()
+def draft_from_text(
+    text: str, path: str, paths: Sequence[str] = (), taken: set[str] | None = None
+) -> list[Draft]:
+    """The drafts of one instruction file's text (`path` is how tasks cite it); `taken`: ids
+    already used (by another file's drafts), which numbered ids then avoid."""
+    taken = set() if taken is None else taken
+    drafts = []
     for rule in find_rules(text, paths):
-        task = _task(rule, path, _task_id(rule, taken))
-        leaked = _leaks(task)
-        if leaked:
-            prompt = task.prompt
-            for gold in leaked:
-                prompt = prompt.replace(gold, BLANK)
-            task = task.model_copy(update={"prompt": prompt})
-            if _leaks(task):
-                notes.append(
-                    f"{path}:{rule.line}: not drafted, its question states the answer ({rule.quote!r})"
-                )
-                continue
+        task = _unleaked(_task(rule, path, _task_id(rule, taken)))
         drafts.append(Draft(task, rule.kind, path, rule.line, rule.section, rule.quote))
-    return drafts, notes
+    return drafts
 
 
 def draft_tasks(repo: Repo, ref: str, files: Sequence[str]) -> DraftSet:
@@ -490,7 +500,7 @@ def draft_tasks(repo: Repo, ref: str, files: Sequence[str]) -> DraftSet:
     tree = GitTree(repo, sha)
     paths = visible_paths(tree)
     drafts: list[Draft] = []
-    notes: list[str] = []
+    taken: set[str] = set()
     for path in files:
         data = read(tree, path)
         if data is None:
@@ -498,20 +508,8 @@ def draft_tasks(repo: Repo, ref: str, files: Sequence[str]) -> DraftSet:
                 f"--from {path}: no such file at {ref} ({sha[:12]})",
                 hint="pass an instruction file the commit holds, e.g. --from AGENTS.md",
             )
-        more, why = draft_from_text(data.decode("utf-8", "replace"), path, paths)
-        drafts += more
-        notes += why
-    ids: dict[str, int] = {}
-    unique = []
-    for d in drafts:  # two files may draft the same id: keep both, numbered
-        n = ids[d.task.id] = ids.get(d.task.id, 0) + 1
-        unique.append(d if n == 1 else _renamed(d, f"{d.task.id[: _MAX_ID - 3]}-{n}"))
-    return DraftSet(sha, unique, notes)
-
-
-def _renamed(draft: Draft, task_id: str) -> Draft:
-    task = draft.task.model_copy(update={"id": task_id})
-    return Draft(task, draft.kind, draft.file, draft.line, draft.section, draft.rule)
+        drafts += draft_from_text(data.decode("utf-8", "replace"), path, paths, taken)
+    return DraftSet(sha, drafts)
 
 
 def gold_summary(task: Task) -> str:
