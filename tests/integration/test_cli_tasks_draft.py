@@ -17,7 +17,7 @@ from docdelta.quotes import locate
 from docdelta.task_audit import Label, SuiteAudit
 from docdelta.tasks import load_tasks
 
-DRAFTED = {
+DRAFTED: dict[str, dict[str, object]] = {
     # id: what the demo's head AGENTS.md says, as gold
     "rule-make-check": {"commands": ["make check"]},
     "rule-pricebook-currencies-py": {

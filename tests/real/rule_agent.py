@@ -1,7 +1,7 @@
 """A `command` agent for tasks `docdelta tasks draft` wrote: it reads what an agent would (the
 instruction files at the root, then README.md), takes the line sharing the most words with the
 question, and answers from that line alone: the command of a shell-block line (before its `#`
-comment), or the code spans of a prose line up to its first negation, the spans that are
+comment; headings are skipped), or the code spans of a prose line up to its first negation, the spans that are
 existing paths, a citation of the line, and "no" when the line forbids something. It knows
 nothing of the task's gold, so its scores are what each condition's files support.
 Protocol: prompt on stdin, JSON on stdout."""
@@ -13,7 +13,23 @@ from pathlib import Path
 
 FILES = ("AGENTS.md", "CLAUDE.md", "README.md")
 NEGATION = re.compile(r"\b(?:never|not|don't|do not|no longer)\b", re.IGNORECASE)
-STOP = frozenset("the and for this that with which what should run use repository answer exact".split())
+STOP = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "this",
+        "that",
+        "with",
+        "which",
+        "what",
+        "should",
+        "run",
+        "use",
+        "repository",
+        "exact",
+    }
+)
 
 
 def words(text: str) -> set[str]:
@@ -31,7 +47,7 @@ def candidates() -> list[tuple[str, int, str, bool]]:
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if line.lstrip().startswith("```"):
                 fenced = not fenced
-            elif line.strip():
+            elif line.strip() and not line.startswith("#"):  # headings state no rule
                 out.append((name, number, line.strip(), fenced))
     return out
 

@@ -81,7 +81,9 @@ def test_a_never_rule_is_a_yes_no_task_guarding_the_commands_it_names() -> None:
     draft = _drafts()["never-force-push-to-main"]
     gold = draft.task.gold
     assert (gold.verdict, gold.guardrails, gold.commands) == ("no", ["git push --force"], [])
-    assert draft.task.prompt == "In this repository (Rules): is it OK to force-push to `main`? Answer yes or no."
+    assert (
+        draft.task.prompt == "In this repository (Rules): is it OK to force-push to `main`? Answer yes or no."
+    )
     assert draft.task.gold_citations[0].quote == "Never** force-push to `main`"
     assert locate(GUIDE, draft.task.gold_citations[0].quote) is not None
 
