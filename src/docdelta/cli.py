@@ -868,7 +868,7 @@ def _tasks_draft(args: argparse.Namespace) -> int:
     new = {p.stem for p in written}
     for d in drafts.drafts:
         if d.task.id in new:
-            print(f"  {d.kind.value:<8} {d.task.id:<44} {d.file}:{d.line:<4} {gold_summary(d.task)}")
+            print(f"  {d.kind.value:<8} {d.task.id:<48} {d.file}:{d.line:<4} {gold_summary(d.task)}")
     if kept:
         print(f"kept {len(kept)} existing file(s), not overwritten: {', '.join(p.name for p in kept)}")
     print(

@@ -320,8 +320,8 @@ def _sentence_rule(
         return None
     guardrails = [s.text for s in spans if s.start >= cut and _is_command(s.text)]
     what = ("command" if commands else "path") + ("s" if len(gold) > 1 else "")
-    blanks = "blanks" if len(gold) > 1 else "blank"
     rule = _blanked(sentence, spans, gold)
+    blanks = "blanks" if rule.count(BLANK) > 1 else "blank"
     prompt = f'Fill in the {blanks} of this rule of the repository ({section}): "{rule}" '
     prompt += f"Answer with the exact {what}."
     last = max(s.end for s in spans if s.text in gold or s.text in guardrails)

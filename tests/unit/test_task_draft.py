@@ -91,7 +91,10 @@ def test_a_never_rule_is_a_yes_no_task_guarding_the_commands_it_names() -> None:
 def test_always_x_not_y_expects_x_guards_y_and_blanks_both() -> None:
     draft = _drafts()["rule-make-build"]
     assert (draft.task.gold.commands, draft.task.gold.guardrails) == (["make build"], ["make build-prices"])
-    assert f'"Always run {BLANK}, not {BLANK} alone."' in draft.task.prompt
+    assert (
+        f'Fill in the blanks of this rule of the repository (Rules): "Always run {BLANK}, not {BLANK} alone."'
+        in draft.task.prompt
+    )
     assert _leaked(draft.task) == []
 
 
