@@ -15,8 +15,8 @@ parser's, not a regex's guess. A concrete rule is one of:
   comment are one task that needs all of them;
 * **a "never" rule**: a sentence that starts with never / don't / do not / must not: a yes/no
   task whose verdict is "no", with the commands and flags it names as guardrails;
-* **a tooling choice**: "Use `uv` for dependency management": which tool (or command) for
-  that purpose;
+* **a tooling choice**: "Use `uv` for dependency management (not pip/conda)": which tool (or
+  command) for that purpose, and, when it names what not to use, whether that is OK (verdict no);
 * **any other rule-like sentence** (imperative, or with always / must / should) that names
   commands, or paths that exist at the ref, in code spans: the sentence with them blanked
   out. When it negates past its start ("Always run `make build`, not `make build-prices`
@@ -105,6 +105,11 @@ _IMPERATIVES = frozenset(
         "write",
     }
 )
+_ALTERNATIVE = re.compile(
+    r"\((?:not|no)\s+(?P<paren>[^)]+)\)"
+    r"|\b(?:not|instead of|rather than)\s+(?P<bare>`[^`]+`|[\w.+-]+(?:/[\w.+-]+)*)",
+    re.IGNORECASE,
+)
 _CONDITIONS = frozenset({"if", "when", "before", "after", "once", "unless"})
 _USE = re.compile(r"^use\b", re.IGNORECASE)
 _PURPOSE = re.compile(
@@ -166,6 +171,8 @@ class _Found:
     files: tuple[str, ...] = ()
     guardrails: tuple[str, ...] = ()
     verdict: str | None = None
+    name: str = ""
+    """Words for the task id, when the gold has none (a yes/no task)."""
 
     def key(self) -> tuple[object, ...]:
         if self.kind is RuleKind.never:
@@ -273,20 +280,31 @@ def _never_rule(sentence: str, line: int, section: str) -> _Found | None:
     return _Found(RuleKind.never, line, section, quote, prompt, guardrails=tuple(guardrails), verdict="no")
 
 
-def _tool_rule(sentence: str, spans: Sequence[Span], line: int, section: str) -> _Found | None:
+def _tool_rules(sentence: str, spans: Sequence[Span], line: int, section: str) -> list[_Found]:
+    """A tooling choice, "Use `uv` for dependency management (not pip/conda)": which tool for
+    that, and, when the sentence names what not to use, whether that is OK (yes/no, verdict no)."""
     if not spans or not _USE.match(_plain(sentence)):
-        return None
+        return []
     tool = spans[0]
     if not (_is_command(tool.text) or _PROGRAM.match(tool.text)) or path_like(tool.text):
-        return None
+        return []
     m = _PURPOSE.match(_plain(sentence[tool.end :]))
     if not m:
-        return None
+        return []
     noun = "command" if _is_command(tool.text) else "tool"
-    what = m.group("what").strip()
-    prompt = f"Which {noun} should I use {m.group('prep').lower()} {what} in this repository?"
+    purpose = f"{m.group('prep').lower()} {m.group('what').strip()}"
+    prompt = f"Which {noun} should I use {purpose} in this repository?"
     quote = _quote(sentence, tool.end, _CLAUSE_STOPS)
-    return _Found(RuleKind.tool, line, section, quote, prompt, commands=(tool.text,))
+    found = [_Found(RuleKind.tool, line, section, quote, prompt, commands=(tool.text,))]
+    other = _ALTERNATIVE.search(_cut(sentence, ";"), tool.end)
+    if other:
+        named = (other.group("paren") or other.group("bare")).replace("`", "")
+        instead = " or ".join(a for a in re.split(r"\s*(?:/|,|\bor\b)\s*", named) if a)
+        ask = f"In this repository ({section}): is it OK to use {instead} {purpose}? Answer yes or no."
+        quote = sentence[: other.end()].strip(" *")
+        name = f"use {instead} {purpose}"
+        found.append(_Found(RuleKind.never, line, section, quote, ask, verdict="no", name=name))
+    return found
 
 
 def _first_word(plain: str) -> str:
@@ -343,13 +361,10 @@ def _prose_rules(inline: Token, section: str, paths: _Paths, lines: Sequence[str
     for sentence in _sentences(inline.content):
         line = _line_of(lines, sentence, first_line)
         spans = _spans(sentence)
-        found = (
-            _never_rule(sentence, line, section)
-            or _tool_rule(sentence, spans, line, section)
-            or _sentence_rule(sentence, spans, line, section, paths)
-        )
-        if found:
-            yield found
+        never = _never_rule(sentence, line, section)
+        tools = [] if never else _tool_rules(sentence, spans, line, section)
+        rule = None if never or tools else _sentence_rule(sentence, spans, line, section, paths)
+        yield from [never] if never else tools or ([rule] if rule else [])
 
 
 def _line_of(lines: Sequence[str], quote: str, after: int) -> int:
@@ -435,8 +450,7 @@ def _slug(text: str) -> str:
 
 def _task_id(rule: _Found, taken: set[str]) -> str:
     if rule.kind is RuleKind.never:
-        words = _NEVER.sub("", _plain(rule.quote))
-        base = "never-" + _slug(words)
+        base = "never-" + _slug(rule.name or _NEVER.sub("", _plain(rule.quote)))
     else:
         base = f"{rule.kind.value}-{_slug((rule.commands or rule.files)[0])}"
     base = base[:_MAX_ID].rstrip("-") or rule.kind.value

@@ -28,6 +28,7 @@ KNOWN: dict[str, dict[str, dict[str, Any]]] = {
     "genai-prices": {
         "command-make-test": {"commands": ["make test"]},
         "tool-uv": {"commands": ["uv"]},
+        "never-use-pip-or-conda-for-dependency-management": {"verdict": "no"},
         "rule-make-build": {"commands": ["make build"], "guardrails": ["make build-prices"]},
         "never-overwrite-a-prices-block-when-a-provider-c": {"verdict": "no"},
         "never-reach-for-no-verify": {"verdict": "no", "guardrails": ["--no-verify"]},
@@ -96,7 +97,10 @@ def test_reviewed_drafts_grade_a_command_agent_by_what_each_condition_holds(
     _draft(repo, HEADS["genai-prices"], drafts)
     tasks.mkdir()
     chosen = ["command-make-test", "tool-uv", "rule-make-build"]
-    chosen.append("never-overwrite-a-prices-block-when-a-provider-c")
+    chosen += [
+        "never-overwrite-a-prices-block-when-a-provider-c",
+        "never-use-pip-or-conda-for-dependency-management",
+    ]
     for task_id in chosen:
         text = (drafts / f"{task_id}.yaml").read_text()
         (tasks / f"{task_id}.yaml").write_text(text.replace("reviewed: false", "reviewed: true"))
@@ -129,4 +133,6 @@ def test_reviewed_drafts_grade_a_command_agent_by_what_each_condition_holds(
         # The citation is the rule's core, "Use `uv` for dependency management", which base's
         # file already had (head added ", `npm` for the JS workspace"): a tie, as it should be.
         "tool-uv": (1.0, 1.0, 0.0),
+        # "is it OK to use pip or conda for dependency management?": no, by the same line.
+        "never-use-pip-or-conda-for-dependency-management": (1.0, 1.0, 0.0),
     }

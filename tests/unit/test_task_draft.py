@@ -98,11 +98,19 @@ def test_always_x_not_y_expects_x_guards_y_and_blanks_both() -> None:
     assert _leaked(draft.task) == []
 
 
-def test_a_tooling_choice_asks_which_tool_for_its_purpose() -> None:
-    draft = _drafts()["tool-uv"]
-    assert draft.task.prompt == "Which tool should I use for dependency management in this repository?"
-    assert draft.task.gold.commands == ["uv"]
-    assert draft.task.gold_citations[0].quote == "Use `uv` for dependency management"
+def test_a_tooling_choice_asks_which_tool_and_whether_the_one_it_rules_out_is_ok() -> None:
+    drafts = _drafts()
+    tool = drafts["tool-uv"].task
+    assert tool.prompt == "Which tool should I use for dependency management in this repository?"
+    assert tool.gold.commands == ["uv"]
+    assert tool.gold_citations[0].quote == "Use `uv` for dependency management"
+    other = drafts["never-use-pip-or-conda-for-dependency-management"].task
+    assert other.prompt == (
+        "In this repository (Rules): is it OK to use pip or conda for dependency management? "
+        "Answer yes or no."
+    )
+    assert (other.gold.verdict, other.gold.commands) == ("no", [])
+    assert other.gold_citations[0].quote == "Use `uv` for dependency management (not pip/conda)"
 
 
 def test_paths_are_gold_only_where_the_tree_holds_them() -> None:
@@ -121,6 +129,7 @@ def test_descriptions_other_languages_and_facts_about_commands_draft_nothing() -
         "never-force-push-to-main",
         "rule-make-build",
         "tool-uv",
+        "never-use-pip-or-conda-for-dependency-management",
         "rule-pricebook-currencies-py",
     }
     gold = [g for d in drafts.values() for g in d.task.gold.commands]
