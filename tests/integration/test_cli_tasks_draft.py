@@ -63,6 +63,17 @@ def test_drafts_carry_gold_and_citations_of_the_head_file_and_leak_nothing(
     assert (out / "rule-make-check.yaml").read_text().endswith("# edited\n")
 
 
+def test_a_file_the_ref_does_not_hold_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = build_demo_repo(tmp_path / "pricebook")
+    args = ["tasks", "draft", "--repo", str(demo.path), "--ref", demo.base_sha, "--from", "CLAUDE.md"]
+    assert main([*args, "--out", str(tmp_path / "drafts")]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"--from CLAUDE.md: no such file at {demo.base_sha} ({demo.base_sha[:12]})" in err
+    assert "Traceback" not in err and not (tmp_path / "drafts").exists()
+
+
 def test_run_refuses_drafts_until_reviewed_then_the_fake_agent_scores_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
