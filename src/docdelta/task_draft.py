@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -462,6 +462,25 @@ def _task_id(rule: _Found, taken: set[str]) -> str:
     return candidate
 
 
+def _anchored(rule: _Found, text: str) -> _Found:
+    """`rule` with a quote that locates at the rule itself: a code line `make test` also named
+    earlier in prose would otherwise anchor the citation there. Whole lines before it are
+    added until the first place the quote stands covers the rule's line."""
+    where = locate(text, rule.quote)
+    if where is not None and where.start == rule.line:
+        return rule
+    lines = text.splitlines()
+    count = rule.quote.count("\n") + 1
+    for before in range(rule.line):
+        quote = "\n".join(
+            line.strip() for line in lines[rule.line - 1 - before : rule.line - 1 + count]
+        ).strip()
+        where = locate(text, quote)
+        if where is not None and where.start <= rule.line <= where.end:
+            return replace(rule, quote=quote, line=where.start)
+    return rule  # the whole file up to the rule locates from its start: never reached
+
+
 def _unleaked(task: Task) -> Task:
     """`task` with every gold string its prompt states blanked out, so that `tasks audit`'s
     leak check (the same comparison, on whitespace-normalised text) passes."""
@@ -502,7 +521,8 @@ def draft_from_text(
     already used (by another file's drafts), which numbered ids then avoid."""
     taken = set() if taken is None else taken
     drafts = []
-    for rule in find_rules(text, paths):
+    for found in find_rules(text, paths):
+        rule = _anchored(found, text)
         task = _unleaked(_task(rule, path, _task_id(rule, taken)))
         drafts.append(Draft(task, rule.kind, path, rule.line, rule.section, rule.quote))
     return drafts

@@ -3,6 +3,9 @@ and expects: pure functions over Markdown text."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from docdelta.models import Task
 from docdelta.quotes import locate
 from docdelta.task_audit import SourceText, audit_items
@@ -152,3 +155,37 @@ def test_ids_stay_unique_across_files() -> None:
     second = draft_from_text("Run `make test` always.\n", "CLAUDE.md", taken=taken)
     assert [d.task.id for d in first + second] == ["rule-make-test", "rule-make-test-2"]
     assert second[0].task.gold_citations[0].path == "CLAUDE.md"
+
+
+_WORDS = st.sampled_from(
+    ["run", "Never", "Always", "Use", "the", "tests", "before", "not", "don't", "e.g.", "—"]
+)
+_SPANS = st.sampled_from(
+    ["`make test`", "`uv`", "`pricebook/symbols.py`", "`--force`", "`git push -f`", "`a:b`"]
+)
+_SENTENCE = st.lists(st.one_of(_WORDS, _SPANS), min_size=1, max_size=9).map(lambda ws: " ".join(ws) + ".")
+_BLOCK = st.lists(
+    st.sampled_from(["make test", "make lint  # Lint it", "$ uv sync", "# a comment", ""]),
+    min_size=1,
+    max_size=4,
+).map(lambda lines: "```bash\n" + "\n".join(lines) + "\n```")
+_LINE = st.one_of(
+    _SENTENCE,
+    _SENTENCE.map(lambda s: f"- {s}"),
+    _SENTENCE.map(lambda s: f"- **{s}**"),
+    st.lists(_SENTENCE, min_size=2, max_size=3).map("\n".join),  # one paragraph over lines
+    st.sampled_from(["## Rules", "### Sub", "Intro:"]),
+    _BLOCK,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_LINE, max_size=12).map("\n\n".join))
+def test_any_markdown_drafts_citations_that_stand_and_prompts_that_do_not_leak(text: str) -> None:
+    drafts = draft_from_text(text, "AGENTS.md", TREE)
+    assert len({d.task.id for d in drafts}) == len(drafts)
+    for draft in drafts:
+        where = locate(text, draft.task.gold_citations[0].quote)
+        assert where is not None and where.start == draft.line
+        assert _leaked(draft.task) == []
+        assert draft.task.gold.commands or draft.task.gold.files or draft.task.gold.verdict == "no"
