@@ -859,9 +859,9 @@ def _tasks_audit(args: argparse.Namespace) -> int:
 
 
 def _tasks_draft(args: argparse.Namespace) -> int:
-    from docdelta.task_draft import draft_tasks, gold_summary, write_drafts
+    from docdelta.task_draft import draft_tasks, existing_tasks, gold_summary, write_drafts
 
-    drafts = draft_tasks(Repo(args.repo), args.ref, args.sources)
+    drafts = draft_tasks(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
     written, kept = write_drafts(drafts, args.out)
     where = ", ".join(args.sources)
     print(f"drafted {len(written)} task(s) from {where} at {drafts.source_sha[:12]} into {args.out}")
@@ -869,6 +869,10 @@ def _tasks_draft(args: argparse.Namespace) -> int:
     for d in drafts.drafts:
         if d.task.id in new:
             print(f"  {d.kind.value:<8} {d.task.id:<48} {d.file}:{d.line:<4} {gold_summary(d.task)}")
+    if drafts.covered:  # listed by the covering task's id where it differs (a rerun's are the same)
+        others = [f"{d.task.id} ({by})" for d, by in drafts.covered if d.task.id != by]
+        line = f"not drafted: {len(drafts.covered)} rule(s) that tasks in {args.out} already cover"
+        print(line + (": " + ", ".join(others) if others else ""))
     if kept:
         print(f"kept {len(kept)} existing file(s), not overwritten: {', '.join(p.name for p in kept)}")
     print(

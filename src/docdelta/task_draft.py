@@ -23,7 +23,9 @@ parser's, not a regex's guess. A concrete rule is one of:
   alone") only the spans before the negation are gold; those after are guardrails.
 
 Descriptive sentences are not rules and draft nothing; the same gold is drafted once (never
-rules first, then tools, sentences, code lines). The citation is the rule's own text, which
+rules first, then tools, sentences, code lines), and not at all when a task already in the
+output directory asks about the rule (`covers`), so a rerun neither duplicates nor undoes a
+review. The citation is the rule's own text, which
 must locate in the file at the ref. Every prompt passes `tasks audit`'s leak check
 (`task_audit.audit_items`): a gold string it would state is blanked out. The prompts reuse
 the rule's words, which makes them easy to find by searching; a reviewer should reword them
@@ -49,7 +51,7 @@ from docdelta.instructions import GitTree, read, visible_paths
 from docdelta.models import Gold, GoldCitation, Task
 from docdelta.quotes import locate, normalize
 from docdelta.task_audit import SourceText, audit_items
-from docdelta.tasks import unreviewed_yaml
+from docdelta.tasks import TASK_SUFFIXES, load_tasks, unreviewed_yaml
 
 BLANK = "[blank]"
 SECTION_SEPARATOR = " > "
@@ -156,6 +158,8 @@ class Draft:
 class DraftSet:
     source_sha: str
     drafts: list[Draft]
+    covered: list[tuple[Draft, str]]
+    """Rules an existing task already asks about, with that task's id: not drafted again."""
 
 
 @dataclass(frozen=True)
@@ -528,12 +532,14 @@ def draft_from_text(
     return drafts
 
 
-def draft_tasks(repo: Repo, ref: str, files: Sequence[str]) -> DraftSet:
-    """Drafts from each of `files` as the commit `ref` holds them (links followed)."""
+def draft_tasks(repo: Repo, ref: str, files: Sequence[str], existing: Sequence[Task] = ()) -> DraftSet:
+    """Drafts from each of `files` as the commit `ref` holds them (links followed), but none
+    for a rule one of the `existing` tasks already covers (`covers`)."""
     sha = repo.resolve(ref)
     tree = GitTree(repo, sha)
     paths = visible_paths(tree)
     drafts: list[Draft] = []
+    covered: list[tuple[Draft, str]] = []
     taken: set[str] = set()
     for path in files:
         data = read(tree, path)
@@ -542,8 +548,33 @@ def draft_tasks(repo: Repo, ref: str, files: Sequence[str]) -> DraftSet:
                 f"--from {path}: no such file at {ref} ({sha[:12]})",
                 hint="pass an instruction file the commit holds, e.g. --from AGENTS.md",
             )
-        drafts += draft_from_text(data.decode("utf-8", "replace"), path, paths, taken)
-    return DraftSet(sha, drafts)
+        text = data.decode("utf-8", "replace")
+        for draft in draft_from_text(text, path, paths, taken):
+            by = next((t.id for t in existing if covers(t, draft, text)), None)
+            if by is None:
+                drafts.append(draft)
+            else:
+                covered.append((draft, by))
+    return DraftSet(sha, drafts, covered)
+
+
+def covers(existing: Task, draft: Draft, text: str) -> bool:
+    """Does `existing` already ask about the draft's rule: it cites lines of the same file that
+    overlap the rule's (`text` is that file), or expects the same commands."""
+    where = locate(text, draft.task.gold_citations[0].quote)
+    for cite in existing.gold_citations:
+        for choice in cite.choices():
+            other = locate(text, choice.quote) if choice.path == draft.file else None
+            if where is not None and other is not None and other.overlaps(where):
+                return True
+    return bool(draft.task.gold.commands) and existing.gold.commands == draft.task.gold.commands
+
+
+def existing_tasks(directory: Path) -> list[Task]:
+    """The tasks already in `directory` (none when it holds no task file yet)."""
+    if not any(p.suffix in TASK_SUFFIXES for p in directory.glob("*")):
+        return []
+    return [loaded.task for loaded in load_tasks(directory)]
 
 
 def gold_summary(task: Task) -> str:

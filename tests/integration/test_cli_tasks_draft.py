@@ -5,6 +5,7 @@ under the fake agent (which answers from whatever its checkout's files say)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,30 @@ def test_drafts_carry_gold_and_citations_of_the_head_file_and_leak_nothing(
     assert [i for e in audit.tasks for i in e.items if i.leaked] == []
     assert {e.task: e.label for e in audit.tasks} == dict.fromkeys(DRAFTED, Label.target)
 
-    # A rerun keeps what is there (a reviewer may have edited it) and says so.
+    # A rerun drafts nothing the tasks there already cover, and so keeps a reviewer's edits.
     (out / "rule-make-check.yaml").write_text((out / "rule-make-check.yaml").read_text() + "# edited\n")
-    assert "kept 3 existing file(s), not overwritten" in _draft(demo, out, capsys)
+    again = _draft(demo, out, capsys)
+    assert (
+        "drafted 0 task(s)" in again
+        and f"not drafted: 3 rule(s) that tasks in {out} already cover\n" in again
+    )
     assert (out / "rule-make-check.yaml").read_text().endswith("# edited\n")
+
+
+def test_rules_the_hand_written_tasks_cover_are_not_drafted_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = build_demo_repo(tmp_path / "pricebook")
+    out = tmp_path / "tasks"
+    shutil.copytree(demo.tasks_dir, out)
+    printed = _draft(demo, out, capsys)
+    # run-tests, currency-sync and force-push cite the same lines of AGENTS.md.
+    assert "drafted 0 task(s)" in printed
+    assert (
+        f"not drafted: 3 rule(s) that tasks in {out} already cover: rule-make-check (run-tests), "
+        "rule-pricebook-currencies-py (currency-sync), never-force-push-to-main (force-push)"
+    ) in printed
+    assert sorted(p.name for p in out.glob("*.yaml")) == sorted(p.name for p in demo.tasks_dir.glob("*.yaml"))
 
 
 def test_a_file_the_ref_does_not_hold_is_refused_by_name(

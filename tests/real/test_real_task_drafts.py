@@ -6,6 +6,7 @@ what each condition's files hold."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from docdelta.tasks import load_tasks
 
 RealRepo = Callable[[str], Path]
 AGENT = Path(__file__).with_name("rule_agent.py")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"
 HEADS = {"genai-prices": "47df840a5ab1", "logfire-js": "eb3a2723c364", "minijinja": "eb17be5752d2"}
 KNOWN: dict[str, dict[str, dict[str, Any]]] = {
     # id -> gold fields, for rules each AGENTS.md states (see /work/shared/real-repos/README.md)
@@ -136,3 +138,19 @@ def test_reviewed_drafts_grade_a_command_agent_by_what_each_condition_holds(
         # "is it OK to use pip or conda for dependency management?": no, by the same line.
         "never-use-pip-or-conda-for-dependency-management": (1.0, 1.0, 0.0),
     }
+
+
+def test_rules_the_reviewed_real_tasks_already_ask_about_are_not_drafted_again(
+    real_repo: RealRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tasks"
+    shutil.copytree(EXAMPLES / "genai-prices" / "tasks", out)
+    _draft(real_repo("genai-prices"), HEADS["genai-prices"], out)
+    printed = capsys.readouterr().out
+    assert (
+        "not drafted: 3 rule(s) that tasks in "
+        f"{out} already cover: rule-make-build (build-target), "
+        "never-overwrite-a-prices-block-when-a-provider-c (price-history), "
+        "never-hand-edit-tests-dataset-usages-json-or-add (usages-json)"
+    ) in printed
+    assert not (out / "rule-make-build.yaml").exists() and (out / "command-make-test.yaml").exists()

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from docdelta.models import Task
 from docdelta.quotes import locate
 from docdelta.task_audit import SourceText, audit_items
-from docdelta.task_draft import BLANK, Draft, RuleKind, draft_from_text
+from docdelta.task_draft import BLANK, Draft, RuleKind, covers, draft_from_text
 
 GUIDE = """\
 # Guide
@@ -189,3 +189,22 @@ def test_any_markdown_drafts_citations_that_stand_and_prompts_that_do_not_leak(t
         assert where is not None and where.start == draft.line
         assert _leaked(draft.task) == []
         assert draft.task.gold.commands or draft.task.gold.files or draft.task.gold.verdict == "no"
+
+
+def test_an_existing_task_covers_a_rule_it_cites_or_whose_commands_it_expects() -> None:
+    drafts = _drafts()
+    rule = drafts["rule-make-build"]
+    citing = Task.model_validate(
+        {
+            "id": "mine",
+            "prompt": "?",
+            "gold_citations": [{"path": "AGENTS.md", "quote": "not `make build-prices`"}],
+        }
+    )
+    same_commands = Task.model_validate({"id": "x", "prompt": "?", "gold": {"commands": ["make build"]}})
+    elsewhere = Task.model_validate(
+        {"id": "y", "prompt": "?", "gold_citations": [{"path": "README.md", "quote": "Always run"}]}
+    )
+    assert covers(citing, rule, GUIDE) and covers(same_commands, rule, GUIDE)
+    assert not covers(elsewhere, rule, GUIDE)
+    assert not covers(citing, drafts["tool-uv"], GUIDE)
