@@ -366,9 +366,12 @@ def _prose_rules(inline: Token, section: str, paths: _Paths, lines: Sequence[str
         line = _line_of(lines, sentence, first_line)
         spans = _spans(sentence)
         never = _never_rule(sentence, line, section)
-        tools = [] if never else _tool_rules(sentence, spans, line, section)
-        rule = None if never or tools else _sentence_rule(sentence, spans, line, section, paths)
-        yield from [never] if never else tools or ([rule] if rule else [])
+        if never:
+            yield never
+            continue
+        tools = _tool_rules(sentence, spans, line, section)
+        rule = None if tools else _sentence_rule(sentence, spans, line, section, paths)
+        yield from tools or ([rule] if rule else [])
 
 
 def _line_of(lines: Sequence[str], quote: str, after: int) -> int:
@@ -424,7 +427,7 @@ def _block_rules(tokens: Sequence[Token], i: int, section: str) -> Iterator[_Fou
     yield from flush()
 
 
-def find_rules(text: str, paths: Sequence[str] = ()) -> list[_Found]:
+def _find_rules(text: str, paths: Sequence[str] = ()) -> list[_Found]:
     """Every concrete rule of a Markdown text, in file order, each gold once."""
     tokens = _md().parse(text)
     lines = text.splitlines()
@@ -525,7 +528,7 @@ def draft_from_text(
     already used (by another file's drafts), which numbered ids then avoid."""
     taken = set() if taken is None else taken
     drafts = []
-    for found in find_rules(text, paths):
+    for found in _find_rules(text, paths):
         rule = _anchored(found, text)
         task = _unleaked(_task(rule, path, _task_id(rule, taken)))
         drafts.append(Draft(task, rule.kind, path, rule.line, rule.section, rule.quote))
