@@ -54,16 +54,15 @@ def redact(text: str, secrets: Sequence[str]) -> str:
 
 def first_error(result: ExecResult) -> str | None:
     """The line that says what went wrong: the first of stderr, then stdout, that names a cause,
-    else the first that reads like an error, else the first line. None for a command that
-    exited 0."""
+    else the first that reads like an error, else the last thing it printed (stderr first).
+    None for a command that exited 0."""
     if result.exit_code == 0:
         return None
     streams = [result.stderr.decode(errors="replace"), result.stdout.decode(errors="replace")]
-    lines = [line.strip() for text in streams for line in text.splitlines() if line.strip()]
-    found = next(
-        (line for pattern in (_SPECIFIC, _GENERAL) for line in lines if pattern.search(line)),
-        lines[0] if lines else None,
-    )
+    per_stream = [[line.strip() for line in text.splitlines() if line.strip()] for text in streams]
+    lines = [line for stream in per_stream for line in stream]
+    last = next((stream[-1] for stream in per_stream if stream), None)
+    found = next((line for pattern in (_SPECIFIC, _GENERAL) for line in lines if pattern.search(line)), last)
     return None if found is None else found[:FIRST_ERROR_CHARS]
 
 

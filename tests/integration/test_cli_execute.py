@@ -1,0 +1,116 @@
+"""gold.execute through `docdelta run`: the fake agent answers from each arm's AGENTS.md, its
+proposed command runs in a fresh offline bubblewrap sandbox of the arm's checkout, and a
+command the stale docs name (a test module that was renamed) is a miss whose evidence is in
+the result and the scorecard. A rerun reuses the saved results instead of running again.
+The command agent shows the run's API key is redacted from everything saved."""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from clirun import run_args, saved_results
+from gitrepo import GitRepo
+from toolchain import sandbox_config
+
+from docdelta.cli import main
+from docdelta.grading.execute import REDACTED
+
+TASK = """\
+id: run-tests
+prompt: How do I run the tests?
+gold:
+  commands: ["python3 -m unittest"]
+  execute: {timeout_s: 30}
+reviewed: true
+"""
+TEST_CALC = "import unittest\n\n\nclass Calc(unittest.TestCase):\n    def test_add(self):\n        pass\n"
+
+
+def execute_project(root: Path, config: str = "", extra: dict[str, str] | None = None) -> GitRepo:
+    """A unittest project whose base AGENTS.md names a test module renamed since (test_ops ->
+    test_calc), and whose head names the right one; both match the gold `python3 -m unittest`."""
+    repo = GitRepo.init(root)
+    files = {
+        "tests/__init__.py": "",
+        "tests/test_calc.py": TEST_CALC,
+        ".docdelta/tasks/run-tests.yaml": TASK,
+        "AGENTS.md": "# Agents\n\nRun the tests with `python3 -m unittest tests.test_ops`.\n",
+    }
+    repo.commit(files | ({".docdelta.yml": config} if config else {}) | (extra or {}))
+    repo.commit({"AGENTS.md": "# Agents\n\nRun the tests with `python3 -m unittest tests.test_calc`.\n"})
+    return repo
+
+
+def check_fake_run(workdir: Path, out: str) -> None:
+    """What both sandboxes must show for `execute_project` under the fake agent."""
+    results = {r.cell.condition: r for r in saved_results(workdir)}
+    head, base = results["head"], results["base"]
+    assert head.executed is not None and base.executed is not None
+    [ran] = head.executed.commands
+    assert (ran.command, ran.exit_code) == ("python3 -m unittest tests.test_calc", 0)
+    assert head.score is not None and head.score.value == 1.0
+    [stale] = base.executed.commands
+    assert (stale.command, stale.exit_code) == ("python3 -m unittest tests.test_ops", 1)
+    assert stale.first_error == "ImportError: Failed to import test module: test_ops"
+    assert base.score is not None and base.score.value == 0.0
+    note = base.score.items[0].note
+    assert note.startswith("given, but it failed in a fresh offline sandbox of the checkout:")
+    assert "run-tests · command `python3 -m unittest` missed in 1/1 runs — given, but it failed" in out
+    assert "ImportError: Failed to import test module: test_ops" in out
+
+
+def test_a_stale_command_in_the_docs_is_a_miss_with_evidence_and_a_rerun_reuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = execute_project(tmp_path / "proj")
+    workdir = tmp_path / "work"
+    args = [*run_args(repo, workdir, "unused", "--repeats", "1")]
+    args[args.index("command")] = "fake"
+    del args[args.index("--agent-cmd") : args.index("--agent-cmd") + 2]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    check_fake_run(workdir, out)
+    saved = {p: p.read_bytes() for p in workdir.glob("runs/*/*/*/r1/result.json")}
+    assert len(saved) == 3
+    assert main(args) == 0
+    assert {p: p.read_bytes() for p in saved} == saved  # reused as saved: nothing ran again
+
+
+SNOOP_AGENT = """\
+import json
+print(json.dumps({"answer": "run them", "commands": [
+    "python3 -m unittest tests.test_calc; cat .env >&2; exit 3",
+]}))
+"""
+
+
+def test_the_runs_api_key_is_redacted_from_what_a_proposal_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-planted-" + secrets.token_hex(12)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)  # the key docdelta holds for its gateway
+    # ... and the project leaked it into a file its checkout holds
+    repo = execute_project(tmp_path / "proj", sandbox_config(), {".env": f"OPENAI_API_KEY={secret}\n"})
+    workdir = tmp_path / "work"
+    assert (
+        main(run_args(repo, workdir, shlex.join([sys.executable, "-c", SNOOP_AGENT]), "--repeats", "1")) == 0
+    )
+    results = saved_results(workdir)
+    assert len(results) == 3
+    for result in results:
+        assert result.executed is not None
+        [ran] = result.executed.commands
+        assert ran.exit_code == 3
+        assert f"OPENAI_API_KEY={REDACTED}" in ran.output_tail
+        assert result.score is not None and result.score.value == 0.0  # it ran, then exited 3
+    assert {r.executed.isolation for r in results if r.executed} == {"bwrap"}
+    # nothing docdelta wrote holds it (the sealed checkouts hold the project's own .env)
+    written = [
+        p for p in workdir.rglob("*") if p.is_file() and "checkouts" not in p.relative_to(workdir).parts
+    ]
+    assert [p for p in written if secret.encode() in p.read_bytes()] == []
+    assert any(p.name == "result.json" for p in written)
