@@ -416,7 +416,7 @@ class Runner:
         if task.gold.execute is None or outcome.answer is None or outcome.status is RunStatus.timeout:
             return None
         return execute_proposals(
-            task, checkout, outcome.answer, self.provider, spec=self.spec, secrets=self.secrets
+            task, checkout.path, outcome.answer, self.provider, spec=self.spec, secrets=self.secrets
         )
 
     @staticmethod

@@ -61,7 +61,7 @@ def _run(
     sealed: SealedCheckout, provider: SandboxProvider, *commands: str, task: Task | None = None, **kw: object
 ) -> CommandsExecuted:
     answer = AgentAnswer(answer="see commands", commands=list(commands))
-    return execute_proposals(task or _task(), sealed, answer, provider, spec=SandboxSpec(), **kw)  # type: ignore[arg-type]
+    return execute_proposals(task or _task(), sealed.path, answer, provider, spec=SandboxSpec(), **kw)  # type: ignore[arg-type]
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -198,7 +198,7 @@ def test_a_stale_test_module_and_a_wrong_flag_are_misses_with_evidence(
     sealed: SealedCheckout, provider: SandboxProvider
 ) -> None:
     stale = AgentAnswer(answer="Run `python3 -m unittest tests.test_ops`.", commands=["make tests"])
-    executed = execute_proposals(_task(), sealed, stale, provider, spec=SandboxSpec())
+    executed = execute_proposals(_task(), sealed.path, stale, provider, spec=SandboxSpec())
     assert [c.command for c in executed.commands] == ["python3 -m unittest tests.test_ops", "make tests"]
     [item] = score_answer(_task(), stale, sealed.path, executed).items
     assert not item.hit
@@ -208,7 +208,7 @@ def test_a_stale_test_module_and_a_wrong_flag_are_misses_with_evidence(
     )
 
     flag = AgentAnswer(commands=["python3 -m unittest --frobnicate"])
-    executed = execute_proposals(_task(), sealed, flag, provider, spec=SandboxSpec())
+    executed = execute_proposals(_task(), sealed.path, flag, provider, spec=SandboxSpec())
     [item] = score_answer(_task(), flag, sealed.path, executed).items
     assert (
         not item.hit
@@ -216,7 +216,7 @@ def test_a_stale_test_module_and_a_wrong_flag_are_misses_with_evidence(
     )
 
     good = AgentAnswer(commands=["python3 -m unittest tests.test_calc"])
-    executed = execute_proposals(_task(), sealed, good, provider, spec=SandboxSpec())
+    executed = execute_proposals(_task(), sealed.path, good, provider, spec=SandboxSpec())
     [item] = score_answer(_task(), good, sealed.path, executed).items
     assert item.hit and item.note.startswith("given, and `python3 -m unittest tests.test_calc` ran (exit 0, ")
     assert executed.isolation in ("bwrap", "docker-none")
@@ -226,7 +226,7 @@ def test_a_proposal_that_matches_nothing_is_shown_as_evidence_of_the_miss(
     sealed: SealedCheckout, provider: SandboxProvider
 ) -> None:
     answer = AgentAnswer(commands=["python3 tests/run_all.py"])
-    executed = execute_proposals(_task(), sealed, answer, provider, spec=SandboxSpec())
+    executed = execute_proposals(_task(), sealed.path, answer, provider, spec=SandboxSpec())
     [item] = score_answer(_task(), answer, sealed.path, executed).items
     assert not item.hit
     assert item.note.startswith("never gave the command `python3 -m unittest`; what it proposed failed")

@@ -23,12 +23,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import proposed_commands
 from docdelta.models import AgentAnswer, CommandExecution, CommandsExecuted, ExecutedCommand, Task
 from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
-from docdelta.workspace import SealedCheckout
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of stdout and of stderr kept from one command: enough for any error message."""
@@ -82,7 +82,7 @@ def _record(command: str, result: ExecResult, secrets: Sequence[str]) -> Execute
 
 def execute_proposals(
     task: Task,
-    sealed: SealedCheckout,
+    checkout: Path,
     answer: AgentAnswer,
     provider: SandboxProvider,
     *,
@@ -90,7 +90,7 @@ def execute_proposals(
     secrets: Sequence[str] = (),
 ) -> CommandsExecuted:
     """Run `answer`'s proposed commands for `task` (which has gold.execute), each in a new
-    offline sandbox of `sealed` made by `provider` (which must be free to create one).
+    offline sandbox of the sealed `checkout` made by `provider` (which must be free to create one).
     `spec` supplies the environment and limits; its network is forced to "none". A sandbox
     that fails is our fault, not the agent's: InfraError, so the run is retried."""
     policy = task.gold.execute or CommandExecution()
@@ -103,7 +103,7 @@ def execute_proposals(
     ran: list[ExecutedCommand] = []
     try:
         for command in todo:
-            with provider.create(sealed.path, offline) as sandbox:
+            with provider.create(checkout, offline) as sandbox:
                 isolation = sandbox.isolation
                 if isolation == UNISOLATED:
                     return CommandsExecuted(isolation=isolation, refused=REFUSED, skipped=proposals)
