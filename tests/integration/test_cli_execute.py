@@ -71,3 +71,17 @@ def test_the_runs_api_key_is_redacted_from_what_a_proposal_printed(
     ]
     assert [p for p in written if secret.encode() in p.read_bytes()] == []
     assert any(p.name == "result.json" for p in written)
+
+
+def test_external_trials_refuse_tasks_whose_commands_would_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = execute_project(tmp_path / "proj")
+    args = [
+        "prepare", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(tmp_path / "work"),
+    ]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "tasks with gold.execute (run-tests) need docdelta's own sandbox" in err
+    assert "Traceback" not in err
