@@ -8,6 +8,8 @@ from pathlib import Path
 from clirun import saved_results
 from gitrepo import GitRepo
 
+from docdelta.grading.execute import REDACTED
+
 TASK = """\
 id: run-tests
 prompt: How do I run the tests?
@@ -50,3 +52,31 @@ def check_fake_run(workdir: Path, out: str) -> None:
     assert note.startswith("given, but it failed in a fresh offline sandbox of the checkout:")
     assert "run-tests · command `python3 -m unittest` missed in 1/1 runs — given, but it failed" in out
     assert "ImportError: Failed to import test module: test_ops" in out
+
+
+SNOOP_AGENT = """\
+import json
+print(json.dumps({"answer": "run them", "commands": [
+    "python3 -m unittest tests.test_calc; cat .env >&2; exit 3",
+]}))
+"""
+
+
+def check_redacted(workdir: Path, secret: str, isolation: str) -> None:
+    """What `SNOOP_AGENT`'s run on `execute_project` with a planted `.env` must show: the
+    proposal ran (and failed), and the key is redacted from everything docdelta wrote."""
+    results = saved_results(workdir)
+    assert len(results) == 3
+    for result in results:
+        assert result.executed is not None
+        [ran] = result.executed.commands
+        assert ran.exit_code == 3
+        assert f"OPENAI_API_KEY={REDACTED}" in ran.output_tail
+        assert result.score is not None and result.score.value == 0.0  # it ran, then exited 3
+    assert {r.executed.isolation for r in results if r.executed} == {isolation}
+    # nothing docdelta wrote holds it (the sealed checkouts hold the project's own .env)
+    written = [
+        p for p in workdir.rglob("*") if p.is_file() and "checkouts" not in p.relative_to(workdir).parts
+    ]
+    assert [p for p in written if secret.encode() in p.read_bytes()] == []
+    assert any(p.name == "result.json" for p in written)

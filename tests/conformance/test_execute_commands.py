@@ -185,7 +185,10 @@ def test_secrets_are_out_of_reach_and_redacted_where_the_project_holds_one(
 def test_the_none_provider_runs_nothing(sealed: SealedCheckout, tmp_path: Path) -> None:
     unisolated = get_provider("none", root=tmp_path / "none")
     marker = tmp_path / "ran"
-    executed = _run(sealed, unisolated, f"touch {marker}; python3 -m unittest")
+    try:
+        executed = _run(sealed, unisolated, f"touch {marker}; python3 -m unittest")
+    finally:
+        unisolated.close()
     assert executed.refused == REFUSED and executed.commands == []
     assert not marker.exists()
     answer = AgentAnswer(commands=[f"touch {marker}; python3 -m unittest"])

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from clirun import run_args
 from docker_helpers import UPSTREAM_PORT, control, owned_by, requests_seen
-from proposals import check_fake_run, execute_project
+from proposals import SNOOP_AGENT, check_fake_run, check_redacted, execute_project
 
 from docdelta.cli import main
 from docdelta.gateway.config import OPENAI, GatewayConfig
@@ -69,4 +71,18 @@ def test_the_fake_agents_stale_command_is_a_miss_with_evidence_under_docker(
     ]  # fmt: skip
     assert main(args) == 0
     check_fake_run(workdir, capsys.readouterr().out)
+    assert owned_by(client, os.getpid()) == []
+
+
+def test_the_command_agents_proposal_has_the_runs_key_redacted_under_docker(
+    client: Any, base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-planted-" + secrets.token_hex(12)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    config = yaml.safe_dump({"docker": {"base": base_image}})
+    repo = execute_project(tmp_path / "proj", config, {".env": f"OPENAI_API_KEY={secret}\n"})
+    workdir = tmp_path / "work"
+    agent = shlex.join(["python3", "-c", SNOOP_AGENT])
+    assert main(run_args(repo, workdir, agent, "--sandbox", "docker", "--repeats", "1")) == 0
+    check_redacted(workdir, secret, "docker-none")
     assert owned_by(client, os.getpid()) == []

@@ -12,12 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from clirun import run_args, saved_results
-from proposals import check_fake_run, execute_project
+from clirun import run_args
+from proposals import SNOOP_AGENT, check_fake_run, check_redacted, execute_project
 from toolchain import sandbox_config
 
 from docdelta.cli import main
-from docdelta.grading.execute import REDACTED
 
 
 def test_a_stale_command_in_the_docs_is_a_miss_with_evidence_and_a_rerun_reuses_it(
@@ -37,14 +36,6 @@ def test_a_stale_command_in_the_docs_is_a_miss_with_evidence_and_a_rerun_reuses_
     assert {p: p.read_bytes() for p in saved} == saved  # reused as saved: nothing ran again
 
 
-SNOOP_AGENT = """\
-import json
-print(json.dumps({"answer": "run them", "commands": [
-    "python3 -m unittest tests.test_calc; cat .env >&2; exit 3",
-]}))
-"""
-
-
 def test_the_runs_api_key_is_redacted_from_what_a_proposal_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,21 +47,7 @@ def test_the_runs_api_key_is_redacted_from_what_a_proposal_printed(
     assert (
         main(run_args(repo, workdir, shlex.join([sys.executable, "-c", SNOOP_AGENT]), "--repeats", "1")) == 0
     )
-    results = saved_results(workdir)
-    assert len(results) == 3
-    for result in results:
-        assert result.executed is not None
-        [ran] = result.executed.commands
-        assert ran.exit_code == 3
-        assert f"OPENAI_API_KEY={REDACTED}" in ran.output_tail
-        assert result.score is not None and result.score.value == 0.0  # it ran, then exited 3
-    assert {r.executed.isolation for r in results if r.executed} == {"bwrap"}
-    # nothing docdelta wrote holds it (the sealed checkouts hold the project's own .env)
-    written = [
-        p for p in workdir.rglob("*") if p.is_file() and "checkouts" not in p.relative_to(workdir).parts
-    ]
-    assert [p for p in written if secret.encode() in p.read_bytes()] == []
-    assert any(p.name == "result.json" for p in written)
+    check_redacted(workdir, secret, "bwrap")
 
 
 def test_external_trials_refuse_tasks_whose_commands_would_run(
