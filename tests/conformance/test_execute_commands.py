@@ -161,8 +161,9 @@ def test_a_hanging_proposal_is_killed_at_its_timeout(
     )
     [run] = executed.commands
     assert run.timed_out and run.exit_code is None
+    assert run.first_error == "killed at the 1s limit (gold.execute.timeout_s)"
     score = score_answer(_task(), AgentAnswer(commands=[run.command]), Path("/nonexistent"), executed)
-    assert score.value == 0.0 and "timed out" in score.items[0].note
+    assert score.value == 0.0 and "(timed out: killed at the 1s limit" in score.items[0].note
 
 
 def test_secrets_are_out_of_reach_and_redacted_where_the_project_holds_one(

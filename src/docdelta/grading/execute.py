@@ -66,10 +66,15 @@ def first_error(result: ExecResult) -> str | None:
     return None if found is None else found[:FIRST_ERROR_CHARS]
 
 
-def _record(command: str, result: ExecResult, secrets: Sequence[str]) -> ExecutedCommand:
+def _record(command: str, result: ExecResult, timeout_s: float, secrets: Sequence[str]) -> ExecutedCommand:
     output = (result.stdout + b"\n" + result.stderr).decode(errors="replace").strip()
     cut = " [output cap reached]" if result.truncated else ""
-    error = first_error(result)
+    if result.timed_out:
+        error: str | None = f"killed at the {timeout_s:g}s limit (gold.execute.timeout_s)"
+    elif result.oom:
+        error = "killed: out of memory"
+    else:
+        error = first_error(result)
     return ExecutedCommand(
         command=redact(command, secrets),
         exit_code=result.exit_code,
@@ -108,7 +113,7 @@ def execute_proposals(
                 if isolation == UNISOLATED:
                     return CommandsExecuted(isolation=isolation, refused=REFUSED, skipped=proposals)
                 result = sandbox.exec(["sh", "-c", command], timeout=policy.timeout_s)
-            ran.append(_record(command, result, secrets))
+            ran.append(_record(command, result, policy.timeout_s, secrets))
     except (DocdeltaError, OSError) as exc:
         raise InfraError(f"the sandbox for proposed commands failed: {exc}") from exc
     return CommandsExecuted(
