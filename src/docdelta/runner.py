@@ -412,11 +412,18 @@ class Runner:
         self, task: Task, checkout: SealedCheckout, outcome: AgentOutcome
     ) -> CommandsExecuted | None:
         """gold.execute: the answer's proposed commands, run like hidden tests once the agent's
-        sandbox is gone, each in a fresh offline one. A timed-out run scores 0 anyway."""
+        sandbox is gone, each in a fresh offline one, tracked so that Ctrl-C closes it under
+        its command. A timed-out run scores 0 anyway."""
         if task.gold.execute is None or outcome.answer is None or outcome.status is RunStatus.timeout:
             return None
         return execute_proposals(
-            task, checkout.path, outcome.answer, self.provider, spec=self.spec, secrets=self.secrets
+            task,
+            checkout.path,
+            outcome.answer,
+            self.provider,
+            spec=self.spec,
+            secrets=self.secrets,
+            track=self._tracked,
         )
 
     @staticmethod

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import secrets
 import shlex
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from clirun import run_args
-from proposals import SNOOP_AGENT, check_fake_run, check_redacted, execute_project
+from clirun import BlockingAgent, agent_processes, run_args, saved_results
+from proposals import SNOOP_AGENT, TASK, check_fake_run, check_redacted, execute_project
 from toolchain import sandbox_config
 
 from docdelta.cli import main
+from docdelta.errors import ExitCode
 
 
 def test_a_stale_command_in_the_docs_is_a_miss_with_evidence_and_a_rerun_reuses_it(
@@ -62,3 +65,30 @@ def test_external_trials_refuse_tasks_whose_commands_would_run(
     err = capsys.readouterr().err
     assert "tasks with gold.execute (run-tests) need docdelta's own sandbox" in err
     assert "Traceback" not in err
+
+
+def test_ctrl_c_during_a_proposal_kills_it_and_saves_no_half_graded_run(tmp_path: Path) -> None:
+    """The proposal tells the test it runs (a byte on a fifo) and blocks on another; the
+    task's 600 s limit would hold Ctrl-C for ten minutes were the sandbox not closed under it."""
+    sync = BlockingAgent(tmp_path / "sync")
+    try:
+        proposal = f"python3 -m unittest; printf 1 > {sync.started}; cat {sync.never}"
+        agent = f"import json; print(json.dumps({{'commands': [{proposal!r}]}}))"
+        task = TASK.replace("{timeout_s: 30}", "{timeout_s: 600}")
+        repo = execute_project(tmp_path / "proj", sandbox_config(tmp_path / "sync"))
+        repo.commit({".docdelta/tasks/run-tests.yaml": task, "AGENTS.md": "# Agents\n\nRun `make`.\n"})
+        args = run_args(repo, tmp_path / "work", shlex.join([sys.executable, "-c", agent]), "--repeats", "1")
+        proc = subprocess.Popen([sys.executable, "-m", "docdelta", *args], stderr=subprocess.PIPE, text=True)
+        try:
+            sync.wait_running(1)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=300)  # a guard against a hang, not a synchronisation
+        finally:
+            if proc.poll() is None:  # the test failed: leave no docdelta (its bwraps die with it)
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == ExitCode.INTERRUPTED, err
+        assert agent_processes(sync.started) == [], "the proposal was killed"
+        assert saved_results(tmp_path / "work") == [], "the interrupted run has no result: a rerun runs it"
+    finally:
+        sync.close()

@@ -20,15 +20,17 @@ alone decides.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import proposed_commands
 from docdelta.models import AgentAnswer, CommandExecution, CommandsExecuted, ExecutedCommand, Task
-from docdelta.sandbox.base import ExecResult, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of stdout and of stderr kept from one command: enough for any error message."""
@@ -93,11 +95,13 @@ def execute_proposals(
     *,
     spec: SandboxSpec,
     secrets: Sequence[str] = (),
+    track: Callable[[Sandbox], AbstractContextManager[None]] = lambda _sandbox: contextlib.nullcontext(),
 ) -> CommandsExecuted:
     """Run `answer`'s proposed commands for `task` (which has gold.execute), each in a new
     offline sandbox of the sealed `checkout` made by `provider` (which must be free to create one).
-    `spec` supplies the environment and limits; its network is forced to "none". A sandbox
-    that fails is our fault, not the agent's: InfraError, so the run is retried."""
+    `spec` supplies the environment and limits; its network is forced to "none"; `track`
+    holds each sandbox while it lives (the runner's, so Ctrl-C closes it under its command).
+    A sandbox that fails is our fault, not the agent's: InfraError, so the run is retried."""
     policy = task.gold.execute or CommandExecution()
     proposals = proposed_commands(task, answer)
     todo, skipped = proposals[: policy.max_commands], proposals[policy.max_commands :]
@@ -108,7 +112,7 @@ def execute_proposals(
     ran: list[ExecutedCommand] = []
     try:
         for command in todo:
-            with provider.create(checkout, offline) as sandbox:
+            with provider.create(checkout, offline) as sandbox, track(sandbox):
                 isolation = sandbox.isolation
                 if isolation == UNISOLATED:
                     return CommandsExecuted(isolation=isolation, refused=REFUSED, skipped=proposals)
