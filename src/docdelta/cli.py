@@ -265,7 +265,8 @@ def _add_workdir_commands(sub: Any) -> None:
     pl.add_argument("--base", required=True)
     pl.add_argument("--head", required=True)
     pl.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
-    pl.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pl.add_argument("--conditions", type=_arg(validate.condition_list), help="as `run`'s")
+    pl.add_argument("--arms", type=_arg(_parse_arms), help="as `run`'s")
     pl.add_argument("--repeats", type=_at_least(1), default=3)
     pl.add_argument(
         "--max-parallel",
@@ -510,11 +511,18 @@ def _parse_arms(text: str) -> list[ArmSpec]:
     return parse_arms(text)
 
 
+def _conditions(args: argparse.Namespace) -> list[str]:
+    """`--conditions`, by default base,head,none, or none of them when `--arms` is given."""
+    if args.conditions is not None:
+        return list(args.conditions)
+    return [] if args.arms else list(DEFAULT_CONDITIONS)
+
+
 def _run(args: argparse.Namespace) -> int:
     from docdelta.planning import ExperimentRequest
 
     arms = args.arms or []
-    conditions = args.conditions if args.conditions is not None else [] if arms else list(DEFAULT_CONDITIONS)
+    conditions = _conditions(args)
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
@@ -782,7 +790,7 @@ def _plan(args: argparse.Namespace) -> int:
     base = repo.resolve(args.base)
     config = load_project_config(repo, base)
     detection = detect_refs(repo, base, repo.resolve(args.head), matcher(config))
-    columns = len(args.conditions) + len(config.arms)  # `run` adds `.docdelta.yml`'s arms
+    columns = len(_conditions(args)) + len(args.arms or config.arms)  # as `run` plans them
     cells = 0 if detection.empty else len(load_tasks(args.tasks)) * columns * args.repeats
     plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
     print(plan.model_dump_json())

@@ -336,3 +336,16 @@ def test_the_actions_pr_comment_shows_the_docdelta_yml_arms(tmp_path: Path) -> N
     assert "**Arms**" in body
     assert "| base-docs | base | overlay | +1.00 |" in body
     assert "base + overlay arms/docs-export" in body
+
+
+def test_plan_counts_the_arms_cells_as_run_plans_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project(tmp_path)
+    base = ["plan", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD"]
+    base += ["--tasks", str(repo.path / ".docdelta/tasks"), "--repeats", "2"]
+    capsys.readouterr()
+    assert main([*base, "--arms", "a:model=x;b:model=y"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["cells"] == 2 * 2 * 2  # tasks x arms x repeats
+    assert main([*base, "--arms", "a:model=x", "--conditions", "base,head"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["cells"] == 2 * 3 * 2
