@@ -15,13 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import ANTHROPIC, OPENAI, Upstream
 from docdelta.models import JudgeInfo
+
+if TYPE_CHECKING:
+    import httpx
 
 UPSTREAMS: dict[str, Upstream] = {"openai": OPENAI, "anthropic": ANTHROPIC}
 ANTHROPIC_VERSION = "2023-06-01"
@@ -82,6 +83,10 @@ class JudgeAPI:
         self._client.close()
 
     def ask(self, system: str, user: str) -> Reply:
+        # httpx only here (the caller built the client, so it is loaded by now): every
+        # scorecard imports this module, and most never call a judge.
+        import httpx  # noqa: PLC0415
+
         url, headers, body = self._request(system, user)
         for attempt in range(self._retries + 1):
             last = attempt == self._retries
