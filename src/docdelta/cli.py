@@ -720,8 +720,14 @@ def _suggest(args: argparse.Namespace) -> int:
     if args.model:
         _model_draft(args, repo, manifest, results, tasks, drafted, out)
     if args.measured is not None:
+        from docdelta.suggest_model import measured_as
+
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
         lines = len({r.line for r in drafted.rules})
+        model = measured_as(drafted, out, proof_manifest)
+        if model is not None:
+            drafted, lines = model
+            print(f"measured: the model's draft ({out.stem}-model{out.suffix})")
         for m in measure(drafted, proof_manifest, proof_results):
             print(measured_line(m, lines))
         return ExitCode.OK
@@ -744,6 +750,7 @@ def _model_draft(
 ) -> None:
     """The second, model-written patch beside `out`; a refused draft is said and not kept."""
     from docdelta.suggest_model import draft as model_draft
+    from docdelta.suggest_model import write as write_model_draft
 
     config = load_project_config(repo, manifest.base_sha)
     match = matcher(config)
@@ -758,13 +765,7 @@ def _model_draft(
     except DraftRefused as exc:
         print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)
         return
-    path = out.with_name(f"{out.stem}-model{out.suffix}")
-    try:
-        path.write_text(got.patch)
-        side = path.with_name(path.name + ".json")
-        side.write_text(got.model_dump_json(indent=2, exclude={"patch"}) + "\n")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}", hint="pass another --out") from None
+    path = write_model_draft(got, out)
     print(got.patch, end="")
     spent = f"{got.tokens_in or 0}+{got.tokens_out or 0} tokens" + (
         f", ${got.cost_usd:.4f}" if got.cost_usd is not None else ""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import httpx
 from pydantic import Field, ValidationError
@@ -32,7 +32,7 @@ from docdelta.errors import ConfigError, DraftRefused
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
-from docdelta.models import Frozen, JudgeInfo, JudgeProvider, RunResult, RunStatus, Task
+from docdelta.models import PATCHED, Frozen, JudgeInfo, JudgeProvider, Manifest, RunResult, RunStatus, Task
 from docdelta.suggest import Suggestion
 from docdelta.workspace import apply_to_overlay
 
@@ -78,6 +78,42 @@ class ModelDraft(Frozen):
     tokens_out: int | None
     cost_usd: float | None = Field(description="as the gateway settled it")
     patch: str
+
+
+def draft_path(out: Path) -> Path:
+    """Where the model's patch goes beside the deterministic `out` (its reasons: `<path>.json`)."""
+    return out.with_name(f"{out.stem}-model{out.suffix}")
+
+
+def write(got: ModelDraft, out: Path) -> Path:
+    """The model's patch beside `out`, who wrote it and what it cost beside that; its path."""
+    path = draft_path(out)
+    try:
+        path.write_text(got.patch)
+        path.with_name(path.name + ".json").write_text(
+            got.model_dump_json(indent=2, exclude={"patch"}) + "\n"
+        )
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}", hint="pass another --out") from None
+    return path
+
+
+def measured_as(suggestion: Suggestion, out: Path, proof: Manifest) -> tuple[Suggestion, int] | None:
+    """When `proof`'s patched condition ran the model's draft written beside `out` (its
+    instruction files, by overlay hash), the suggestion to measure in its place and the
+    lines it adds; None when there is no such draft or the run was of another patch."""
+    path = draft_path(out)
+    spec = next((c for c in proof.conditions if c.name == PATCHED), None)
+    try:
+        side = json.loads(path.with_name(path.name + ".json").read_text())
+        got = ModelDraft.model_validate({**side, "patch": path.read_text()})
+    except (OSError, ValueError):
+        return None
+    if spec is None or spec.overlay_sha256 != got.patched_sha256:
+        return None
+    # The overlay is the draft's: the file measured is the one the run holds.
+    update = {"patch": got.patch, "patched_sha256": spec.files.get(suggestion.file, "")}
+    return suggestion.model_copy(update=update), got.added_lines
 
 
 def _missed_items(suggestion: Suggestion, results: Sequence[RunResult]) -> dict[str, list[str]]:

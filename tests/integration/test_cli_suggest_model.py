@@ -57,6 +57,13 @@ class Project:
     repo: GitRepo
     tasks: Path
     workdir: Path
+    agent: list[str]
+
+    def run(self, workdir: Path, *extra: str) -> list[str]:
+        return [
+            "run", "--repo", str(self.repo.path), "--base", "HEAD~1", "--head", "HEAD",
+            "--tasks", str(self.tasks), "--workdir", str(workdir), *self.agent, *extra,
+        ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -72,14 +79,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     tasks = tmp / "tasks"
     tasks.mkdir()
     (tasks / "lint.yaml").write_text(TASK)
-    workdir = tmp / "w1"
-    run = [
-        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD", "--tasks", str(tasks),
-        "--workdir", str(workdir), "--conditions", "base,head", "--repeats", "2",
-        "--agent", "command", "--agent-cmd", f"{sys.executable} {bin_dir / 'agent.py'}",
-    ]  # fmt: skip
-    assert main(run) == 0
-    return Project(repo, tasks, workdir)
+    agent = ["--agent", "command", "--agent-cmd", f"{sys.executable} {bin_dir / 'agent.py'}"]
+    project = Project(repo, tasks, tmp / "w1", agent)
+    assert main(project.run(project.workdir, "--conditions", "base,head", "--repeats", "2")) == 0
+    return project
 
 
 @pytest.fixture
@@ -131,6 +134,17 @@ def test_a_scripted_reply_becomes_the_second_patch_through_the_gateway(
     asked = json.dumps(seen["body"])
     assert "missed command: tox -e lint" in asked and "Be brief." in asked and seen["body"]["model"] == MODEL
     _no_key_anywhere(tmp_path, captured.out, captured.err)
+
+    # The model's draft is proven like the deterministic one: its patched run, then --measured.
+    proof = tmp_path / "proof"
+    patch = str(tmp_path / "suggested-model.patch")
+    assert main(project.run(proof, "--conditions", "head,patched", "--patch", patch, "--repeats", "4")) == 0
+    capsys.readouterr()
+    measured = [*_args(project, tmp_path)[:-2], "--measured", str(proof)]  # no --model: nothing is asked
+    assert main(measured) == 0
+    out = capsys.readouterr().out
+    assert "measured: the model's draft (suggested-model.patch)" in out
+    assert "adding these 2 lines raised lint from 0.00 to 1.00 in 4 runs, p = 0.00714" in out
 
 
 def _patch_adding(path: str, *lines: str) -> str:
