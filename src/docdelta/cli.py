@@ -771,7 +771,8 @@ def _model_draft(
         f", ${got.cost_usd:.4f}" if got.cost_usd is not None else ""
     )
     print(
-        f"\nmodel draft by {got.provider}/{got.model} ({got.added_lines} added lines, one call through "
+        f"\nmodel draft by {got.provider}/{got.model} ({got.added_lines} line{'s' * (got.added_lines != 1)} "
+        "added, one call through "
         f"the gateway: {spent}); written to {path}"
     )
 

@@ -72,7 +72,7 @@ class ModelDraft(Frozen):
     provider: JudgeProvider
     model: str
     file_count: int = Field(description="instruction files the patch changes")
-    added_lines: int
+    added_lines: int = Field(description="lines with text it adds (blank ones not counted)")
     patched_sha256: str = Field(description="of the condition's instruction files with it applied")
     tokens_in: int | None
     tokens_out: int | None
@@ -177,6 +177,10 @@ def _patch_text(reply: str) -> str:
     return patch if patch.endswith("\n") else patch + "\n"
 
 
+def _added(patch: str) -> list[str]:
+    return [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+
 def _safe_path(path: str) -> bool:
     pure = PurePosixPath(path)
     return bool(path) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in path
@@ -195,7 +199,7 @@ def validate(
             f"{MAX_DRAFT_BYTES:,} for a minimal change",
             hint="a suggestion adds a few lines; use the deterministic draft or rerun",
         )
-    added = sum(1 for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
+    added = len(_added(patch))
     if added > MAX_DRAFT_LINES:
         raise DraftRefused(
             f"the model's draft was refused: it adds {added} lines, over the limit of {MAX_DRAFT_LINES}",
@@ -273,7 +277,7 @@ def draft(
     patch, patched = validate(reply.text, head, matcher, [key, gw.token])
     calls = gw.calls()
     call = calls[0] if calls else None
-    added = sum(1 for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
+    added = sum(1 for line in _added(patch) if line.strip())
     return ModelDraft(
         provider=provider,
         model=model,

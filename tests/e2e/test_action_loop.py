@@ -84,8 +84,8 @@ def _action(tmp: Path, pr: Pr, fake: FakeGitHub, **inputs: str) -> tuple[app.Act
     } | {
         input_variable(k): v
         for k, v in {
-            "github-token": fake.token, "agent": "fake", "sandbox": "local", "repeats": "4", "conditions": "base,head", "tasks": TASKS,
-            "results-path": str(tmp / "results"), **inputs,
+            "github-token": fake.token, "agent": "fake", "sandbox": "local", "repeats": "4",
+            "conditions": "base,head", "tasks": TASKS, "results-path": str(tmp / "results"), **inputs,
         }.items()
     }  # fmt: skip
     out = io.StringIO()

@@ -123,11 +123,11 @@ def test_a_scripted_reply_becomes_the_second_patch_through_the_gateway(
     assert (tmp_path / "suggested.patch").read_text().endswith("+- Run `tox -e lint`.\n")
     assert (tmp_path / "suggested-model.patch").read_text() == GOOD
     side = json.loads((tmp_path / "suggested-model.patch.json").read_text())
-    assert (side["model"], side["added_lines"], side["file_count"]) == (MODEL, 2, 1)
+    assert (side["model"], side["added_lines"], side["file_count"]) == (MODEL, 1, 1)
     # gpt-4o-mini at 0.15 in / 0.60 out per million, as the gateway settled the one call.
     assert (side["tokens_in"], side["tokens_out"]) == (900, 40)
     assert side["cost_usd"] == pytest.approx((900 * 0.15 + 40 * 0.60) / 1e6)
-    assert "model draft by openai/gpt-4o-mini (2 added lines, one call through the gateway" in captured.out
+    assert "model draft by openai/gpt-4o-mini (1 line added, one call through the gateway" in captured.out
     # The upstream got the real key, put there by the gateway; the request asked about the miss.
     [seen] = requests
     assert seen["auth"] == [["authorization", hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()]]
@@ -144,7 +144,7 @@ def test_a_scripted_reply_becomes_the_second_patch_through_the_gateway(
     assert main(measured) == 0
     out = capsys.readouterr().out
     assert "measured: the model's draft (suggested-model.patch)" in out
-    assert "adding these 2 lines raised lint from 0.00 to 1.00 in 4 runs, p = 0.00714" in out
+    assert "adding this line raised lint from 0.00 to 1.00 in 4 runs, p = 0.00714" in out
 
 
 def _patch_adding(path: str, *lines: str) -> str:
