@@ -28,7 +28,7 @@ import httpx
 from pydantic import Field, ValidationError
 
 from docdelta.detect import InstructionMatcher, Overlay, diff_files
-from docdelta.errors import ConfigError, DraftRefused
+from docdelta.errors import ConfigError, DraftRefused, InfraError
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
@@ -272,6 +272,8 @@ def draft(
         api = JudgeAPI(endpoint, httpx.Client(timeout=300.0, trust_env=False), retries=0)
         try:
             reply = api.ask(SYSTEM, prompt(suggestion, tasks, results, head))
+        except InfraError as exc:  # an upstream may echo the key in its error body
+            raise InfraError(exc.message.replace(key, "[key]"), hint=exc.hint) from None
         finally:
             api.close()
     patch, patched = validate(reply.text, head, matcher, [key, gw.token])

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from gitrepo import GitRepo
 from modelserver import ScriptedModelServer
-from modelserver.script import Script, TextTurn, TurnUsage
+from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 from toolchain import sandbox_config
 
 from docdelta.cli import main
@@ -202,6 +202,21 @@ def test_a_hostile_reply_is_refused_and_nothing_of_it_is_written(
     assert (tmp_path / "suggested.patch").is_file()
     assert not (tmp_path / "suggested-model.patch").exists()
     assert not (tmp_path / "suggested-model.patch.json").exists()
+    _no_key_anywhere(tmp_path, captured.out, captured.err)
+
+
+def test_an_upstream_error_echoing_the_key_fails_the_draft_without_printing_the_key(
+    project: Project, key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedModelServer(
+        Script(name="suggest", model=MODEL, turns=[ErrorTurn(error=401, message=f"invalid key {KEY}")])
+    ) as server:
+        code = main(_args(project, tmp_path, "--base-url", f"{server.url}/v1"))
+    captured = capsys.readouterr()
+    assert code == 3  # our machinery (the model API) failed: no draft, and no verdict on it
+    assert "suggest's model draft openai/gpt-4o-mini:" in captured.err and "answered 401" in captured.err
+    assert "invalid key [key]" in captured.err  # the echo reached us, scrubbed
+    assert (tmp_path / "suggested.patch").is_file() and not (tmp_path / "suggested-model.patch").exists()
     _no_key_anywhere(tmp_path, captured.out, captured.err)
 
 
