@@ -529,13 +529,14 @@ def _run_matrix(
         return _merged_matrix(settings, settings.merge, workdir / "results")
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
+    adaptive = settings.repeats == "auto" and proof is None  # a proof has no base arm to decide on
     request = ExperimentRequest(
         base=base_sha,
         head=head,
         tasks_dir=tasks_dir,
         conditions=conditions,
         repeats=settings.max_repeats if settings.repeats == "auto" else settings.repeats,
-        adaptive=settings.repeats == "auto",
+        adaptive=adaptive,
         seed=settings.seed,
         source=source,
         patch=proof or settings.patch,
@@ -717,6 +718,8 @@ def _loop_sections(
         if offered is not None:
             sections.append(offered)
             ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
+        else:
+            ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
     if settings.audit:
         tasks_path = settings.tasks or config.tasks
         sections.append(
