@@ -714,12 +714,12 @@ def _loop_sections(
             )  # fmt: skip
         except DocdeltaError as exc:
             ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
-            offered = None
-        if offered is not None:
-            sections.append(offered)
-            ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
         else:
-            ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
+            if offered is None:
+                ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
+            else:
+                sections.append(offered)
+                ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
     if settings.audit:
         tasks_path = settings.tasks or config.tasks
         sections.append(
