@@ -46,7 +46,7 @@ from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, Sa
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
-from docdelta.github.annotations import added_lines, line_annotations
+from docdelta.github.annotations import added_lines, diff_lines, line_annotations
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
@@ -710,7 +710,7 @@ def _loop_sections(
         try:
             offered = suggestion_section(
                 repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove,
-                added_lines(files),
+                diff_lines(files),
             )  # fmt: skip
         except DocdeltaError as exc:
             ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")

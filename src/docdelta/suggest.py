@@ -302,7 +302,8 @@ def measured_line(m: Measured, lines: int) -> str:
 
 def _suggestion_block(suggestion: Suggestion, diff_lines: set[int]) -> tuple[int, str] | None:
     """(head line, replacement) when the patch is one hunk that only adds lines after a line
-    the PR's diff shows: GitHub's ```suggestion block on that line applies it. Else None."""
+    the PR's diff shows (`diff_lines`, added or context): GitHub's ```suggestion block in a
+    review comment on that line applies it. Else None."""
     try:
         [patched] = PatchSet(suggestion.patch)
         [hunk] = patched

@@ -114,9 +114,16 @@ def test_suggest_offers_the_proven_fix_folded_in_the_comment_with_its_measured_e
     section = _folded(body, "Suggested fix, measured:")
     claim = "adding this line raised force-push from 0.33 to 1.00 in 4 runs, p = 0.00714"
     assert section.startswith(f"<details><summary>Suggested fix, measured: {claim}</summary>")
-    # The cut rule's lines are no line of the PR's diff: a diff block, not a ```suggestion.
-    assert f"```diff\n{(tmp_path / 'results' / 'suggested.patch').read_text()}```" in section
-    assert f"+- {RULE}\n" in section and f"- {claim}\n" in section
+    # The patch appends after head's last line, a context line of the PR's diff (the cut
+    # section followed it): a ```suggestion block on that line.
+    last = pr.cut.splitlines()[-1]
+    where = f"`AGENTS.md` line {len(pr.cut.splitlines())} (a review comment there with this block applies it)"
+    assert where in section
+    assert (
+        f"```suggestion\n{last}\n\n## Rules agents missed (drafted by docdelta suggest)\n\n- {RULE}\n```"
+        in section
+    )
+    assert f"- {claim}\n" in section
     # The first screen is the scorecard's alone.
     top = body.split("<details>", 1)[0].strip().splitlines()[1:]
     assert len(top) <= SCREEN_LINES and "Suggested fix" not in "\n".join(top)
