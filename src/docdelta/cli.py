@@ -717,8 +717,7 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
-    if args.model:
-        _model_draft(args, repo, manifest, results, tasks, drafted, out)
+    model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
         from docdelta.suggest_model import measured_as
 
@@ -735,6 +734,7 @@ def _suggest(args: argparse.Namespace) -> int:
         "unproven until measured: docdelta run "
         f"--repo {args.repo} --base {manifest.base_sha[:12]} --head {manifest.head_sha[:12]} "
         f"--tasks {args.tasks} --conditions {args.condition},patched --patch {out} --workdir WORKDIR"
+        + (f" (or --patch {model_patch}, the model's)" if model_patch else "")
     )
     return ExitCode.OK
 
@@ -747,8 +747,8 @@ def _model_draft(
     tasks: dict[str, Task],
     drafted: Suggestion,
     out: Path,
-) -> None:
-    """The second, model-written patch beside `out`; a refused draft is said and not kept."""
+) -> Path | None:
+    """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
     from docdelta.suggest_model import draft as model_draft
     from docdelta.suggest_model import write as write_model_draft
 
@@ -764,7 +764,7 @@ def _model_draft(
         )  # fmt: skip
     except DraftRefused as exc:
         print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)
-        return
+        return None
     path = write_model_draft(got, out)
     print(got.patch, end="")
     spent = f"{got.tokens_in or 0}+{got.tokens_out or 0} tokens" + (
@@ -775,6 +775,7 @@ def _model_draft(
         "added, one call through "
         f"the gateway: {spent}); written to {path}"
     )
+    return path
 
 
 def _plan_cost(planned: int, options: RunOptions) -> str:

@@ -128,6 +128,7 @@ def test_a_scripted_reply_becomes_the_second_patch_through_the_gateway(
     assert (side["tokens_in"], side["tokens_out"]) == (900, 40)
     assert side["cost_usd"] == pytest.approx((900 * 0.15 + 40 * 0.60) / 1e6)
     assert "model draft by openai/gpt-4o-mini (1 line added, one call through the gateway" in captured.out
+    assert f"(or --patch {tmp_path / 'suggested-model.patch'}, the model's)" in captured.out
     # The upstream got the real key, put there by the gateway; the request asked about the miss.
     [seen] = requests
     assert seen["auth"] == [["authorization", hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()]]
