@@ -114,3 +114,7 @@ class LocalGateway:
     def calls(self) -> list[ModelCall]:
         """Every call it took, once it has stopped (after the `with` block)."""
         return list(self._calls)
+
+    def log(self) -> str:
+        """All it printed, stderr (ready line, errors) then stdout (the call log)."""
+        return "".join([*self._stderr, *self._stdout])
