@@ -36,6 +36,9 @@ class Endpoint:
     judge: JudgeInfo
     base_url: str
     key: str = field(repr=False)
+    role: str = "judge"
+    """Who asks, in error messages: the judge, or suggest's model draft (`docdelta.suggest_model`)."""
+    hint: str = "check --base-url, the model name and the key; rerun to resume (judged runs are kept)"
 
 
 def endpoint_from_env(judge: JudgeInfo, base_url: str | None, env: Mapping[str, str]) -> Endpoint:
@@ -143,7 +146,4 @@ class JudgeAPI:
     def _failure(self, message: str) -> InfraError:
         """An InfraError whose text can never hold the key, whatever the upstream echoed."""
         safe = message.replace(self.endpoint.key, "[key]")
-        return InfraError(
-            f"judge {self.endpoint.judge}: {safe}",
-            hint="check --base-url, the model name and the key; rerun to resume (judged runs are kept)",
-        )
+        return InfraError(f"{self.endpoint.role} {self.endpoint.judge}: {safe}", hint=self.endpoint.hint)
