@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
 from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.detect import detect_diff, detect_refs
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
+from docdelta.detect import detect_diff, detect_refs, instruction_files
+from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
 from docdelta.sandbox import provider_names
@@ -32,9 +32,10 @@ from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARAL
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
-    from docdelta.models import Manifest, RunResult, Summary
+    from docdelta.models import Manifest, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
+    from docdelta.suggest import Suggestion
 
 # Each command imports what only it needs inside its handler (hence the PLC0415 per-file
 # ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
@@ -188,6 +189,12 @@ def _add_loop_commands(sub: Any) -> None:
     sg.add_argument(
         "--measured", type=Path, metavar="WORKDIR", help="the workdir of the `--conditions head,patched` run"
     )
+    sg.add_argument(
+        "--model",
+        help="also ask this model, through a loopback gateway that holds the key, for <out>-model.patch",
+    )
+    sg.add_argument("--provider", choices=("openai", "anthropic"), default="openai", help="its API")
+    sg.add_argument("--base-url", help="the model API's URL (default: the project's gateway upstream)")
     _add_history_commands(sub)
     _add_external_commands(sub)
 
@@ -755,9 +762,16 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
+        from docdelta.suggest_model import measured_as
+
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
         lines = len({r.line for r in drafted.rules})
+        model = measured_as(drafted, out, proof_manifest)
+        if model is not None:
+            drafted, lines = model
+            print(f"measured: the model's draft ({out.stem}-model{out.suffix})")
         for m in measure(drafted, proof_manifest, proof_results):
             print(measured_line(m, lines))
         return ExitCode.OK
@@ -765,8 +779,48 @@ def _suggest(args: argparse.Namespace) -> int:
         "unproven until measured: docdelta run "
         f"--repo {args.repo} --base {manifest.base_sha[:12]} --head {manifest.head_sha[:12]} "
         f"--tasks {args.tasks} --conditions {args.condition},patched --patch {out} --workdir WORKDIR"
+        + (f" (or --patch {model_patch}, the model's)" if model_patch else "")
     )
     return ExitCode.OK
+
+
+def _model_draft(
+    args: argparse.Namespace,
+    repo: Repo,
+    manifest: Manifest,
+    results: list[RunResult],
+    tasks: dict[str, Task],
+    drafted: Suggestion,
+    out: Path,
+) -> Path | None:
+    """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
+    from docdelta.suggest_model import draft as model_draft
+    from docdelta.suggest_model import write as write_model_draft
+
+    config = load_project_config(repo, manifest.base_sha)
+    match = matcher(config)
+    ref = manifest.head_sha if drafted.condition == HEAD else manifest.base_sha
+    head = instruction_files(repo, ref, match)
+    try:
+        got = model_draft(
+            drafted, tasks, results, head, match,
+            provider=args.provider, model=args.model, gateway=config.gateway, environ=os.environ,
+            base_url=args.base_url,
+        )  # fmt: skip
+    except DraftRefused as exc:
+        print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)
+        return None
+    path = write_model_draft(got, out)
+    print(got.patch, end="")
+    spent = f"{got.tokens_in or 0}+{got.tokens_out or 0} tokens" + (
+        f", ${got.cost_usd:.4f}" if got.cost_usd is not None else ""
+    )
+    print(
+        f"\nmodel draft by {got.provider}/{got.model} ({got.added_lines} line{'s' * (got.added_lines != 1)} "
+        "added, one call through "
+        f"the gateway: {spent}); written to {path}"
+    )
+    return path
 
 
 def _plan_cost(planned: int, options: RunOptions) -> str:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docdelta.detect import InstructionMatcher
@@ -23,6 +22,9 @@ from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.globs import check_glob
 from docdelta.models import ArmSpec
+
+if TYPE_CHECKING:
+    import yaml
 
 CONFIG_PATH = ".docdelta.yml"
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
@@ -34,6 +36,8 @@ M = TypeVar("M", bound=BaseModel)
 def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """1-based line along a pydantic error location: a mapping entry's key line (where a
     user looks for `field:`), a sequence item's own line."""
+    import yaml  # noqa: PLC0415  (imported by `_load_model`, which alone calls this)
+
     line = node.start_mark.line + 1 if node is not None else None
     for part in loc:
         found: tuple[yaml.Node, yaml.Node] | None = None
@@ -92,6 +96,9 @@ def load_model(
 def _load_model(
     text: str, model: type[M], *, source: str, error: type[DocdeltaError], hint: str, is_json: bool
 ) -> M:
+    # PyYAML only here: `detect` on a repository without a .docdelta.yml never parses YAML.
+    import yaml  # noqa: PLC0415
+
     node: yaml.Node | None
     try:
         data = json.loads(text) if is_json else yaml.safe_load(text)
