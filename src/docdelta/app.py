@@ -46,20 +46,23 @@ from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, Sa
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
-from docdelta.github.annotations import added_lines, line_annotations
+from docdelta.github.annotations import added_lines, diff_lines, line_annotations
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.history import HISTORY_DIR, History, record_of
+from docdelta.loop_comment import audit_section, suggestion_section
 from docdelta.models import (
     BASE,
     HEAD,
+    PATCHED,
     Cell,
     ChangedFile,
     Detection,
     FileStatus,
     Frozen,
+    Manifest,
     RunResult,
     Summary,
     sha256_hex,
@@ -360,14 +363,16 @@ def _plan(ctx: _Context, repo: Repo, base_sha: str) -> ActionResult:
             "input 'plan': a matrix runs a fixed plan, but `repeats` is auto",
             hint="set `repeats:` to a number in the plan job and in every run job",
         )
-    tasks_path = (settings.tasks or load_project_config(repo, base_sha).tasks).strip("/")
+    config = load_project_config(repo, base_sha)
+    tasks_path = (settings.tasks or config.tasks).strip("/")
     with tempfile.TemporaryDirectory(prefix="docdelta-plan-") as tmp:
         tasks = load_tasks(_export_tasks(repo, base_sha, tasks_path, Path(tmp)))
-    cells = len(tasks) * len(settings.conditions) * settings.repeats
+    columns = len(settings.conditions) + len(config.arms)  # `.docdelta.yml`'s arms run in every PR
+    cells = len(tasks) * columns * settings.repeats
     if cells > settings.max_runs:
         raise ConfigError(
-            f"input 'plan': the plan is {cells:,} runs ({len(tasks)} tasks x {len(settings.conditions)} "
-            f"conditions x {settings.repeats} repeats), more than max-runs {settings.max_runs:,}",
+            f"input 'plan': the plan is {cells:,} runs ({len(tasks)} tasks x {columns} "
+            f"conditions and arms x {settings.repeats} repeats), more than max-runs {settings.max_runs:,}",
             hint="lower `repeats` or `conditions`, or raise `max-runs` in every job of the workflow",
         )
     plan = plan_matrix(cells, max_parallel=settings.max_parallel)
@@ -447,6 +452,10 @@ class _Matrix:
     results: list[RunResult]
     cell_dir: Callable[[Cell], Path]
     """Where each run's files are, for the HTML report's links."""
+    manifest: Manifest
+    tasks_dir: Path | None
+    """The exported task files (None in a matrix's aggregate job, which only merges)."""
+    results_dir: Path
 
 
 def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Matrix:
@@ -472,7 +481,8 @@ def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Ma
     )
     notes = [f"**Merged** {merged.shards} shards: {merged.complete} of {len(merged.manifest.order)} runs."]
     cost = sum(r.outcome.metrics.cost_usd or 0.0 for r in results)
-    return _Matrix(summary, notes, stopped, cost, results, partial(store.cell_dir, merged.manifest.repo))
+    cell_dir = partial(store.cell_dir, merged.manifest.repo)
+    return _Matrix(summary, notes, stopped, cost, results, cell_dir, merged.manifest, None, workdir)
 
 
 def _export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
@@ -507,30 +517,35 @@ def _run_matrix(
     source: str,
     trusted: bool,
     refresh: bool = False,
+    proof: Path | None = None,
 ) -> _Matrix:
     """Export the trusted tasks, then the composition root (`evaluation.evaluate`) with the
-    settings' options, exactly as `docdelta run` calls it, plus the results cache."""
+    settings' options, exactly as `docdelta run` calls it, plus the results cache.
+    `proof`: the suggested patch's `head,patched` run (`suggest: true`), in a workdir of
+    its own, neither recorded in the history nor saved to the results store."""
     settings = ctx.settings
     config = load_project_config(repo, base_sha)
     tasks_path = settings.tasks or config.tasks
-    workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}"
+    workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}{'-patched' if proof else ''}"
     if settings.merge is not None:
         return _merged_matrix(settings, settings.merge, workdir / "results")
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
+    adaptive = settings.repeats == "auto" and proof is None  # a proof has no base arm to decide on
     request = ExperimentRequest(
         base=base_sha,
         head=head,
         tasks_dir=tasks_dir,
         conditions=conditions,
         repeats=settings.max_repeats if settings.repeats == "auto" else settings.repeats,
-        adaptive=settings.repeats == "auto",
+        adaptive=adaptive,
         seed=settings.seed,
         source=source,
-        patch=settings.patch,
+        patch=proof or settings.patch,
         max_runs=settings.max_runs,
         skip_base_from=None if refresh else settings.skip_base_from,
         refresh=refresh,
+        config_arms=True,
     )
     # The fork-safe workflow checks out with `persist-credentials: false`: on a private
     # repository the results branch is then read with the workflow's token.
@@ -541,9 +556,9 @@ def _run_matrix(
         repo=repo,
         workdir=workdir / "results",
         cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth),
-        save_cache=trusted,
+        save_cache=trusted and proof is None,
         image_base=ACTION_SANDBOX_BASE,
-        job_summary=ctx.runtime.append_summary,
+        job_summary=None if proof else ctx.runtime.append_summary,
     )
     done = evaluate(request, settings.options, deps)
     if done is None:
@@ -564,10 +579,22 @@ def _run_matrix(
     # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
     # runner often just `workspace`); the scorecard names the repository as GitHub does.
     summary = done.summary.model_copy(update={"repo": settings.github.repository})
-    if not done.report.stopped and settings.options.shard is None:
+    if not done.report.stopped and settings.options.shard is None and proof is None:
         History(settings.results_path / HISTORY_DIR).append(record_of(done.experiment.manifest, summary))
-    cell_dir = partial(done.store.cell_dir, done.experiment.manifest.repo)
-    return _Matrix(summary, notes, done.report.stopped, done.cost_usd, list(done.report.results), cell_dir)
+    manifest = done.experiment.manifest
+    cell_dir = partial(done.store.cell_dir, manifest.repo)
+    results = list(done.report.results)
+    return _Matrix(
+        summary,
+        notes,
+        done.report.stopped,
+        done.cost_usd,
+        results,
+        cell_dir,
+        manifest,
+        tasks_dir,
+        deps.workdir,
+    )
 
 
 def _files_url(settings: ActionSettings, pr_number: int | None) -> str | None:
@@ -633,12 +660,14 @@ def _run_and_report(
         files_url=_files_url(settings, ctx.event.pr_number),
     )
     body += "\n" + "\n\n".join(ctx.redact(n) for n in notes)
+    sections, extra_cost = _loop_sections(ctx, repo, base_sha, head, matrix, files)
+    body += "".join(f"\n\n{ctx.redact(section)}" for section in sections)
     body += (
         f"\n\n[Full report and logs]({settings.github.run_url}) · every transcript: `{REPORT_FILE}` in the "
         f"run's [artifacts]({settings.github.run_url}#artifacts)\n"
     )
     ctx.runtime.append_summary(body)
-    outputs = _outputs(summary, matrix.cost_usd, settings)
+    outputs = _outputs(summary, matrix.cost_usd + extra_cost, settings)
     if settings.comment:
         assert ctx.event.pr_number is not None
         comment = render_comment(settings.config_id, body, full_report_url=settings.github.run_url)
@@ -655,6 +684,59 @@ def _run_and_report(
     outputs[Output.check_url] = ctx.publish(conclusion, title, body, notes_on_lines)
     ctx.say(f"docdelta: {conclusion.value}: {decision.reason}")
     return ActionResult(Activity.evaluate, conclusion, title, outputs)
+
+
+def _loop_sections(
+    ctx: _Context, repo: Repo, base_sha: str, head: str, matrix: _Matrix, files: list[PrFile]
+) -> tuple[list[str], float]:
+    """The `suggest` and `audit` inputs' folded sections, and what the patched run cost."""
+    settings = ctx.settings
+    if not (settings.suggest or settings.audit):
+        return [], 0.0
+    if matrix.tasks_dir is None or matrix.stopped or matrix.summary.broken:
+        why = "a matrix's aggregate job" if matrix.tasks_dir is None else "an incomplete or broken run"
+        ctx.say(f"docdelta: no suggest/audit section after {why}")
+        return [], 0.0
+    sections: list[str] = []
+    spent: list[float] = []
+    config = load_project_config(repo, base_sha)
+    if settings.suggest:
+
+        def prove(patch: Path) -> tuple[Manifest, list[RunResult]]:
+            proof = _run_matrix(
+                ctx, repo, base_sha, head, (HEAD, PATCHED), settings.source, trusted=False, proof=patch
+            )
+            spent.append(proof.cost_usd)
+            if proof.stopped or proof.summary.broken:
+                raise InfraError(f"the patched run did not finish: {proof.stopped or proof.summary.broken}")
+            return proof.manifest, proof.results
+
+        try:
+            offered = suggestion_section(
+                repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove,
+                diff_lines(files),
+            )  # fmt: skip
+        except DocdeltaError as exc:
+            ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
+        else:
+            if offered is None:
+                ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
+            else:
+                sections.append(offered)
+                ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
+    if settings.audit:
+        tasks_path = settings.tasks or config.tasks
+        sections.append(
+            audit_section(
+                repo,
+                [base_sha, head],
+                config,
+                matrix.tasks_dir,
+                tasks_path,
+                [matrix.results_dir],
+            )
+        )
+    return sections, sum(spent)
 
 
 def _outputs(summary: Summary, cost: float, settings: ActionSettings) -> dict[str, str]:

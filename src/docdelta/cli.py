@@ -23,18 +23,19 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
 from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.detect import detect_diff, detect_refs
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode, Terminated
+from docdelta.detect import detect_diff, detect_refs, instruction_files
+from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models import DEFAULT_CONDITIONS, HEAD
+from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
 from docdelta.sandbox import provider_names
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
-    from docdelta.models import Manifest, RunResult, Summary
+    from docdelta.models import Manifest, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
+    from docdelta.suggest import Suggestion
 
 # Each command imports what only it needs inside its handler (hence the PLC0415 per-file
 # ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
@@ -136,13 +137,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_tasks_commands(sub: Any) -> None:
-    """`tasks from-commit` (draft a change task) and `tasks audit` (what the suite measures)."""
+    """`tasks from-commit` (draft a change task), `tasks draft` (answer tasks from the rules of
+    instruction files) and `tasks audit` (what the suite measures)."""
     t = sub.add_parser("tasks", help="work with task files")
     tsub = t.add_subparsers(dest="tasks_command", required=True)
     fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
     fc.add_argument("sha")
     fc.add_argument("--repo", type=Path, default=Path())
     fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+    dr = tsub.add_parser(
+        "draft", help="draft answer tasks (`reviewed: false`) from the concrete rules of instruction files"
+    )
+    dr.add_argument("--repo", type=Path, default=Path())
+    dr.add_argument("--ref", default="HEAD", help="the commit whose files are read (default HEAD)")
+    dr.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="e.g. AGENTS.md (repeatable)",
+    )
+    dr.add_argument("--out", type=Path, default=Path(".docdelta/tasks"), help="where to write the drafts")
     au = tsub.add_parser(
         "audit", help="label each task target/control/unattainable from where its gold stands; find leaks"
     )
@@ -173,6 +189,12 @@ def _add_loop_commands(sub: Any) -> None:
     sg.add_argument(
         "--measured", type=Path, metavar="WORKDIR", help="the workdir of the `--conditions head,patched` run"
     )
+    sg.add_argument(
+        "--model",
+        help="also ask this model, through a loopback gateway that holds the key, for <out>-model.patch",
+    )
+    sg.add_argument("--provider", choices=("openai", "anthropic"), default="openai", help="its API")
+    sg.add_argument("--base-url", help="the model API's URL (default: the project's gateway upstream)")
     _add_history_commands(sub)
     _add_external_commands(sub)
 
@@ -250,7 +272,8 @@ def _add_workdir_commands(sub: Any) -> None:
     pl.add_argument("--base", required=True)
     pl.add_argument("--head", required=True)
     pl.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
-    pl.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pl.add_argument("--conditions", type=_arg(validate.condition_list), help="as `run`'s")
+    pl.add_argument("--arms", type=_arg(_parse_arms), help="as `run`'s")
     pl.add_argument("--repeats", type=_at_least(1), default=3)
     pl.add_argument(
         "--max-parallel",
@@ -288,7 +311,18 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
             metavar="DIR",
             help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
         )
-    r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    r.add_argument(
+        "--conditions",
+        type=_arg(validate.condition_list),
+        help="comma-separated (default base,head,none; with --arms: only the arms unless given)",
+    )
+    r.add_argument(
+        "--arms",
+        type=_arg(_parse_arms),
+        help="arms that vary the agent, model or context: NAME:field=value,...;NAME:... with fields "
+        "condition, agent, agent_cmd, model, overlay (a directory laid over the checkout), vs "
+        "(e.g. small:model=s;large:model=l); default: .docdelta.yml's arms, added to the conditions",
+    )
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument(
         "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
@@ -478,14 +512,32 @@ def _diff_text(stream: BinaryIO) -> str:
         return stream.read().decode("utf-8", errors="replace")
 
 
+def _parse_arms(text: str) -> list[ArmSpec]:
+    from docdelta.arms import parse_arms  # statistics are imported only when arms are given
+
+    return parse_arms(text)
+
+
+def _conditions(args: argparse.Namespace) -> list[str]:
+    """`--conditions`, by default base,head,none, or none of them when `--arms` is given."""
+    if args.conditions is not None:
+        return list(args.conditions)
+    return [] if args.arms else list(DEFAULT_CONDITIONS)
+
+
 def _run(args: argparse.Namespace) -> int:
     from docdelta.planning import ExperimentRequest
 
+    arms = args.arms or []
+    conditions = _conditions(args)
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
         tasks_dir=args.tasks,
-        conditions=args.conditions,
+        conditions=conditions,
+        arms=arms,
+        config_arms=True,
+        require_change=not arms,
         repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
         adaptive=args.repeats == AUTO,
         seed=args.seed,
@@ -710,9 +762,16 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
+        from docdelta.suggest_model import measured_as
+
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
         lines = len({r.line for r in drafted.rules})
+        model = measured_as(drafted, out, proof_manifest)
+        if model is not None:
+            drafted, lines = model
+            print(f"measured: the model's draft ({out.stem}-model{out.suffix})")
         for m in measure(drafted, proof_manifest, proof_results):
             print(measured_line(m, lines))
         return ExitCode.OK
@@ -720,8 +779,48 @@ def _suggest(args: argparse.Namespace) -> int:
         "unproven until measured: docdelta run "
         f"--repo {args.repo} --base {manifest.base_sha[:12]} --head {manifest.head_sha[:12]} "
         f"--tasks {args.tasks} --conditions {args.condition},patched --patch {out} --workdir WORKDIR"
+        + (f" (or --patch {model_patch}, the model's)" if model_patch else "")
     )
     return ExitCode.OK
+
+
+def _model_draft(
+    args: argparse.Namespace,
+    repo: Repo,
+    manifest: Manifest,
+    results: list[RunResult],
+    tasks: dict[str, Task],
+    drafted: Suggestion,
+    out: Path,
+) -> Path | None:
+    """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
+    from docdelta.suggest_model import draft as model_draft
+    from docdelta.suggest_model import write as write_model_draft
+
+    config = load_project_config(repo, manifest.base_sha)
+    match = matcher(config)
+    ref = manifest.head_sha if drafted.condition == HEAD else manifest.base_sha
+    head = instruction_files(repo, ref, match)
+    try:
+        got = model_draft(
+            drafted, tasks, results, head, match,
+            provider=args.provider, model=args.model, gateway=config.gateway, environ=os.environ,
+            base_url=args.base_url,
+        )  # fmt: skip
+    except DraftRefused as exc:
+        print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)
+        return None
+    path = write_model_draft(got, out)
+    print(got.patch, end="")
+    spent = f"{got.tokens_in or 0}+{got.tokens_out or 0} tokens" + (
+        f", ${got.cost_usd:.4f}" if got.cost_usd is not None else ""
+    )
+    print(
+        f"\nmodel draft by {got.provider}/{got.model} ({got.added_lines} line{'s' * (got.added_lines != 1)} "
+        "added, one call through "
+        f"the gateway: {spent}); written to {path}"
+    )
+    return path
 
 
 def _plan_cost(planned: int, options: RunOptions) -> str:
@@ -743,8 +842,10 @@ def _plan(args: argparse.Namespace) -> int:
 
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
-    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
-    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * len(args.conditions) * args.repeats
+    config = load_project_config(repo, base)
+    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(config))
+    columns = len(_conditions(args)) + len(args.arms or config.arms)  # as `run` plans them
+    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * columns * args.repeats
     plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
     print(plan.model_dump_json())
     what = f"{plan.cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}" if plan.evaluate else (
@@ -823,6 +924,8 @@ def _badge(args: argparse.Namespace) -> int:
 def _tasks(args: argparse.Namespace) -> int:
     if args.tasks_command == "audit":
         return _tasks_audit(args)
+    if args.tasks_command == "draft":
+        return _tasks_draft(args)
     return _tasks_from_commit(args)
 
 
@@ -838,6 +941,30 @@ def _tasks_audit(args: argparse.Namespace) -> int:
     source = read_source(repo, sha, config, strip_inside(repo.root, args.tasks))
     audit = audit_suite(load_tasks(args.tasks), source, sha, args.results)
     print(audit.model_dump_json(indent=2) if args.json else render_audit(audit))
+    return ExitCode.OK
+
+
+def _tasks_draft(args: argparse.Namespace) -> int:
+    from docdelta.task_draft import draft_tasks, existing_tasks, gold_summary, write_drafts
+
+    drafts = draft_tasks(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
+    written, kept = write_drafts(drafts, args.out)
+    where = ", ".join(args.sources)
+    print(f"drafted {len(written)} task(s) from {where} at {drafts.source_sha[:12]} into {args.out}")
+    new = {p.stem for p in written}
+    for d in drafts.drafts:
+        if d.task.id in new:
+            print(f"  {d.kind.value:<8} {d.task.id:<48} {d.file}:{d.line:<4} {gold_summary(d.task)}")
+    if drafts.covered:  # listed by the covering task's id where it differs (a rerun's are the same)
+        others = [f"{d.task.id} ({by})" for d, by in drafts.covered if d.task.id != by]
+        line = f"not drafted: {len(drafts.covered)} rule(s) that tasks in {args.out} already cover"
+        print(line + (": " + ", ".join(others) if others else ""))
+    if kept:
+        print(f"kept {len(kept)} existing file(s), not overwritten: {', '.join(p.name for p in kept)}")
+    print(
+        "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
+        f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels them)"
+    )
     return ExitCode.OK
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docdelta.detect import InstructionMatcher
@@ -22,6 +21,10 @@ from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.globs import check_glob
+from docdelta.models import ArmSpec
+
+if TYPE_CHECKING:
+    import yaml
 
 CONFIG_PATH = ".docdelta.yml"
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
@@ -33,6 +36,8 @@ M = TypeVar("M", bound=BaseModel)
 def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """1-based line along a pydantic error location: a mapping entry's key line (where a
     user looks for `field:`), a sequence item's own line."""
+    import yaml  # noqa: PLC0415  (imported by `_load_model`, which alone calls this)
+
     line = node.start_mark.line + 1 if node is not None else None
     for part in loc:
         found: tuple[yaml.Node, yaml.Node] | None = None
@@ -91,6 +96,9 @@ def load_model(
 def _load_model(
     text: str, model: type[M], *, source: str, error: type[DocdeltaError], hint: str, is_json: bool
 ) -> M:
+    # PyYAML only here: `detect` on a repository without a .docdelta.yml never parses YAML.
+    import yaml  # noqa: PLC0415
+
     node: yaml.Node | None
     try:
         data = json.loads(text) if is_json else yaml.safe_load(text)
@@ -214,6 +222,8 @@ class ProjectConfig(BaseModel):
     """Which model APIs the gateway may reach, per-run budget, price table."""
     sandbox: SandboxConfig = SandboxConfig()
     """Read-only toolchain paths and environment for the agent and the hidden tests."""
+    arms: list[ArmSpec] = []
+    """Arms added to every evaluation's conditions (`docdelta run` without --arms, the Action's PRs)."""
 
     @field_validator("tasks")
     @classmethod
@@ -243,7 +253,7 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     source = f"{CONFIG_PATH} (at {sha[:12]})"
     hint = (
         f"fix {CONFIG_PATH} on the base branch; "
-        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox"
+        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox, arms"
     )
     if entry.is_symlink or not entry.is_blob:
         raise ConfigError(f"{source} must be a regular file", hint=hint)

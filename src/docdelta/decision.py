@@ -48,8 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-from scipy.stats import norm
+from statistics import NormalDist
 
 from docdelta import stats
 from docdelta.models import VerdictKind
@@ -237,15 +236,28 @@ def _interval(strata: Sequence[stats.Stratum], level: float) -> tuple[Interval, 
         variance += vt + vc
     k = len(strata)
     centre, se = centre / k, math.sqrt(variance) / k
-    z = float(norm.ppf(1 - level))
+    z = _upper_quantile(level)
     return Interval(centre - z * se, centre + z * se, 1 - 2 * level), centre, se
+
+
+# The standard normal without scipy.stats.norm, whose import cost every scorecard seconds.
+def _upper_tail(z: float) -> float:
+    """P(Z > z) for a standard normal Z (scipy's `norm.sf`), from erfc as scipy computes it:
+    `NormalDist().cdf(-z)` goes through 1 + erf and rounds a far tail to 0."""
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def _upper_quantile(level: float) -> float:
+    """The z with P(Z > z) = `level` (scipy's `norm.ppf(1 - level)`), taken from the lower
+    tail so that a tiny level is not first rounded away by 1 - level."""
+    return -NormalDist().inv_cdf(level)
 
 
 def _tost_p(centre: float, se: float, band: float) -> float:
     """The TOST p-value: the larger of the two one-sided z p's against -band and +band."""
     if se == 0:
         return 0.0 if abs(centre) < band else 1.0
-    return float(max(norm.sf((centre + band) / se), norm.sf((band - centre) / se)))
+    return max(_upper_tail((centre + band) / se), _upper_tail((band - centre) / se))
 
 
 @dataclass
@@ -302,7 +314,7 @@ def _needed(seq: _Seq, n: float, *, alpha: float, band: float) -> int | None:
     margin = band - abs(seq.centre)
     if seq.interval is None or margin <= 0:
         return None
-    z = float(norm.ppf(1 - alpha))
+    z = _upper_quantile(alpha)
     return max(math.ceil((n + 2) * (z * seq.se / margin) ** 2) - 2, math.ceil(n) + 1)
 
 

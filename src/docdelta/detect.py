@@ -23,9 +23,9 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from docdelta.errors import ConfigError
-from docdelta.git import Repo
+from docdelta.git import SYMLINK_MODE, Repo
 from docdelta.globs import GlobSet
-from docdelta.instructions import CUSTOM_FAMILY, RULES, GitTree, Graph, build, instruction_links
+from docdelta.instructions import CUSTOM_FAMILY, RULES, GitTree, Graph, build, instruction_links, rules_for
 from docdelta.models import (
     ChangedFile,
     ConditionSpec,
@@ -43,8 +43,6 @@ pattern it matches; precedence, imports and links are the instruction graph's bu
 
 KNOWN_FAMILIES = frozenset(f for _, families in BUILTIN_PATTERNS for f in families)
 """Agent families the table knows; adapters of the same name (claude_code, codex, ...) are them."""
-
-_BUILTIN = tuple((GlobSet([glob]), families) for glob, families in BUILTIN_PATTERNS)
 
 
 def _literal_names(patterns: Iterable[str]) -> dict[str, str]:
@@ -79,7 +77,7 @@ class InstructionMatcher:
         each (both trees, the graph, the seal), and each answer takes ~45 glob tests."""
 
     def _builtin_families(self, path: str) -> set[str]:
-        return {f for globs, families in _BUILTIN if globs.matches(path) for f in families}
+        return {f for rule in rules_for(path) for f in rule.families}
 
     def families(self, path: str) -> list[str]:
         """Agent families that load `path` by default; empty if it is no instruction file."""
@@ -151,16 +149,33 @@ def _changed_file(
 
 @dataclass(frozen=True)
 class DiffFile:
-    """One file of a unified diff: old and new path (None for /dev/null) and its git header."""
+    """One changed file: old and new path (None for /dev/null), and whether a side is a symlink."""
 
     old: str | None
     new: str | None
-    header: str
+    symlink: bool
 
-    @property
-    def symlink(self) -> bool:
-        """git writes a symlink's mode (120000) in the `index` or `new/deleted file mode` line."""
-        return any(line.rstrip().endswith(" 120000") for line in self.header.splitlines())
+
+def _header_symlink(header: str) -> bool:
+    """git writes a symlink's mode (120000) in the `index` or `new/deleted file mode` line."""
+    return any(line.rstrip().endswith(f" {SYMLINK_MODE}") for line in header.splitlines())
+
+
+def changed_files(repo: Repo, base: str, head: str) -> list[DiffFile]:
+    """The files of `git diff base head` (renames detected) from its raw form, as `diff_files`
+    reads them from the patch: a typechange (link <-> file) is a deletion plus an addition."""
+    out = []
+    for c in repo.changes(base, head):
+        old_link, new_link = c.old_mode == SYMLINK_MODE, c.new_mode == SYMLINK_MODE
+        if c.status == "A":
+            out.append(DiffFile(None, c.new_path, new_link))
+        elif c.status == "D":
+            out.append(DiffFile(c.old_path, None, old_link))
+        elif c.status == "T":
+            out += [DiffFile(c.old_path, None, old_link), DiffFile(None, c.new_path, new_link)]
+        else:
+            out.append(DiffFile(c.old_path, c.new_path, old_link or new_link))
+    return out
 
 
 def diff_files(diff_text: str) -> list[DiffFile]:
@@ -172,7 +187,9 @@ def diff_files(diff_text: str) -> list[DiffFile]:
             f"cannot parse the diff: {exc}", hint="pass a unified diff as written by `git diff`"
         ) from exc
     return [
-        DiffFile(_strip_prefix(pf.source_file), _strip_prefix(pf.target_file), str(pf.patch_info))
+        DiffFile(
+            _strip_prefix(pf.source_file), _strip_prefix(pf.target_file), _header_symlink(str(pf.patch_info))
+        )
         for pf in patch
     ]
 
@@ -205,7 +222,7 @@ def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -
     whose content changed only as an agent sees it (through a link or an import); near misses
     over both trees; and the range's other changed files. Records the resolved shas."""
     base_sha, head_sha = repo.resolve(base), repo.resolve(head)
-    diff = diff_files(repo.diff(base_sha, head_sha))  # parsed once: a real range has thousands of hunks
+    diff = changed_files(repo, base_sha, head_sha)
     by_name = _detect_files(diff, matcher, base=base_sha, head=head_sha)
     base_tree, head_tree = GitTree(repo, base_sha), GitTree(repo, head_sha)
     graphs = build(base_tree, matcher.families), build(head_tree, matcher.families)

@@ -67,6 +67,10 @@ class AgentError(DocdeltaError):
     """An agent adapter is misconfigured (unknown agent, missing command, ...)."""
 
 
+class DraftRefused(DocdeltaError):
+    """A model-written patch failed validation (docdelta.suggest_model): none of it is kept."""
+
+
 class InfraError(DocdeltaError):
     """Our own machinery failed; the affected run is `infra_error`, never a fail."""
 

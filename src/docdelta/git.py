@@ -142,6 +142,18 @@ class TreeEntry:
         return self.mode != GITLINK_MODE
 
 
+@dataclass(frozen=True)
+class Change:
+    """One file of `git diff --raw`: its status letter (A, D, M, R, C, T), modes and paths
+    (the same path twice unless it was renamed or copied)."""
+
+    status: str
+    old_mode: str
+    new_mode: str
+    old_path: str
+    new_path: str
+
+
 class Repo:
     """A local git repository, read-only except through `commit_snapshot`."""
 
@@ -228,6 +240,24 @@ class Repo:
             stdout.close()
             proc.wait()
             feeder.join()
+
+    def changes(self, base: str, head: str) -> list[Change]:
+        """The files that differ between two commits, with rename detection as `diff` has it:
+        `git diff --raw`, which names each file and its modes without computing one hunk
+        (a real range's full diff is megabytes that detection would only skim for names)."""
+        out = self._git(
+            "diff", "--raw", "-z", "--no-abbrev", "--no-ext-diff", "--no-textconv", "-M", base, head, "--",
+            what=f"diff {base}..{head}",
+        )  # fmt: skip
+        fields = [f.decode(errors="surrogateescape") for f in out.split(b"\0")]
+        changes, i = [], 0
+        while i < len(fields) and fields[i].startswith(":"):
+            old_mode, new_mode, _old, _new, status = fields[i][1:].split()
+            paths = 2 if status[0] in "RC" else 1
+            old_path, new_path = fields[i + 1], fields[i + paths]
+            changes.append(Change(status[0], old_mode, new_mode, old_path, new_path))
+            i += 1 + paths
+        return changes
 
     def diff(self, base: str, head: str) -> str:
         """Unified diff base..head with rename detection; binary files marked, not inlined."""

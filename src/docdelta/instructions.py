@@ -116,11 +116,22 @@ MAX_IMPORT_DEPTH = 5
 """Claude Code follows imports at most five hops deep."""
 _MAX_LINK_HOPS = 40
 _RULE_SETS = tuple((GlobSet([r.glob]), r) for r in RULES)
+_ANY_RULE = GlobSet(r.glob for r in RULES)
+"""The table's globs as one set (none is a `!` pattern, so it matches where any rule does)."""
+
+
+def rules_for(path: str) -> tuple[Rule, ...]:
+    """Every rule matching `path`, in table order. Nearly every path of a real tree matches
+    none, and is told so by one glob test instead of one per rule (~45): detection asks
+    about each of a thousand-file tree's paths several times."""
+    if not _ANY_RULE.matches(path):
+        return ()
+    return tuple(r for g, r in _RULE_SETS if g.matches(path))
 
 
 def rule_for(path: str, family: str) -> Rule | None:
     """The first rule under which `family` loads `path`."""
-    return next((r for g, r in _RULE_SETS if family in r.families and g.matches(path)), None)
+    return next((r for r in rules_for(path) if family in r.families), None)
 
 
 # ---------------------------------------------------------------------- trees

@@ -258,6 +258,25 @@ def mistake_regex(pattern: str) -> re2._Regexp[str]:
         ) from None
 
 
+def _execute_switch(value: Any) -> Any:
+    """`execute: true` turns execution on with its defaults; `false` leaves it off."""
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return value
+
+
+class CommandExecution(Frozen):
+    """gold.execute: run the commands the answer proposes, each in a fresh offline sandbox of
+    the run's sealed checkout (docdelta.grading.execute), so a command that looks right but
+    does not exist in the project (a stale test path, a wrong make target or flag) is a miss."""
+
+    timeout_s: float = Field(default=60.0, gt=0, le=600, description="per command; then it is killed")
+    max_commands: int = Field(default=5, ge=1, le=20, description="proposals run per answer, in order")
+    exit_code: int = Field(default=0, description="exit code of a command that works")
+
+
 class Gold(Frozen):
     docs: list[str] = Field(default=[], description="instruction files the answer depends on")
     files: list[str | list[str]] = Field(
@@ -274,6 +293,10 @@ class Gold(Frozen):
     validation: Validation | None = Field(default=None, description="change tasks: the hidden tests")
     checks: HardChecks = Field(default_factory=HardChecks)
     mistakes: list[MistakeRule] = []
+    execute: Annotated[CommandExecution | None, BeforeValidator(_execute_switch)] = Field(
+        default=None,
+        description="answer tasks with gold commands: run the proposed commands (`true`, or limits)",
+    )
 
 
 class Task(Frozen):
@@ -293,6 +316,8 @@ class Task(Frozen):
     def _change_needs_validation(self) -> Task:
         if self.kind == "change" and self.gold.validation is None:
             raise ValueError("a change task needs gold.validation (hidden tests and a command)")
+        if self.gold.execute is not None and (self.kind != "answer" or not self.gold.commands):
+            raise ValueError("gold.execute runs proposed commands: it needs an answer task with commands")
         return self
 
 
@@ -444,6 +469,30 @@ class ScoreItem(Frozen):
     )
 
 
+class ExecutedCommand(Frozen):
+    """One proposed command, run with `sh -c` in its own fresh offline sandbox."""
+
+    command: str = Field(description="as proposed, without the backticks, quotes or `$ ` around it")
+    exit_code: int | None = Field(description="None: killed (timeout, out of memory)")
+    seconds: float
+    timed_out: bool = False
+    first_error: str | None = Field(
+        default=None, description="the first line of its output that says what went wrong (redacted)"
+    )
+    output_tail: str = Field(default="", description="the end of its output, truncated and redacted")
+
+
+class CommandsExecuted(Frozen):
+    """What running an answer's proposed commands found (gold.execute)."""
+
+    isolation: str = Field(description="the sandboxes' isolation, e.g. 'bwrap', 'docker-none'")
+    commands: list[ExecutedCommand] = []
+    refused: str | None = Field(
+        default=None, description="why nothing was run (no sandbox to run it in); scored by matching only"
+    )
+    skipped: list[str] = Field(default=[], description="proposals beyond gold.execute.max_commands")
+
+
 class Score(Frozen):
     value: float = Field(ge=0.0, le=1.0)
     items: list[ScoreItem]
@@ -494,6 +543,9 @@ class RunResult(Frozen):
     instructions_seen: InstructionAudit | None = Field(
         default=None, description="None: no gateway saw the run's requests, so nothing was audited"
     )
+    executed: CommandsExecuted | None = Field(
+        default=None, description="gold.execute: the answer's proposed commands, as they ran"
+    )
 
 
 BASE, HEAD, NONE, PATCHED = "base", "head", "none", "patched"
@@ -511,6 +563,31 @@ class ConditionSpec(Frozen):
     overlay_sha256: str
 
 
+ARM_FACTORS = ("agent", "model", "condition", "overlay")
+"""What an arm may vary: the agent, its model, the condition's instruction files, and extra
+files laid over the checkout. Two compared arms should differ in one of them."""
+
+
+class ArmSpec(Frozen):
+    """An arm as the user declares it (`--arms`, `.docdelta.yml` `arms:`): a condition run by
+    an agent and model of its own, optionally with extra files (a skills folder, a docs export)
+    laid over its checkout. Unset fields take the run's own (`--agent`, `--model`)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="the arm's column in the scorecard")
+    condition: str = Field(
+        default="head", description="the condition it builds on: base, head, none, patched"
+    )
+    agent: str | None = Field(default=None, description="default: the run's --agent")
+    agent_cmd: str | None = Field(default=None, description="the command agent's command line")
+    model: str | None = Field(default=None, description="default: the run's --model")
+    overlay: str | None = Field(
+        default=None,
+        description="a directory whose files are laid over the checkout as they are laid out in it "
+        "(CLI: a host path; .docdelta.yml: a directory of the repository at the base ref)",
+    )
+    vs: str | None = Field(default=None, description="the arm or condition it is compared with")
+
+
 class AgentInfo(Frozen):
     name: str
     version: str
@@ -524,6 +601,17 @@ class AgentInfo(Frozen):
         description="the model server's identity where it exposes one (llama-server: model, "
         "chat template hash, build, flags)",
     )
+
+
+class ArmRecord(Frozen):
+    """An arm in the manifest: what its column runs, beside its `ConditionSpec` (whose files
+    and overlay hash already include the arm's overlay)."""
+
+    condition: str
+    agent: AgentInfo
+    overlay: str | None = Field(default=None, description="the overlay directory as declared")
+    overlay_sha256: str | None = Field(default=None, description="of the overlay's files alone")
+    vs: str | None = None
 
 
 class RunBounds(Frozen):
@@ -576,11 +664,23 @@ class Manifest(Frozen):
         default=[],
         description="conditions this plan runs none of: their control is the pooled earlier batches",
     )
+    arms: dict[str, ArmRecord] = Field(
+        default={},
+        description="column name -> the arm it runs (agent, model, overlay); conditions are not here",
+    )
     created_at: datetime
 
     def identity(self) -> str:
-        """sha256 of everything that makes two runs comparable (not the time it was made)."""
-        return sha256_hex(self.model_dump_json(exclude={"created_at"}).encode())
+        """sha256 of everything that makes two runs comparable (not the time it was made).
+        `arms` and `pooled_only` count only when set, so a plan without them keeps its identity."""
+        unset = {"created_at"} | ({"arms"} if not self.arms else set())
+        unset |= {"pooled_only"} if not self.pooled_only else set()
+        return sha256_hex(self.model_dump_json(exclude=unset).encode())
+
+    def agent_of(self, column: str) -> AgentInfo:
+        """The agent that runs a column: its arm's, else the experiment's."""
+        arm = self.arms.get(column)
+        return self.agent if arm is None else arm.agent
 
 
 # -------------------------------------------------------------------- report
@@ -800,6 +900,25 @@ class PoolSummary(Frozen):
     """The plan ran no base arm of its own: the pooled runs are the whole control."""
 
 
+class ArmComparison(Frozen):
+    """One arm against the arm or condition it is compared with (`vs`): per task and over
+    tasks, with a stratified permutation test, and the factors in which the two differ."""
+
+    arm: str
+    vs: str
+    differs_in: list[str] = Field(description="the ARM_FACTORS in which the two columns differ")
+    described: dict[str, str] = Field(
+        default={}, description="both columns -> what runs them: agent, model, condition and overlay"
+    )
+    tasks: dict[str, Delta] = Field(description="task -> arm - vs of mean scores (holdout tasks left out)")
+    overall: Delta
+    arm_runs: int
+    vs_runs: int
+    warning: str | None = Field(
+        default=None, description="set when the two differ in more than one factor: no single cause"
+    )
+
+
 class Summary(Frozen):
     """The scorecard's numbers; rendered as markdown, JSON, a badge and (later) a PR comment."""
 
@@ -845,6 +964,9 @@ class Summary(Frozen):
     )
     aa_noise: AANoise | None = Field(
         default=None, description="the A/A-derived noise band of head vs base; informative, not the verdict's"
+    )
+    arms: list[ArmComparison] = Field(
+        default=[], description="each declared arm against the column it is compared with"
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from docdelta import __version__
 from docdelta.agents.base import Agent
+from docdelta.arms import Arm, agent_info
 from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
 from docdelta.detect import Overlay, detect_refs
@@ -31,7 +32,7 @@ from docdelta.models import (
     BASE,
     DEFAULT_CONDITIONS,
     HEAD,
-    AgentInfo,
+    ArmSpec,
     Cell,
     Detection,
     Manifest,
@@ -93,6 +94,10 @@ class ExperimentRequest:
     """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
     overlays: Mapping[str, Overlay] = field(default_factory=dict)
     """Conditions built by the caller (an ablation's variants), by name; each named in `conditions`."""
+    arms: Sequence[ArmSpec] = ()
+    """Arms declared on the command line (`--arms`; an overlay is a host directory)."""
+    config_arms: bool = False
+    """Without `arms`, add `.docdelta.yml`'s (`docdelta run`, the Action's PRs; not an ablation)."""
     require_change: bool = True
     """False: evaluate even when base and head hold the same instruction files (ablation)."""
     skip_base_from: int | None = None
@@ -146,9 +151,11 @@ def prepare(
     image_digest: str | None = None,
     bounds: RunBounds | None = None,
     control: Callable[[Experiment], PooledControl | None] | None = None,
+    arms: Sequence[Arm] = (),
 ) -> Experiment | None:
     """Resolve refs, detect, load and check tasks, seal one checkout per condition and
-    write the manifest. Returns None when no instruction file changed.
+    write the manifest. Returns None when no instruction file changed. Each of `arms` is
+    one more column after the conditions (`docdelta.arms`).
 
     `config` must come from the trusted base ref (`load_project_config(repo, base)`):
     the PR head, maybe a fork, must not steer its own evaluation. `control` finds the earlier
@@ -168,9 +175,10 @@ def prepare(
         return None
 
     loaded = load_tasks(request.tasks_dir)
-    planned = len(loaded) * len(request.conditions) * request.repeats
+    columns = [*request.conditions, *(a.spec.name for a in arms)]
+    planned = len(loaded) * len(columns) * request.repeats
     if request.max_runs is not None and planned > request.max_runs:
-        raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
+        raise PlanTooLarge(planned, len(loaded), len(columns), request.repeats, request.max_runs)
     require_reviewed(loaded, request.allow_unreviewed)
 
     task_sources = own_sources(repo, loaded, source_sha)
@@ -183,8 +191,13 @@ def prepare(
     overlays = build_overlays(
         repo, base_sha, head_sha, request.conditions, match, request.patch, request.overlays
     )
+    if arms:
+        built_on = sorted({a.spec.condition for a in arms})
+        below = build_overlays(repo, base_sha, head_sha, built_on, match, request.patch, request.overlays)
+        overlays.update({a.spec.name: a.on(below[a.spec.condition]) for a in arms})
     # Hidden tests that live in the source commit never reach the agent's checkout.
-    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths]
+    arm_dirs = [glob for a in arms for glob in a.strip]
+    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths, *arm_dirs]
     checkouts: dict[str, SealedCheckout] = {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
@@ -204,16 +217,10 @@ def prepare(
         head_sha=head_sha,
         source_sha=source_sha,
         source_tree_sha256=next(iter(checkouts.values())).source_sha256,
-        conditions=[overlays[name].spec(name) for name in request.conditions],
+        conditions=[overlays[name].spec(name) for name in columns],
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
         task_sources=dict(sorted(task_sources.items())),
-        agent=AgentInfo(
-            name=agent.name,
-            version=agent.version,
-            model=agent.model,
-            settings=agent.recorded_settings,
-            server=dict(agent.server_identity),
-        ),
+        agent=agent_info(agent),
         sandbox=sandbox,
         image_digest=image_digest,
         seed=request.seed,
@@ -221,24 +228,30 @@ def prepare(
         adaptive=request.adaptive,
         bounds=bounds,
         docdelta_version=__version__,
-        order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
+        order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
+        arms={a.spec.name: a.record() for a in arms},
         created_at=datetime.now(UTC),
     )
     task_checkouts = {tid: by_source[sha] for tid, sha in task_sources.items()}
     exp = Experiment(repo.name, manifest, detection, tasks, checkouts, assets, task_checkouts)
-    if control is not None:
-        exp = skip_pooled_arm(replace(exp, pooled=control(exp)), request.skip_base_from)
+    exp = skip_pooled_arm(exp, control, request.skip_base_from)
     _check_same_experiment(store, exp.manifest)
     store.write_manifest(exp.manifest)
     store.write_detection(detection)
     return exp
 
 
-def skip_pooled_arm(exp: Experiment, at_least: int | None) -> Experiment:
-    """The plan without base cells when the pool holds at least `at_least` earlier base runs of
-    every task (no drift: `cache.pool` stops at the first drifted batch): the PR pays for its
-    head arm only. Recorded in the manifest (`pooled_only`), so a resume finds the same plan."""
+def skip_pooled_arm(
+    exp: Experiment, control: Callable[[Experiment], PooledControl | None] | None, at_least: int | None
+) -> Experiment:
+    """The experiment with the pool `control` finds, and without base cells when that pool
+    holds at least `at_least` earlier base runs of every task (no drift: `cache.pool` stops at
+    the first drifted batch): the PR pays for its head arm only. Recorded in the manifest
+    (`pooled_only`), so a resume finds the same plan."""
+    if control is None:
+        return exp
+    exp = replace(exp, pooled=control(exp))
     m = exp.manifest
     if at_least is None or exp.pooled is None or BASE not in {c.name for c in m.conditions}:
         return exp

@@ -135,6 +135,12 @@ class ActionSettings(BaseModel):
     max_parallel: int = Field(
         default=DEFAULT_MAX_PARALLEL, ge=1, le=GITHUB_MAX_JOBS, description="jobs of the matrix at once"
     )
+    suggest: bool = Field(
+        default=False,
+        description="draft a fix for what head missed, run it as head,patched (more runs) and offer it "
+        "in the comment with its measured effect, only if it raised a task",
+    )
+    audit: bool = Field(default=False, description="the task audit's findings, folded in the comment")
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -255,6 +261,8 @@ INPUTS: dict[str, str] = {
     "plan": "plan",
     "max-parallel": "max_parallel",
     "pr-handoff": "pr_handoff",
+    "suggest": "suggest",
+    "audit": "audit",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
 passes each as `input_variable(name)`. action.yml declares exactly these."""
@@ -291,7 +299,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
     if name == "conditions":
         return tuple(c.strip() for c in text.split(",") if c.strip())
-    if name in ("comment", "allow-network", "plan"):
+    if name in ("comment", "allow-network", "plan", "suggest", "audit"):
         lowered = text.lower()
         if lowered not in _TRUE | _FALSE:
             raise ConfigError(f"input '{name}' = {text!r} is not a boolean", hint="use true or false")

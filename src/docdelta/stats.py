@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from docdelta.models import GatePolicy, VerdictKind
 
@@ -159,8 +158,22 @@ def fisher_passes(
     if not treatment or not control:
         return None
     pt, pc = passes(treatment, threshold), passes(control, threshold)
-    table = [[pt, len(treatment) - pt], [pc, len(control) - pc]]
-    return float(scipy_stats.fisher_exact(np.array(table)).pvalue)
+    return fisher_two_sided(pt, len(treatment) - pt, pc, len(control) - pc)
+
+
+def fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided Fisher exact p of the table [[a, b], [c, d]], as scipy.stats.fisher_exact
+    gives it: the hypergeometric probability, given the margins, of every table no more
+    likely than the observed one. In integers, so a tie with the observed table is exact
+    (scipy needs a relative tolerance), and a scorecard need not import scipy for it."""
+    row, col, total = a + b, a + c, a + b + c + d
+
+    def weight(x: int) -> int:  # tables with top-left x, times C(total, col)
+        return math.comb(row, x) * math.comb(total - row, col - x)
+
+    observed = weight(a)
+    tables = range(max(0, col - (total - row)), min(row, col) + 1)
+    return sum(w for w in map(weight, tables) if w <= observed) / math.comb(total, col)
 
 
 @dataclass(frozen=True)
@@ -178,8 +191,12 @@ class ShiftTest:
 def rank_shift(treatment: Sequence[float], control: Sequence[float]) -> ShiftTest | None:
     if not treatment or not control:
         return None
+    # scipy only here: it costs a second or more to import, and a scorecard without usage
+    # figures (a fake or command agent, every reused rerun of one) never needs it.
+    from scipy.stats import mannwhitneyu  # noqa: PLC0415
+
     t, c = np.asarray(treatment, dtype=float), np.asarray(control, dtype=float)
-    p = float(scipy_stats.mannwhitneyu(t, c, alternative="two-sided").pvalue)
+    p = float(mannwhitneyu(t, c, alternative="two-sided").pvalue)
     return ShiftTest(float(np.median(np.subtract.outer(t, c))), min(p, 1.0), len(t), len(c))
 
 

@@ -83,18 +83,24 @@ def _write_overlay(overlay: Overlay, directory: Path) -> None:
 
 
 def _patched(head: Overlay, patch: Path, matcher: InstructionMatcher) -> Overlay:
-    """Head's instruction files with `patch` applied; the patch may touch nothing else."""
+    """Head's instruction files with the patch file `patch` applied (`apply_to_overlay`)."""
     try:
         raw = patch.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the patch {patch}: {exc.strerror}", hint="check --patch") from exc
+    return apply_to_overlay(head, raw, f"the patch {patch}", patch.name, matcher)
+
+
+def apply_to_overlay(head: Overlay, raw: bytes, what: str, name: str, matcher: InstructionMatcher) -> Overlay:
+    """`head` with the unified diff `raw` applied; it may touch only instruction files and
+    must change something. `what` names the patch in errors ("the patch P"), `name` briefly."""
     touched = [p for df in diff_files(raw.decode(errors="surrogateescape")) for p in (df.old, df.new) if p]
     if not touched:
-        raise ConfigError(f"the patch {patch} changes no file", hint="pass a unified diff (`git diff`)")
+        raise ConfigError(f"{what} changes no file", hint="pass a unified diff (`git diff`)")
     for path in touched:
         if not matcher.matches(path):
             raise ConfigError(
-                f"the patch {patch} touches {path}, which is not an instruction file",
+                f"{what} touches {path}, which is not an instruction file",
                 hint="a patched condition may only change instruction files; split the patch",
             )
     with tempfile.TemporaryDirectory(prefix="docdelta-patch-") as tmp:
@@ -104,11 +110,11 @@ def _patched(head: Overlay, patch: Path, matcher: InstructionMatcher) -> Overlay
         try:
             apply_patch(work, raw)
         except ConfigError as exc:
-            raise ConfigError(f"{patch}: {exc.message}", hint=exc.hint) from exc
-        patched = _read_overlay(work, f"{patch.name} applied to head")
+            raise ConfigError(f"{what}: {exc.message}", hint=exc.hint) from exc
+        patched = _read_overlay(work, f"{name} applied to head")
     if patched.sha256 == head.sha256:
         raise ConfigError(
-            f"the patch {patch} applied, but changed nothing in head's instruction files, so the "
+            f"{what} applied, but changed nothing in head's instruction files, so the "
             "patched condition would be a copy of head",
             hint="make the patch with `git diff` against the head ref (paths like a/AGENTS.md b/AGENTS.md)",
         )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.linalg import hadamard
 
-from docdelta.ablation import Design, Unit, make_plan, single_runs, split, without
+from docdelta.ablation import Design, Unit, _negative, make_plan, single_runs, split, without
 from docdelta.errors import ConfigError
 from docdelta.models import HEAD
 
@@ -67,6 +67,14 @@ def test_the_factorial_is_balanced_orthogonal_and_resolution_iv(units: int) -> N
     assert size * plan.repeats // 2 >= 4
     assert plan.runs <= single_runs(units, 4, 1)
     assert size == len(hadamard(size))
+
+
+@pytest.mark.parametrize("size", [1, 2, 4, 8, 16, 32, 64])
+def test_the_sign_rule_is_scipys_hadamard_matrix(size: int) -> None:
+    """The factorial's -1 entries are computed (popcount of row & column), not read from
+    scipy.linalg.hadamard, an import the ablation planner no longer pays: same matrix."""
+    matrix = hadamard(size)
+    assert [[_negative(r, c) for c in range(size)] for r in range(size)] == (matrix < 0).tolist()
 
 
 def test_one_at_a_time_removes_one_unit_per_condition_and_no_units_is_an_error() -> None:

@@ -4,12 +4,13 @@ by simulation through the real round loop where it is not (hypothesis picks the 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.stats import binom
+from scipy.stats import binom, norm
 
 from docdelta import decision, power
 from docdelta.decision import Design, decide, from_strata, holm
@@ -138,3 +139,18 @@ def test_power_up_front_shrinks_with_repeats_and_is_cached_by_design(tmp_path: P
     cache.write_text(json.dumps({key: 0.5}))
     assert power.cached_drop(cache, 1, large, alpha=ALPHA, band=0.05) == 0.5
     assert "caught in 80% of simulated PRs" in power.power_line(many, 1, large)
+
+
+@settings(max_examples=300)
+@given(z=st.floats(-12, 30), level=st.floats(1e-12, 0.5))
+def test_the_normal_tail_and_quantile_are_scipys_norm(z: float, level: float) -> None:
+    """The interval, TOST and needed-runs figures use the standard normal without scipy:
+    its upper tail and quantile equal scipy.stats.norm's `sf` and `isf` to float rounding,
+    down to tails where `NormalDist().cdf` would have rounded to 0, and the quantile is the
+    `ppf(1 - level)` it replaced wherever 1 - level keeps the level's digits."""
+    assert math.isclose(decision._upper_tail(z), float(norm.sf(z)), rel_tol=1e-12)
+    assert math.isclose(decision._upper_quantile(level), float(norm.isf(level)), rel_tol=1e-12, abs_tol=1e-12)
+    if level >= 1e-4:
+        assert math.isclose(
+            decision._upper_quantile(level), float(norm.ppf(1 - level)), rel_tol=1e-11, abs_tol=1e-12
+        )

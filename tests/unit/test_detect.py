@@ -9,10 +9,13 @@ from gitrepo import GitRepo, Link
 
 from docdelta.detect import (
     MAX_INSTRUCTION_BYTES,
+    DiffFile,
     InstructionMatcher,
     Overlay,
+    changed_files,
     detect_diff,
     detect_refs,
+    diff_files,
     instruction_files,
 )
 from docdelta.errors import ConfigError
@@ -107,6 +110,34 @@ def changes(tmp_path: Path) -> GitRepo:
         "docs/agents.md": "near\n",
     })  # fmt: skip
     return repo
+
+
+def test_the_raw_diff_names_the_files_the_patch_does(tmp_path: Path) -> None:
+    """detect_refs reads `git diff --raw` (names and modes, no hunks: a real range's patch
+    is megabytes); it must list what the patch lists, typechanges split in two as there."""
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({
+        "AGENTS.md": "a\n" * 20, "CLAUDE.md": Link("AGENTS.md"), "GEMINI.md": Link("AGENTS.md"),
+        "run.sh": "echo\n", "old.txt": "o\n" * 20, "gone.md": "g\n", ".cursorrules": "c\n",
+    })  # fmt: skip
+    repo.commit(
+        {
+            "AGENTS.md": "b\n" * 20,  # modified
+            "CLAUDE.md": "now a file\n",  # link -> file
+            ".cursorrules": Link("AGENTS.md"),  # file -> link
+            "GEMINI.md": None, ".gemini/GEMINI.md": Link("../AGENTS.md"),  # a link moved
+            "old.txt": None, "new dir/renamed é.txt": "o\n" * 20,  # renamed, unusual name
+            "gone.md": None, "added.md": "x\n",
+        },
+        executable=["run.sh"],  # mode change only
+    )  # fmt: skip
+    git = Repo(repo.path)
+    base, head = git.resolve("HEAD~1"), git.resolve("HEAD")
+    patch = diff_files(git.diff(base, head))
+    assert changed_files(git, base, head) == patch
+    assert DiffFile("CLAUDE.md", None, True) in patch and DiffFile(None, "CLAUDE.md", False) in patch
+    assert DiffFile("old.txt", "new dir/renamed é.txt", False) in patch
+    assert DiffFile("run.sh", "run.sh", False) in patch
 
 
 def test_detect_refs_reports_each_status_and_the_near_miss(changes: GitRepo) -> None:

@@ -18,8 +18,8 @@ def _load(path: Path) -> dict[Any, Any]:
     return data
 
 
-def test_there_are_the_four_examples() -> None:
-    names = {"docdelta-pr", "docdelta-fork-safe", "docdelta-push", "docdelta-matrix"}
+def test_there_are_the_five_examples() -> None:
+    names = {"docdelta-pr", "docdelta-fork-safe", "docdelta-push", "docdelta-matrix", "docdelta-ablate"}
     assert {p.stem for p in EXAMPLES} == names
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import binom
+from scipy.stats import binom, fisher_exact
 
 from docdelta import stats
 from docdelta.stats import ArmSample, compare
@@ -110,6 +112,16 @@ def test_pass_k_majority_and_fisher() -> None:
     assert stats.majority_passes([1.0, 1.0, 0.0]) is True
     assert stats.fisher_passes([1.0] * 3, [0.0] * 3) == pytest.approx(0.1)
     assert stats.fisher_passes([1.0], []) is None
+
+
+@settings(max_examples=500)
+@given(st.lists(st.integers(0, 150), min_size=4, max_size=4))
+def test_fisher_is_scipys_fisher_exact(table: list[int]) -> None:
+    """The two-sided p in integers equals scipy's to float rounding (a few ulps), on tables
+    of every shape: empty rows and columns (p = 1), the observed table at the mode, ties."""
+    a, b, c, d = table
+    expected = float(fisher_exact(np.array([[a, b], [c, d]])).pvalue)
+    assert math.isclose(stats.fisher_two_sided(a, b, c, d), expected, rel_tol=1e-13)
 
 
 def test_rank_shift_is_the_hodges_lehmann_median_difference() -> None:

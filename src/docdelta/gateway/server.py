@@ -43,7 +43,8 @@ from docdelta.gateway.policy import Checked, Denied, Template, check_body, heade
 from docdelta.gateway.usage import cost_usd, extract, price_for
 
 READY = "docdelta-gateway listening"
-"""Printed to stderr once the socket accepts connections; the host waits for it."""
+"""Printed to stderr, with ` on HOST:PORT`, once the socket accepts connections; the host
+waits for it (a gateway on the host asks for port 0 and learns its port from this line)."""
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024
@@ -464,7 +465,8 @@ async def serve(setup: Mapping[str, Any], stdin_closed: asyncio.Future[Any]) -> 
     server = await asyncio.start_server(
         gateway.handle, setup["listen"], setup["config"]["port"], limit=MAX_HEAD
     )
-    print(READY, file=sys.stderr, flush=True)
+    host, port = server.sockets[0].getsockname()[:2]
+    print(f"{READY} on {host}:{port}", file=sys.stderr, flush=True)
     await stdin_closed
     server.close()
     if gateway.active:

@@ -31,6 +31,16 @@ TITLE = "docdelta: what the runs did with this line"
 
 def added_lines(files: Iterable[PrFile]) -> dict[str, set[int]]:
     """Per path, the head-side line numbers the PR's diff adds (GitHub's `patch` of each file)."""
+    return _head_lines(files, context=False)
+
+
+def diff_lines(files: Iterable[PrFile]) -> dict[str, set[int]]:
+    """Per path, every head-side line the PR's diff shows, added or context: the lines a
+    review comment (and so a ```suggestion block) can be placed on."""
+    return _head_lines(files, context=True)
+
+
+def _head_lines(files: Iterable[PrFile], *, context: bool) -> dict[str, set[int]]:
     out: dict[str, set[int]] = {}
     for f in files:
         if not f.patch:
@@ -45,7 +55,7 @@ def added_lines(files: Iterable[PrFile]) -> dict[str, set[int]]:
             for pf in patch
             for hunk in pf
             for line in hunk
-            if line.is_added and line.target_line_no is not None
+            if (line.is_added or (context and line.is_context)) and line.target_line_no is not None
         }
     return out
 

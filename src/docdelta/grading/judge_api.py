@@ -15,13 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import ANTHROPIC, OPENAI, Upstream
 from docdelta.models import JudgeInfo
+
+if TYPE_CHECKING:
+    import httpx
 
 UPSTREAMS: dict[str, Upstream] = {"openai": OPENAI, "anthropic": ANTHROPIC}
 ANTHROPIC_VERSION = "2023-06-01"
@@ -35,6 +36,9 @@ class Endpoint:
     judge: JudgeInfo
     base_url: str
     key: str = field(repr=False)
+    role: str = "judge"
+    """Who asks, in error messages: the judge, or suggest's model draft (`docdelta.suggest_model`)."""
+    hint: str = "check --base-url, the model name and the key; rerun to resume (judged runs are kept)"
 
 
 def endpoint_from_env(judge: JudgeInfo, base_url: str | None, env: Mapping[str, str]) -> Endpoint:
@@ -82,6 +86,10 @@ class JudgeAPI:
         self._client.close()
 
     def ask(self, system: str, user: str) -> Reply:
+        # httpx only here (the caller built the client, so it is loaded by now): every
+        # scorecard imports this module, and most never call a judge.
+        import httpx  # noqa: PLC0415
+
         url, headers, body = self._request(system, user)
         for attempt in range(self._retries + 1):
             last = attempt == self._retries
@@ -138,7 +146,4 @@ class JudgeAPI:
     def _failure(self, message: str) -> InfraError:
         """An InfraError whose text can never hold the key, whatever the upstream echoed."""
         safe = message.replace(self.endpoint.key, "[key]")
-        return InfraError(
-            f"judge {self.endpoint.judge}: {safe}",
-            hint="check --base-url, the model name and the key; rerun to resume (judged runs are kept)",
-        )
+        return InfraError(f"{self.endpoint.role} {self.endpoint.judge}: {safe}", hint=self.endpoint.hint)

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from docdelta import audit, decision, instruction_usage, stats
+from docdelta import arms, audit, decision, instruction_usage, stats
 from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
     BASE,
@@ -397,12 +397,14 @@ def _confounds(
     with_runs = {r.cell.condition for r in graded}
     done = {r.cell.key for r in results}
     unscored = {(r.cell.task, i.expected) for r in graded if r.score for i in r.score.items if i.hit is None}
+    expected = set(conditions) if manifest.arms else {BASE, HEAD, NONE, *conditions}
     return Confounds(
         isolation=dict(sorted(isolation.items())),
         weak_isolation=sorted(set(isolation) - FULL_ISOLATION),
         near_misses=list(detection.near_misses),
         unscored_points=len(unscored),
-        missing_conditions=[c for c in _order({BASE, HEAD, NONE, *conditions}) if c not in with_runs],
+        # A plan of arms compares its own columns; it never asked for base, head and none.
+        missing_conditions=[c for c in _order(expected) if c not in with_runs],
         missing_runs=sum(1 for cell in _planned(manifest, results) if cell.key not in done),
         instruction_flags=audit.flags(graded),
         unread_changes=_unread(manifest, detection),
@@ -571,4 +573,5 @@ def summarize(
         broken=broken,
         instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
         aa_noise=aa,
+        arms=[] if refused else arms.compare(manifest, grid, band=noise),
     )
