@@ -18,6 +18,7 @@ from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.errors import ExitCode
+from docdelta.github.comment import render_comment
 from docdelta.models import RunResult, Summary
 from docdelta.report import render_markdown
 from docdelta.report.render import render_comment_markdown
@@ -111,7 +112,8 @@ def test_a_command_that_cannot_run_shows_its_cause_in_the_scorecard(
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
     assert manifest is not None and detection is not None
-    comment = render_comment_markdown(scorecard(store, manifest, detection, []))
+    markdown = render_comment_markdown(scorecard(store, manifest, detection, []))
+    comment = render_comment("docdelta", markdown, full_report_url="https://example.invalid/run")
     for text in (report, comment):
         assert "This evaluation is broken, so there is no verdict." in text
         folded = text.split("<details><summary>Grading failures: no hidden test ran in ", 1)[1]
