@@ -163,3 +163,7 @@ def test_runs_whose_tests_never_ran_score_zero_count_as_faults_and_show_their_ou
     assert "Grading failures: no hidden test ran in 3 grading(s)" in report
     assert "calc: refusing to load in CI" in report
     assert render_markdown(summary) == report.removesuffix("\n")
+    assert main(["report", "--workdir", str(workdir), "--format", "html"]) == 0
+    html = capsys.readouterr().out
+    section = html.split('<section id="grading-failures">', 1)[1].split("</section>", 1)[0]
+    assert "<pre>calc: refusing to load in CI</pre>" in section
