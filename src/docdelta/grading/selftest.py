@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from docdelta.detect import InstructionMatcher, Overlay
-from docdelta.errors import InfraError, TaskError
+from docdelta.errors import InfraError, SelftestFailed, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change, load_assets
 from docdelta.models import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport, Task
@@ -156,7 +156,7 @@ def raise_for(report: SelftestReport) -> None:
             + "; ".join(f"{leg.name}: {leg.note}" for leg in failed),
             hint="fix the sandbox (see the message) and rerun `docdelta selftest`",
         )
-    raise TaskError(
+    raise SelftestFailed(
         f"task {report.task!r} failed its selftest: "
         + "; ".join(f"{leg.name}: {leg.note}" for leg in failed),
         hint="fix the hidden tests, the validation command or the reference patch; "
