@@ -142,13 +142,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_tasks_commands(sub: Any) -> None:
-    """`tasks from-commit` (draft a change task) and `tasks audit` (what the suite measures)."""
+    """`tasks from-commit` (draft a change task), `tasks draft` (answer tasks from the rules of
+    instruction files) and `tasks audit` (what the suite measures)."""
     t = sub.add_parser("tasks", help="work with task files")
     tsub = t.add_subparsers(dest="tasks_command", required=True)
     fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
     fc.add_argument("sha")
     fc.add_argument("--repo", type=Path, default=Path())
     fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
+    dr = tsub.add_parser(
+        "draft", help="draft answer tasks (`reviewed: false`) from the concrete rules of instruction files"
+    )
+    dr.add_argument("--repo", type=Path, default=Path())
+    dr.add_argument("--ref", default="HEAD", help="the commit whose files are read (default HEAD)")
+    dr.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="e.g. AGENTS.md (repeatable)",
+    )
+    dr.add_argument("--out", type=Path, default=Path(".docdelta/tasks"), help="where to write the drafts")
     au = tsub.add_parser(
         "audit", help="label each task target/control/unattainable from where its gold stands; find leaks"
     )
@@ -829,6 +844,8 @@ def _badge(args: argparse.Namespace) -> int:
 def _tasks(args: argparse.Namespace) -> int:
     if args.tasks_command == "audit":
         return _tasks_audit(args)
+    if args.tasks_command == "draft":
+        return _tasks_draft(args)
     return _tasks_from_commit(args)
 
 
@@ -844,6 +861,30 @@ def _tasks_audit(args: argparse.Namespace) -> int:
     source = read_source(repo, sha, config, strip_inside(repo.root, args.tasks))
     audit = audit_suite(load_tasks(args.tasks), source, sha, args.results)
     print(audit.model_dump_json(indent=2) if args.json else render_audit(audit))
+    return ExitCode.OK
+
+
+def _tasks_draft(args: argparse.Namespace) -> int:
+    from docdelta.task_draft import draft_tasks, existing_tasks, gold_summary, write_drafts
+
+    drafts = draft_tasks(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
+    written, kept = write_drafts(drafts, args.out)
+    where = ", ".join(args.sources)
+    print(f"drafted {len(written)} task(s) from {where} at {drafts.source_sha[:12]} into {args.out}")
+    new = {p.stem for p in written}
+    for d in drafts.drafts:
+        if d.task.id in new:
+            print(f"  {d.kind.value:<8} {d.task.id:<48} {d.file}:{d.line:<4} {gold_summary(d.task)}")
+    if drafts.covered:  # listed by the covering task's id where it differs (a rerun's are the same)
+        others = [f"{d.task.id} ({by})" for d, by in drafts.covered if d.task.id != by]
+        line = f"not drafted: {len(drafts.covered)} rule(s) that tasks in {args.out} already cover"
+        print(line + (": " + ", ".join(others) if others else ""))
+    if kept:
+        print(f"kept {len(kept)} existing file(s), not overwritten: {', '.join(p.name for p in kept)}")
+    print(
+        "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
+        f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels them)"
+    )
     return ExitCode.OK
 
 

@@ -260,6 +260,7 @@ def _evaluate(
             agent,
             options.limits(),
             _progress(options, deps),
+            secrets=[keys[u.key_from] for u in config.gateway.upstreams if keys.get(u.key_from)],
         )
         cells = exp.manifest.order if options.shard is None else options.shard.cells(exp.manifest.order)
         ahead = forecast(exp, store, cells, jobs=options.jobs, history=deps.cache)

@@ -15,7 +15,8 @@ against the manifest's hash of each task file) and the trusted sealed checkout (
 trial's copy, which the agent may have edited), and saves an ordinary `RunResult`, so
 `docdelta report` and every statistic treat it like any run. Its isolation is recorded as
 `external`: the scorecard lists it as a confound. Change tasks (hidden tests on the
-agent's edits) are not supported here yet and are refused at `prepare`.
+agent's edits) and tasks whose proposed commands are run (gold.execute) are not supported
+here yet and are refused at `prepare`.
 """
 
 from __future__ import annotations
@@ -123,6 +124,13 @@ def prepare_trials(
             raise ConfigError(
                 f"change tasks ({', '.join(change)}) need docdelta's own sandbox for their hidden tests",
                 hint="pass --tasks with answer tasks only, or run them with `docdelta run`",
+            )
+        executed = sorted(t for t, lt in exp.tasks.items() if lt.task.gold.execute is not None)
+        if executed:
+            raise ConfigError(
+                f"tasks with gold.execute ({', '.join(executed)}) need docdelta's own sandbox to run "
+                "the proposed commands",
+                hint="drop gold.execute from them for external trials, or run them with `docdelta run`",
             )
         identity = exp.manifest.identity()
         index: dict[str, TrialEntry] = {}

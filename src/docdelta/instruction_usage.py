@@ -50,7 +50,7 @@ _PROMPT = re.compile(r"^\s*[$>]\s+")
 
 
 # ------------------------------------------------------------------ extract
-def _path_like(token: str) -> bool:
+def path_like(token: str) -> bool:
     """`src/x.py`, `tests/`, `./run.sh`, `*.md`, `pyproject.toml`, `Makefile` — but not
     `and/or`, `e.g.` or `3.11`: a slash-separated token counts only with a file name at
     its end, a trailing slash or a leading `./`."""
@@ -76,14 +76,14 @@ def references(line: str, *, shell_block: bool = False) -> list[tuple[RefKind, s
         span = _PROMPT.sub("", m.group(2)).strip()
         if not span or "://" in span:
             continue
-        if not any(c.isspace() for c in span) and _path_like(span):
+        if not any(c.isspace() for c in span) and path_like(span):
             found.append(("path", span))
         elif _command_words(span) and not span.startswith("-"):
             found.append(("command", span))
     prose = _URL.sub(" ", _SPAN.sub(" ", line))
     for m in _PATH_TOKEN.finditer(prose):
         token = m.group(0).rstrip(".")
-        if _path_like(token):
+        if path_like(token):
             found.append(("path", token))
     return list(dict.fromkeys(found))
 

@@ -258,6 +258,25 @@ def mistake_regex(pattern: str) -> re2._Regexp[str]:
         ) from None
 
 
+def _execute_switch(value: Any) -> Any:
+    """`execute: true` turns execution on with its defaults; `false` leaves it off."""
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return value
+
+
+class CommandExecution(Frozen):
+    """gold.execute: run the commands the answer proposes, each in a fresh offline sandbox of
+    the run's sealed checkout (docdelta.grading.execute), so a command that looks right but
+    does not exist in the project (a stale test path, a wrong make target or flag) is a miss."""
+
+    timeout_s: float = Field(default=60.0, gt=0, le=600, description="per command; then it is killed")
+    max_commands: int = Field(default=5, ge=1, le=20, description="proposals run per answer, in order")
+    exit_code: int = Field(default=0, description="exit code of a command that works")
+
+
 class Gold(Frozen):
     docs: list[str] = Field(default=[], description="instruction files the answer depends on")
     files: list[str | list[str]] = Field(
@@ -274,6 +293,10 @@ class Gold(Frozen):
     validation: Validation | None = Field(default=None, description="change tasks: the hidden tests")
     checks: HardChecks = Field(default_factory=HardChecks)
     mistakes: list[MistakeRule] = []
+    execute: Annotated[CommandExecution | None, BeforeValidator(_execute_switch)] = Field(
+        default=None,
+        description="answer tasks with gold commands: run the proposed commands (`true`, or limits)",
+    )
 
 
 class Task(Frozen):
@@ -293,6 +316,8 @@ class Task(Frozen):
     def _change_needs_validation(self) -> Task:
         if self.kind == "change" and self.gold.validation is None:
             raise ValueError("a change task needs gold.validation (hidden tests and a command)")
+        if self.gold.execute is not None and (self.kind != "answer" or not self.gold.commands):
+            raise ValueError("gold.execute runs proposed commands: it needs an answer task with commands")
         return self
 
 
@@ -444,6 +469,30 @@ class ScoreItem(Frozen):
     )
 
 
+class ExecutedCommand(Frozen):
+    """One proposed command, run with `sh -c` in its own fresh offline sandbox."""
+
+    command: str = Field(description="as proposed, without the backticks, quotes or `$ ` around it")
+    exit_code: int | None = Field(description="None: killed (timeout, out of memory)")
+    seconds: float
+    timed_out: bool = False
+    first_error: str | None = Field(
+        default=None, description="the first line of its output that says what went wrong (redacted)"
+    )
+    output_tail: str = Field(default="", description="the end of its output, truncated and redacted")
+
+
+class CommandsExecuted(Frozen):
+    """What running an answer's proposed commands found (gold.execute)."""
+
+    isolation: str = Field(description="the sandboxes' isolation, e.g. 'bwrap', 'docker-none'")
+    commands: list[ExecutedCommand] = []
+    refused: str | None = Field(
+        default=None, description="why nothing was run (no sandbox to run it in); scored by matching only"
+    )
+    skipped: list[str] = Field(default=[], description="proposals beyond gold.execute.max_commands")
+
+
 class Score(Frozen):
     value: float = Field(ge=0.0, le=1.0)
     items: list[ScoreItem]
@@ -493,6 +542,9 @@ class RunResult(Frozen):
     )
     instructions_seen: InstructionAudit | None = Field(
         default=None, description="None: no gateway saw the run's requests, so nothing was audited"
+    )
+    executed: CommandsExecuted | None = Field(
+        default=None, description="gold.execute: the answer's proposed commands, as they ran"
     )
 
 

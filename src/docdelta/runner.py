@@ -36,6 +36,7 @@ from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
+from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
 from docdelta.grading.selftest import raise_for, selftest
 from docdelta.interrupts import deferred_signals
@@ -43,6 +44,7 @@ from docdelta.models import (
     AgentOutcome,
     Cell,
     ChecksResult,
+    CommandsExecuted,
     HiddenTestResult,
     ModelCall,
     RunResult,
@@ -167,9 +169,12 @@ class Runner:
         progress: Progress,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.store, self.provider, self.spec, self.agent = store, provider, spec, agent
         self.limits, self.progress, self.sleep = limits, progress, sleep
+        self.secrets = tuple(s for s in secrets if s)
+        """Values redacted from what proposed commands printed (gold.execute), e.g. the API keys."""
         self._live: set[Sandbox] = set()
         """Agent sandboxes of runs in flight, for `abort` to close."""
         self._aborted = threading.Event()
@@ -355,6 +360,7 @@ class Runner:
             diff: bytes | None = None
             transcript: bytes | None = None
             hidden: HiddenTestResult | None = None
+            executed: CommandsExecuted | None = None
             try:
                 with self.provider.create(checkout.path, spec) as sandbox, self._tracked(sandbox):
                     isolation = sandbox.isolation
@@ -378,12 +384,13 @@ class Runner:
                     )
                     if hidden.status == "infra_error":
                         raise InfraError("the hidden-test grader failed: " + "; ".join(hidden.notes))
+                executed = self._execute(loaded.task, checkout, outcome)
             except (InfraError, OSError) as exc:
                 outcome = self._infra_outcome(exc)
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
                 break
         self._check_running()  # a run whose sandbox was closed under it leaves nothing
-        score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden)
+        score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden, executed)
         if transcript is not None:
             self.store.save_artifact(exp.repo_name, cell, TRANSCRIPT_FILE, transcript)
         if diff is not None:
@@ -405,6 +412,25 @@ class Runner:
             instructions_seen=audit,
             hidden_tests=hidden,
             checks=checks,
+            executed=executed,
+        )
+
+    def _execute(
+        self, task: Task, checkout: SealedCheckout, outcome: AgentOutcome
+    ) -> CommandsExecuted | None:
+        """gold.execute: the answer's proposed commands, run like hidden tests once the agent's
+        sandbox is gone, each in a fresh offline one, tracked so that Ctrl-C closes it under
+        its command. A timed-out run scores 0 anyway."""
+        if task.gold.execute is None or outcome.answer is None or outcome.status is RunStatus.timeout:
+            return None
+        return execute_proposals(
+            task,
+            checkout.path,
+            outcome.answer,
+            self.provider,
+            spec=self.spec,
+            secrets=self.secrets,
+            track=self._tracked,
         )
 
     @staticmethod
@@ -414,13 +440,14 @@ class Runner:
         checkout: SealedCheckout,
         diff: bytes | None,
         hidden: HiddenTestResult | None,
+        executed: CommandsExecuted | None = None,
     ) -> tuple[Score | None, ChecksResult | None]:
         """Answer tasks against gold; change tasks by hidden tests and hard checks.
         Infra errors are never graded; a timeout scores 0 (`timed_out`)."""
         if outcome.status is RunStatus.infra_error:
             return None, None
         if diff is None or hidden is None:
-            score = score_answer(task, outcome.answer, checkout.path)
+            score = score_answer(task, outcome.answer, checkout.path, executed)
             checks = None
         else:
             checks = run_checks(task.gold.checks, task.gold.mistakes, diff, outcome.metrics)

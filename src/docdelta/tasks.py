@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from docdelta.config import MAX_INPUT_CHARS, load_model
 from docdelta.errors import TaskError
 from docdelta.models import GoldCitation, Task
@@ -105,6 +107,26 @@ def require_reviewed(tasks: Sequence[LoadedTask], allow_unreviewed: bool) -> Non
             f"unreviewed gold in {len(unreviewed)} task(s): {', '.join(unreviewed)}",
             hint="review each gold answer and set `reviewed: true`, or pass --allow-unreviewed to run anyway",
         )
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (a prompt) as `|` blocks, so the reviewer edits plain text."""
+
+
+def _block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _block)
+
+
+def unreviewed_yaml(task: Task) -> str:
+    """A drafted task as a task file's YAML, `reviewed: false` spelled out (it is the default,
+    so a plain dump would leave out the one field a reviewer must change)."""
+    data = task.model_dump(mode="json", exclude_defaults=True)
+    data["reviewed"] = False
+    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True)
 
 
 def task_json_schema() -> dict[str, Any]:

@@ -52,7 +52,7 @@ def test_a_real_fix_drafts_a_task_that_states_the_problem_and_the_projects_comma
     assert validation is not None
     assert validation.source == repo.resolve(f"{fix}~1")
     assert validation.command == command
-    assert draft.notes[0] == f"test command from {origin}"
+    assert draft.notes == [f"test command from {origin}"]  # and no title word that only the fix adds
     assert draft.task.prompt.startswith(f"{title}\n\nThe maintainers' tests for this expect that:\n- ")
     assert withheld not in draft.task.prompt
     reference = (draft.assets.reference or b"").decode()

@@ -24,6 +24,14 @@ Matching rules (decided here, tested in tests/unit/test_answer_scoring.py):
   answer citation of that path has lines that exist and overlap the quote's. A quote
   absent from the checkout makes the item unattainable there (missed, marked so).
 - **Alternatives**: a `commands` or `files` entry that is a list is hit by any one.
+- **Executed commands** (`gold.execute`, docdelta.grading.execute): the answer's proposals
+  (`proposed_commands`: those that match a gold command first, then the rest it
+  recommends) are run, each in a fresh offline sandbox of the sealed checkout. A gold
+  command is then hit only when a proposal matching it also exited with
+  `gold.execute.exit_code`: `pytest tests/test_gone.py` matches `pytest`, but a test path
+  that does not exist fails, and the note shows the exit code and first error line. A miss
+  names the proposals that failed, so "No rule to make target" is evidence in the report.
+  When nothing could be run (`--sandbox none`), matching alone decides, and the note says so.
 - **Verdict**: first word of `verdict` (or, if absent, of the answer text),
   case-insensitive, with yes/no synonyms folded.
 - **Key points** stay unscored (`hit=None`) until the judge arrives.
@@ -45,7 +53,17 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from docdelta.models import AgentAnswer, AnswerCitation, GoldCitation, LineRange, Score, ScoreItem, Task
+from docdelta.models import (
+    AgentAnswer,
+    AnswerCitation,
+    CommandsExecuted,
+    ExecutedCommand,
+    GoldCitation,
+    LineRange,
+    Score,
+    ScoreItem,
+    Task,
+)
 from docdelta.quotes import locate, read_inside
 
 _OPERATORS = ("&&", "||", ";", "|")
@@ -128,10 +146,13 @@ def _prose(text: str) -> str:
     return _FENCE_RE.sub("\n", text)
 
 
+def _recommended(answer: AgentAnswer) -> list[str]:
+    """Commands the answer tells the user to run, as written: its list, fenced code, `$ ` lines."""
+    return [*answer.commands, *_fenced_lines(answer.answer), *_DOLLAR_LINE_RE.findall(_prose(answer.answer))]
+
+
 def _recommended_commands(answer: AgentAnswer) -> list[list[str]]:
-    """Commands the answer tells the user to run: its list, fenced code, `$ ` lines."""
-    raw = [*answer.commands, *_fenced_lines(answer.answer), *_DOLLAR_LINE_RE.findall(_prose(answer.answer))]
-    return [t for t in (command_tokens(c) for c in raw) if t]
+    return [t for t in (command_tokens(c) for c in _recommended(answer)) if t]
 
 
 def _inline_spans(answer: AgentAnswer) -> list[str]:
@@ -158,14 +179,63 @@ def _shown(expected: str | list[str], render: Callable[[str], str]) -> str:
     return " or ".join(render(e) for e in _alternatives(expected))
 
 
-def _command_items(gold: Sequence[str | list[str]], answer: AgentAnswer) -> list[ScoreItem]:
-    candidates = _recommended_commands(answer) + [command_tokens(s) for s in _inline_spans(answer)]
+def _candidates(answer: AgentAnswer) -> list[tuple[str, list[str]]]:
+    """(command as a shell would run it, its words) for everything that can hit a gold
+    command; only backticks, quotes around it and a prompt mark are peeled, since
+    normalizing would change a quoted `a|b`."""
+    raw = [*_recommended(answer), *_inline_spans(answer)]
+    return [(_strip_wrappers(c), t) for c in raw if (t := command_tokens(c))]
+
+
+def _matches(tokens: Sequence[str], expected: str | list[str]) -> bool:
+    return any(_contains(tokens, command_tokens(e), anchored=True) for e in _alternatives(expected))
+
+
+def proposed_commands(task: Task, answer: AgentAnswer) -> list[str]:
+    """What gold.execute runs, in this order: the answer's commands that match a gold
+    command (so a hit can be checked), then every other command it recommends (so a wrong
+    one leaves evidence); inline spans in prose only when they match (prose also warns)."""
+    candidates = _candidates(answer)
+    matching = [c for c, t in candidates if any(_matches(t, e) for e in task.gold.commands)]
+    recommended = [_strip_wrappers(c) for c in _recommended(answer) if command_tokens(c)]
+    return list(dict.fromkeys([*matching, *recommended]))
+
+
+def _evidence(run: ExecutedCommand) -> str:
+    how = "timed out" if run.timed_out else f"exit {run.exit_code}"
+    return f"`{run.command}` ({how}{f': {run.first_error}' if run.first_error else ''})"
+
+
+def _command_items(
+    gold: Sequence[str | list[str]], answer: AgentAnswer, executed: CommandsExecuted | None, exit_code: int
+) -> list[ScoreItem]:
+    candidates = _candidates(answer)
+    ran = {} if executed is None else {r.command: r for r in executed.commands}
+    failed = [r for r in ran.values() if r.exit_code != exit_code]
     items = []
     for expected in gold:
-        needles = [command_tokens(e) for e in _alternatives(expected)]
-        hit = any(_contains(c, needle, anchored=True) for c in candidates for needle in needles)
+        matching = list(dict.fromkeys(c for c, t in candidates if _matches(t, expected)))
         shown = _shown(expected, lambda e: f"`{normalize_command(e)}`")
-        note = "given" if hit else f"never gave the command {shown}"
+        if not matching:
+            hit, note = False, f"never gave the command {shown}"
+            if failed:
+                note += "; what it proposed failed in the checkout: " + "; ".join(map(_evidence, failed[:2]))
+        elif executed is None:
+            hit, note = True, "given"
+        elif executed.refused is not None:
+            hit, note = True, f"given (not run: {executed.refused})"
+        else:
+            runs = [ran[c] for c in matching if c in ran]
+            good = next((r for r in runs if r.exit_code == exit_code), None)
+            hit = good is not None
+            if good is not None:
+                note = f"given, and `{good.command}` ran (exit {good.exit_code}, {good.seconds:.1f}s)"
+            elif runs:
+                note = "given, but it failed in a fresh offline sandbox of the checkout: " + "; ".join(
+                    map(_evidence, runs[:2])
+                )
+            else:
+                note = f"given as `{matching[0]}`, but not run (beyond gold.execute.max_commands)"
         items.append(ScoreItem(kind="command", expected=_shown(expected, str), hit=hit, note=note))
     return items
 
@@ -262,10 +332,13 @@ def _point_items(points: Iterable[str]) -> list[ScoreItem]:
     return [ScoreItem(kind="point", expected=p, hit=None, note=UNSCORED_POINT_NOTE) for p in points]
 
 
-def _items(task: Task, answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
+def _items(
+    task: Task, answer: AgentAnswer, checkout: Path, executed: CommandsExecuted | None
+) -> list[ScoreItem]:
     gold = task.gold
+    exit_code = gold.execute.exit_code if gold.execute is not None else 0
     return [
-        *_command_items(gold.commands, answer),
+        *_command_items(gold.commands, answer, executed, exit_code),
         *_file_items(gold.files, answer),
         *_citation_items(task.gold_citations, answer, checkout),
         *([_verdict_item(gold.verdict, answer)] if gold.verdict is not None else []),
@@ -274,8 +347,11 @@ def _items(task: Task, answer: AgentAnswer, checkout: Path) -> list[ScoreItem]:
     ]
 
 
-def score_answer(task: Task, answer: AgentAnswer | None, checkout: Path) -> Score:
-    """Score one run's answer; `checkout` is the sealed checkout of the run's condition.
+def score_answer(
+    task: Task, answer: AgentAnswer | None, checkout: Path, executed: CommandsExecuted | None = None
+) -> Score:
+    """Score one run's answer; `checkout` is the sealed checkout of the run's condition, and
+    `executed` what running its proposed commands found (gold.execute; None: not run).
 
     Without an answer (the agent printed no JSON, or JSON that says nothing) every scored
     item is missed — even guardrails, since saying nothing is not respecting a rule — and
@@ -285,13 +361,13 @@ def score_answer(task: Task, answer: AgentAnswer | None, checkout: Path) -> Scor
         note = NO_ANSWER_NOTE if answer is None else EMPTY_ANSWER_NOTE
         items = [
             i if i.hit is None else i.model_copy(update={"hit": False, "note": note})
-            for i in _items(task, AgentAnswer(), checkout)
+            for i in _items(task, AgentAnswer(), checkout, None)
         ]
         return Score(value=0.0, items=items)
-    items = _items(task, answer, checkout)
+    items = _items(task, answer, checkout, executed)
     scored = [i for i in items if i.hit is not None]
     value = sum(1 for i in scored if i.hit) / len(scored) if scored else 1.0
     return Score(value=value, items=items)
 
 
-__all__ = ["command_tokens", "normalize_command", "normalize_path", "score_answer"]
+__all__ = ["command_tokens", "normalize_command", "normalize_path", "proposed_commands", "score_answer"]

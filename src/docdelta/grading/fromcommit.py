@@ -19,8 +19,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-import yaml
-
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo, TreeEntry
 from docdelta.globs import GlobSet
@@ -28,6 +26,7 @@ from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES, ChangeAssets, task_folder
 from docdelta.grading.projectcmd import ProjectCommand, find_command
 from docdelta.models import Gold, Task, Validation
+from docdelta.tasks import unreviewed_yaml
 
 _PY_TEST = GlobSet(["test_*.py", "*_test.py"])
 _CONVENTIONAL = re.compile(r"^[a-z]+(?:\([^)]*\))?!?:\s*", re.IGNORECASE)
@@ -193,18 +192,6 @@ def _focused(found: ProjectCommand | None, hidden: list[str]) -> str:
     return command
 
 
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (the prompt) as `|` blocks, so the reviewer edits plain text."""
-
-
-def _block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_BlockDumper.add_representer(str, _block)
-
-
 def write_task(draft: Draft, tasks_dir: Path) -> Path:
     """Write `<tasks_dir>/<id>.yaml`, `<id>/hidden/<path>` and `<id>/reference.patch`; never overwrite."""
     task, assets = draft.task, draft.assets
@@ -228,8 +215,5 @@ def write_task(draft: Draft, tasks_dir: Path) -> Path:
         "# `docdelta selftest`, then set `reviewed: true`.\n"
         + "".join(f"# - {note}\n" for note in draft.notes)
     )
-    data = task.model_dump(mode="json", exclude_defaults=True)
-    data["reviewed"] = False
-    text = yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True)
-    task_file.write_text(header + text, encoding="utf-8")
+    task_file.write_text(header + unreviewed_yaml(task), encoding="utf-8")
     return task_file

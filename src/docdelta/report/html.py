@@ -187,9 +187,16 @@ class TaskView:
 
 
 def _ran(result: RunResult) -> list[str]:
-    return [
+    """What the agent ran, then (gold.execute) its proposals as they ran afterwards."""
+    agent = [
         c.command if c.exit_code is None else f"{c.command}  → exit {c.exit_code}"
         for c in result.outcome.metrics.commands
+    ]
+    executed = result.executed.commands if result.executed is not None else []
+    return agent + [
+        f"proposed: {c.command}  → {'timed out' if c.timed_out else f'exit {c.exit_code}'}"
+        + (f": {c.first_error}" if c.first_error else "")
+        for c in executed
     ]
 
 
