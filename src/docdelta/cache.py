@@ -3,7 +3,8 @@
 Most PRs that touch AGENTS.md share their base with many others, and the base arm is
 the same experiment every time. An arm is identified by `ArmKey`: the sealed source
 (the source commit's files without any instruction file), the arm's instruction-file
-overlay, every task file, the agent and its version, the model, the sandbox and image
+overlay (an arm's: its condition's files plus its own), every task file, the agent and its
+version, the model (an arm's own, `Manifest.agent_of`), the sandbox and image
 digest, the seed, the repeat count, the run bounds (timeout, turn cap, per-run and gateway
 budgets, upstreams) and docdelta's own version. Its sha256 names a `CachedArm` entry.
 
@@ -102,7 +103,7 @@ def arm_key(exp: Experiment, condition: str) -> ArmKey:
         source_sha256=checkout.source_sha256,
         overlay_sha256=checkout.overlay_sha256,
         tasks=m.tasks,
-        agent=m.agent,
+        agent=m.agent_of(condition),  # an arm's own agent and model (docdelta.arms)
         sandbox=m.sandbox,
         image_digest=m.image_digest,
         seed=m.seed,

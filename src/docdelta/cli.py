@@ -26,7 +26,7 @@ from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import detect_diff, detect_refs, instruction_files
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models import DEFAULT_CONDITIONS, HEAD
+from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
 from docdelta.sandbox import provider_names
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
@@ -113,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
         default="local",
         choices=("local", "docker"),
         help="where the hidden tests run, with .docdelta.yml's environment as in a run; default: local",
+    )
+    st.add_argument(
+        "--agent",
+        default="fake",
+        help="with --sandbox docker: grade in the image a run of this agent uses (its npm layer "
+        "included); default: fake",
     )
 
     jd = sub.add_parser("judge", help="rule on key points with a calibrated LLM judge (writes judged.json)")
@@ -272,7 +278,8 @@ def _add_workdir_commands(sub: Any) -> None:
     pl.add_argument("--base", required=True)
     pl.add_argument("--head", required=True)
     pl.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
-    pl.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    pl.add_argument("--conditions", type=_arg(validate.condition_list), help="as `run`'s")
+    pl.add_argument("--arms", type=_arg(_parse_arms), help="as `run`'s")
     pl.add_argument("--repeats", type=_at_least(1), default=3)
     pl.add_argument(
         "--max-parallel",
@@ -310,7 +317,18 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
             metavar="DIR",
             help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
         )
-    r.add_argument("--conditions", type=_arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
+    r.add_argument(
+        "--conditions",
+        type=_arg(validate.condition_list),
+        help="comma-separated (default base,head,none; with --arms: only the arms unless given)",
+    )
+    r.add_argument(
+        "--arms",
+        type=_arg(_parse_arms),
+        help="arms that vary the agent, model or context: NAME:field=value,...;NAME:... with fields "
+        "condition, agent, agent_cmd, model, overlay (a directory laid over the checkout), vs "
+        "(e.g. small:model=s;large:model=l); default: .docdelta.yml's arms, added to the conditions",
+    )
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument(
         "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
@@ -500,14 +518,32 @@ def _diff_text(stream: BinaryIO) -> str:
         return stream.read().decode("utf-8", errors="replace")
 
 
+def _parse_arms(text: str) -> list[ArmSpec]:
+    from docdelta.arms import parse_arms  # statistics are imported only when arms are given
+
+    return parse_arms(text)
+
+
+def _conditions(args: argparse.Namespace) -> list[str]:
+    """`--conditions`, by default base,head,none, or none of them when `--arms` is given."""
+    if args.conditions is not None:
+        return list(args.conditions)
+    return [] if args.arms else list(DEFAULT_CONDITIONS)
+
+
 def _run(args: argparse.Namespace) -> int:
     from docdelta.planning import ExperimentRequest
 
+    arms = args.arms or []
+    conditions = _conditions(args)
     request = ExperimentRequest(
         base=args.base,
         head=args.head,
         tasks_dir=args.tasks,
-        conditions=args.conditions,
+        conditions=conditions,
+        arms=arms,
+        config_arms=True,
+        require_change=not arms,
         repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
         adaptive=args.repeats == AUTO,
         seed=args.seed,
@@ -812,8 +848,10 @@ def _plan(args: argparse.Namespace) -> int:
 
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
-    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
-    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * len(args.conditions) * args.repeats
+    config = load_project_config(repo, base)
+    detection = detect_refs(repo, base, repo.resolve(args.head), matcher(config))
+    columns = len(_conditions(args)) + len(args.arms or config.arms)  # as `run` plans them
+    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * columns * args.repeats
     plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
     print(plan.model_dump_json())
     what = f"{plan.cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}" if plan.evaluate else (
@@ -949,6 +987,8 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
+    from docdelta import envs
+    from docdelta.agents import agent_npm
     from docdelta.grading.selftest import selftest_tasks
     from docdelta.tasks import load_tasks
 
@@ -965,6 +1005,7 @@ def _selftest(args: argparse.Namespace) -> int:
             private={"tasks directory": args.tasks, "workdir": scratch},
             config=config,
             agent=None,
+            image_npm=agent_npm(args.agent),
         )
         try:
             reports = selftest_tasks(
@@ -976,6 +1017,7 @@ def _selftest(args: argparse.Namespace) -> int:
                 provider=provider,
                 scratch=scratch,
                 flake_runs=args.flake_runs,
+                env_links=lambda sha: envs.links(envs.install(repo, sha, config.sandbox)),
             )
         finally:
             provider.close()

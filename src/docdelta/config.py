@@ -11,6 +11,7 @@ Later sections (`docker:`, `github:`, ...) are added as new fields with defaults
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -21,6 +22,7 @@ from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.globs import check_glob
+from docdelta.models import ArmSpec
 
 if TYPE_CHECKING:
     import yaml
@@ -158,6 +160,27 @@ class DockerImageConfig(BaseModel):
     )
 
 
+class WorkspaceManager(StrEnum):
+    """Package managers whose workspace docdelta installs once per lock and shows every checkout."""
+
+    pnpm = "pnpm"
+
+
+class WorkspaceConfig(BaseModel):
+    """`sandbox.workspace`: install the workspace's dependencies once per lockfile hash, on the
+    host (with network, from the trusted source commit, before any agent runs), and expose them
+    in each checkout as `node_modules` directories of links into that read-only install, so a
+    task's command is the project's own (`pnpm --filter pkg exec vitest run`), not a set-up script.
+    The manager runs from `sandbox.env.PATH`: the toolchain the sandbox shows is the one used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    manager: WorkspaceManager = Field(description="the workspace's package manager")
+    filter: list[str] = Field(
+        default=[], description="install only these packages (pnpm --filter selectors, e.g. `logfire...`)"
+    )
+
+
 class SandboxConfig(BaseModel):
     """The `sandbox:` section: toolchains the agent and the hidden tests may use.
 
@@ -171,6 +194,9 @@ class SandboxConfig(BaseModel):
 
     paths: list[str] = Field(default=[], description="host paths mounted read-only at the same path")
     env: dict[str, str] = Field(default={}, description="variables set in every exec, e.g. PATH")
+    workspace: WorkspaceConfig | None = Field(
+        default=None, description="a package-manager workspace installed once and shown in each checkout"
+    )
 
     @field_validator("paths")
     @classmethod
@@ -221,6 +247,8 @@ class ProjectConfig(BaseModel):
     """Which model APIs the gateway may reach, per-run budget, price table."""
     sandbox: SandboxConfig = SandboxConfig()
     """Read-only toolchain paths and environment for the agent and the hidden tests."""
+    arms: list[ArmSpec] = []
+    """Arms added to every evaluation's conditions (`docdelta run` without --arms, the Action's PRs)."""
 
     @field_validator("tasks")
     @classmethod
@@ -250,7 +278,7 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     source = f"{CONFIG_PATH} (at {sha[:12]})"
     hint = (
         f"fix {CONFIG_PATH} on the base branch; "
-        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox"
+        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox, arms"
     )
     if entry.is_symlink or not entry.is_blob:
         raise ConfigError(f"{source} must be a regular file", hint=hint)

@@ -25,20 +25,21 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.agents.base import Agent
+from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.cache import ArmStore, Reuse, pool, restore, save
-from docdelta.config import load_project_config
-from docdelta.errors import ConfigError
+from docdelta.config import CONFIG_PATH, ProjectConfig, load_project_config
+from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.forecast import forecast
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
-from docdelta.models import BASE, RunBounds, Summary
+from docdelta.models import BASE, HEAD, ArmSpec, RunBounds, Summary
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line
 from docdelta.progress import LineProgress, Progress, progress_for
 from docdelta.report.summary import design_of
 from docdelta.rounds import run_matrix
-from docdelta.runner import MatrixReport, RateLimitPolicy, RunLimits, Runner
-from docdelta.sandbox.base import SandboxSpec
+from docdelta.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
+from docdelta.sandbox.base import SandboxProvider, SandboxSpec
 from docdelta.scorecard import scorecard, write_pooled
 from docdelta.shard import Shard
 from docdelta.store import ResultStore
@@ -204,6 +205,67 @@ def _progress(options: RunOptions, deps: Deps) -> Progress:
     return progress_for(deps.stream, ci=bool(deps.environ.get("CI")))
 
 
+def arm_choice(spec: ArmSpec, options: RunOptions) -> AgentChoice:
+    """An arm's agent: its own fields, else the run's (`--agent-cmd`, `--model` and the output
+    cap carry over only to an arm of the same agent)."""
+    same = spec.agent is None or spec.agent == options.agent
+    return AgentChoice(
+        spec.agent or options.agent,
+        cmd=spec.agent_cmd or (options.agent_cmd if same else None),
+        model=spec.model or (options.model if same else None),
+        max_output_tokens=options.max_output_tokens if same else None,
+    )
+
+
+def declared_arms(
+    request: ExperimentRequest, options: RunOptions, config: ProjectConfig, repo: Repo, base_sha: str
+) -> list[Arm]:
+    """The arms this evaluation runs: `--arms`, else (when asked) `.docdelta.yml`'s, checked,
+    with their agents built and overlays read. A bad arm is a ConfigError naming its source,
+    the arm and the field."""
+    if request.arms:
+        specs, where = list(request.arms), ARMS_FLAG
+    elif request.config_arms and not request.refresh:
+        specs, where = config.arms, CONFIG_PATH
+    else:
+        return []
+    check_arms(specs, request.conditions, where)
+    if request.adaptive and not {BASE, HEAD} <= set(request.conditions):
+        raise ConfigError(
+            "--repeats auto stops each task once head vs base is decided, and this plan of arms has "
+            "no head and base",
+            hint="give a fixed --repeats N, or add --conditions base,head",
+        )
+    arms = []
+    for spec in specs:
+        try:
+            agent = build_agent(arm_choice(spec, options))
+        except DocdeltaError as exc:
+            raise ConfigError(f"{where}: arm {spec.name!r}: {exc.message}", hint=exc.hint) from None
+        if where == ARMS_FLAG:
+            arms.append(Arm(spec, agent, host_overlay(spec, where)))
+        else:
+            files = repo_overlay(spec, repo, base_sha, where)
+            arms.append(Arm(spec, agent, files, source_dir=overlay_dir(spec, where)))
+    return arms
+
+
+def _column(
+    arm_agent: Agent,
+    agent: Agent,
+    provider: SandboxProvider,
+    options: RunOptions,
+    provider_for: Callable[[Agent], tuple[SandboxProvider, str | None]],
+) -> Column:
+    """An arm's agent in the run's sandbox provider, or in one of its own under Docker when it
+    is another agent or model: a container's image holds one agent CLI and its gateway pins
+    one model."""
+    own = options.sandbox == "docker" and (arm_agent.name, arm_agent.model) != (agent.name, agent.model)
+    return Column(
+        arm_agent, provider_for(arm_agent)[0] if own else provider, SandboxSpec(network=arm_agent.network)
+    )
+
+
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
     """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
     save, and score. None when no instruction file changed between the refs."""
@@ -216,7 +278,8 @@ def _evaluate(
     request: ExperimentRequest, options: RunOptions, deps: Deps, store: ResultStore
 ) -> Evaluation | None:
     repo = deps.repo
-    config = load_project_config(repo, repo.resolve(request.base)).with_image_base(deps.image_base)
+    base_sha = repo.resolve(request.base)
+    config = load_project_config(repo, base_sha).with_image_base(deps.image_base)
     agent = build_agent(
         AgentChoice(
             options.agent,
@@ -225,18 +288,29 @@ def _evaluate(
             max_output_tokens=options.max_output_tokens,
         )
     )
+    arms = declared_arms(request, options, config, repo, base_sha)
+    # One set of keys for every provider: the Action's one api-key goes to the upstream the
+    # run's agent (or `provider`) names, never to another upstream an arm's agent speaks to.
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
     reused = None
-    provider, image_digest = build_provider(
-        SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
-        repo=repo,
-        private={"workdir": store.workdir, "tasks directory": request.tasks_dir},
-        config=config,
-        agent=agent,
-        environ=keys,
-        jobs=options.jobs,
-    )
+    providers: list[SandboxProvider] = []
+
+    def provider_for(arm_agent: Agent) -> tuple[SandboxProvider, str | None]:
+        built = build_provider(
+            SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
+            repo=repo,
+            private={"workdir": store.workdir, "tasks directory": request.tasks_dir},
+            config=config,
+            agent=arm_agent,
+            environ=keys,
+            jobs=options.jobs,
+        )
+        providers.append(built[0])
+        return built
+
+    provider, image_digest = provider_for(agent)
     try:  # nothing between the provider's birth and this: its close must run on every path
+        columns = {a.spec.name: _column(a.agent, agent, provider, options, provider_for) for a in arms}
         exp = prepare(
             repo,
             request,
@@ -246,6 +320,7 @@ def _evaluate(
             sandbox=options.sandbox,
             image_digest=image_digest,
             bounds=run_bounds(options, agent, config.gateway),
+            arms=arms,
         )
         if exp is None:
             return None
@@ -260,6 +335,7 @@ def _evaluate(
             agent,
             options.limits(),
             _progress(options, deps),
+            columns=columns,
             secrets=[keys[u.key_from] for u in config.gateway.upstreams if keys.get(u.key_from)],
         )
         cells = exp.manifest.order if options.shard is None else options.shard.cells(exp.manifest.order)
@@ -284,7 +360,8 @@ def _evaluate(
         else:
             report = runner.run(exp, options.shard.cells(exp.manifest.order))
     finally:
-        provider.close()
+        for each in providers:
+            each.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)
     summary = scorecard(
         store, exp.manifest, exp.detection, report.results, noise=options.noise_band, alpha=options.alpha

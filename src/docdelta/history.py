@@ -55,6 +55,9 @@ class ArmRecord(Frozen):
     runs: int
     mean_score: float | None
     cost_usd: float | None
+    agent: AgentInfo | None = Field(
+        default=None, description="an arm's own agent and model (`--arms`); None: the evaluation's agent"
+    )
 
 
 class HistoryRecord(Frozen):
@@ -112,6 +115,7 @@ def record_of(manifest: Manifest, summary: Summary, *, now: datetime | None = No
                 runs=stats_.runs if stats_ else 0,
                 mean_score=stats_.mean_score if stats_ else None,
                 cost_usd=stats_.total_cost_usd if stats_ else None,
+                agent=manifest.arms[spec.name].agent if spec.name in manifest.arms else None,
             )
         )
     costs = [a.cost_usd for a in arms if a.cost_usd is not None]

@@ -563,6 +563,31 @@ class ConditionSpec(Frozen):
     overlay_sha256: str
 
 
+ARM_FACTORS = ("agent", "model", "condition", "overlay")
+"""What an arm may vary: the agent, its model, the condition's instruction files, and extra
+files laid over the checkout. Two compared arms should differ in one of them."""
+
+
+class ArmSpec(Frozen):
+    """An arm as the user declares it (`--arms`, `.docdelta.yml` `arms:`): a condition run by
+    an agent and model of its own, optionally with extra files (a skills folder, a docs export)
+    laid over its checkout. Unset fields take the run's own (`--agent`, `--model`)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="the arm's column in the scorecard")
+    condition: str = Field(
+        default="head", description="the condition it builds on: base, head, none, patched"
+    )
+    agent: str | None = Field(default=None, description="default: the run's --agent")
+    agent_cmd: str | None = Field(default=None, description="the command agent's command line")
+    model: str | None = Field(default=None, description="default: the run's --model")
+    overlay: str | None = Field(
+        default=None,
+        description="a directory whose files are laid over the checkout as they are laid out in it "
+        "(CLI: a host path; .docdelta.yml: a directory of the repository at the base ref)",
+    )
+    vs: str | None = Field(default=None, description="the arm or condition it is compared with")
+
+
 class AgentInfo(Frozen):
     name: str
     version: str
@@ -576,6 +601,17 @@ class AgentInfo(Frozen):
         description="the model server's identity where it exposes one (llama-server: model, "
         "chat template hash, build, flags)",
     )
+
+
+class ArmRecord(Frozen):
+    """An arm in the manifest: what its column runs, beside its `ConditionSpec` (whose files
+    and overlay hash already include the arm's overlay)."""
+
+    condition: str
+    agent: AgentInfo
+    overlay: str | None = Field(default=None, description="the overlay directory as declared")
+    overlay_sha256: str | None = Field(default=None, description="of the overlay's files alone")
+    vs: str | None = None
 
 
 class RunBounds(Frozen):
@@ -624,11 +660,22 @@ class Manifest(Frozen):
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
     holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
+    arms: dict[str, ArmRecord] = Field(
+        default={},
+        description="column name -> the arm it runs (agent, model, overlay); conditions are not here",
+    )
     created_at: datetime
 
     def identity(self) -> str:
-        """sha256 of everything that makes two runs comparable (not the time it was made)."""
-        return sha256_hex(self.model_dump_json(exclude={"created_at"}).encode())
+        """sha256 of everything that makes two runs comparable (not the time it was made).
+        `arms` counts only when there are some, so a plan without arms keeps its identity."""
+        unset = {"created_at"} if self.arms else {"created_at", "arms"}
+        return sha256_hex(self.model_dump_json(exclude=unset).encode())
+
+    def agent_of(self, column: str) -> AgentInfo:
+        """The agent that runs a column: its arm's, else the experiment's."""
+        arm = self.arms.get(column)
+        return self.agent if arm is None else arm.agent
 
 
 # -------------------------------------------------------------------- report
@@ -846,6 +893,25 @@ class PoolSummary(Frozen):
     drift: PoolDrift | None = None
 
 
+class ArmComparison(Frozen):
+    """One arm against the arm or condition it is compared with (`vs`): per task and over
+    tasks, with a stratified permutation test, and the factors in which the two differ."""
+
+    arm: str
+    vs: str
+    differs_in: list[str] = Field(description="the ARM_FACTORS in which the two columns differ")
+    described: dict[str, str] = Field(
+        default={}, description="both columns -> what runs them: agent, model, condition and overlay"
+    )
+    tasks: dict[str, Delta] = Field(description="task -> arm - vs of mean scores (holdout tasks left out)")
+    overall: Delta
+    arm_runs: int
+    vs_runs: int
+    warning: str | None = Field(
+        default=None, description="set when the two differ in more than one factor: no single cause"
+    )
+
+
 class Summary(Frozen):
     """The scorecard's numbers; rendered as markdown, JSON, a badge and (later) a PR comment."""
 
@@ -889,8 +955,14 @@ class Summary(Frozen):
     instruction_usage: list[InstructionRef] = Field(
         default=[], description="commands and paths named by changed instruction lines, and who used them"
     )
+    grading_failures: list[GradingFailure] = Field(
+        default=[], description="hidden-test gradings (selftest legs or runs) in which no test ran"
+    )
     aa_noise: AANoise | None = Field(
         default=None, description="the A/A-derived noise band of head vs base; informative, not the verdict's"
+    )
+    arms: list[ArmComparison] = Field(
+        default=[], description="each declared arm against the column it is compared with"
     )
 
 
@@ -985,6 +1057,10 @@ class DroppedEdit(Frozen):
     reason: str
 
 
+TAIL_NOTE = "last lines of output:"
+"""Starts the grading note that quotes the command's output (`HiddenTestResult.notes`' last)."""
+
+
 class HiddenTestResult(Frozen):
     """The hidden tests' verdict on one run's edits.
 
@@ -1006,6 +1082,31 @@ class HiddenTestResult(Frozen):
     duration_s: float = 0.0
     output_tail: str = ""
     runner: RunnerKind | None = Field(default=None, description="the test runner the command started")
+
+    @property
+    def no_test_ran(self) -> bool:
+        """A failure with no evidence that any test ran (a command not found, a missing
+        runner, no JUnit report): it says the environment could not run the tests, not how
+        good the edits were, so it is a fault of the evaluation, never the agent's grade."""
+        return self.status == "fail" and (self.counts is None or self.counts.total == 0)
+
+    def reason_and_output(self) -> tuple[str, str]:
+        """(the notes saying why, the command's quoted last lines): the grader ends a failure's
+        notes with the output, which a scorecard folds away and a one-line message keeps."""
+        reasons = [n for n in self.notes if not n.startswith(TAIL_NOTE)]
+        quoted = next((n for n in self.notes if n.startswith(TAIL_NOTE)), "")
+        return "; ".join(reasons), quoted.removeprefix(TAIL_NOTE).removeprefix("\n").strip()
+
+
+class GradingFailure(Frozen):
+    """Hidden-test gradings in which no test ran, grouped by what they printed: the scorecard
+    shows each in a folded section with the command's last lines, where the real cause
+    (`No module named pytest`, `uv: No such file or directory`) is."""
+
+    task: str
+    where: list[str] = Field(description="`selftest: <leg>` or `<condition> r<repeat>`, per grading")
+    reason: str = Field(description="the grader's notes, without the quoted output")
+    output: str = Field(default="", description="the command's last lines of output")
 
 
 class CheckResult(Frozen):

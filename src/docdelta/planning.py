@@ -18,8 +18,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from docdelta import __version__
+from docdelta import __version__, envs
 from docdelta.agents.base import Agent
+from docdelta.arms import Arm, agent_info
 from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
 from docdelta.detect import Overlay, detect_refs
@@ -30,7 +31,7 @@ from docdelta.models import (
     BASE,
     DEFAULT_CONDITIONS,
     HEAD,
-    AgentInfo,
+    ArmSpec,
     Cell,
     Detection,
     Manifest,
@@ -89,6 +90,10 @@ class ExperimentRequest:
     """Refuse a plan of more runs than this (None: no bound; the CLI's --yes)."""
     overlays: Mapping[str, Overlay] = field(default_factory=dict)
     """Conditions built by the caller (an ablation's variants), by name; each named in `conditions`."""
+    arms: Sequence[ArmSpec] = ()
+    """Arms declared on the command line (`--arms`; an overlay is a host directory)."""
+    config_arms: bool = False
+    """Without `arms`, add `.docdelta.yml`'s (`docdelta run`, the Action's PRs; not an ablation)."""
     require_change: bool = True
     """False: evaluate even when base and head hold the same instruction files (ablation)."""
     refresh: bool = False
@@ -138,9 +143,11 @@ def prepare(
     sandbox: str,
     image_digest: str | None = None,
     bounds: RunBounds | None = None,
+    arms: Sequence[Arm] = (),
 ) -> Experiment | None:
     """Resolve refs, detect, load and check tasks, seal one checkout per condition and
-    write the manifest. Returns None when no instruction file changed.
+    write the manifest. Returns None when no instruction file changed. Each of `arms` is
+    one more column after the conditions (`docdelta.arms`).
 
     `config` must come from the trusted base ref (`load_project_config(repo, base)`):
     the PR head, maybe a fork, must not steer its own evaluation."""
@@ -158,9 +165,10 @@ def prepare(
         return None
 
     loaded = load_tasks(request.tasks_dir)
-    planned = len(loaded) * len(request.conditions) * request.repeats
+    columns = [*request.conditions, *(a.spec.name for a in arms)]
+    planned = len(loaded) * len(columns) * request.repeats
     if request.max_runs is not None and planned > request.max_runs:
-        raise PlanTooLarge(planned, len(loaded), len(request.conditions), request.repeats, request.max_runs)
+        raise PlanTooLarge(planned, len(loaded), len(columns), request.repeats, request.max_runs)
     require_reviewed(loaded, request.allow_unreviewed)
 
     task_sources = own_sources(repo, loaded, source_sha)
@@ -173,19 +181,28 @@ def prepare(
     overlays = build_overlays(
         repo, base_sha, head_sha, request.conditions, match, request.patch, request.overlays
     )
+    if arms:
+        built_on = sorted({a.spec.condition for a in arms})
+        below = build_overlays(repo, base_sha, head_sha, built_on, match, request.patch, request.overlays)
+        overlays.update({a.spec.name: a.on(below[a.spec.condition]) for a in arms})
     # Hidden tests that live in the source commit never reach the agent's checkout.
-    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths]
+    arm_dirs = [glob for a in arms for glob in a.strip]
+    strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths, *arm_dirs]
     checkouts: dict[str, SealedCheckout] = {}
+    # The workspace is installed for a commit only if some task runs on it (minutes each).
+    runs_here = any(lt.task.id not in task_sources for lt in loaded)
+    env_links = envs.links(envs.install(repo, source_sha, config.sandbox)) if runs_here else {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
-        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip)
+        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip, env_links)
     if not request.refresh:
         check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
+        own_links = envs.links(envs.install(repo, sha, config.sandbox))
         for name, overlay in overlays.items():
             dest = checkout_dir(store.workdir, overlay.sha256, sha)
-            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip)
+            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip, own_links)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(
@@ -194,16 +211,10 @@ def prepare(
         head_sha=head_sha,
         source_sha=source_sha,
         source_tree_sha256=next(iter(checkouts.values())).source_sha256,
-        conditions=[overlays[name].spec(name) for name in request.conditions],
+        conditions=[overlays[name].spec(name) for name in columns],
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
         task_sources=dict(sorted(task_sources.items())),
-        agent=AgentInfo(
-            name=agent.name,
-            version=agent.version,
-            model=agent.model,
-            settings=agent.recorded_settings,
-            server=dict(agent.server_identity),
-        ),
+        agent=agent_info(agent),
         sandbox=sandbox,
         image_digest=image_digest,
         seed=request.seed,
@@ -211,8 +222,9 @@ def prepare(
         adaptive=request.adaptive,
         bounds=bounds,
         docdelta_version=__version__,
-        order=plan_order(sorted(tasks), request.conditions, request.repeats, request.seed),
+        order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
+        arms={a.spec.name: a.record() for a in arms},
         created_at=datetime.now(UTC),
     )
     _check_same_experiment(store, manifest)

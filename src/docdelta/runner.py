@@ -22,7 +22,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -38,7 +38,7 @@ from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
 from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
-from docdelta.grading.selftest import selftest
+from docdelta.grading.selftest import raise_for, selftest
 from docdelta.interrupts import deferred_signals
 from docdelta.models import (
     AgentOutcome,
@@ -156,6 +156,16 @@ class MatrixReport:
     results: list[RunResult] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Column:
+    """What runs the cells of one column of the plan: the experiment's agent, or an arm's
+    (`docdelta.arms`) in a sandbox built for it (a Docker gateway pins one model)."""
+
+    agent: Agent
+    provider: SandboxProvider
+    spec: SandboxSpec
+
+
 class Runner:
     """Executes cells with injected sandbox provider and agent (real clients are built in cli.py)."""
 
@@ -169,9 +179,12 @@ class Runner:
         progress: Progress,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        columns: Mapping[str, Column] | None = None,
         secrets: Sequence[str] = (),
     ) -> None:
         self.store, self.provider, self.spec, self.agent = store, provider, spec, agent
+        self.columns = dict(columns or {})
+        """Column name -> its own agent and sandbox (arms); every other column runs `agent`."""
         self.limits, self.progress, self.sleep = limits, progress, sleep
         self.secrets = tuple(s for s in secrets if s)
         """Values redacted from what proposed commands printed (gold.execute), e.g. the API keys."""
@@ -275,16 +288,22 @@ class Runner:
         n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
         (cell_dir / RESULT_FILE).rename(cell_dir / f"{kind}-{n}.json")
 
+    def column(self, name: str) -> Column:
+        return self.columns.get(name) or Column(self.agent, self.provider, self.spec)
+
     def preflight(self, exp: Experiment, todo: Sequence[Cell]) -> None:
-        """Check once, in a sandbox of the first cell to run, that the agent can start."""
+        """Check once per agent, in a sandbox of its first cell to run, that it can start."""
         pending = [
             c for c in todo if (r := self.store.load(exp.repo_name, c)) is None or r.status in INCOMPLETE
         ]
-        if not pending or self.agent.user_executable is None:
-            return
-        first = pending[0]
-        with self.provider.create(exp.checkout(first.task, first.condition).path, self.spec) as sandbox:
-            preflight(self.agent, sandbox)
+        checked: set[int] = set()
+        for cell in pending:
+            col = self.column(cell.condition)
+            if id(col.agent) in checked or col.agent.user_executable is None:
+                continue
+            checked.add(id(col.agent))
+            with col.provider.create(exp.checkout(cell.task, cell.condition).path, col.spec) as sandbox:
+                preflight(col.agent, sandbox)
 
     def require_selftests(self, exp: Experiment, task_ids: Iterable[str]) -> None:
         """A change task whose selftest fails cannot be run: before its first cell, prove
@@ -303,9 +322,16 @@ class Runner:
             if self.store.selftest_passed(task_id, key):
                 continue
             report = selftest(
-                loaded.task, sealed, assets.hidden, assets.reference, self.provider, spec=self.spec
+                loaded.task,
+                sealed,
+                assets.hidden,
+                assets.reference,
+                self.provider,
+                spec=self.spec,
+                raise_on_failure=False,
             )
-            self.store.save_selftest(task_id, key, report)
+            self.store.save_selftest(task_id, key, report)  # a failed one too: `report` shows it
+            raise_for(report)
 
     def _check_running(self) -> None:
         """Raise when the matrix was aborted: this run is then neither retried nor saved
@@ -329,6 +355,7 @@ class Runner:
         """One run of one cell; our own failures are retried and never graded as agent failures."""
         loaded = exp.tasks[cell.task]
         checkout = exp.checkout(cell.task, cell.condition)
+        col = self.column(cell.condition)
         ctx = AgentContext(
             seed=cell_seed(exp.manifest.seed, cell),
             timeout_s=self.limits.timeout_s,
@@ -338,7 +365,7 @@ class Runner:
         prompt = build_prompt(loaded.task)
         reserve = self.limits.reserve_usd
         spec = replace(
-            self.spec,
+            col.spec,
             max_cost_usd=reserve if reserve > 0 else None,
             fingerprints=exp.audit_index.fingerprints,
         )
@@ -355,9 +382,9 @@ class Runner:
             hidden: HiddenTestResult | None = None
             executed: CommandsExecuted | None = None
             try:
-                with self.provider.create(checkout.path, spec) as sandbox, self._tracked(sandbox):
+                with col.provider.create(checkout.path, spec) as sandbox, self._tracked(sandbox):
                     isolation = sandbox.isolation
-                    outcome, printed = self.agent.execute(prompt, sandbox, ctx)
+                    outcome, printed = col.agent.execute(prompt, sandbox, ctx)
                     transcript = _transcript(printed)
                     if sandbox.gateway is not None:
                         calls = sandbox.gateway.calls()
@@ -379,7 +406,7 @@ class Runner:
                         raise InfraError("the hidden-test grader failed: " + "; ".join(hidden.notes))
                 executed = self._execute(loaded.task, checkout, outcome)
             except (InfraError, OSError) as exc:
-                outcome = self._infra_outcome(exc)
+                outcome = self._infra_outcome(col.agent, exc)
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
                 break
         self._check_running()  # a run whose sandbox was closed under it leaves nothing
@@ -449,8 +476,9 @@ class Runner:
             return timed_out(score), checks
         return score, checks
 
-    def _infra_outcome(self, exc: DocdeltaError | OSError) -> AgentOutcome:
-        return self.agent.make_outcome(
+    @staticmethod
+    def _infra_outcome(agent: Agent, exc: DocdeltaError | OSError) -> AgentOutcome:
+        return agent.make_outcome(
             RunStatus.infra_error,
             error=str(exc),
         )

@@ -7,7 +7,9 @@ object to the path in `$DOCDELTA_METRICS`; the accepted keys are the fields of
 `models.AgentMetrics` (tokens_in, tokens_out, cache_read_tokens,
 cache_write_tokens, cost_usd, turns, tool_calls, commands [{command, exit_code}],
 files_read, duration_s); other keys are ignored, and a missing key means "not
-reported", never zero.
+reported", never zero. With `--model` (or an arm's `model`), the model's name is in
+`$DOCDELTA_MODEL`: a wrapper script picks its model from it, and the model is recorded in the
+manifest and every result like any agent's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from docdelta.models import AgentMetrics, AgentOutcome, RunStatus, sha256_hex
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 METRICS_ENV = "DOCDELTA_METRICS"
+MODEL_ENV = "DOCDELTA_MODEL"
 _METRICS_FILE = "metrics.json"
 
 
@@ -32,7 +35,7 @@ class CommandAgent(Agent):
 
     name: ClassVar[str] = "command"
 
-    def __init__(self, cmd: str = "") -> None:
+    def __init__(self, cmd: str = "", model: str | None = None) -> None:
         try:
             argv = shlex.split(cmd)
         except ValueError as exc:
@@ -46,11 +49,16 @@ class CommandAgent(Agent):
                 hint='pass --agent-cmd "path/to/agent --flag"',
             )
         self.argv = argv
+        self._chosen_model = model
         self._version = f"cmd-{sha256_hex(shlex.join(argv).encode())[:12]}"
 
     @property
     def version(self) -> str:
         return self._version
+
+    @property
+    def model(self) -> str | None:
+        return self._chosen_model
 
     @property
     def user_executable(self) -> str | None:
@@ -67,9 +75,12 @@ class CommandAgent(Agent):
         return {}
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
+        env = {METRICS_ENV: f"{sandbox.tools_dir}/{_METRICS_FILE}"}
+        if self.model:
+            env[MODEL_ENV] = self.model
         return Invocation(
             argv=self.command(sandbox, ctx),
-            env={METRICS_ENV: f"{sandbox.tools_dir}/{_METRICS_FILE}"},
+            env=env,
             stdin=prompt.encode(),
             files=self.files(sandbox),
         )

@@ -1,0 +1,352 @@
+"""Arms: columns of the matrix that vary the agent, the model or the context, not only the docs.
+
+A condition is which instruction files a checkout holds (base, head, none, patched). An
+**arm** is a condition run by an agent and model of its own, optionally with extra files
+laid over its checkout (a skills folder, a docs export): the same docs under two models, or
+head with and without a skills folder. Each arm is one more column of the plan, named by the
+arm: its cells, results, checkout, manifest entry and cache key are those of a condition whose
+overlay is the condition's files plus the arm's, and whose agent is the arm's
+(`Manifest.arms`). So the runner, resume, the statistics and the report need nothing new
+beyond knowing which agent runs a column.
+
+An arm is compared with one other column (`vs`, default the plan's first column). A
+comparison is only evidence about one cause when the two differ in one factor
+(`models.ARM_FACTORS`); `compare` says so when they differ in more.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from docdelta import stats
+from docdelta.agents.base import Agent
+from docdelta.detect import MAX_INSTRUCTION_BYTES, Overlay
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.models import (
+    ARM_FACTORS,
+    BUILTIN_CONDITIONS,
+    AgentInfo,
+    ArmComparison,
+    ArmRecord,
+    ArmSpec,
+    Delta,
+    Manifest,
+    RunResult,
+    RunStatus,
+)
+
+ARMS_FLAG = "--arms"
+FIELDS = tuple(f for f in ArmSpec.model_fields if f != "name")
+SYNTAX = "NAME:field=value,field=value;NAME:... e.g. small:model=qwen-small;large:model=qwen-large"
+MAX_OVERLAY_FILES = 1000
+"""An overlay is a skills folder or a docs export, not a source tree: more files is a mistake."""
+
+
+# ------------------------------------------------------------------- parsing
+def parse_arms(text: str) -> list[ArmSpec]:
+    """`--arms`: arms separated by `;`, each `NAME:field=value,...` (fields: FIELDS).
+
+    A ValueError names the arm and the field at fault and what to write instead."""
+    specs: list[ArmSpec] = []
+    for chunk in (c.strip() for c in text.split(";")):
+        if not chunk:
+            continue
+        name, colon, rest = chunk.partition(":")
+        name = name.strip()
+        values: dict[str, str] = {"name": name}
+        for pair in (p.strip() for p in rest.split(",") if p.strip()) if colon else ():
+            key, eq, value = pair.partition("=")
+            key = key.strip().replace("-", "_")
+            if not eq or not value.strip():
+                raise ValueError(f"arm {name!r}: {pair!r} is not field=value (syntax: {SYNTAX})")
+            if key not in FIELDS:
+                raise ValueError(f"arm {name!r}: unknown field {key!r}; fields: {', '.join(FIELDS)}")
+            if key in values:
+                raise ValueError(f"arm {name!r}: field {key!r} is given twice; give it once")
+            values[key] = value.strip()
+        specs.append(spec_of(values, f"arm {name!r}"))
+    if not specs:
+        raise ValueError(f"no arm given (syntax: {SYNTAX})")
+    return specs
+
+
+def spec_of(values: Mapping[str, object], where: str) -> ArmSpec:
+    try:
+        return ArmSpec.model_validate(dict(values))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(arm)"
+        if field == "name":
+            why = "an arm's name is 1-32 lowercase letters, digits, - or _, starting with a letter"
+            raise ValueError(f"{where}: name {values.get('name')!r}: {why}") from None
+        raise ValueError(f"{where}: {field} = {first.get('input')!r}: {first['msg'].lower()}") from None
+
+
+def check_arms(specs: Sequence[ArmSpec], conditions: Sequence[str], where: str) -> None:
+    """Names unique and no condition's, each built on a condition docdelta builds, each `vs` a
+    column of the plan other than itself. `where` names the source (`--arms`, `.docdelta.yml`)."""
+    hint = f"fix the arm in {where}"
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in BUILTIN_CONDITIONS or spec.name in conditions:
+            raise ConfigError(
+                f"{where}: arm name {spec.name!r} is a condition's name",
+                hint=f"name the arm after what it varies, e.g. {spec.condition}-{spec.model or 'big'}",
+            )
+        if spec.name in seen:
+            raise ConfigError(f"{where}: arm {spec.name!r} is declared twice", hint="name each arm once")
+        seen.add(spec.name)
+        if spec.condition not in BUILTIN_CONDITIONS:
+            raise ConfigError(
+                f"{where}: arm {spec.name!r}: condition {spec.condition!r} is not one docdelta builds",
+                hint=f"use one of: {', '.join(BUILTIN_CONDITIONS)}",
+            )
+    columns = [*conditions, *(s.name for s in specs)]
+    for spec in specs:
+        if spec.vs is not None and (spec.vs not in columns or spec.vs == spec.name):
+            others = ", ".join(c for c in columns if c != spec.name) or "(none)"
+            raise ConfigError(
+                f"{where}: arm {spec.name!r}: vs {spec.vs!r} is not another column of this run",
+                hint=f"{hint}: vs names one of {others}",
+            )
+
+
+# ------------------------------------------------------------------ resolving
+@dataclass(frozen=True)
+class Arm:
+    """A declared arm, resolved: its agent built and its overlay's files read."""
+
+    spec: ArmSpec
+    agent: Agent
+    files: Overlay
+    source_dir: str | None = None
+    """The repository directory the overlay was read from (`.docdelta.yml`): stripped from every
+    checkout, so no other column sees the files as ordinary source."""
+
+    @property
+    def strip(self) -> list[str]:
+        return [] if self.source_dir is None else [f"/{self.source_dir}/**"]
+
+    def record(self) -> ArmRecord:
+        info = agent_info(self.agent)
+        return ArmRecord(
+            condition=self.spec.condition,
+            agent=info,
+            overlay=self.spec.overlay,
+            overlay_sha256=self.files.sha256 if self.spec.overlay else None,
+            vs=self.spec.vs,
+        )
+
+    def on(self, condition: Overlay) -> Overlay:
+        """The column's overlay: the condition's files, then the arm's on top."""
+        return Overlay(
+            files={**condition.files, **self.files.files},
+            symlinks={p: t for p, t in condition.symlinks.items() if p not in self.files.files},
+        )
+
+
+def agent_info(agent: Agent) -> AgentInfo:
+    """What the manifest records of an agent (and the cache key hashes)."""
+    return AgentInfo(
+        name=agent.name,
+        version=agent.version,
+        model=agent.model,
+        settings=agent.recorded_settings,
+        server=dict(agent.server_identity),
+    )
+
+
+def _relative(path: str, where: str) -> str:
+    parts = path.strip("/").split("/")
+    if path.startswith("/") or ".." in parts or not path.strip("/"):
+        raise ConfigError(
+            f"{where}: overlay {path!r} must be a directory inside the repository",
+            hint="name a directory of the repository at the base ref, e.g. overlay: arms/skills",
+        )
+    return path.strip("/")
+
+
+def host_overlay(spec: ArmSpec, where: str) -> Overlay:
+    """`--arms` overlay: the files under a host directory, at their paths relative to it."""
+    if spec.overlay is None:
+        return Overlay()
+    root = Path(spec.overlay).expanduser()
+    if not root.is_dir():
+        raise ConfigError(
+            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} is not a directory",
+            hint="point overlay= at a directory laid out as the files should appear in the checkout",
+        )
+    files: dict[str, bytes] = {}
+    for dirpath, dirnames, names in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        for name in sorted(names):
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file():
+                raise ConfigError(
+                    f"{where}: arm {spec.name!r}: overlay file {path} is not a regular file",
+                    hint="an overlay holds regular files only (links are not followed)",
+                )
+            files[path.relative_to(root).as_posix()] = _read(path, spec, where)
+    return _bounded(files, spec, where)
+
+
+def overlay_dir(spec: ArmSpec, where: str) -> str | None:
+    """A `.docdelta.yml` overlay's directory in the repository, checked to stay inside it."""
+    return None if spec.overlay is None else _relative(spec.overlay, where)
+
+
+def repo_overlay(spec: ArmSpec, repo: Repo, sha: str, where: str) -> Overlay:
+    """`.docdelta.yml` overlay: a directory of the repository at the trusted base ref (never the
+    working tree, which in a PR is the head's), at paths relative to it."""
+    if spec.overlay is None:
+        return Overlay()
+    prefix = _relative(spec.overlay, where) + "/"
+    entries = [e for e in repo.tree(sha, [prefix]) if e.path.startswith(prefix)]
+    if not entries:
+        raise ConfigError(
+            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} is no directory at {sha[:12]}",
+            hint="commit the directory on the base branch, or fix overlay",
+        )
+    for e in entries:
+        if not e.is_blob or e.is_symlink or (e.size or 0) > MAX_INSTRUCTION_BYTES:
+            raise ConfigError(
+                f"{where}: arm {spec.name!r}: overlay file {e.path} is not a regular file up to 1 MiB",
+                hint="an overlay holds regular files only",
+            )
+    blobs = dict(repo.read_blobs([e.oid for e in entries]))
+    return _bounded({e.path[len(prefix) :]: blobs[e.oid] for e in entries}, spec, where)
+
+
+def _read(path: Path, spec: ArmSpec, where: str) -> bytes:
+    if path.stat().st_size > MAX_INSTRUCTION_BYTES:
+        raise ConfigError(
+            f"{where}: arm {spec.name!r}: overlay file {path} is over 1 MiB",
+            hint="leave it out of the overlay",
+        )
+    return path.read_bytes()
+
+
+def _bounded(files: dict[str, bytes], spec: ArmSpec, where: str) -> Overlay:
+    if not files:
+        raise ConfigError(
+            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} holds no file",
+            hint="fill it or drop overlay",
+        )
+    if len(files) > MAX_OVERLAY_FILES:
+        raise ConfigError(
+            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} holds {len(files):,} files, over "
+            f"{MAX_OVERLAY_FILES:,}",
+            hint="an overlay is a skills folder or a docs export: point it at that directory",
+        )
+    return Overlay(files=files)
+
+
+# ---------------------------------------------------------------- comparing
+def factors(manifest: Manifest, column: str) -> dict[str, str | None]:
+    """A column's value of each ARM_FACTORS: a plain condition runs the experiment's agent and
+    model with no overlay."""
+    arm = manifest.arms.get(column)
+    agent = manifest.agent_of(column)
+    return {
+        "agent": f"{agent.name} {agent.version} {sorted(agent.settings.items())}",
+        "model": agent.model,
+        "condition": column if arm is None else arm.condition,
+        "overlay": None if arm is None else arm.overlay_sha256,
+    }
+
+
+def describe(manifest: Manifest, column: str) -> str:
+    """`command cmd-1a2b · model small · head + overlay skills`: what runs a column."""
+    arm, agent = manifest.arms.get(column), manifest.agent_of(column)
+    on = column if arm is None else arm.condition
+    extra = f" + overlay {arm.overlay}" if arm is not None and arm.overlay else ""
+    return f"{agent.name} {agent.version} · model {agent.model or '(default)'} · {on}{extra}"
+
+
+def differs_in(manifest: Manifest, a: str, b: str) -> list[str]:
+    fa, fb = factors(manifest, a), factors(manifest, b)
+    return [f for f in ARM_FACTORS if fa[f] != fb[f]]
+
+
+def reference(manifest: Manifest, column: str) -> str | None:
+    """What an arm is compared with: its `vs`, else the plan's first column (None for the
+    first column itself, which is then every other arm's reference)."""
+    arm = manifest.arms[column]
+    if arm.vs is not None:
+        return arm.vs
+    first = manifest.conditions[0].name
+    return None if first == column else first
+
+
+Grid = Mapping[str, Mapping[str, Sequence[RunResult]]]
+"""task -> column -> its runs, as the summary groups them."""
+
+
+def _scores(runs: Sequence[RunResult]) -> list[float]:
+    return [r.score.value for r in runs if r.score is not None and r.status is not RunStatus.infra_error]
+
+
+def _gap(treated: Sequence[float], control: Sequence[float]) -> float | None:
+    t, c = stats.mean(treated), stats.mean(control)
+    return None if t is None or c is None else t - c
+
+
+def _delta(arm: str, vs: str, stratum: stats.Stratum, band: float, seed: int) -> Delta:
+    value = _gap(*stratum)
+    test = stats.permutation_test([stratum], seed=seed) if value is not None else None
+    return Delta(
+        treatment=arm,
+        control=vs,
+        value=value,
+        noise=None if value is None else stats.is_noise(value, band),
+        p_value=None if test is None else test.p_value,
+    )
+
+
+def compare(manifest: Manifest, grid: Grid, *, band: float) -> list[ArmComparison]:
+    """Each arm against its reference: per shown task and over all tasks (a stratified
+    permutation test of the mean of per-task deltas), with the factors they differ in."""
+    out: list[ArmComparison] = []
+    holdout = set(manifest.holdout)
+    for arm in manifest.arms:
+        vs = reference(manifest, arm)
+        if vs is None:
+            continue
+        strata = {t: (_scores(by.get(arm, ())), _scores(by.get(vs, ()))) for t, by in sorted(grid.items())}
+        tasks = {t: _delta(arm, vs, s, band, manifest.seed) for t, s in strata.items() if t not in holdout}
+        overall_value = stats.mean_delta([_gap(t, c) for t, c in strata.values()])
+        test = stats.permutation_test(list(strata.values()), seed=manifest.seed)
+        overall = Delta(
+            treatment=arm,
+            control=vs,
+            value=overall_value,
+            noise=None if overall_value is None else stats.is_noise(overall_value, band),
+            p_value=None if test is None else test.p_value,
+        )
+        differ = differs_in(manifest, arm, vs)
+        warning = None
+        if len(differ) > 1:
+            warning = (
+                f"{arm} and {vs} differ in {len(differ)} factors ({', '.join(differ)}): the delta "
+                "cannot be put down to one of them; compare arms that differ in one factor"
+            )
+        out.append(
+            ArmComparison(
+                arm=arm,
+                vs=vs,
+                differs_in=differ,
+                described={c: describe(manifest, c) for c in (arm, vs)},
+                tasks=tasks,
+                overall=overall,
+                arm_runs=sum(len(s[0]) for s in strata.values()),
+                vs_runs=sum(len(s[1]) for s in strata.values()),
+                warning=warning,
+            )
+        )
+    return out
