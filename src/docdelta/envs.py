@@ -4,10 +4,19 @@ installed once per lockfile hash and shown in every checkout.
 A pnpm monorepo's tests resolve packages from `node_modules` beside the importing file, so the
 dependencies must appear inside the checkout; installing them per run would take minutes and
 need the network the sandbox does not have. So the install happens once, on the host, from the
-trusted source commit (`git archive`, never an agent's tree), into a directory named by the hash
-of everything it depends on (the lock, the workspace file, every package.json, the filter, the
-manager's version) under `cache_root()`; an interrupted build is never used (a `.complete`
-marker, a lock per name). Every sandbox shows that directory read-only at the same path.
+source commit (`git archive`, never an agent's tree), into a directory named by the hash of
+everything it depends on (the lock, the workspace file, every package.json, the filter, the
+manager's version, INSTALL_RECIPE) under `cache_root()`; an interrupted build is never used (a
+`.complete` marker, a lock per name). Every sandbox shows that directory read-only at the same
+path.
+
+The source commit is usually the pull request's head, so its tree is hostile: lifecycle scripts
+(its own and its dependencies') and a `.pnpmfile.cjs` are code the PR chose, and they would run
+on the host beside the key. So the install runs none of them (`--ignore-scripts`,
+`--ignore-pnpmfile`) and sees only `install_env`: the toolchain's PATH, the locale, the proxy
+and CA settings a registry behind a corporate proxy needs, and `sandbox.env` from the trusted
+config, never the host's secrets. A workspace that needs a build step gets it in the task's own
+command, inside the sandbox.
 
 Each sealed checkout then gets, for every `node_modules` of the install, a real directory of
 links into it (`links`): real, so a tool may write beside the links (Vite's `.vite-temp`);
@@ -35,7 +44,17 @@ from docdelta.config import SandboxConfig, WorkspaceConfig
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 
-LOCK_FILES = {"pnpm": ("pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc", ".pnpmfile.cjs")}
+INSTALL_RECIPE = "v2 ignore-scripts ignore-pnpmfile"
+"""Part of every install's hash: an install made by an earlier recipe (v1 ran scripts) is
+never reused."""
+PASSED_ENV = frozenset(
+    {"HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS"}
+    | {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
+)
+"""The host variables an install sees (besides PATH and `sandbox.env`): what reaching a
+registry needs, nothing that could hold a secret."""
+PNPMFILE = ".pnpmfile.cjs"
+LOCK_FILES = {"pnpm": ("pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc", PNPMFILE)}
 """The files besides every package.json that decide what an install holds, per manager."""
 COMPLETE = ".complete"
 MODULES = "node_modules"
@@ -92,12 +111,14 @@ def _manager(config: SandboxConfig, workspace: WorkspaceConfig) -> tuple[str, st
             hint=f"name the directory holding {name} (and its runtime) in sandbox.paths and put it "
             "on sandbox.env.PATH",
         )
-    version = _run([exe, "--version"], _build_env(config), None, what=f"{name} --version")
+    version = _run([exe, "--version"], install_env(config), None, what=f"{name} --version")
     return exe, version.strip()
 
 
-def _build_env(config: SandboxConfig) -> dict[str, str]:
-    return {**os.environ, **config.env, "PATH": _search_path(config)}
+def install_env(config: SandboxConfig) -> dict[str, str]:
+    """The environment of the manager's install: PASSED_ENV from the host, then `sandbox.env`."""
+    passed = {k: v for k, v in os.environ.items() if k in PASSED_ENV}
+    return {**passed, **config.env, "PATH": _search_path(config)}
 
 
 def _run(argv: list[str], env: Mapping[str, str], cwd: Path | None, *, what: str) -> str:
@@ -125,7 +146,15 @@ def install(repo: Repo, sha: str, config: SandboxConfig) -> Path | None:
         for e in repo.tree(sha)
         if e.is_blob and (e.path in wanted or PurePosixPath(e.path).name == "package.json")
     )
-    parts = [workspace.manager.value, version, *workspace.filter, "\0", *inputs]
+    if any(i.startswith(f"{PNPMFILE}:") for i in inputs):
+        raise ConfigError(
+            f".docdelta.yml: field 'sandbox.workspace' installs commit {sha[:12]}, which has a "
+            f"{PNPMFILE}: that is code the commit chose, and the install runs on the host beside "
+            "the key, so docdelta never runs it",
+            hint=f"evaluate on a source commit without {PNPMFILE}, or drop sandbox.workspace and "
+            "install the dependencies in the task's command, inside the sandbox",
+        )
+    parts = [INSTALL_RECIPE, workspace.manager.value, version, *workspace.filter, "\0", *inputs]
     digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
     root = cache_root() / f"{workspace.manager.value}-{digest}"
     if (root / COMPLETE).is_file():
@@ -146,8 +175,11 @@ def _build(repo: Repo, sha: str, root: Path, exe: str, config: SandboxConfig, ws
     archive = subprocess.run(["git", "archive", sha], cwd=repo.root, capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
-    env = {**_build_env(config), "npm_config_store_dir": str(root.parent / f"{ws.manager.value}-store")}
-    argv = [exe, "install", "--frozen-lockfile", "--reporter", "silent"]
+    store = str(root.parent / f"{ws.manager.value}-store")
+    env = {**install_env(config), "npm_config_store_dir": store, "pnpm_config_store_dir": store}
+    # append-only, not silent: a refused install's cause (a lock out of date) must reach the error
+    argv = [exe, "install", "--frozen-lockfile", "--ignore-scripts", "--ignore-pnpmfile"]
+    argv += ["--reporter", "append-only"]
     for selector in ws.filter:
         argv += ["--filter", selector]
     _run(argv, env, tree, what=" ".join(argv[:3]))
