@@ -33,6 +33,7 @@ from pathlib import Path
 
 import yaml
 
+from docdelta.envs import cache_root
 from docdelta.git import Repo
 
 UV_VERSION = "0.13.9"
@@ -43,14 +44,6 @@ SANDBOX_CHECKOUT = "/workspace/repo"
 """Where both sandboxes put the checkout: editable installs point here."""
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 """The system bundle, which holds the intercepting proxy's CA (docker.extra_ca takes it too)."""
-
-
-def cache_root() -> Path:
-    """Where the environments are built. As root not under `$HOME`: the sandboxes show them at
-    the same path, and a container's `/root` (0700) hides anything bind-mounted below it."""
-    home = Path.home() / ".cache" / "docdelta" / "real-envs"
-    default = Path("/var/cache/docdelta/real-envs") if os.geteuid() == 0 else home
-    return Path(os.environ.get("DOCDELTA_REAL_ENVS", default))
 
 
 @dataclass(frozen=True)
@@ -185,48 +178,39 @@ _COMPLETE = ".complete"
 
 @dataclass(frozen=True)
 class NodeEnv:
-    """A built pnpm workspace: `root/bin/node`, `root/tree/node_modules` (and each package's)."""
+    """Node and pnpm (`root/bin`), and the workspace packages to install (`pnpm --filter`).
+
+    Only the toolchain is built here: the workspace's dependencies are docdelta's to install
+    (`.docdelta.yml` `sandbox.workspace`, `docdelta.envs`), once per lock hash, and to show in
+    each checkout, so the task's command is the project's own."""
 
     root: Path
-
-    @property
-    def tree(self) -> Path:
-        return self.root / "tree"
+    packages: tuple[str, ...]
 
     def sandbox(self) -> dict[str, object]:
-        """`NODE_ENV_TREE` names the installed tree for the task's command, which links the
-        checkout's node_modules to it (Node resolves packages from the importing file's
-        directory upwards, so they must appear inside the checkout)."""
         return {
             "paths": [str(self.root)],
-            "env": {
-                "PATH": f"{self.root}/bin:{self.tree}/node_modules/.bin:/usr/local/bin:/usr/bin:/bin",
-                "NODE_ENV_TREE": str(self.tree),
-            },
+            "env": {"PATH": f"{self.root}/bin:/usr/local/bin:/usr/bin:/bin"},
+            "workspace": {"manager": "pnpm", "filter": list(self.packages)},
         }
 
 
-def pnpm_env(repo: Repo, sha: str, name: str, package_filter: str) -> NodeEnv:
-    """`pnpm install --frozen-lockfile --filter <package_filter>` of `repo` at `sha`, with Node
-    and pnpm from npm, cached by the hash of the lock and every package.json. pnpm writes
-    absolute paths into its bin shims, so it installs at the final path; a `.complete` marker
-    tells a finished build from an interrupted one (which is removed and rebuilt)."""
-    locks = ("pnpm-lock.yaml", "pnpm-workspace.yaml")
-    wanted = [e for e in repo.tree(sha) if e.is_blob and (e.path in locks or e.path.endswith("package.json"))]
-    parts = [NODE_VERSION, PNPM_VERSION, package_filter]
-    parts += [f"{e.path}:{e.oid}" for e in sorted(wanted, key=lambda e: e.path)]
-    root = cache_root() / f"{name}-{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]}"
-    if (root / _COMPLETE).is_file():
-        return NodeEnv(root)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f".{name}.lock"):
-        if not (root / _COMPLETE).is_file():
-            shutil.rmtree(root, ignore_errors=True)
-            _build_node(repo, sha, root, package_filter)
-    return NodeEnv(root)
+def node_toolchain(*packages: str) -> NodeEnv:
+    """Node and pnpm from npm, cached by their versions. pnpm's shim holds absolute paths, so it
+    is built at the final path; a `.complete` marker tells a finished build from an interrupted
+    one (which is removed and rebuilt)."""
+    digest = hashlib.sha256(f"{NODE_VERSION}\0{PNPM_VERSION}".encode()).hexdigest()[:16]
+    root = cache_root() / f"node-pnpm-{digest}"
+    if not (root / _COMPLETE).is_file():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(root.parent / f".{root.name}.lock"):
+            if not (root / _COMPLETE).is_file():
+                shutil.rmtree(root, ignore_errors=True)
+                _build_node(root)
+    return NodeEnv(root, packages)
 
 
-def _build_node(repo: Repo, sha: str, root: Path, package_filter: str) -> None:
+def _build_node(root: Path) -> None:
     root.mkdir(mode=0o755)
     env = {**os.environ, "NODE_EXTRA_CA_CERTS": CA_BUNDLE, "npm_config_cafile": CA_BUNDLE}
     tools = root / "tools"
@@ -237,21 +221,6 @@ def _build_node(repo: Repo, sha: str, root: Path, package_filter: str) -> None:
     pnpm = root / "bin" / "pnpm"
     pnpm.write_text(f'#!/bin/sh\nexec "{root}/bin/node" "{tools}/node_modules/pnpm/bin/pnpm.mjs" "$@"\n')
     pnpm.chmod(0o755)
-    tree = root / "tree"
-    tree.mkdir()
-    archive = subprocess.run(["git", "archive", sha], cwd=repo.root, capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(tree, filter="data")
-    install_env = {
-        **env,
-        "PATH": f"{root}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "npm_config_store_dir": str(root.parent / "pnpm-store"),
-    }
-    _run(
-        [str(pnpm), "install", "--frozen-lockfile", "--filter", package_filter, "--reporter", "silent"],
-        install_env,
-        tree,
-    )
     (root / _COMPLETE).write_text("")
 
 

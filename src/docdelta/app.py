@@ -42,7 +42,7 @@ from docdelta.activity import Activity
 from docdelta.cache import open_store, token_auth
 from docdelta.config import load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, SandboxError
+from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, SandboxError, SelftestFailed
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
@@ -560,7 +560,10 @@ def _run_matrix(
         image_base=ACTION_SANDBOX_BASE,
         job_summary=None if proof else ctx.runtime.append_summary,
     )
-    done = evaluate(request, settings.options, deps)
+    try:
+        done = evaluate(request, settings.options, deps)
+    except SelftestFailed as exc:  # no agent ran: the scorecard says why, with the command's output
+        return _selftest_matrix(ctx, deps.workdir, exc)
     if done is None:
         raise ConfigError(
             "the checkout shows no instruction-file change although GitHub lists one",
@@ -594,6 +597,24 @@ def _run_matrix(
         manifest,
         tasks_dir,
         deps.workdir,
+    )
+
+
+def _selftest_matrix(ctx: _Context, workdir: Path, exc: SelftestFailed) -> _Matrix:
+    """The scorecard of a run stopped by a failed selftest: no runs, no verdict, and the
+    failed legs' output under *Grading failures* (the workdir keeps the reports)."""
+    store = ResultStore(workdir)
+    manifest, detection = store.read_manifest(), store.read_detection()
+    if manifest is None or detection is None:
+        raise exc
+    summary = scorecard(store, manifest, detection, [])
+    if not summary.grading_failures:  # a selftest whose tests ran and said the task is wrong
+        raise exc
+    ctx.say(f"docdelta: {exc.message.splitlines()[0]}")
+    note = "**Selftest failed:** no agent ran; fix the environment or the task, then rerun."
+    summary = summary.model_copy(update={"repo": ctx.settings.github.repository})
+    return _Matrix(
+        summary, [note], None, 0.0, [], partial(store.cell_dir, manifest.repo), manifest, None, workdir
     )
 
 
@@ -659,13 +680,14 @@ def _run_and_report(
         artifacts_url=f"{settings.github.run_url}#artifacts",
         files_url=_files_url(settings, ctx.event.pr_number),
     )
-    body += "\n" + "\n\n".join(ctx.redact(n) for n in notes)
+    body += "\n" + "\n\n".join(notes)
     sections, extra_cost = _loop_sections(ctx, repo, base_sha, head, matrix, files)
-    body += "".join(f"\n\n{ctx.redact(section)}" for section in sections)
+    body += "".join(f"\n\n{section}" for section in sections)
     body += (
         f"\n\n[Full report and logs]({settings.github.run_url}) · every transcript: `{REPORT_FILE}` in the "
         f"run's [artifacts]({settings.github.run_url}#artifacts)\n"
     )
+    body = ctx.redact(body)  # all of it: a grading failure quotes the tests' own output
     ctx.runtime.append_summary(body)
     outputs = _outputs(summary, matrix.cost_usd + extra_cost, settings)
     if settings.comment:
@@ -680,6 +702,8 @@ def _run_and_report(
     if summary.broken:
         failed = sum(summary.faults.values())
         title = f"no verdict: the evaluation is broken ({failed} runs failed for the harness's reasons)"
+        if not matrix.results and summary.grading_failures:
+            title = "no verdict: the hidden tests could not run (selftest failed; see Grading failures)"
     notes_on_lines = line_annotations(summary.instruction_usage, added_lines(files), alpha=summary.alpha)
     outputs[Output.check_url] = ctx.publish(conclusion, title, body, notes_on_lines)
     ctx.say(f"docdelta: {conclusion.value}: {decision.reason}")

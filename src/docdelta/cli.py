@@ -114,6 +114,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=("local", "docker"),
         help="where the hidden tests run, with .docdelta.yml's environment as in a run; default: local",
     )
+    st.add_argument(
+        "--agent",
+        default="fake",
+        help="with --sandbox docker: grade in the image a run of this agent uses (its npm layer "
+        "included); default: fake",
+    )
 
     jd = sub.add_parser("judge", help="rule on key points with a calibrated LLM judge (writes judged.json)")
     jd.add_argument("--workdir", type=Path, required=True)
@@ -981,6 +987,8 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
+    from docdelta import envs
+    from docdelta.agents import agent_npm
     from docdelta.grading.selftest import selftest_tasks
     from docdelta.tasks import load_tasks
 
@@ -997,6 +1005,7 @@ def _selftest(args: argparse.Namespace) -> int:
             private={"tasks directory": args.tasks, "workdir": scratch},
             config=config,
             agent=None,
+            image_npm=agent_npm(args.agent),
         )
         try:
             reports = selftest_tasks(
@@ -1008,6 +1017,7 @@ def _selftest(args: argparse.Namespace) -> int:
                 provider=provider,
                 scratch=scratch,
                 flake_runs=args.flake_runs,
+                env_links=lambda sha: envs.links(envs.install(repo, sha, config.sandbox)),
             )
         finally:
             provider.close()

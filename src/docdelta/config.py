@@ -11,6 +11,7 @@ Later sections (`docker:`, `github:`, ...) are added as new fields with defaults
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -159,6 +160,27 @@ class DockerImageConfig(BaseModel):
     )
 
 
+class WorkspaceManager(StrEnum):
+    """Package managers whose workspace docdelta installs once per lock and shows every checkout."""
+
+    pnpm = "pnpm"
+
+
+class WorkspaceConfig(BaseModel):
+    """`sandbox.workspace`: install the workspace's dependencies once per lockfile hash, on the
+    host (with network, from the trusted source commit, before any agent runs), and expose them
+    in each checkout as `node_modules` directories of links into that read-only install, so a
+    task's command is the project's own (`pnpm --filter pkg exec vitest run`), not a set-up script.
+    The manager runs from `sandbox.env.PATH`: the toolchain the sandbox shows is the one used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    manager: WorkspaceManager = Field(description="the workspace's package manager")
+    filter: list[str] = Field(
+        default=[], description="install only these packages (pnpm --filter selectors, e.g. `logfire...`)"
+    )
+
+
 class SandboxConfig(BaseModel):
     """The `sandbox:` section: toolchains the agent and the hidden tests may use.
 
@@ -172,6 +194,9 @@ class SandboxConfig(BaseModel):
 
     paths: list[str] = Field(default=[], description="host paths mounted read-only at the same path")
     env: dict[str, str] = Field(default={}, description="variables set in every exec, e.g. PATH")
+    workspace: WorkspaceConfig | None = Field(
+        default=None, description="a package-manager workspace installed once and shown in each checkout"
+    )
 
     @field_validator("paths")
     @classmethod

@@ -241,11 +241,8 @@ def _interval(strata: Sequence[stats.Stratum], level: float) -> tuple[Interval, 
     return Interval(centre - z * se, centre + z * se, 1 - 2 * level), centre, se
 
 
-# The standard normal without scipy.stats.norm, whose import cost every scorecard seconds.
-def _upper_tail(z: float) -> float:
-    """P(Z > z) for a standard normal Z (scipy's `norm.sf`), from erfc as scipy computes it:
-    `NormalDist().cdf(-z)` goes through 1 + erf and rounds a far tail to 0."""
-    return 0.5 * math.erfc(z / math.sqrt(2))
+_upper_tail = stats.normal_upper_tail
+"""P(Z > z) for a standard normal Z, without scipy.stats.norm (stats.normal_upper_tail)."""
 
 
 def _upper_quantile(level: float) -> float:

@@ -59,6 +59,11 @@ class TaskError(DocdeltaError):
     """A task file is malformed, unreviewed, or its gold citations do not hold."""
 
 
+class SelftestFailed(TaskError):
+    """A change task's selftest failed in a run: no agent ran, and the workdir keeps the
+    failed report, so the scorecard can show why (`ResultStore.failed_selftests`)."""
+
+
 class SandboxError(DocdeltaError):
     """A sandbox could not be created or refused to run (e.g. isolation unavailable)."""
 

@@ -962,6 +962,9 @@ class Summary(Frozen):
     instruction_usage: list[InstructionRef] = Field(
         default=[], description="commands and paths named by changed instruction lines, and who used them"
     )
+    grading_failures: list[GradingFailure] = Field(
+        default=[], description="hidden-test gradings (selftest legs or runs) in which no test ran"
+    )
     aa_noise: AANoise | None = Field(
         default=None, description="the A/A-derived noise band of head vs base; informative, not the verdict's"
     )
@@ -1061,6 +1064,10 @@ class DroppedEdit(Frozen):
     reason: str
 
 
+TAIL_NOTE = "last lines of output:"
+"""Starts the grading note that quotes the command's output (`HiddenTestResult.notes`' last)."""
+
+
 class HiddenTestResult(Frozen):
     """The hidden tests' verdict on one run's edits.
 
@@ -1082,6 +1089,31 @@ class HiddenTestResult(Frozen):
     duration_s: float = 0.0
     output_tail: str = ""
     runner: RunnerKind | None = Field(default=None, description="the test runner the command started")
+
+    @property
+    def no_test_ran(self) -> bool:
+        """A failure with no evidence that any test ran (a command not found, a missing
+        runner, no JUnit report): it says the environment could not run the tests, not how
+        good the edits were, so it is a fault of the evaluation, never the agent's grade."""
+        return self.status == "fail" and (self.counts is None or self.counts.total == 0)
+
+    def reason_and_output(self) -> tuple[str, str]:
+        """(the notes saying why, the command's quoted last lines): the grader ends a failure's
+        notes with the output, which a scorecard folds away and a one-line message keeps."""
+        reasons = [n for n in self.notes if not n.startswith(TAIL_NOTE)]
+        quoted = next((n for n in self.notes if n.startswith(TAIL_NOTE)), "")
+        return "; ".join(reasons), quoted.removeprefix(TAIL_NOTE).removeprefix("\n").strip()
+
+
+class GradingFailure(Frozen):
+    """Hidden-test gradings in which no test ran, grouped by what they printed: the scorecard
+    shows each in a folded section with the command's last lines, where the real cause
+    (`No module named pytest`, `uv: No such file or directory`) is."""
+
+    task: str
+    where: list[str] = Field(description="`selftest: <leg>` or `<condition> r<repeat>`, per grading")
+    reason: str = Field(description="the grader's notes, without the quoted output")
+    output: str = Field(default="", description="the command's last lines of output")
 
 
 class CheckResult(Frozen):

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from docdelta import __version__
+from docdelta import __version__, envs
 from docdelta.agents.base import Agent
 from docdelta.arms import Arm, agent_info
 from docdelta.audit import AuditIndex, build_index
@@ -199,16 +199,20 @@ def prepare(
     arm_dirs = [glob for a in arms for glob in a.strip]
     strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths, *arm_dirs]
     checkouts: dict[str, SealedCheckout] = {}
+    # The workspace is installed for a commit only if some task runs on it (minutes each).
+    runs_here = any(lt.task.id not in task_sources for lt in loaded)
+    env_links = envs.links(envs.install(repo, source_sha, config.sandbox)) if runs_here else {}
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
-        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip)
+        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip, env_links)
     if not request.refresh:
         check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
+        own_links = envs.links(envs.install(repo, sha, config.sandbox))
         for name, overlay in overlays.items():
             dest = checkout_dir(store.workdir, overlay.sha256, sha)
-            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip)
+            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip, own_links)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(

@@ -16,6 +16,20 @@ from docdelta.errors import DocdeltaError
 T = TypeVar("T")
 
 
+def lookup(
+    table: Mapping[str, str], name: str, *, base: type[T], kind: str, error: type[DocdeltaError]
+) -> type[T]:
+    """Import the class registered as `name` (its class attributes, without constructing it)."""
+    target = table.get(name)
+    if target is None:
+        raise error(f"unknown {kind} {name!r}", hint=f"choose one of: {', '.join(sorted(table))}")
+    module, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise TypeError(f"{target} is not a {base.__name__}")
+    return cls
+
+
 def build(
     table: Mapping[str, str],
     name: str,
@@ -26,13 +40,7 @@ def build(
     error: type[DocdeltaError],
 ) -> T:
     """Import the class registered as `name` and construct it with `options`."""
-    target = table.get(name)
-    if target is None:
-        raise error(f"unknown {kind} {name!r}", hint=f"choose one of: {', '.join(sorted(table))}")
-    module, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module), attr)
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise TypeError(f"{target} is not a {base.__name__}")
+    cls = lookup(table, name, base=base, kind=kind, error=error)
     try:
         return cls(**options)
     except TypeError as exc:

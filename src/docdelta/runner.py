@@ -38,7 +38,7 @@ from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
 from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
-from docdelta.grading.selftest import selftest
+from docdelta.grading.selftest import raise_for, selftest
 from docdelta.interrupts import deferred_signals
 from docdelta.models import (
     AgentOutcome,
@@ -322,9 +322,16 @@ class Runner:
             if self.store.selftest_passed(task_id, key):
                 continue
             report = selftest(
-                loaded.task, sealed, assets.hidden, assets.reference, self.provider, spec=self.spec
+                loaded.task,
+                sealed,
+                assets.hidden,
+                assets.reference,
+                self.provider,
+                spec=self.spec,
+                raise_on_failure=False,
             )
-            self.store.save_selftest(task_id, key, report)
+            self.store.save_selftest(task_id, key, report)  # a failed one too: `report` shows it
+            raise_for(report)
 
     def _check_running(self) -> None:
         """Raise when the matrix was aborted: this run is then neither retried nor saved

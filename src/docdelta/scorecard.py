@@ -39,7 +39,15 @@ def scorecard(
     power = cached_power(store, manifest, noise=noise, alpha=alpha)
     pooled = read_pooled(store)
     return summarize(
-        manifest, detection, judged, noise=noise, alpha=alpha, docs=docs, power=power, pooled=pooled
+        manifest,
+        detection,
+        judged,
+        noise=noise,
+        alpha=alpha,
+        docs=docs,
+        power=power,
+        pooled=pooled,
+        selftests=store.failed_selftests(manifest.tasks),
     )
 
 

@@ -19,7 +19,7 @@ import json
 import os
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -219,7 +219,13 @@ class ResultStore:
         return record is not None and record.key == key and record.report.passed
 
     def save_selftest(self, task: str, key: str, report: SelftestReport) -> None:
+        """Kept passed or failed: a failed one is what the scorecard shows of a run that stopped."""
         self._write(self.selftest_path(task), SelftestRecord(key=key, report=report))
+
+    def failed_selftests(self, tasks: Iterable[str]) -> list[SelftestReport]:
+        """The latest selftest of each of `tasks` that failed (a later pass replaces it)."""
+        records = (self._read(self.selftest_path(t), SelftestRecord) for t in sorted(tasks))
+        return [r.report for r in records if r is not None and not r.report.passed]
 
     def results(self, repo: str) -> list[RunResult]:
         """Every complete result under the repo's runs directory, in a stable order; an

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from docdelta.agents import Agent, get_agent
 from docdelta.config import ProjectConfig, check_exposure
+from docdelta.envs import sandbox_env, toolchain_paths
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.sandbox import get_provider
@@ -74,6 +75,7 @@ def build_provider(
     agent: Agent | None,
     environ: Mapping[str, str] = os.environ,
     jobs: int = 1,
+    image_npm: tuple[str, ...] = (),
 ) -> tuple[SandboxProvider, str | None]:
     """The sandbox provider, and the digest of the image the agent runs in (docker only;
     it is part of the experiment's identity and of the results cache key).
@@ -84,10 +86,12 @@ def build_provider(
     reads its keys (`Gateway.from_environ`); `jobs` runs at once need that many local
     slots (the docker provider serves them all, each run in its own containers, network
     and gateway). `agent` None builds the sandbox hidden tests run in (`docdelta
-    selftest`): the same environment image, paths and env as a run's, no agent CLI, no
-    gateway."""
+    selftest`): the same paths and env as a run's, no gateway, and the image of a run of the
+    agent whose npm layer is `image_npm` (`agents.agent_npm`), so the tests are graded in
+    the very image a run grades them in."""
     check_exposure(config.sandbox, {"repository": repo.root, **private})
-    ro_paths, env = [str(p) for p in config.sandbox.host_paths()], config.sandbox.env
+    shown = [*config.sandbox.host_paths(), *toolchain_paths(config.sandbox)]
+    ro_paths, env = [str(p) for p in shown], sandbox_env(config.sandbox)
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
@@ -99,10 +103,11 @@ def build_provider(
         if choice.extra_ca is not None:
             image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
         built = environment_image(client, image_config)
-        if agent is not None and agent.npm:
+        npm = agent.npm if agent is not None else image_npm
+        if npm:
             from docdelta.agents.images import agent_image  # noqa: PLC0415
 
-            built = agent_image(client, base=built.tag, npm=agent.npm, extra_ca=image_config.extra_ca)
+            built = agent_image(client, base=built.tag, npm=npm, extra_ca=image_config.extra_ca)
         gateway = None
         if agent is not None and agent.network == "gateway":
             # Keys are read from `environ` here and handed to the gateway over stdin.

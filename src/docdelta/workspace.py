@@ -203,8 +203,11 @@ def seal(
     dest: Path,
     matcher: InstructionMatcher,
     strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
 ) -> SealedCheckout:
-    """Build the sealed checkout of `source_sha` with `overlay` at `dest` (new or empty)."""
+    """Build the sealed checkout of `source_sha` with `overlay` at `dest` (new or empty).
+    `env_links` (`envs.links`: the workspace install's node_modules) are added where the
+    tree has nothing, and are part of every hash, like the tree's own links."""
     dest.mkdir(parents=True, exist_ok=True)
     if any(dest.iterdir()):
         raise ConfigError(f"{dest} is not empty", hint="seal into a fresh directory")
@@ -239,6 +242,7 @@ def seal(
             if e.mode == EXECUTABLE_MODE:
                 target.chmod(0o755)
             digests[e.path] = f"{'X' if e.mode == EXECUTABLE_MODE else 'F'}:{sha256_hex(data)}"
+    links.update({p: t for p, t in (env_links or {}).items() if p not in digests and p not in links})
     digests.update({p: f"L:{t}" for p, t in links.items()})
     source_sha256 = _tree_hash(digests)
     for path, data in overlay.files.items():
@@ -291,9 +295,17 @@ class SealRecord(Frozen):
     source_sha256: str
 
 
-def seal_key(source_sha: str, overlay: Overlay, matcher: InstructionMatcher, strip: Sequence[str]) -> str:
+def seal_key(
+    source_sha: str,
+    overlay: Overlay,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
+) -> str:
     """Everything `seal`'s output depends on."""
     parts = [SEAL_FORMAT, source_sha, overlay.sha256, [list(g) for g in matcher.globs], sorted(strip)]
+    if env_links:
+        parts.append(sorted(env_links.items()))
     return sha256_hex(json.dumps(parts).encode())
 
 
@@ -308,12 +320,13 @@ def seal_once(
     dest: Path,
     matcher: InstructionMatcher,
     strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
 ) -> SealedCheckout:
     """The sealed checkout at `dest`: the one already there when its record has this seal
     key and git finds it unchanged (same commit, nothing modified, added or removed), else
     sealed afresh. A half-built checkout is never reused: it is built beside `dest`, moved
     into place, and only then recorded."""
-    key = seal_key(source_sha, overlay, matcher, strip)
+    key = seal_key(source_sha, overlay, matcher, strip, env_links)
     record = _read_record(record_path(dest))
     if record is not None and record.key == key and _unchanged(dest, record.commit):
         return SealedCheckout(
@@ -327,7 +340,7 @@ def seal_once(
     partial = dest.with_name(dest.name + ".partial")
     for stale in (dest, partial):
         shutil.rmtree(stale, ignore_errors=True)
-    sealed = seal(repo, source_sha, overlay, partial, matcher, strip)
+    sealed = seal(repo, source_sha, overlay, partial, matcher, strip, env_links)
     partial.rename(dest)
     made = SealRecord(
         key=key,

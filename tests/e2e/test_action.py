@@ -522,3 +522,56 @@ def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_t
     posted = [r for r in fake.requests(path=r"/check-runs(/\d+)?") if r.method in ("POST", "PATCH")]
     assert all(len((r.body or {}).get("output", {}).get("annotations", [])) <= 50 for r in posted)
     assert API_KEY not in log
+
+
+BROKEN_TASK = f"""\
+id: fix-add
+kind: change
+prompt: add() returns wrong results. Fix it.
+gold:
+  validation:
+    hidden: [tests/test_ops.py]
+    command: /usr/bin/python3 -W {API_KEY} -m pytest -q tests/test_ops.py
+reviewed: true
+"""
+"""Debian's python3 has no pytest, so the selftest runs no test; `-W` with the key makes
+python print the key in the output the scorecard quotes (the redaction under test)."""
+
+
+def test_a_selftest_that_runs_no_test_posts_its_cause_in_the_comment_redacted_and_no_green_check(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    from gitrepo import GitRepo  # noqa: PLC0415 - the demo tests need no other repository
+    from toolchain import sandbox_config  # noqa: PLC0415
+
+    repo = GitRepo.init(tmp_path / "ws")
+    fix = "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n" + fix
+    hidden = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    base = repo.commit(
+        {
+            ".docdelta.yml": sandbox_config(),
+            "calc/__init__.py": "",
+            "calc/ops.py": "def add(a, b):\n    return a - b\n",
+            "AGENTS.md": "# Agents\nBe careful.\n",
+            ".docdelta/tasks/fix-add.yaml": BROKEN_TASK,
+            ".docdelta/tasks/fix-add/hidden/tests/test_ops.py": hidden,
+            ".docdelta/tasks/fix-add/reference.patch": patch,
+        }
+    )
+    head = repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py.\n"})
+    ws = DemoRepo(repo.path, base, head)
+    fake.add_pull(2, base, head, [("AGENTS.md", "modified")])
+    result, log = _run(_env(tmp_path, ws, fake, _event(tmp_path, ws)), fake)
+    assert result.conclusion is not None and result.conclusion.value != "success"
+    (comment,) = fake.comments
+    body = comment["body"]
+    section = body.split("<details><summary>Grading failures: no hidden test ran in ", 1)[1]
+    assert "No module named pytest" in section.split("</details>", 1)[0]
+    assert "This evaluation is broken, so there is no verdict." in body
+    check = _latest_check(fake)
+    assert check["output"]["title"].startswith("no verdict: the hidden tests could not run")
+    assert "No module named pytest" in check["output"]["summary"]
+    assert "Invalid -W option ignored" in body  # the line that held the key is shown ...
+    for text in (body, check["output"]["summary"], check["output"]["title"], log):
+        assert API_KEY not in text  # ... with the key redacted

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from realenvs import NodeEnv, PythonEnv, config_yaml, pnpm_env, uv_env
+from realenvs import CA_BUNDLE, NodeEnv, PythonEnv, config_yaml, node_toolchain, uv_env
 
 from docdelta.cli import main
 from docdelta.git import Repo
@@ -94,9 +94,7 @@ def environments(real_repo: RealRepo) -> Callable[[str], PythonEnv | NodeEnv]:
             repo = Repo(real_repo(name))
             source = repo.resolve(f"{TASKS[name][1]}~1")
             built[name] = (
-                uv_env(repo, source, name)
-                if name == "genai-prices"
-                else pnpm_env(repo, source, name, "logfire...")
+                uv_env(repo, source, name) if name == "genai-prices" else node_toolchain("logfire...")
             )
         return built[name]
 
@@ -125,11 +123,15 @@ def test_a_real_fix_runs_as_a_change_task_with_its_real_tests(
     environments: Callable[[str], PythonEnv | NodeEnv],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     name: str,
     sandbox: str,
     agent: str,
     score: float,
 ) -> None:
+    # docdelta installs logfire-js's workspace on this host, from npm through the proxy
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", CA_BUNDLE)
+    monkeypatch.setenv("npm_config_cafile", CA_BUNDLE)
     path = real_repo(name)
     base, head = PRS[name]
     adopted = _adopt(path, base, config_yaml(environments(name), docker_base=DOCKER_BASE))

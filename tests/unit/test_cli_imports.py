@@ -15,14 +15,18 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
+from docdelta.cli import main
+from docdelta.models import Summary
+
 HEAVY = ("scipy", "numpy", "docker", "github", "httpx")
 """Top-level packages only other commands need: statistics, the Docker SDK, PyGithub, HTTP."""
 UNUSED_BY_DETECT = ("yaml", "jinja2")
 """Lighter, but `detect` on a repository without a .docdelta.yml parses no YAML and renders
 no template."""
 SCORECARD_HEAVY = ("scipy", "httpx", "docker", "github")
-"""What a scorecard (every `run`, every `report`) costs only when a computation needs it:
-scipy for a usage rank test, httpx for a judge, the Docker SDK and PyGithub never."""
+"""What a scorecard (every `run`, every `report`) never needs: scipy (the usage rank test,
+Fisher's test and the normal tail are docdelta.stats' own), httpx (only a judge's client),
+the Docker SDK and PyGithub (only their sandbox and the Action's comment)."""
 
 PROBE = """
 import json, sys
@@ -33,12 +37,19 @@ print(json.dumps({"code": code, "modules": sorted({m.split(".")[0] for m in sys.
 
 
 def _imported(*argv: str) -> set[str]:
+    return _probe(*argv)[0]
+
+
+def _probe(*argv: str) -> tuple[set[str], str, str]:
+    """(top-level modules imported, the command's stdout, stderr) of one `docdelta` command
+    in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True, timeout=120
     )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    *printed, last = done.stdout.strip().splitlines()
+    out = json.loads(last)
     assert out["code"] == 0, done.stderr
-    return set(out["modules"])
+    return set(out["modules"]), "\n".join(printed), done.stderr
 
 
 def test_detect_on_a_diff_imports_no_heavy_package(tmp_path: Path) -> None:
@@ -71,6 +82,20 @@ def test_the_run_and_report_modules_import_no_scipy_httpx_docker_or_pygithub() -
     )
     modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "numpy" in modules  # the probe sees third-party imports (stats needs numpy)
+    assert modules.isdisjoint(SCORECARD_HEAVY), sorted(modules & set(SCORECARD_HEAVY))
+
+
+def test_a_fully_reused_rerun_and_its_report_import_no_scipy(tmp_path: Path) -> None:
+    """The reused rerun's whole cost is start-up and the scorecard, and its scorecard has
+    usage figures (the fake agent reports tokens), so the rank test really runs: scipy's
+    import alone was 1.4 s of CPU there (issue 12)."""
+    assert main(["demo", "--workdir", str(tmp_path), "--repeats", "2"]) == 0
+    modules, _, err = _probe("demo", "--workdir", str(tmp_path), "--repeats", "2")
+    assert "(0 ran, 24 reused)" in err
+    assert modules.isdisjoint(SCORECARD_HEAVY), sorted(modules & set(SCORECARD_HEAVY))
+    modules, printed, _ = _probe("report", "--workdir", str(tmp_path / "results"), "--format", "json")
+    summary = Summary.model_validate_json(printed)
+    assert {u.metric for u in summary.usage} == {"tokens"}, summary.usage  # the rank test ran
     assert modules.isdisjoint(SCORECARD_HEAVY), sorted(modules & set(SCORECARD_HEAVY))
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.grading.hidden import TAIL_NOTE, judge_run
+from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import parse_go_json, parse_libtest
 from docdelta.grading.runners import NEXTEST_PROFILE, RUNNERS, invocation, recognise
-from docdelta.models import RunnerKind, TestCounts, Validation
+from docdelta.models import TAIL_NOTE, RunnerKind, TestCounts, Validation
 from docdelta.sandbox.base import ExecResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runners"

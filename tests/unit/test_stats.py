@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import binom, fisher_exact
+from scipy.stats import binom, fisher_exact, mannwhitneyu
 
 from docdelta import stats
 from docdelta.stats import ArmSample, compare
@@ -130,6 +130,35 @@ def test_rank_shift_is_the_hodges_lehmann_median_difference() -> None:
     assert test.shift == 15.0  # median of the 12 differences; the 5000-token runaway is one rank, not +1000
     assert 0.0 < test.p_value <= 1.0
     assert stats.rank_shift([], [1.0]) is None
+
+
+usage_values = st.one_of(
+    st.integers(0, 6).map(float),  # few distinct values: ties, the normal approximation
+    st.floats(min_value=0, max_value=1e7, allow_nan=False, allow_subnormal=False),  # mostly distinct
+)
+usage_arm = st.lists(usage_values, min_size=1, max_size=14)
+
+
+@settings(max_examples=1000)
+@given(usage_arm, st.one_of(usage_arm, st.lists(usage_values, min_size=9, max_size=40)))
+def test_mann_whitney_is_scipys_mannwhitneyu(x: list[float], y: list[float]) -> None:
+    """The hand-written test equals scipy's `mannwhitneyu` (two-sided, method 'auto') to
+    float rounding: exact U distribution for a small sample without ties, the tie- and
+    continuity-corrected normal approximation otherwise, one-sided sizes (3 vs 40) included."""
+    expected = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    assert math.isclose(stats.mann_whitney_two_sided(x, y), expected, rel_tol=1e-12, abs_tol=1e-300)
+
+
+def test_mann_whitney_exact_and_approximate_figures() -> None:
+    """scipy's documented example (5 vs 4 ages, no ties: exact, p = 1/9); one tie switches
+    to the normal approximation; all values tied is p = 1, never a division by zero."""
+    males, females = [19.0, 22.0, 16.0, 29.0, 24.0], [20.0, 11.0, 17.0, 12.0]
+    assert stats.mann_whitney_two_sided(males, females) == pytest.approx(1 / 9, rel=1e-15)
+    tied = [*females[:-1], 19.0]
+    assert stats.mann_whitney_two_sided(males, tied) == pytest.approx(
+        float(mannwhitneyu(males, tied).pvalue), rel=1e-12
+    )
+    assert stats.mann_whitney_two_sided([5.0, 5.0], [5.0, 5.0, 5.0]) == 1.0
 
 
 # ---------------------------------------------------------------- significance

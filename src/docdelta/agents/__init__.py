@@ -9,13 +9,14 @@ from typing import Any
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, extract_last_json, parse_answer
 from docdelta.errors import AgentError
-from docdelta.registry import build
+from docdelta.registry import build, lookup
 
 __all__ = [
     "Agent",
     "AgentContext",
     "Invocation",
     "agent_names",
+    "agent_npm",
     "classify",
     "extract_last_json",
     "get_agent",
@@ -41,3 +42,9 @@ def get_agent(name: str, **options: Any) -> Agent:
     """Build the agent registered as `name` (e.g. `get_agent("command", cmd="./my-agent")`)."""
     # mypy refuses an abstract class for type[T] (python/mypy#4717); it is only an isinstance check.
     return build(_AGENTS, name, options, base=Agent, kind="agent", error=AgentError)  # type: ignore[type-abstract]
+
+
+def agent_npm(name: str) -> tuple[str, ...]:
+    """The npm packages the agent registered as `name` adds to its image (`Agent.npm`), without
+    building the agent: `docdelta selftest --agent` grades in the image a run of it uses."""
+    return lookup(_AGENTS, name, base=Agent, kind="agent", error=AgentError).npm  # type: ignore[type-abstract]

@@ -44,7 +44,15 @@ from docdelta.grading.junit import (
     parse_pytest_summary,
 )
 from docdelta.grading.runners import RUNNERS, Evidence, invocation, recognise
-from docdelta.models import DroppedEdit, HiddenTestResult, RunnerKind, Task, TestCounts, Validation
+from docdelta.models import (
+    TAIL_NOTE,
+    DroppedEdit,
+    HiddenTestResult,
+    RunnerKind,
+    Task,
+    TestCounts,
+    Validation,
+)
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.workspace import SealedCheckout
 
@@ -299,8 +307,6 @@ def _place(root: Path, rel: str, data: bytes) -> None:
 
 # ----------------------------------------------------------------- running
 TAIL_LINES = 15
-TAIL_NOTE = "last lines of output:"
-"""Starts the note that quotes the command's output (a passing selftest leg leaves it out)."""
 """Lines of the command's output a failed grading quotes in its notes: enough to show
 `No module named pytest` or `uv: not found`, short enough for a selftest line."""
 

@@ -10,14 +10,14 @@ below must hold, or the task cannot be run.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from docdelta.detect import InstructionMatcher, Overlay
-from docdelta.errors import InfraError, TaskError
+from docdelta.errors import InfraError, SelftestFailed, TaskError
 from docdelta.git import Repo
-from docdelta.grading.hidden import TAIL_NOTE, grade_change, load_assets
-from docdelta.models import HiddenTestResult, SelftestLeg, SelftestReport, Task
+from docdelta.grading.hidden import grade_change, load_assets
+from docdelta.models import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport, Task
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
 from docdelta.tasks import LoadedTask
 from docdelta.workspace import SealedCheckout, seal
@@ -141,11 +141,12 @@ def selftest(
         )
     report = SelftestReport(task=task.id, legs=legs)
     if raise_on_failure:
-        _raise_for(report)
+        raise_for(report)
     return report
 
 
-def _raise_for(report: SelftestReport) -> None:
+def raise_for(report: SelftestReport) -> None:
+    """InfraError when a failed leg could not run at all, else TaskError naming every failed leg."""
     failed = [leg for leg in report.legs if not leg.passed]
     if not failed:
         return
@@ -155,7 +156,7 @@ def _raise_for(report: SelftestReport) -> None:
             + "; ".join(f"{leg.name}: {leg.note}" for leg in failed),
             hint="fix the sandbox (see the message) and rerun `docdelta selftest`",
         )
-    raise TaskError(
+    raise SelftestFailed(
         f"task {report.task!r} failed its selftest: "
         + "; ".join(f"{leg.name}: {leg.note}" for leg in failed),
         hint="fix the hidden tests, the validation command or the reference patch; "
@@ -173,12 +174,14 @@ def selftest_tasks(
     provider: SandboxProvider,
     scratch: Path,
     flake_runs: int = 3,
+    env_links: Callable[[str], Mapping[str, str]] = lambda _sha: {},
 ) -> list[SelftestReport]:
     """Selftest every change task of `loaded` against a sealed checkout of its source.
 
     A task drafted from a commit names its own source (`gold.validation.source`);
     others use `source`. The checkout holds no instruction files: the selftest is
-    about the task and the grader, not the docs. Reports come back for every task
+    about the task and the grader, not the docs; it holds the workspace install's links
+    (`env_links(sha)`, see `envs.links`) as a run's checkouts do. Reports come back for every task
     (none raises), so `docdelta selftest` can show all failures at once.
     """
     reports = []
@@ -190,7 +193,8 @@ def selftest_tasks(
         assets = load_assets(task, lt.path, repo, sha)
         dest = scratch / task.id
         shutil.rmtree(dest, ignore_errors=True)
-        sealed = seal(repo, sha, Overlay(), dest, matcher, [*strip, *(f"/{p}" for p in assets.hidden)])
+        stripped = [*strip, *(f"/{p}" for p in assets.hidden)]
+        sealed = seal(repo, sha, Overlay(), dest, matcher, stripped, env_links(sha))
         reports.append(
             selftest(
                 task,

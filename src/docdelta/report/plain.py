@@ -185,6 +185,8 @@ def next_line(s: Summary, repeats_flag: str) -> str:
     """What to do now. `repeats_flag` spells the setting: `repeats: {n}` (Action), `--repeats {n}` (CLI)."""
     v = s.verdict
     if s.broken or (v is None and s.verdict_refused):
+        if s.grading_failures:
+            return "**Next:** fix what kept the hidden tests from running (*Grading failures*), then rerun."
         return "**Next:** fix what made the runs fail (a failed run's `outcome.error`), then rerun."
     if v is None:
         return ""

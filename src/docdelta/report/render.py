@@ -150,6 +150,14 @@ def code(text: object) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
+def fence(text: object) -> str:
+    """A fenced code block of `text` (a command's output) that nothing inside can close."""
+    s = str(text).strip("\n") or "(the command printed nothing)"
+    longest = max((len(m) for m in re.findall(r"`{3,}", s)), default=2)
+    ticks = "`" * (longest + 1)
+    return f"{ticks}text\n{s}\n{ticks}"
+
+
 @lru_cache(maxsize=1)
 def environment() -> SandboxedEnvironment:
     """The shared template environment (also used by the GitHub comment renderer)."""
@@ -177,6 +185,7 @@ def environment() -> SandboxedEnvironment:
         inline=inline,
         cell=cell,
         code=code,
+        fence=fence,
         mermaid_label=mermaid_label,
         mark=mark,
         vs=fmt_vs,

@@ -51,6 +51,7 @@ from docdelta.models import (
     Confounds,
     Delta,
     Detection,
+    GradingFailure,
     InstructionRef,
     JudgedTally,
     Manifest,
@@ -61,6 +62,7 @@ from docdelta.models import (
     Quartiles,
     RunResult,
     RunStatus,
+    SelftestReport,
     ShiftSummary,
     Summary,
     TaskDecisionSummary,
@@ -443,14 +445,39 @@ def _unread(manifest: Manifest, detection: Detection) -> list[str]:
     return [f.path for f in detection.changed if agent not in f.families]
 
 
+SELFTEST = "selftest: "
+"""Prefixes a `GradingFailure.where` that is a selftest leg (else it is a run, `base r1`)."""
+
+
+NO_TEST_RAN = "no_test_ran"
+"""The fault of a graded run whose hidden tests never ran (`HiddenTestResult.no_test_ran`)."""
+
+
+def _no_test_ran(run: RunResult) -> bool:
+    return run.status not in FAULTS and run.hidden_tests is not None and run.hidden_tests.no_test_ran
+
+
 def _faults(results: Sequence[RunResult]) -> dict[str, int]:
-    """Runs per FAULTS status, over all runs (graded or not), zero counts left out."""
+    """Runs per FAULTS status, and runs whose hidden tests never ran (NO_TEST_RAN: they
+    score 0, yet say the environment failed, not the agent), zero counts left out."""
     counts = Counter(r.status for r in results if r.status in FAULTS)
-    return {str(status): counts[status] for status in FAULTS if counts[status]}
+    faults = {str(status): counts[status] for status in FAULTS if counts[status]}
+    if ungraded := sum(_no_test_ran(r) for r in results):
+        faults[NO_TEST_RAN] = ungraded
+    return faults
 
 
-def _broken(faults: Mapping[str, int], total: int) -> str | None:
-    """The scorecard's lead when more than MAX_FAULT_RATE of the runs are faults."""
+def _broken(faults: Mapping[str, int], total: int, failures: Sequence[GradingFailure]) -> str | None:
+    """The scorecard's lead when more than MAX_FAULT_RATE of the runs are faults, or when a
+    change task's selftest found that its hidden tests cannot run (then no run is trusted)."""
+    selftests = sorted({f.task for f in failures if any(w.startswith(SELFTEST) for w in f.where)})
+    if selftests:
+        return (
+            f"the hidden tests of {', '.join(selftests)} could not be graded: the selftest ran no test "
+            "(see *Grading failures* for the command's last lines). Fix the environment "
+            "(`.docdelta.yml` `sandbox`) or the task's command, check it with `docdelta selftest`, "
+            "and rerun"
+        )
     failed = sum(faults.values())
     if not total or failed / total <= MAX_FAULT_RATE:
         return None
@@ -458,9 +485,30 @@ def _broken(faults: Mapping[str, int], total: int) -> str | None:
     return (
         f"{failed} of {total} runs ({failed / total:.0%}) failed for reasons of the harness or the agent "
         f"command ({kinds}), over the {MAX_FAULT_RATE:.0%} a verdict allows: the scores measure the "
-        "failure, not the docs. Read a failed run's `outcome.error` in its result.json, fix the cause "
-        "and rerun"
+        "failure, not the docs. Read a failed run's `outcome.error` (or `hidden_tests.notes`) in its "
+        "result.json, fix the cause and rerun"
     )
+
+
+def grading_failures(
+    results: Sequence[RunResult], selftests: Sequence[SelftestReport]
+) -> list[GradingFailure]:
+    """Every grading in which no test ran, from failed selftest legs and from runs, grouped
+    by task, reason and output so a matrix failing alike shows its cause once."""
+    found: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for report in selftests:
+        for leg in report.legs:
+            if not leg.passed and leg.result is not None and leg.result.no_test_ran:
+                found[(report.task, *leg.result.reason_and_output())].append(SELFTEST + leg.name)
+    for run in results:
+        if _no_test_ran(run):
+            assert run.hidden_tests is not None
+            where = f"{run.cell.condition} r{run.cell.repeat}"
+            found[(run.cell.task, *run.hidden_tests.reason_and_output())].append(where)
+    return [
+        GradingFailure(task=task, where=where, reason=reason, output=output)
+        for (task, reason, output), where in found.items()
+    ]
 
 
 def summarize(
@@ -473,6 +521,7 @@ def summarize(
     docs: Sequence[InstructionRef] = (),
     power: PowerSummary | None = None,
     pooled: PooledControl | None = None,
+    selftests: Sequence[SelftestReport] = (),
 ) -> Summary:
     """The scorecard's numbers for one experiment. Missing arms give None deltas, never a crash.
 
@@ -481,7 +530,8 @@ def summarize(
     part of the head-vs-base decision's control.
 
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
-    their use is tallied per arm over the graded runs."""
+    their use is tallied per arm over the graded runs. `selftests`: the change tasks' failed
+    selftests the run recorded (`ResultStore.failed_selftests`): their tests could not run."""
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -525,7 +575,8 @@ def summarize(
         by_condition_all[r.cell.condition].append(r)
     infra_rate = sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
     faults = _faults(results)
-    broken = _broken(faults, len(results))
+    failures = grading_failures(results, selftests)
+    broken = _broken(faults, len(results), failures)
     refused = broken
     if infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
         refused = (
@@ -572,6 +623,7 @@ def summarize(
         faults=faults,
         broken=broken,
         instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
+        grading_failures=failures,
         aa_noise=aa,
         arms=[] if refused else arms.compare(manifest, grid, band=noise),
     )
