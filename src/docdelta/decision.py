@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from statistics import NormalDist
 
 from docdelta import stats
@@ -338,30 +339,15 @@ def _sequential(
         final = not design.adaptive or n == design.cap
         reached = {t: not design.adaptive or r.rounds >= n for t, r in usable.items()}
         strata = {t: r.upto(n) for t, r in usable.items()}
+        look = partial(
+            _look, weight=weight, final=final, futility=futility, alpha=alpha, band=band, seed=seed + i
+        )
         for t, stratum in strata.items():
             if stratum[0] and stratum[1] and reached[t]:
-                _look(
-                    seqs[t],
-                    [stratum],
-                    weight,
-                    final=final,
-                    futility=futility,
-                    alpha=alpha,
-                    band=band,
-                    seed=seed + i,
-                )
+                look(seqs[t], [stratum])
         both = [s for s in strata.values() if s[0] and s[1]]
         if both and all(reached.values()):
-            _look(
-                seqs[OVERALL],
-                both,
-                weight,
-                final=final,
-                futility=futility,
-                alpha=alpha,
-                band=band,
-                seed=seed + i,
-            )
+            look(seqs[OVERALL], both)
     return seqs
 
 
