@@ -8,7 +8,7 @@ from pathlib import Path
 from clirun import saved_results
 from gitrepo import GitRepo
 
-from docdelta.grading.execute import REDACTED
+from docdelta.redaction import REDACTED
 
 TASK = """\
 id: run-tests

@@ -68,6 +68,7 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.planning import ExperimentRequest
+from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.scorecard import scorecard
@@ -111,12 +112,7 @@ class PrHandoff(Frozen):
 
 
 def _redactor(secrets: list[str]) -> Callable[[str], str]:
-    def redact(text: str) -> str:
-        for secret in secrets:
-            text = text.replace(secret, "***")
-        return text
-
-    return redact
+    return partial(redact, secrets=secrets, mark="***")
 
 
 # ------------------------------------------------------------------- choose

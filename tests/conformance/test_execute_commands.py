@@ -26,8 +26,9 @@ from conformance.providers import PROVIDERS, ProviderFactory
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
-from docdelta.grading.execute import REDACTED, REFUSED, execute_proposals
+from docdelta.grading.execute import REFUSED, execute_proposals
 from docdelta.models import AgentAnswer, CommandsExecuted, Gold, Task
+from docdelta.redaction import REDACTED
 from docdelta.sandbox import SandboxProvider, get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.workspace import SealedCheckout, seal

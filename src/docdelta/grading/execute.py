@@ -30,13 +30,13 @@ from pathlib import Path
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import proposed_commands
 from docdelta.models import AgentAnswer, CommandExecution, CommandsExecuted, ExecutedCommand, Task
+from docdelta.redaction import redact
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of stdout and of stderr kept from one command: enough for any error message."""
 TAIL_CHARS = 2000
 FIRST_ERROR_CHARS = 300
-REDACTED = "[redacted]"
 UNISOLATED = "none"
 REFUSED = "the none sandbox isolates nothing, so proposed commands run only under local or docker"
 _SPECIFIC = re.compile(
@@ -46,12 +46,6 @@ _SPECIFIC = re.compile(
 )
 """Lines that name the cause ("No rule to make target 'x'", "ModuleNotFoundError: ...")."""
 _GENERAL = re.compile(r"error|invalid|cannot|can't|usage:|denied|failed|fatal", re.IGNORECASE)
-
-
-def redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def first_error(result: ExecResult) -> str | None:
