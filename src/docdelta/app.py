@@ -840,7 +840,7 @@ def _bad_settings(
 ) -> int:
     """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
     secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
-    redact = _redactor([s for s in secrets if s])
+    redact = _redactor(secrets)
     text = redact(action_hint(str(exc)))
     runtime.annotate("error", text, title="docdelta")
     name = env.get(input_variable("check-name"), "").strip() or DEFAULT_CHECK_NAME
