@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar, Literal, Protocol, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, Self
 
-from docdelta.models import ModelCall
+if TYPE_CHECKING:
+    from docdelta.models import ModelCall
 
 NetworkMode = Literal["none", "gateway", "open"]
 """none: no network at all; gateway: only the model gateway is reachable;

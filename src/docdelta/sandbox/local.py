@@ -63,7 +63,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
-from docdelta.config import CONFIG_PATH
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import SandboxError
 from docdelta.interrupts import deferred_signals
 from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
