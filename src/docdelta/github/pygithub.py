@@ -522,9 +522,12 @@ def _annotation(a: Annotation) -> dict[str, Any]:
 
 
 def _message(exc: GithubException) -> str:
+    """GitHub's message, with the reasons a 422 lists (strings, or objects with a `message`)."""
     data = exc.data
     if isinstance(data, dict) and data.get("message"):
-        return str(data["message"])
+        listed = (str(e.get("message", "") if isinstance(e, dict) else e) for e in data.get("errors") or [])
+        reasons = ", ".join(r for r in listed if r)
+        return f"{data['message']}: {reasons}" if reasons else str(data["message"])
     return exc.message or "no message"
 
 
