@@ -195,6 +195,7 @@ def test_suggest_posts_the_proven_fix_as_a_review_comment_on_its_line_and_the_sc
     # section followed it): one review comment there, on head, holding the ```suggestion.
     last = len(pr.cut.splitlines())
     [review] = opened.review_comments
+    (tmp_path / "review.md").write_text(review["body"])
     assert (review["path"], review["line"], review["start_line"], review["side"]) == (
         "AGENTS.md",
         last,
