@@ -104,7 +104,10 @@ def place(suggestion: Suggestion, hunks: Sequence[frozenset[int]]) -> Placed | N
         [hunk] = patched
     except (UnidiffParseError, ValueError):
         return None
-    lines = list(hunk)
+    if patched.path != suggestion.file:
+        return None
+    # The lines of either side: no "\ No newline at end of file" marker.
+    lines = [line for line in hunk if line.is_added or line.is_removed or line.is_context]
     changed = [i for i, line in enumerate(lines) if line.is_added or line.is_removed]
     if not changed:
         return None
@@ -122,6 +125,8 @@ def place(suggestion: Suggestion, hunks: Sequence[frozenset[int]]) -> Placed | N
     if not any(start in h and end in h for h in hunks):
         return None
     replacement = "".join(line.value for line in region if not line.is_removed)
+    if replacement and not replacement.endswith("\n"):
+        replacement += "\n"  # the closing fence needs a line of its own
     anchor = ReviewAnchor(path=suggestion.file, line=end, start_line=start if start < end else None)
     return Placed(anchor=anchor, replacement=replacement)
 

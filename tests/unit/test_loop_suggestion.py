@@ -29,10 +29,12 @@ def _suggestion(patch: str | None = None, rules: tuple[str, ...] = (RULE,)) -> S
 
 
 def _diff(old: str, new: str) -> str:
+    """`git diff`'s text of the change, with its marker for a last line without a newline."""
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), "a/AGENTS.md", "b/AGENTS.md"
     )
-    return "diff --git a/AGENTS.md b/AGENTS.md\n" + "".join(lines)
+    marked = (ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
+    return "diff --git a/AGENTS.md b/AGENTS.md\n" + "".join(marked)
 
 
 def test_a_patch_appended_after_a_line_of_the_diff_is_a_suggestion_block_on_that_line() -> None:
@@ -87,6 +89,13 @@ def test_a_new_file_or_a_patch_of_two_hunks_has_no_place() -> None:
     old = "".join(f"{n}\n" for n in range(1, 30))
     two = old.replace("2\n", "two\n").replace("27\n", "twenty-seven\n")
     assert place(_suggestion(_diff(old, two)), [frozenset(range(1, 30))]) is None
+
+
+def test_a_file_without_a_final_newline_gives_a_block_of_whole_lines_and_no_diff_marker() -> None:
+    suggestion = _suggestion(_diff("# Notes\nBe brief.", "# Notes\nBe brief!"))
+    assert "\\ No newline at end of file" in suggestion.patch
+    placed = place(suggestion, [frozenset({1, 2})])
+    assert placed == Placed(anchor=ReviewAnchor(path="AGENTS.md", line=2), replacement="Be brief!\n")
 
 
 def test_a_rule_holding_backticks_gets_a_longer_fence() -> None:
