@@ -38,7 +38,8 @@ from docdelta.runner import MatrixReport, Runner
 FOCUS_STEP = 1
 """Rounds the most suspect task runs before the suspects are ranked again. One round (two
 runs) costs parallelism under --jobs but runs: on bench/bench_gate.py's drop, 65 runs per PR
-against 70 with three rounds and 76 with a whole look at a time, at the same power."""
+against 70 with three rounds and 76 with a whole look at a time, at the same power (measured
+before the stricter futility and the early stop)."""
 SUSPICION_RESAMPLES = 200
 SUSPICION_MAX_EXACT = 500
 """A task's suspicion enumerates its null only up to this many possible deltas (pass/fail
