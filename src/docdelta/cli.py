@@ -752,7 +752,7 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
-    from docdelta.suggest import measure, measured_line, suggest
+    from docdelta.suggest import adding, change, measure, measured_line, suggest
     from docdelta.suggest import write as write_suggestion
     from docdelta.tasks import load_tasks
 
@@ -768,18 +768,21 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    for r in drafted.replaced:
+        print(f"replaces `{r.stale}` with `{r.command}` in {r.file}:{r.line}: {r.evidence}")
     model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
         from docdelta.suggest_model import measured_as
 
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
-        lines = len({r.line for r in drafted.rules})
+        what = change(drafted)
         model = measured_as(drafted, out, proof_manifest)
         if model is not None:
             drafted, lines = model
+            what = adding(lines)
             print(f"measured: the model's draft ({out.stem}-model{out.suffix})")
         for m in measure(drafted, proof_manifest, proof_results):
-            print(measured_line(m, lines))
+            print(measured_line(m, what))
         return ExitCode.OK
     print(
         "unproven until measured: docdelta run "
