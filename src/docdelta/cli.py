@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
 from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.detect import detect_diff, detect_refs, instruction_files
+from docdelta.detect import detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
 from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
@@ -803,18 +803,13 @@ def _model_draft(
     out: Path,
 ) -> Path | None:
     """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
-    from docdelta.suggest_model import draft as model_draft
+    from docdelta.suggest_model import draft_for
     from docdelta.suggest_model import write as write_model_draft
 
-    config = load_project_config(repo, manifest.base_sha)
-    match = matcher(config)
-    ref = manifest.head_sha if drafted.condition == HEAD else manifest.base_sha
-    head = instruction_files(repo, ref, match)
     try:
-        got = model_draft(
-            drafted, tasks, results, head, match,
-            provider=args.provider, model=args.model, gateway=config.gateway, environ=os.environ,
-            base_url=args.base_url,
+        got = draft_for(
+            drafted, repo, manifest, results, tasks,
+            provider=args.provider, model=args.model, environ=os.environ, base_url=args.base_url,
         )  # fmt: skip
     except DraftRefused as exc:
         print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)

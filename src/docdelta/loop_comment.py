@@ -4,6 +4,9 @@
   is run as `head,patched` (the `prove` callback: the Action's own matrix), and the section
   offers it with its measured effect only where that run raised a task past alpha and the
   noise band. Without the patched run there is no section: nothing is ever claimed unproven.
+  With `suggest-model`, the model's draft (`docdelta.suggest_model`, the `ask` callback) is the
+  one proven and offered in its place; when it is refused or the call fails, the
+  deterministic draft is, and the section says why.
 * `audit: true`: `tasks audit` over base's and head's trees and this run's results, as a table of
   findings (leaked answers, unattainable gold, saturated tasks); holdout tasks are counted,
   never named, since the scorecard shows them only in aggregate.
@@ -18,10 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from docdelta.config import ProjectConfig
+from docdelta.errors import InfraError
 from docdelta.git import Repo
-from docdelta.models import HEAD, Manifest, RunResult
-from docdelta.suggest import measure, offer, suggest
+from docdelta.models import HEAD, Manifest, RunResult, Task
+from docdelta.suggest import Suggestion, adding, measure, offer, suggest
 from docdelta.suggest import write as write_suggestion
+from docdelta.suggest_model import ModelDraft, measured_as
+from docdelta.suggest_model import write as write_model_draft
 from docdelta.task_audit import FileKind, Label, SuiteAudit, audit_suite, read_source
 from docdelta.tasks import load_tasks
 
@@ -37,17 +43,32 @@ def suggestion_section(
     out_dir: Path,
     prove: Callable[[Path], tuple[Manifest, list[RunResult]]],
     diff_lines: Mapping[str, set[int]],
+    ask: Callable[[Suggestion, Mapping[str, Task]], ModelDraft | str] | None = None,
 ) -> str | None:
-    """The folded section, or None when head missed nothing a patch could add."""
+    """The folded section, or None when head missed nothing a patch could add. `ask`: the
+    model's draft of the same misses, or why there is none (said in the section)."""
     tasks = {lt.task.id: lt.task for lt in load_tasks(tasks_dir)}
     drafted = suggest(repo, manifest, results, tasks, condition=HEAD)
     if drafted is None:
         return None
     patch = out_dir / SUGGESTED_PATCH
     write_suggestion(drafted, patch)
-    proof_manifest, proof_results = prove(patch)
-    measured = measure(drafted, proof_manifest, proof_results)
-    return offer(drafted, measured, diff_lines.get(drafted.file, set()))
+    got = None if ask is None else ask(drafted, tasks)
+    lines = diff_lines.get(drafted.file, set())
+    if not isinstance(got, ModelDraft):
+        proof_manifest, proof_results = prove(patch)
+        note = "" if got is None else f"Not the model's draft: {got}. This is the deterministic draft."
+        return offer(drafted, measure(drafted, proof_manifest, proof_results), lines, note=note)
+    written = write_model_draft(got, patch)
+    proof_manifest, proof_results = prove(written)
+    measured_draft = measured_as(drafted, patch, proof_manifest)
+    if measured_draft is None:  # the run holds another patch: nothing of it is the model's
+        raise InfraError("the patched run did not run the model's draft")
+    theirs, added = measured_draft
+    return offer(
+        theirs, measure(theirs, proof_manifest, proof_results), lines,
+        author=f"{got.provider}/{got.model}", what=adding(added), patch_name=written.name,
+    )  # fmt: skip
 
 
 def audit_section(

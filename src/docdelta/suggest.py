@@ -458,26 +458,42 @@ def _suggestion_block(suggestion: Suggestion, diff_lines: set[int]) -> tuple[int
     return anchor.target_line_no, anchor.value + "".join(line.value for line in added)
 
 
-def offer(suggestion: Suggestion, measured: Sequence[Measured], diff_lines: set[int]) -> str:
+def offer(
+    suggestion: Suggestion,
+    measured: Sequence[Measured],
+    diff_lines: set[int],
+    *,
+    author: str | None = None,
+    what: str | None = None,
+    note: str = "",
+    patch_name: str = "suggested.patch",
+) -> str:
     """The comment's folded section: the drafted change with its measured effect, or, when
-    the patched run raised no task, only that it was tried. Never called without that run."""
-    claims = [measured_line(m, change(suggestion)) for m in measured]
+    the patched run raised no task, only that it was tried. Never called without that run.
+    `author`: the model that wrote the patch (None: drafted from the gold), `what` the change
+    as the claim names it (default: `change`), `note` a line said first (why the model's
+    draft is not the one offered), `patch_name` the artifact that holds the patch."""
+    claims = [measured_line(m, what or change(suggestion)) for m in measured]
     raised = [c for m, c in zip(measured, claims, strict=True) if m.raised]
+    said = f"{note}\n\n" if note else ""
     if not raised:
         head = "Suggested fix: not offered, the patched run raised no task"
         return (
-            f"<details><summary>{head}</summary>\n\n" + "".join(f"- {c}\n" for c in claims) + "\n</details>\n"
+            f"<details><summary>{head}</summary>\n\n{said}"
+            + "".join(f"- {c}\n" for c in claims)
+            + "\n</details>\n"
         )
     block = _suggestion_block(suggestion, diff_lines)
     if block is not None:
         where = f"`{suggestion.file}` line {block[0]} (a review comment there with this block applies it)"
         fence = f"```suggestion\n{block[1]}```"
     else:
-        where = f"`{suggestion.file}` (`git apply` it: `suggested.patch` in the run's artifacts)"
+        where = f"`{suggestion.file}` (`git apply` it: `{patch_name}` in the run's artifacts)"
         fence = f"```diff\n{suggestion.patch}```"
+    by = f"Written by {author} from" if author else "Drafted from"
     return (
-        f"<details><summary>Suggested fix, measured: {raised[0]}</summary>\n\n"
-        f"Drafted from the gold items {suggestion.condition} missed, then run as "
+        f"<details><summary>Suggested fix, measured: {raised[0]}</summary>\n\n{said}"
+        f"{by} the gold items {suggestion.condition} missed, then run as "
         f"`{suggestion.condition},patched`. Suggested change to {where}:\n\n{fence}\n\n"
         + "".join(f"- {c}\n" for c in claims)
         + "".join(f"- why: {r.evidence}\n" for r in suggestion.replaced)
