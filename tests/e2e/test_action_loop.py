@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakegithub import FakeGitHub, event_path
@@ -180,7 +181,9 @@ def _model_patch(pr: Pr) -> str:
     return "diff --git a/AGENTS.md b/AGENTS.md\n" + "".join(diff)
 
 
-def _with_model(tmp: Path, pr: Pr, fake: FakeGitHub, turn: TextTurn | ErrorTurn) -> tuple[str, str, list]:
+def _with_model(
+    tmp: Path, pr: Pr, fake: FakeGitHub, turn: TextTurn | ErrorTurn
+) -> tuple[str, str, list[dict[str, Any]]]:
     """The Action with `suggest-model` against a scripted server: (log, comment, requests)."""
     with ScriptedModelServer(Script(name="suggest", model=MODEL, turns=[turn])) as server:
         result, log, body = _action(
