@@ -31,7 +31,6 @@ A model-written draft is docdelta.suggest_model's.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import re
 from collections import defaultdict
@@ -239,7 +238,7 @@ def stale_commands(task: Task, runs: Sequence[RunResult], files: dict[str, str])
     failing = {c for c, rs in ran.items() if all(_names_nothing(r, exit_code) for r in rs)}
     out = []
     for stale in sorted(failing):
-        gold = _nearest(stale, missed, failing) if missed else None
+        gold = _nearest(stale, missed, failing)
         where = next(((p, m) for p in _preferred(files) if (m := _stated(stale).search(files[p]))), None)
         if gold is None or where is None:
             continue
@@ -360,7 +359,7 @@ def suggest(
     replaced = [r for r in stale if r.file == target]
     # Rules are drafted against the corrected files: a corrected command needs no "Run" line.
     corrected = {**files, target: _replace(files.get(target, ""), replaced)}
-    sources = dataclasses.replace(_sources(repo, manifest, files), condition=corrected)
+    sources = _sources(repo, manifest, corrected)
     rules = [rule for _, t in worst for rule in draft_rules(tasks[t], runs[t], sources)]
     if not rules and not replaced:
         return None
