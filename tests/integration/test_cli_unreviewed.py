@@ -39,7 +39,7 @@ def _project(tmp_path: Path) -> tuple[GitRepo, Path]:
     return repo, tasks
 
 
-def test_tasks_run_with_unreviewed_gold_are_named_in_the_header_the_verdict_and_the_check_title(
+def test_tasks_run_with_unreviewed_gold_are_named_in_the_header_and_the_verdict_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, tasks = _project(tmp_path)
