@@ -433,12 +433,17 @@ def test_suggest_model_offers_the_models_draft_once_the_patched_run_proved_it(
             "docdelta: suggest: the model's draft was refused: its reply holds a key",
         ),
         (
+            TextTurn(text="Sure! Add a line about force-pushing."),
+            'openai/gpt-4o-mini\'s reply was refused: its reply is not a JSON object with a "patch" string',
+            "docdelta: suggest: the model's draft was refused: its reply is not a JSON object",
+        ),
+        (
             ErrorTurn(error=401, message=f"invalid key {KEY}"),
             "the call to openai/gpt-4o-mini failed (the job's log says why)",
             "answered 401",
         ),
     ],
-    ids=["echoes the key", "gateway error"],
+    ids=["echoes the key", "garbled", "gateway error"],
 )
 def test_a_refused_or_failed_model_draft_falls_back_to_the_deterministic_draft_and_says_so(
     tmp_path: Path,
@@ -449,7 +454,8 @@ def test_a_refused_or_failed_model_draft_falls_back_to_the_deterministic_draft_a
     said: str,
     logged: str,
 ) -> None:
-    """(A garbled reply is refused by the same path: tests/integration/test_cli_suggest_model.py.)"""
+    """The other refusals (too big, a path outside, ...) take the garbled reply's path; their
+    checks: tests/integration/test_cli_suggest_model.py."""
     log, body, _ = _with_model(tmp_path, pr, fake, opened, turn, reuse_proof=True)
     assert logged in log
     note = f"Not the model's draft: {said}. This is the deterministic draft. Drafted from the gold items"
