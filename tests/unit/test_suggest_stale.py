@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from factories import result
 
+from docdelta.loop_comment import Proven, offer, place
 from docdelta.models import CommandsExecuted, ExecutedCommand, RunResult, Task
-from docdelta.suggest import _patch, stale_commands
+from docdelta.suggest import Measured, Suggestion, _patch, stale_commands
 
 DOCS = {"AGENTS.md": "# Agents\n\n- Run the tests with `make tests`.\n- Lint with `ruff check --fast`.\n"}
 NO_TARGET = "make: *** No rule to make target 'tests'.  Stop."
@@ -71,3 +72,20 @@ def test_without_gold_execute_or_a_missed_gold_command_nothing_is_replaced() -> 
     assert stale_commands(plain, runs, DOCS) == []
     hit = [_run(1, ("make tests", 2, NO_TARGET), ("make test", 0, None), missed="")]
     assert stale_commands(_task(["make test"]), hit, DOCS) == []
+
+
+def test_the_replacement_is_one_review_suggestion_on_its_line_with_the_evidence_beside_the_claim() -> None:
+    runs = [_run(i, ("make tests", 2, NO_TARGET)) for i in (1, 2, 3, 4)]
+    [found] = stale_commands(_task(["make test"]), runs, DOCS)
+    patch, _ = _patch("AGENTS.md", DOCS["AGENTS.md"], [], [found])
+    suggestion = Suggestion(
+        condition="head", file="AGENTS.md", tasks={"t": 0.0}, rules=[], replaced=[found],
+        patch=patch, patched_sha256="x",
+    )  # fmt: skip
+    placed = place(suggestion, [frozenset({3})])  # the PR's diff changed that line
+    assert placed is not None and placed.replacement == "- Run the tests with `make test`.\n"
+    raised = Measured(task="t", before=0.0, after=1.0, runs=4, p_value=0.00714, raised=True)
+    section = offer(Proven(suggestion, [raised]), placed)
+    claim = "replacing `make tests` with `make test` raised t from 0.00 to 1.00 in 4 runs, p = 0.00714"
+    assert section.startswith(f"<details><summary>Suggested fix, measured: {claim}</summary>")
+    assert f"- why: `make tests` failed in 4 of 4 runs: {NO_TARGET}\n" in section
