@@ -39,10 +39,19 @@ from pydantic import ValidationError
 
 from docdelta import stats
 from docdelta.activity import Activity
+from docdelta.agents import agent_upstream
 from docdelta.cache import open_store, token_auth
-from docdelta.config import load_project_config, matcher
+from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, SandboxError, SelftestFailed
+from docdelta.errors import (
+    ConfigError,
+    DocdeltaError,
+    DraftRefused,
+    ExitCode,
+    InfraError,
+    SandboxError,
+    SelftestFailed,
+)
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
@@ -65,6 +74,7 @@ from docdelta.models import (
     Manifest,
     RunResult,
     Summary,
+    Task,
     sha256_hex,
 )
 from docdelta.planning import ExperimentRequest
@@ -75,6 +85,8 @@ from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
 from docdelta.store import MANIFEST_FILE, ResultStore
+from docdelta.suggest import Suggestion
+from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.tasks import load_tasks
 
 PR_EVENTS = ("pull_request", "pull_request_target")
@@ -721,7 +733,7 @@ def _loop_sections(
     spent: list[float] = []
     config = load_project_config(repo, base_sha)
     if settings.suggest:
-        offered = _suggest_section(ctx, repo, base_sha, head, matrix, files, spent)
+        offered = _suggest_section(ctx, repo, (base_sha, head), config, matrix, files, spent)
         if offered is not None:
             sections.append(offered)
     if settings.audit:
@@ -739,11 +751,52 @@ def _loop_sections(
     return sections, sum(spent)
 
 
+def _ask_model(
+    ctx: _Context,
+    repo: Repo,
+    matrix: _Matrix,
+    config: ProjectConfig,
+    spent: list[float],
+    drafted: Suggestion,
+    tasks: Mapping[str, Task],
+) -> ModelDraft | str:
+    """`suggest-model`'s draft of what `drafted` drafts, or what the comment says instead:
+    never the reply itself, and a failed call's detail only in the log (redacted of the key)."""
+    settings = ctx.settings
+    model = settings.suggest_model or ""
+    who = f"{settings.suggest_provider}/{model}"
+    try:
+        got = draft_for(
+            drafted, repo, matrix.manifest, matrix.results, tasks,
+            provider=settings.suggest_provider, model=model,
+            environ=_draft_environ(settings, config), base_url=settings.suggest_base_url,
+        )  # fmt: skip
+    except DraftRefused as exc:  # our words, never the reply's
+        ctx.say(f"docdelta: suggest: {exc.message}")
+        return f"{who}'s reply was refused: {exc.message.removeprefix(REFUSED)}"
+    except DocdeltaError as exc:
+        ctx.say(f"docdelta: suggest: the model's draft failed: {exc}")
+        return f"the call to {who} failed (the job's log says why)"
+    spent.append(got.cost_usd or 0.0)
+    ctx.say(f"docdelta: suggest: {who} drafted a patch ({got.added_lines} lines added); proving it")
+    return got
+
+
+def _draft_environ(settings: ActionSettings, config: ProjectConfig) -> Mapping[str, str]:
+    """Where the draft's gateway reads its key: the `api-key` input when that key is for the
+    draft's API (`provider`, else the agent's), never another API's; else the step's env."""
+    options = settings.options
+    key = options.api_key.get_secret_value().strip() if options.api_key is not None else ""
+    if key and (options.provider or agent_upstream(options.agent)) == settings.suggest_provider:
+        return {upstream_of(config.gateway, settings.suggest_provider).key_from: key}
+    return os.environ
+
+
 def _suggest_section(
     ctx: _Context,
     repo: Repo,
-    base_sha: str,
-    head: str,
+    refs: tuple[str, str],
+    config: ProjectConfig,
     matrix: _Matrix,
     files: list[PrFile],
     spent: list[float],
@@ -752,6 +805,7 @@ def _suggest_section(
     then the sticky review comment and the scorecard's section (docdelta.loop_comment)."""
     settings = ctx.settings
     assert matrix.tasks_dir is not None
+    base_sha, head = refs
 
     def prove(patch: Path) -> tuple[Manifest, list[RunResult]]:
         proof = _run_matrix(
@@ -764,8 +818,9 @@ def _suggest_section(
 
     proven = None
     try:
+        ask = partial(_ask_model, ctx, repo, matrix, config, spent) if settings.suggest_model else None
         proven = prove_suggestion(
-            repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove
+            repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove, ask
         )
     except DocdeltaError as exc:
         ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")

@@ -22,7 +22,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
-from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs, instruction_files
+from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
 from docdelta.models_core import DEFAULT_CONDITIONS, HEAD
@@ -763,7 +763,7 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
-    from docdelta.suggest import measure, measured_line, suggest
+    from docdelta.suggest import adding, change, measure, measured_line, suggest
     from docdelta.suggest import write as write_suggestion
     from docdelta.tasks import load_tasks
 
@@ -779,18 +779,21 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    for r in drafted.replaced:
+        print(f"replaces `{r.stale}` with `{r.command}` in {r.file}:{r.line}: {r.evidence}")
     model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
         from docdelta.suggest_model import measured_as
 
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
-        lines = len({r.line for r in drafted.rules})
+        what = change(drafted)
         model = measured_as(drafted, out, proof_manifest)
         if model is not None:
             drafted, lines = model
+            what = adding(lines)
             print(f"measured: the model's draft ({out.stem}-model{out.suffix})")
         for m in measure(drafted, proof_manifest, proof_results):
-            print(measured_line(m, lines))
+            print(measured_line(m, what))
         return ExitCode.OK
     print(
         "unproven until measured: docdelta run "
@@ -811,19 +814,13 @@ def _model_draft(
     out: Path,
 ) -> Path | None:
     """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
-    from docdelta.config import load_project_config, matcher
-    from docdelta.suggest_model import draft as model_draft
+    from docdelta.suggest_model import draft_for
     from docdelta.suggest_model import write as write_model_draft
 
-    config = load_project_config(repo, manifest.base_sha)
-    match = matcher(config)
-    ref = manifest.head_sha if drafted.condition == HEAD else manifest.base_sha
-    head = instruction_files(repo, ref, match)
     try:
-        got = model_draft(
-            drafted, tasks, results, head, match,
-            provider=args.provider, model=args.model, gateway=config.gateway, environ=os.environ,
-            base_url=args.base_url,
+        got = draft_for(
+            drafted, repo, manifest, results, tasks,
+            provider=args.provider, model=args.model, environ=os.environ, base_url=args.base_url,
         )  # fmt: skip
     except DraftRefused as exc:
         print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)

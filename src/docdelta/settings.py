@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
-from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
+from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider
 from docdelta.shard import GITHUB_MAX_JOBS
 from docdelta.validate import (
     DEFAULT_MAX_PARALLEL,
@@ -140,6 +140,18 @@ class ActionSettings(BaseModel):
         description="draft a fix for what head missed, run it as head,patched (more runs) and offer it "
         "in the comment with its measured effect, only if it raised a task",
     )
+    suggest_model: str | None = Field(
+        default=None,
+        description="with suggest: the model asked (once, through a loopback gateway that holds the key) "
+        "for a draft of its own, which is then the one proven and offered; refused or failed: the "
+        "deterministic draft is, and the section says so",
+    )
+    suggest_provider: JudgeProvider = Field(default="openai", description="suggest-model's API")
+    suggest_base_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="suggest-model's API URL (default: .docdelta.yml's upstream, else the provider's)",
+    )
     audit: bool = Field(default=False, description="the task audit's findings, folded in the comment")
     github: GitHubEnv
 
@@ -206,6 +218,11 @@ class ActionSettings(BaseModel):
         for name in ("github-token", "agent"):
             if not raw[name]:
                 raise ConfigError(f"input '{name}' is empty", hint=_EMPTY_HINTS[name])
+        if raw["suggest-model"] and not values.get("suggest"):
+            raise ConfigError(
+                f"input 'suggest-model' = {raw['suggest-model']!r} is set, but 'suggest' is not true",
+                hint="set `suggest: true` too (the draft is proven by a head,patched run: more runs)",
+            )
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -262,6 +279,9 @@ INPUTS: dict[str, str] = {
     "max-parallel": "max_parallel",
     "pr-handoff": "pr_handoff",
     "suggest": "suggest",
+    "suggest-model": "suggest_model",
+    "suggest-provider": "suggest_provider",
+    "suggest-base-url": "suggest_base_url",
     "audit": "audit",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
