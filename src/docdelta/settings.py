@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -36,6 +36,7 @@ from docdelta.validate import (
     DEFAULT_MAX_REPEATS,
     MAX_RUNS_WITHOUT_CONFIRMATION,
     POOL_SKIP_BASE_FROM,
+    AblationUnit,
 )
 
 DEFAULT_CHECK_NAME = "docdelta"
@@ -141,6 +142,11 @@ class ActionSettings(BaseModel):
         "in the comment with its measured effect, only if it raised a task",
     )
     audit: bool = Field(default=False, description="the task audit's findings, folded in the comment")
+    ablate: str | None = Field(
+        default=None,
+        description="instruction file (repository path) to ablate instead of evaluating: `docdelta ablate`",
+    )
+    ablate_unit: AblationUnit = AblationUnit.heading
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -151,6 +157,17 @@ class ActionSettings(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("lists a condition twice")
         return value
+
+    @field_validator("ablate")
+    @classmethod
+    def _repository_path(cls, value: str | None) -> str | None:
+        """A path as instruction files are keyed (`AGENTS.md`, `docs/CLAUDE.md`): inside the repository."""
+        if value is None:
+            return None
+        path = PurePosixPath(value.replace("\\", "/"))
+        if path.is_absolute() or ".." in path.parts:
+            raise ValueError("must be a path inside the repository, e.g. AGENTS.md")
+        return path.as_posix()
 
     @field_validator("patch")
     @classmethod
@@ -263,6 +280,8 @@ INPUTS: dict[str, str] = {
     "pr-handoff": "pr_handoff",
     "suggest": "suggest",
     "audit": "audit",
+    "ablate": "ablate",
+    "ablate-unit": "ablate_unit",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
 passes each as `input_variable(name)`. action.yml declares exactly these."""
@@ -287,6 +306,7 @@ class Output(StrEnum):
     check_url = "check-url"
     results_path = "results-path"
     plan = "plan"
+    ablation = "ablation"
 
 
 def input_variable(name: str) -> str:
