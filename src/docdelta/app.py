@@ -927,7 +927,8 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
 def _bad_settings(
     exc: ConfigError, env: Mapping[str, str], event: EventContext, port: GitHubPort, runtime: ActionsRuntime
 ) -> int:
-    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
+    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check
+    (for an ablation, which is no gate, in the job summary instead, as `_fail` does)."""
     secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor(secrets)
     text = redact(action_hint(str(exc)))
@@ -936,15 +937,18 @@ def _bad_settings(
     hint = f"\n\n**What to do:** {redact(action_hint(exc.hint))}" if exc.hint else ""
     first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     try:
-        port.publish_check(
-            CheckReport(
-                name=name,
-                head_sha=event.head_sha,
-                conclusion=Conclusion.failure,
-                title=f"docdelta could not run: {first}"[:200],
-                summary=redact(exc.message) + hint,
+        if env.get(input_variable("ablate"), "").strip():
+            runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
+        else:
+            port.publish_check(
+                CheckReport(
+                    name=name,
+                    head_sha=event.head_sha,
+                    conclusion=Conclusion.failure,
+                    title=f"docdelta could not run: {first}"[:200],
+                    summary=redact(exc.message) + hint,
+                )
             )
-        )
     except DocdeltaError as publish_exc:
         runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
     # The same outputs as any other failed run, so a later step can report or branch on them.
