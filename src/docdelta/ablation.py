@@ -426,8 +426,9 @@ def ablate(request: AblationRequest, options: RunOptions, deps: Deps) -> tuple[A
     data = files.files.get(request.file)
     if data is None:
         known = ", ".join(sorted(files.files)) or "none"
+        where = sha[:12] if sha.startswith(request.ref) else f"{request.ref} ({sha[:12]})"
         raise ConfigError(
-            f"{request.file_named} {request.file} is no instruction file at {request.ref} ({sha[:12]})",
+            f"{request.file_named} {request.file} is no instruction file at {where}",
             hint=f"pass one of the instruction files there: {known}",
         )
     text = data.decode("utf-8", "replace")

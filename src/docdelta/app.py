@@ -11,7 +11,10 @@ The event decides the activity in one place (`choose`):
   matrix runs and the sticky comment, the check (the gate's conclusion), the job
   summary and the outputs are published;
 * a push to the default branch (or a manual dispatch) refreshes the base-arm results
-  in the results store, so later PRs on that base reuse them.
+  in the results store, so later PRs on that base reuse them;
+* with the `ablate` input, any event ablates that instruction file on its commit
+  (`ablation.ablate`, as `docdelta ablate`): the table goes to the job summary and the
+  `ablation` output, and nothing is posted (an ablation is no gate on a commit).
 
 Trust: tasks and project config always come from the base commit. A fork's code never
 runs on the runner: its instruction files are read as data through the API and laid on

@@ -166,7 +166,7 @@ class ActionSettings(BaseModel):
             return None
         path = PurePosixPath(value.replace("\\", "/"))
         if path.is_absolute() or ".." in path.parts:
-            raise ValueError("must be a path inside the repository, e.g. AGENTS.md")
+            raise ValueError("must be a relative path inside the repository, without ..")
         return path.as_posix()
 
     @field_validator("patch")

@@ -87,6 +87,7 @@ def test_a_dispatched_ablation_writes_the_table_to_the_summary_and_output_as_the
     sections = [s.section.name for s in report.sections]
     assert sections == ["(preamble) Agent notes", "Checks", "Code layout", "Git"]
     assert (report.runs_done, report.single_runs) == (8, 20)  # 8 conditions x 1 task vs 5 x 4 x 1
+    assert {s.section.name: s.lowers for s in report.sections if s.lowers} == {"Checks": ["run-tests"]}
     summary = (tmp_path / "summary.md").read_text()
     assert "## docdelta ablation of `AGENTS.md`" in summary and "(saved 60%)" in summary
     assert all(f"| {name} | " in summary for name in sections)
