@@ -817,6 +817,10 @@ def _refresh(ctx: _Context) -> ActionResult:
 
 
 # -------------------------------------------------------------------- ablate
+_TRUSTED_EVENTS = ("pull_request_target", "workflow_run")
+"""Events whose job holds secrets for an untrusted PR: an ablation there is refused."""
+
+
 def _ablate(ctx: _Context) -> ActionResult:
     """`docdelta ablate` on the event's commit with the job's agent, sandbox, tasks, repeats
     and seed: the same `ablation.ablate` the CLI calls. The per-section table goes to the job
@@ -838,6 +842,12 @@ def _ablate(ctx: _Context) -> ActionResult:
                 f"input '{name}' cannot be combined with `ablate`: an ablation runs in one job",
                 hint=f"remove `{name}` from the ablation step (or `ablate` from the matrix's steps)",
             )
+    if ctx.event.event in _TRUSTED_EVENTS:
+        raise ConfigError(
+            f"input 'ablate' on {ctx.event.event}: the ablated commit's tasks and .docdelta.yml would "
+            "run beside the key in a job that exists to keep a PR's files away from it",
+            hint="ablate on workflow_dispatch or push (examples/workflows/docdelta-ablate.yml)",
+        )
     repo = Repo(settings.github.workspace)
     sha = _local(repo, ctx.event.head_sha, "ablated")
     workdir = settings.results_path / f"ablate-{sha[:12]}"

@@ -45,10 +45,12 @@ def fake() -> Iterator[FakeGitHub]:
 
 
 def _env(tmp: Path, demo: DemoRepo, fake: FakeGitHub, **inputs: str) -> dict[str, str]:
+    event = inputs.pop("event", "workflow_dispatch")
+    payload = {"workflow_dispatch": "workflow_dispatch", "pull_request_target": "pull_request.opened"}[event]
     return {
         "GITHUB_REPOSITORY": fake.repo,
-        "GITHUB_EVENT_NAME": "workflow_dispatch",
-        "GITHUB_EVENT_PATH": str(event_path("workflow_dispatch")),
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(event_path(payload)),
         "GITHUB_SHA": git(demo.path, "rev-parse", "HEAD").strip(),
         "GITHUB_WORKSPACE": str(demo.path),
         "GITHUB_API_URL": fake.base_url,
@@ -113,6 +115,8 @@ def test_a_dispatched_ablation_writes_the_table_to_the_summary_and_output_as_the
         ({"ablate-unit": "sentences"}, "input 'ablate-unit'"),
         ({"repeats": "auto"}, "input 'repeats'"),
         ({"plan": "true"}, "input 'plan' cannot be combined with `ablate`"),
+        # the fork-safe workflow's event: the PR's tasks and config must not run beside the key
+        ({"event": "pull_request_target"}, "input 'ablate' on pull_request_target"),
     ],
 )
 def test_a_bad_ablation_input_fails_the_step_naming_the_input_and_posts_nothing(
