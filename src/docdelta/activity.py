@@ -3,7 +3,8 @@
 `app.choose` maps an event to `evaluate`, `refresh` or `skip`; an evaluation can end as
 `no_change` (no instruction file changed) or `awaiting_approval` (a fork without a
 maintainer's label), and with the `plan` input as `plan` (the job matrix written, nothing
-run); anything docdelta could not do is `error`. Workflows branch on the
+run); with the `ablate` input the run is an `ablate` (`docdelta ablate` on the event's
+commit) whatever the event; anything docdelta could not do is `error`. Workflows branch on the
 output's value, so the strings are part of the Action's contract (action.yml lists them).
 """
 
@@ -19,4 +20,5 @@ class Activity(StrEnum):
     no_change = "no_change"
     awaiting_approval = "awaiting_approval"
     plan = "plan"
+    ablate = "ablate"
     error = "error"

@@ -11,7 +11,10 @@ The event decides the activity in one place (`choose`):
   matrix runs and the sticky comment, the check (the gate's conclusion), the job
   summary and the outputs are published;
 * a push to the default branch (or a manual dispatch) refreshes the base-arm results
-  in the results store, so later PRs on that base reuse them.
+  in the results store, so later PRs on that base reuse them;
+* with the `ablate` input, any event ablates that instruction file on its commit
+  (`ablation.ablate`, as `docdelta ablate`): the table goes to the job summary and the
+  `ablation` output, and nothing is posted (an ablation is no gate on a commit).
 
 Trust: tasks and project config always come from the base commit. A fork's code never
 runs on the runner: its instruction files are read as data through the API and laid on
@@ -38,6 +41,8 @@ import certifi
 from pydantic import ValidationError
 
 from docdelta import stats
+from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
+from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
 from docdelta.agents import agent_upstream
 from docdelta.cache import open_store, token_auth
@@ -77,7 +82,7 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.planning import ExperimentRequest
+from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
@@ -129,7 +134,10 @@ def _redactor(secrets: list[str]) -> Callable[[str], str]:
 
 # ------------------------------------------------------------------- choose
 def choose(event: EventContext, settings: ActionSettings) -> tuple[Activity, str]:
-    """(activity, why): `evaluate`, `refresh` or `skip`. The one place events are told apart."""
+    """(activity, why): `evaluate`, `refresh`, `skip`, or `ablate` on any event when the `ablate`
+    input is set. The one place events are told apart."""
+    if settings.ablate is not None:
+        return Activity.ablate, f"ablation of {settings.ablate} (input 'ablate') on {event.event}"
     if event.event in PR_EVENTS or (event.event == "workflow_run" and event.pr_number is not None):
         if event.action in ("labeled", "unlabeled") and event.label != settings.approve_label:
             return (
@@ -226,6 +234,8 @@ def action(
             result = _evaluate(ctx)
         elif activity is Activity.refresh:
             result = _refresh(ctx)
+        elif activity is Activity.ablate:
+            result = _ablate(ctx)
         else:
             result = ActionResult(activity=Activity.skip, title=why)
     except ApiError as exc:
@@ -257,6 +267,8 @@ _CLI_TO_INPUTS = (
     ("--agent-cmd", "the `agent-command` input"),
     ("--cap-usd", "the `cap-usd` input"),
     ("--tasks", "the `tasks` input"),
+    ("--unit bullets", "`ablate-unit: bullets`"),
+    ("another --file", "another file as `ablate`"),
 )
 
 
@@ -296,6 +308,9 @@ def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
     first = ctx.redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     title = f"docdelta could not run: {first}"
     hint = f"\n\n**What to do:** {ctx.redact(action_hint(exc.hint))}" if exc.hint else ""
+    if ctx.settings.ablate is not None:  # an ablation is no gate: it posts no check, failed or not
+        ctx.runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
+        return ActionResult(Activity.error, conclusion, title, {Output.error: first})
     try:
         ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
     except DocdeltaError as publish_exc:
@@ -885,6 +900,93 @@ def _refresh(ctx: _Context) -> ActionResult:
     )
 
 
+# -------------------------------------------------------------------- ablate
+_TRUSTED_EVENTS = ("pull_request_target", "workflow_run")
+"""Events whose job holds secrets for an untrusted PR: an ablation there is refused."""
+
+
+def _ablate(ctx: _Context) -> ActionResult:
+    """`docdelta ablate` on the event's commit with the job's agent, sandbox, tasks, repeats
+    and seed: the same `ablation.ablate` the CLI calls. The per-section table goes to the job
+    summary and the `ablation` output; no comment and no check (an ablation is no gate)."""
+    settings = ctx.settings
+    assert settings.ablate is not None  # `choose` picked ablate
+    if settings.repeats == "auto":
+        raise ConfigError(
+            "input 'repeats': an ablation runs a fixed design, but `repeats` is auto",
+            hint="set `repeats:` to a number: runs per side of each effect, as one at a time (e.g. 4)",
+        )
+    for name, value in (
+        ("plan", settings.plan),
+        ("shard", settings.options.shard),
+        ("merge", settings.merge),
+    ):
+        if value:
+            raise ConfigError(
+                f"input '{name}' cannot be combined with `ablate`: an ablation runs in one job",
+                hint=f"remove `{name}` from the ablation step (or `ablate` from the matrix's steps)",
+            )
+    if ctx.event.event in _TRUSTED_EVENTS:
+        raise ConfigError(
+            f"input 'ablate' on {ctx.event.event}: the ablated commit's tasks and .docdelta.yml would "
+            "run beside the key in a job that exists to keep a PR's files away from it",
+            hint="ablate on workflow_dispatch or push (examples/workflows/docdelta-ablate.yml)",
+        )
+    repo = Repo(settings.github.workspace)
+    sha = _local(repo, ctx.event.head_sha, "ablated")
+    workdir = settings.results_path / f"ablate-{sha[:12]}"
+    tasks_path = (settings.tasks or load_project_config(repo, sha).tasks).strip("/")
+    shutil.rmtree(workdir / "tasks", ignore_errors=True)
+    request = AblationRequest(
+        ref=sha,
+        file=settings.ablate,
+        tasks_dir=_export_tasks(repo, sha, tasks_path, workdir / "tasks"),
+        unit=settings.ablate_unit,
+        repeats=settings.repeats,
+        seed=settings.seed,
+        max_runs=settings.max_runs,
+        file_named="input 'ablate':",
+    )
+    deps = Deps(repo=repo, workdir=workdir / "results", image_base=ACTION_SANDBOX_BASE)
+    try:
+        report, done = ablate(request, settings.options, deps)
+    except PlanTooLarge as exc:
+        raise ConfigError(
+            f"input 'max-runs': {exc.message}", hint="lower `repeats`, or raise `max-runs` to run it"
+        ) from None
+    if done.summary.broken:  # the runs measured the harness's failure: no effects are shown
+        raise InfraError(
+            f"no ablation: {done.summary.broken}", hint="the runs' transcripts are in results-path"
+        )
+    ran, reused = done.report.ran, done.report.reused
+    lines = [
+        render_ablation(report),
+        "",
+        f"Results: `{_in_workspace(settings, deps.workdir / ABLATION_FILE)}` ({ran} ran, {reused} reused).",
+    ]
+    if done.report.stopped:
+        lines.append(f"**Stopped early:** {done.report.stopped}; the table holds the runs done so far.")
+    ctx.runtime.append_summary(ctx.redact("\n".join(lines)))
+    ctx.say(f"docdelta: ablation of {settings.ablate}: {ran} ran, {reused} reused")
+    sections = f"{len(report.sections)} sections, {report.runs_done} runs"
+    title = f"ablation of {settings.ablate} at {sha[:12]}: {sections}"
+    outputs: dict[str, str] = {
+        Output.ablation: report.model_dump_json(),
+        Output.cost_usd: f"{done.cost_usd:.4f}",
+        Output.results_path: str(settings.results_path),
+    }
+    return ActionResult(Activity.ablate, None, title, outputs)
+
+
+def _in_workspace(settings: ActionSettings, path: Path) -> Path:
+    """`path` as the workflow names it (relative to the checkout) when it is inside it."""
+    return (
+        path.relative_to(settings.github.workspace)
+        if path.is_relative_to(settings.github.workspace)
+        else path
+    )
+
+
 # ---------------------------------------------------------------------- main
 def _trust_extra_ca(bundle: Path, results: Path) -> None:
     """Requests (PyGithub) and httpx read one CA file: write system/certifi roots + the extra one."""
@@ -922,7 +1024,8 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
 def _bad_settings(
     exc: ConfigError, env: Mapping[str, str], event: EventContext, port: GitHubPort, runtime: ActionsRuntime
 ) -> int:
-    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
+    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check
+    (for an ablation, which is no gate, in the job summary instead, as `_fail` does)."""
     secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor(secrets)
     text = redact(action_hint(str(exc)))
@@ -931,15 +1034,18 @@ def _bad_settings(
     hint = f"\n\n**What to do:** {redact(action_hint(exc.hint))}" if exc.hint else ""
     first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     try:
-        port.publish_check(
-            CheckReport(
-                name=name,
-                head_sha=event.head_sha,
-                conclusion=Conclusion.failure,
-                title=f"docdelta could not run: {first}"[:200],
-                summary=redact(exc.message) + hint,
+        if env.get(input_variable("ablate"), "").strip():
+            runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
+        else:
+            port.publish_check(
+                CheckReport(
+                    name=name,
+                    head_sha=event.head_sha,
+                    conclusion=Conclusion.failure,
+                    title=f"docdelta could not run: {first}"[:200],
+                    summary=redact(exc.message) + hint,
+                )
             )
-        )
     except DocdeltaError as publish_exc:
         runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
     # The same outputs as any other failed run, so a later step can report or branch on them.

@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -36,6 +36,7 @@ from docdelta.validate import (
     DEFAULT_MAX_REPEATS,
     MAX_RUNS_WITHOUT_CONFIRMATION,
     POOL_SKIP_BASE_FROM,
+    AblationUnit,
 )
 
 DEFAULT_CHECK_NAME = "docdelta"
@@ -153,6 +154,11 @@ class ActionSettings(BaseModel):
         description="suggest-model's API URL (default: .docdelta.yml's upstream, else the provider's)",
     )
     audit: bool = Field(default=False, description="the task audit's findings, folded in the comment")
+    ablate: str | None = Field(
+        default=None,
+        description="instruction file (repository path) to ablate instead of evaluating: `docdelta ablate`",
+    )
+    ablate_unit: AblationUnit = AblationUnit.heading
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -163,6 +169,17 @@ class ActionSettings(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("lists a condition twice")
         return value
+
+    @field_validator("ablate")
+    @classmethod
+    def _repository_path(cls, value: str | None) -> str | None:
+        """A path as instruction files are keyed (`AGENTS.md`, `docs/CLAUDE.md`): inside the repository."""
+        if value is None:
+            return None
+        path = PurePosixPath(value.replace("\\", "/"))
+        if path.is_absolute() or ".." in path.parts:
+            raise ValueError("must be a relative path inside the repository, without ..")
+        return path.as_posix()
 
     @field_validator("patch")
     @classmethod
@@ -283,6 +300,8 @@ INPUTS: dict[str, str] = {
     "suggest-provider": "suggest_provider",
     "suggest-base-url": "suggest_base_url",
     "audit": "audit",
+    "ablate": "ablate",
+    "ablate-unit": "ablate_unit",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
 passes each as `input_variable(name)`. action.yml declares exactly these."""
@@ -307,6 +326,7 @@ class Output(StrEnum):
     check_url = "check-url"
     results_path = "results-path"
     plan = "plan"
+    ablation = "ablation"
 
 
 def input_variable(name: str) -> str:
