@@ -315,7 +315,7 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
             "--history",
             type=Path,
             metavar="DIR",
-            help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
+            help="record the finished evaluation in DIR (records/) and its head files' receipts (receipts/)",
         )
     r.add_argument(
         "--conditions",
@@ -589,7 +589,7 @@ def _execute(
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
     from docdelta.evaluation import Deps, evaluate
-    from docdelta.history import HISTORY_FILE, History, record_of
+    from docdelta.history import History, record_of
     from docdelta.planning import PlanTooLarge
     from docdelta.report import render_markdown
 
@@ -616,9 +616,9 @@ def _execute(
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
     if history is not None and options.shard is None:
-        added = History(history).append(record_of(done.experiment.manifest, summary))
+        added = History.at(history).append(record_of(done.experiment.manifest, summary))
         state = "recorded" if added else "already recorded"
-        print(f"history: {history / HISTORY_FILE} ({state})", file=sys.stderr)
+        print(f"history: {history} ({state})", file=sys.stderr)
     if summary.broken:
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
@@ -671,7 +671,7 @@ def _history(args: argparse.Namespace) -> int:
     from docdelta.history import History
     from docdelta.history import render as render_history
 
-    records, skipped = History(args.history).records()
+    records, skipped = History.at(args.history).records()
     if args.json:
         for record in records:
             print(record.model_dump_json())
@@ -699,9 +699,9 @@ def _receipt(args: argparse.Namespace) -> int:
     from docdelta.history import History, content_digest
 
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
-    receipt = History(args.history).receipt(digest)
+    receipt = History.at(args.history).receipt(digest)
     entries = receipt.evaluations if receipt else []
-    passing = [e for e in entries if e.gate(args.fail_on).conclusion == "success"]
+    passing = receipt.passing(args.fail_on) if receipt else []
     if passing:
         last = passing[-1]
         print(

@@ -141,6 +141,11 @@ class ActionSettings(BaseModel):
         "in the comment with its measured effect, only if it raised a task",
     )
     audit: bool = Field(default=False, description="the task audit's findings, folded in the comment")
+    receipt: bool = Field(
+        default=False,
+        description="run no agent: pass only if each changed instruction file's head content has a "
+        "passing evaluation (a receipt) in the results store",
+    )
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -203,7 +208,8 @@ class ActionSettings(BaseModel):
                 target, _, option = INPUTS[name].partition(".")
                 (options if option else values)[option or target] = _convert(name, text, workspace)
         values.setdefault("results_path", workspace / ".docdelta-results")
-        for name in ("github-token", "agent"):
+        needed = ("github-token",) if raw["receipt"].lower() in _TRUE else ("github-token", "agent")
+        for name in needed:  # a receipt check runs no agent
             if not raw[name]:
                 raise ConfigError(f"input '{name}' is empty", hint=_EMPTY_HINTS[name])
         try:
@@ -263,6 +269,7 @@ INPUTS: dict[str, str] = {
     "pr-handoff": "pr_handoff",
     "suggest": "suggest",
     "audit": "audit",
+    "receipt": "receipt",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
 passes each as `input_variable(name)`. action.yml declares exactly these."""
@@ -299,7 +306,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
     if name == "conditions":
         return tuple(c.strip() for c in text.split(",") if c.strip())
-    if name in ("comment", "allow-network", "plan", "suggest", "audit"):
+    if name in ("comment", "allow-network", "plan", "suggest", "audit", "receipt"):
         lowered = text.lower()
         if lowered not in _TRUE | _FALSE:
             raise ConfigError(f"input '{name}' = {text!r} is not a boolean", hint="use true or false")
