@@ -1,0 +1,99 @@
+"""The Action keeps the history and the receipts in its results store, the data branch
+included, shows a changed file's past in the PR comment, and checks receipts for merge
+gating (`receipt: true`). Real PyGithub against the fake GitHub server, real git: the data
+branch is pushed to a bare repository standing in for GitHub."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from actionrun import act, demo_workspace, pr_event
+from fakegithub import FakeGitHub
+
+from docdelta.git import overlay_commit, run_git
+
+pytestmark = pytest.mark.timeout(400)  # two PR evaluations
+
+STORE = "branch:docdelta-results"
+BRANCH = "refs/heads/docdelta-results"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+
+
+def _listed(origin: Path) -> list[str]:
+    proc = run_git(origin, "ls-tree", "-r", "--name-only", BRANCH)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode().split()
+
+
+def _check(fake: FakeGitHub, sha: str) -> dict[str, Any]:
+    return [c for c in fake.check_runs if c["head_sha"] == sha][-1]
+
+
+def test_the_data_branch_keeps_each_evaluation_the_comment_shows_the_past_and_receipts_gate_the_merge(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    ws, demo = demo_workspace(tmp_path)
+    origin = tmp_path / "origin.git"
+    agents = (demo.path / "AGENTS.md").read_bytes()
+    first_digest = hashlib.sha256(agents).hexdigest()
+    edited = overlay_commit(ws, demo.head_sha, {"AGENTS.md": agents + b"\nBe kind.\n"}, "edit AGENTS.md")
+    second_digest = hashlib.sha256(agents + b"\nBe kind.\n").hexdigest()
+    fake.add_pull(1, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+    fake.add_pull(2, demo.base_sha, edited, [("AGENTS.md", "modified")])
+    events = {n: pr_event(tmp_path, n, demo.base_sha, sha) for n, sha in ((1, demo.head_sha), (2, edited))}
+
+    # PR 1: the first evaluation; its record and its head's receipt go to the data branch.
+    first, log = act(tmp_path, ws, fake, "pull_request", events[1], STORE)
+    assert first.activity == "evaluate" and first.conclusion == "success", log
+    bodies = {c["issue"]: c["body"] for c in fake.comments}
+    assert "History of" not in bodies[1]  # nothing earlier to show
+    listed = _listed(origin)
+    assert len([n for n in listed if n.startswith("history/records/")]) == 1
+    assert [n.split("/")[2] for n in listed if n.startswith("history/receipts/")] == [first_digest]
+
+    # PR 2 edits AGENTS.md again, and the data branch refuses every push (a token without
+    # `contents: write`): the evaluation still reports, and says its record was not kept.
+    hook = origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'refused by the test' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    second, log = act(tmp_path, ws, fake, "pull_request", events[2], STORE)
+    assert second.activity == "evaluate", log
+    body = {c["issue"]: c["body"] for c in fake.comments}[2]
+    assert "<details><summary>History of AGENTS.md (1 earlier evaluation(s))</summary>" in body
+    assert f"| #1 · `{demo.head_sha[:12]}` | `{first_digest[:12]}` | improved | +" in body
+    unkept = "has no earlier passing evaluation, and this one was not recorded."
+    assert f"Head's content `{second_digest[:12]}` {unkept}" in body
+    assert (
+        "::warning::this evaluation was not recorded in the history: cannot push to the results branch" in log
+    )
+    assert "refused by the test" in log and fake.token not in body
+    assert len([n for n in _listed(origin) if n.startswith("history/records/")]) == 1
+    hook.unlink()
+
+    # The merge check: no agent (no `agent` input), only the receipts on the data branch.
+    ok, log = act(tmp_path, ws, fake, "pull_request", events[1], STORE, receipt="true", agent="")
+    assert (ok.activity, ok.conclusion) == ("receipt", "success"), log
+    check = _check(fake, demo.head_sha)
+    assert check["conclusion"] == "success"
+    assert check["output"]["title"] == "every changed instruction file has a passing evaluation"
+    assert f"- `AGENTS.md` (`{first_digest[:12]}`): passed in PR #1 on " in check["output"]["summary"]
+    refused, log = act(tmp_path, ws, fake, "pull_request", events[2], STORE, receipt="true", agent="")
+    assert (refused.activity, refused.conclusion) == ("receipt", "failure"), log
+    check = _check(fake, edited)
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"] == "no passing evaluation of AGENTS.md as merged"
+    assert (
+        f"`AGENTS.md` (`{second_digest[:12]}`): **no receipt** (never evaluated)"
+        in check["output"]["summary"]
+    )
+    # The receipt checks ran nothing: no results path beyond the two evaluations'.
+    assert sorted(p.name for p in tmp_path.glob("results-*")) == ["results-0", "results-1"]
