@@ -691,20 +691,31 @@ def _history(ctx: _Context, cache: ArmStore | None) -> History:
 
 def _keep_history(ctx: _Context, cache: ArmStore | None, manifest: Manifest, summary: Summary) -> str:
     """Record the finished evaluation and its head files' receipts, then the comment's history
-    section. A store that refuses the write (a token without `contents: write` on the data
-    branch) costs the record, never the evaluation: a warning says so."""
+    section. A same-repository PR writes the data branch (its author may push anyway); a
+    fork's run does not (the fork-safe workflow's token is read-only). A store that refuses
+    the write (a token without `contents: write`) costs the record, never the evaluation: a
+    warning says so."""
     history = _history(ctx, cache)
     record = record_of(manifest, summary, pr=ctx.event.pr_number)
-    try:
-        history.append(record)
-        saved = True
-    except InfraError as exc:
-        saved = False
-        why = ctx.redact(action_hint(str(exc)))
-        ctx.runtime.annotate("warning", f"this evaluation was not recorded in the history: {why}")
+    saved = False
+    if ctx.event.is_fork and ctx.settings.results_store.kind == "branch":
+        ctx.say(f"docdelta: {_FORK_UNRECORDED}")
+    else:
+        try:
+            history.append(record)  # False when an earlier run recorded it: kept either way
+            saved = True
+        except InfraError as exc:
+            why = ctx.redact(action_hint(str(exc)))
+            ctx.runtime.annotate("warning", f"this evaluation was not recorded in the history: {why}")
     head = next((c.files for c in manifest.conditions if c.name == HEAD), {})
     heads = [(f.path, head.get(f.path)) for f in summary.changed]
     return comment_section(history, heads, record, saved=saved, policy=ctx.settings.fail_on)
+
+
+_FORK_UNRECORDED = (
+    "a fork's evaluation is not recorded on the data branch (the fork-safe workflow's token may "
+    "not write; its head gets no receipt there)"
+)
 
 
 def _selftest_matrix(ctx: _Context, workdir: Path, exc: SelftestFailed) -> _Matrix:

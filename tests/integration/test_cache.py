@@ -112,8 +112,11 @@ def test_a_push_stores_the_base_arm_on_a_data_branch_and_a_pr_on_that_base_reuse
     assert result.activity == "evaluate", log
     body = fake.comments[0]["body"]
     assert "**From cache:** the `base` arm" in body and listing[0][5:17] in body
-    # a PR run only reads the shared branch: still what the trusted push wrote
-    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == pushed
+    # a PR run never writes the cache on the shared branch; it only adds its history record
+    after = _git(origin, "ls-tree", "-r", "--name-only", "refs/heads/docdelta-results").split()
+    assert [n for n in after if not n.startswith("history/")] == everything
+    assert len([n for n in after if n.startswith("history/records/")]) == 1
+    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == str(int(pushed) + 1)
 
 
 def test_a_second_pr_with_the_same_base_reuses_the_first_prs_base_arm_from_a_directory(

@@ -16,7 +16,8 @@ import pytest
 
 from docdelta.cache import BranchStore, DirectoryStore
 from docdelta.git import run_git
-from docdelta.history import HISTORY_DIR, ArmRecord, History, HistoryRecord, content_digest
+from docdelta.history import HISTORY_DIR, ArmRecord, History, HistoryRecord, comment_section, content_digest
+from docdelta.models import VerdictSummary
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -149,3 +150,41 @@ def test_a_rerun_adds_no_record_and_a_duplicate_member_is_read_once(tmp_path: Pa
     )
     assert history.append(more_runs) is True  # the same experiment after more rounds: a new record
     assert len(history.records()[0]) == 2
+
+
+def test_the_comment_section_shows_a_files_last_evaluations_newest_first_and_its_receipt(
+    tmp_path: Path,
+) -> None:
+    """Seven earlier evaluations of AGENTS.md: five rows, newest first, the rest counted; head's
+    content passed before, so it already has a receipt. No earlier evaluation: no section."""
+    history = History(DirectoryStore(tmp_path), HISTORY_DIR)
+    head = b"# Agents\nUse tox.\n"
+    passed = _record(1, head, pr=11).model_copy(update={"verdict_refused": None})
+    improved = VerdictSummary.model_validate(
+        {
+            "treatment": "head", "control": "base", "kind": "improved", "estimate": 0.75, "ci_low": None,
+            "ci_high": None, "confidence": None, "p_value": 0.01, "threshold": 0.05, "exact": True,
+            "alpha": 0.05, "band": 0.1, "tasks": 1, "design": "fixed 4 repeats", "rounds": 4,
+            "reason": "head beat base",
+        }
+    )  # fmt: skip
+    history.append(passed.model_copy(update={"verdict": improved}))
+    for n in range(2, 8):
+        history.append(_record(n, f"# Agents\nversion {n}\n".encode(), head_score=0.5, pr=10 + n))
+    current = _record(9, head, pr=20)
+
+    section = comment_section(
+        history, [("AGENTS.md", content_digest(head))], current, saved=True, policy="regression"
+    )
+
+    assert section.startswith("<details><summary>History of AGENTS.md (7 earlier evaluation(s))</summary>")
+    rows = [line for line in section.splitlines() if line.startswith("| 2026")]
+    assert [row.split(" | ")[1].split(" ")[0] for row in rows] == ["#17", "#16", "#15", "#14", "#13"]
+    assert rows[0].endswith("| no verdict (too few runs) | +0.25 | 8 |")
+    assert "2 older evaluation(s) not shown: `docdelta history --file AGENTS.md`." in section
+    assert (
+        f"Head's content `{content_digest(head)[:12]}` already has a receipt: it passed "
+        "`fail-on: regression` in 1 earlier evaluation(s), latest PR #11 on 2026-12-01."
+    ) in section
+    assert section.endswith("</details>")
+    assert comment_section(history, [("CLAUDE.md", "d" * 64)], current, saved=True, policy="regression") == ""
