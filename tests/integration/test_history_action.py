@@ -14,6 +14,8 @@ import pytest
 from actionrun import act, demo_workspace, pr_event
 from fakegithub import FakeGitHub
 
+from docdelta.cli import main
+from docdelta.errors import ExitCode
 from docdelta.git import overlay_commit, run_git
 
 pytestmark = pytest.mark.timeout(400)  # two PR evaluations
@@ -39,7 +41,7 @@ def _check(fake: FakeGitHub, sha: str) -> dict[str, Any]:
 
 
 def test_the_data_branch_keeps_each_evaluation_the_comment_shows_the_past_and_receipts_gate_the_merge(
-    tmp_path: Path, fake: FakeGitHub
+    tmp_path: Path, fake: FakeGitHub, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ws, demo = demo_workspace(tmp_path)
     origin = tmp_path / "origin.git"
@@ -97,3 +99,13 @@ def test_the_data_branch_keeps_each_evaluation_the_comment_shows_the_past_and_re
     )
     # The receipt checks ran nothing: no results path beyond the two evaluations'.
     assert sorted(p.name for p in tmp_path.glob("results-*")) == ["results-0", "results-1"]
+
+    # The CLI reads the same data branch.
+    branch = ["--results-store", "branch:docdelta-results", "--repo", str(ws)]
+    assert main(["history", *branch, "--file", "AGENTS.md"]) == ExitCode.OK
+    shown = capsys.readouterr().out
+    assert f"PR #1 head {demo.head_sha[:12]} AGENTS.md@{first_digest[:12]}" in shown
+    assert main(["receipt", *branch, "--file", "AGENTS.md", "--ref", demo.head_sha]) == ExitCode.OK
+    assert main(["receipt", *branch, "--file", "AGENTS.md", "--ref", edited]) == ExitCode.NO_RECEIPT
+    assert main(["receipt", "--results-store", "s3:bucket", "--file", "AGENTS.md"]) == ExitCode.BAD_INPUT
+    assert "--results-store: expected 'none', 'dir:PATH' or 'branch:NAME'" in capsys.readouterr().err
