@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TextIO
@@ -374,11 +374,7 @@ def _receipt_check(ctx: _Context) -> ActionResult:
             "input 'receipt': the receipts are kept in the results store, but `results-store` is none",
             hint="set `results-store: branch:docdelta-results` here and in the evaluating workflow",
         )
-    auth = None
-    if settings.results_store.kind == "branch":
-        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
-    store = open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth)
-    history = _history(ctx, store)
+    history = _history(ctx, _results_store(ctx, repo))
     lines, missing = [], []
     for f in detection.changed:
         if f.status is FileStatus.deleted:
@@ -607,8 +603,12 @@ def _run_matrix(
     config = load_project_config(repo, base_sha)
     tasks_path = settings.tasks or config.tasks
     workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}{'-patched' if proof else ''}"
-    if settings.merge is not None:
-        return _merged_matrix(settings, settings.merge, workdir / "results")
+    cache = _results_store(ctx, repo)
+    if settings.merge is not None:  # a matrix's aggregate job: where its evaluation finishes
+        merged = _merged_matrix(settings, settings.merge, workdir / "results")
+        if merged.stopped:
+            return merged
+        return replace(merged, history=_keep_history(ctx, cache, merged.manifest, merged.summary))
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
     adaptive = settings.repeats == "auto" and proof is None  # a proof has no base arm to decide on
@@ -627,15 +627,10 @@ def _run_matrix(
         refresh=refresh,
         config_arms=True,
     )
-    # The fork-safe workflow checks out with `persist-credentials: false`: on a private
-    # repository the results branch is then read with the workflow's token.
-    auth = None
-    if settings.results_store.kind == "branch":
-        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
     deps = Deps(
         repo=repo,
         workdir=workdir / "results",
-        cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth),
+        cache=cache,
         save_cache=trusted and proof is None,
         image_base=ACTION_SANDBOX_BASE,
         job_summary=None if proof else ctx.runtime.append_summary,
@@ -680,6 +675,16 @@ def _run_matrix(
         deps.workdir,
         history,
     )
+
+
+def _results_store(ctx: _Context, repo: Repo) -> ArmStore | None:
+    """The `results-store` backend. The fork-safe workflow checks out with
+    `persist-credentials: false`: on a private repository the results branch is then read
+    with the workflow's token."""
+    settings, auth = ctx.settings, None
+    if settings.results_store.kind == "branch":
+        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
+    return open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth)
 
 
 def _history(ctx: _Context, cache: ArmStore | None) -> History:

@@ -23,7 +23,7 @@ cut short is skipped and counted, never trusted) and `receipts/<sha256>.json`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -216,10 +216,7 @@ class History:
     def append(self, record: HistoryRecord) -> bool:
         """Add the record and a receipt entry for each of its head arm's files, in one step;
         False when this experiment with these runs is recorded already."""
-        suffix = f"-{record.key[:32]}.json"
-        if any(n.endswith(suffix) for n in self.backend.paths(self._path(RECORDS_DIR))):
-            return False
-        if any(r.key == record.key for r in self._legacy_records()):
+        if any(r.key == record.key for r in self.records()[0]):
             return False
         name = _member(record)
         files = {self._path(RECORDS_DIR, name): record.model_dump_json().encode() + b"\n"}
@@ -237,13 +234,6 @@ class History:
             files[self._path(RECEIPTS_DIR, digest, name)] = entry.model_dump_json().encode() + b"\n"
         self.backend.add(files, f"docdelta history: {record.head_sha[:12]}")
         return True
-
-    def _legacy_records(self) -> Iterable[HistoryRecord]:
-        for line in (self.backend.read(self._path(LEGACY_FILE)) or b"").splitlines():
-            try:
-                yield HistoryRecord.model_validate_json(line)
-            except ValidationError:
-                continue
 
     def receipt(self, digest: str) -> Receipt | None:
         """Every recorded evaluation of this content as head (the members and an earlier

@@ -109,3 +109,26 @@ def test_the_data_branch_keeps_each_evaluation_the_comment_shows_the_past_and_re
     assert main(["receipt", *branch, "--file", "AGENTS.md", "--ref", edited]) == ExitCode.NO_RECEIPT
     assert main(["receipt", "--results-store", "s3:bucket", "--file", "AGENTS.md"]) == ExitCode.BAD_INPUT
     assert "--results-store: expected 'none', 'dir:PATH' or 'branch:NAME'" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(300)
+def test_a_matrix_evaluation_is_recorded_once_by_its_aggregate_job(tmp_path: Path, fake: FakeGitHub) -> None:
+    """The run jobs of a matrix (`shard`) record nothing; the aggregate job (`merge`), where
+    the evaluation finishes, records it on the data branch."""
+    ws, demo = demo_workspace(tmp_path)
+    origin = tmp_path / "origin.git"
+    fake.add_pull(3, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+    event = pr_event(tmp_path, 3, demo.base_sha, demo.head_sha)
+    shards = tmp_path / "shards"
+    for i in (1, 2):
+        where = str(shards / str(i))
+        done, log = act(tmp_path, ws, fake, "pull_request", event, STORE, shard=f"{i}/2", results_path=where)
+        assert done.title == f"shard {i}/2 done", log
+    assert run_git(origin, "rev-parse", "--verify", "--quiet", BRANCH).returncode != 0  # nothing pushed
+
+    merged, log = act(tmp_path, ws, fake, "pull_request", event, STORE, merge=str(shards))
+    assert merged.activity == "evaluate", log
+    records = [n for n in _listed(origin) if n.startswith("history/records/")]
+    assert len(records) == 1
+    shown = run_git(origin, "show", f"{BRANCH}:{records[0]}").stdout.decode()
+    assert '"pr":3' in shown and f'"head_sha":"{demo.head_sha}"' in shown
