@@ -374,8 +374,32 @@ def _receipt_check(ctx: _Context) -> ActionResult:
             "input 'receipt': the receipts are kept in the results store, but `results-store` is none",
             hint="set `results-store: branch:docdelta-results` here and in the evaluating workflow",
         )
-    history = _history(ctx, _results_store(ctx, repo))
-    lines, missing = [], []
+    try:
+        lines, missing = _receipts(ctx, repo, _history(ctx, _results_store(ctx, repo)), detection)
+    except InfraError as exc:  # a required check: an unreadable store must not pass as neutral
+        raise ConfigError(f"input 'receipt': {exc.message}", hint=exc.hint) from None
+    if missing:
+        conclusion, title = Conclusion.failure, f"no passing evaluation of {', '.join(missing)} as merged"
+    else:
+        conclusion, title = Conclusion.success, "every changed instruction file has a passing evaluation"
+    summary = (
+        f"A receipt is an evaluation of an instruction file's exact content that passed "
+        f"`fail-on: {settings.fail_on}` (kept in `{settings.results_store.kind}:"
+        f"{settings.results_store.location}`).\n\n" + "\n".join(lines)
+    )
+    url = ctx.publish(conclusion, title, summary)
+    ctx.say(f"docdelta: receipt: {conclusion.value}: {title}")
+    return ActionResult(Activity.receipt, conclusion, title, {Output.check_url: url})
+
+
+def _receipts(
+    ctx: _Context, repo: Repo, history: History, detection: Detection
+) -> tuple[list[str], list[str]]:
+    """(a line per changed instruction file, the paths whose head content has no passing
+    receipt); a deleted file needs none."""
+    settings = ctx.settings
+    lines: list[str] = []
+    missing: list[str] = []
     for f in detection.changed:
         if f.status is FileStatus.deleted:
             lines.append(f"- `{f.path}`: deleted by this pull request; no content to hold a receipt")
@@ -395,18 +419,7 @@ def _receipt_check(ctx: _Context) -> ActionResult:
         tried = len(receipt.evaluations) if receipt else 0
         why = f"{tried} evaluation(s) of this content, none passing" if tried else "never evaluated"
         lines.append(f"- `{f.path}` (`{digest[:12]}`): **no receipt** ({why})")
-    if missing:
-        conclusion, title = Conclusion.failure, f"no passing evaluation of {', '.join(missing)} as merged"
-    else:
-        conclusion, title = Conclusion.success, "every changed instruction file has a passing evaluation"
-    summary = (
-        f"A receipt is an evaluation of an instruction file's exact content that passed "
-        f"`fail-on: {settings.fail_on}` (kept in `{settings.results_store.kind}:"
-        f"{settings.results_store.location}`).\n\n" + "\n".join(lines)
-    )
-    url = ctx.publish(conclusion, title, summary)
-    ctx.say(f"docdelta: receipt: {conclusion.value}: {title}")
-    return ActionResult(Activity.receipt, conclusion, title, {Output.check_url: url})
+    return lines, missing
 
 
 def _head_bytes(ctx: _Context, repo: Repo, path: str) -> bytes:

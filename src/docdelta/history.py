@@ -297,7 +297,7 @@ def render(records: list[HistoryRecord], path: str | None, skipped: int) -> str:
 def _verdict_cell(record: HistoryRecord) -> str:
     if record.verdict is not None:
         return record.verdict.kind.replace("_", " ")
-    why = record.verdict_refused or "no shared task"
+    why = " ".join((record.verdict_refused or "no shared task").split()).replace("|", "/")  # one table cell
     return f"no verdict ({why[:60]}{'…' if len(why) > 60 else ''})"
 
 

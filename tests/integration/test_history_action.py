@@ -132,3 +132,21 @@ def test_a_matrix_evaluation_is_recorded_once_by_its_aggregate_job(tmp_path: Pat
     assert len(records) == 1
     shown = run_git(origin, "show", f"{BRANCH}:{records[0]}").stdout.decode()
     assert '"pr":3' in shown and f'"head_sha":"{demo.head_sha}"' in shown
+
+
+def test_a_receipt_check_that_cannot_read_the_store_fails_never_passes_as_neutral(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    """A required check's neutral lets the merge through: an unreadable data branch must fail."""
+    ws, demo = demo_workspace(tmp_path)
+    assert run_git(ws, "remote", "set-url", "origin", str(tmp_path / "gone.git")).returncode == 0
+    fake.add_pull(5, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+    event = pr_event(tmp_path, 5, demo.base_sha, demo.head_sha)
+    result, log = act(tmp_path, ws, fake, "pull_request", event, STORE, receipt="true", agent="")
+    assert (result.activity, result.conclusion) == ("error", "failure"), log
+    check = _check(fake, demo.head_sha)
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"].startswith(
+        "docdelta could not run: input 'receipt': cannot fetch the results branch 'docdelta-results'"
+    )
+    assert "Traceback" not in log and fake.token not in log
