@@ -6,6 +6,7 @@ branch is pushed to a bare repository standing in for GitHub."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,24 @@ def test_a_receipt_check_that_cannot_read_the_store_fails_never_passes_as_neutra
         "docdelta could not run: input 'receipt': cannot fetch the results branch 'docdelta-results'"
     )
     assert "Traceback" not in log and fake.token not in log
+
+
+def test_a_forks_head_is_read_through_the_api_as_data_for_its_receipt(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    """A fork's head commit is not in the base checkout: its AGENTS.md is read through the API
+    (no approval needed, nothing runs), hashed, and has no receipt."""
+    ws, demo = demo_workspace(tmp_path)
+    fork_head = "f" * 40
+    fake.add_commit(fork_head, {"AGENTS.md": b"# Agents\nFrom a fork.\n"})
+    fake.add_pull(6, demo.base_sha, fork_head, [("AGENTS.md", "modified")])
+    event = pr_event(tmp_path, 6, demo.base_sha, fork_head)
+    payload = json.loads(event.read_text())
+    payload["pull_request"]["head"]["repo"]["full_name"] = "forker/Hello-World"  # EDIT: from a fork
+    event.write_text(json.dumps(payload))
+    result, log = act(tmp_path, ws, fake, "pull_request_target", event, STORE, receipt="true", agent="")
+    assert (result.activity, result.conclusion) == ("receipt", "failure"), log
+    digest = hashlib.sha256(b"# Agents\nFrom a fork.\n").hexdigest()
+    summary = _check(fake, fork_head)["output"]["summary"]
+    assert f"`AGENTS.md` (`{digest[:12]}`): **no receipt** (never evaluated)" in summary
+    assert fake.requests("GET", r"/contents/AGENTS\.md")
