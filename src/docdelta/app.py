@@ -46,13 +46,13 @@ from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, Sa
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
-from docdelta.github.annotations import added_lines, diff_lines, line_annotations
-from docdelta.github.comment import marker, render_comment
+from docdelta.github.annotations import added_lines, diff_hunks, line_annotations
+from docdelta.github.comment import marker, render_comment, suggestion_marker
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
-from docdelta.loop_comment import audit_section, suggestion_section
+from docdelta.loop_comment import ReviewTarget, audit_section, prove_suggestion, publish_suggestion
 from docdelta.models import (
     BASE,
     HEAD,
@@ -863,29 +863,9 @@ def _loop_sections(
     spent: list[float] = []
     config = load_project_config(repo, base_sha)
     if settings.suggest:
-
-        def prove(patch: Path) -> tuple[Manifest, list[RunResult]]:
-            proof = _run_matrix(
-                ctx, repo, base_sha, head, (HEAD, PATCHED), settings.source, trusted=False, proof=patch
-            )
-            spent.append(proof.cost_usd)
-            if proof.stopped or proof.summary.broken:
-                raise InfraError(f"the patched run did not finish: {proof.stopped or proof.summary.broken}")
-            return proof.manifest, proof.results
-
-        try:
-            offered = suggestion_section(
-                repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove,
-                diff_lines(files),
-            )  # fmt: skip
-        except DocdeltaError as exc:
-            ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
-        else:
-            if offered is None:
-                ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
-            else:
-                sections.append(offered)
-                ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
+        offered = _suggest_section(ctx, repo, base_sha, head, matrix, files, spent)
+        if offered is not None:
+            sections.append(offered)
     if settings.audit:
         tasks_path = settings.tasks or config.tasks
         sections.append(
@@ -899,6 +879,55 @@ def _loop_sections(
             )
         )
     return sections, sum(spent)
+
+
+def _suggest_section(
+    ctx: _Context,
+    repo: Repo,
+    base_sha: str,
+    head: str,
+    matrix: _Matrix,
+    files: list[PrFile],
+    spent: list[float],
+) -> str | None:
+    """`suggest: true`: draft, prove with a `head,patched` run (its cost appended to `spent`),
+    then the sticky review comment and the scorecard's section (docdelta.loop_comment)."""
+    settings = ctx.settings
+    assert matrix.tasks_dir is not None
+
+    def prove(patch: Path) -> tuple[Manifest, list[RunResult]]:
+        proof = _run_matrix(
+            ctx, repo, base_sha, head, (HEAD, PATCHED), settings.source, trusted=False, proof=patch
+        )
+        spent.append(proof.cost_usd)
+        if proof.stopped or proof.summary.broken:
+            raise InfraError(f"the patched run did not finish: {proof.stopped or proof.summary.broken}")
+        return proof.manifest, proof.results
+
+    proven = None
+    try:
+        proven = prove_suggestion(
+            repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove
+        )
+    except DocdeltaError as exc:
+        ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
+    else:
+        if proven is None:
+            ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
+        else:
+            ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
+    number = ctx.event.pr_number
+    target = None
+    if settings.comment and number is not None:
+        target = ReviewTarget(ctx.port, number, ctx.event.head_sha, suggestion_marker(settings.config_id))
+    return publish_suggestion(
+        proven,
+        diff_hunks(files),
+        target,
+        ctx.redact,
+        say=lambda message: ctx.say(f"docdelta: {message}"),
+        warn=lambda message: ctx.runtime.annotate("warning", ctx.redact(message), title="docdelta"),
+    )
 
 
 def _outputs(summary: Summary, cost: float, settings: ActionSettings) -> dict[str, str]:

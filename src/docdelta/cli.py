@@ -22,18 +22,17 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
-from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.detect import detect_diff, detect_refs, instruction_files
+from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs, instruction_files
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
+from docdelta.models_core import DEFAULT_CONDITIONS, HEAD
 from docdelta.sandbox import provider_names
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
     from docdelta.history import History
-    from docdelta.models import Manifest, RunResult, Summary, Task
+    from docdelta.models import ArmSpec, Manifest, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
     from docdelta.suggest import Suggestion
@@ -42,6 +41,8 @@ if TYPE_CHECKING:
 # ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
 # import, and `detect`, which needs none of them, must start in well under a second
 # (issue 12; the test is tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
+# That includes docdelta's own pydantic models: the class statements of docdelta.models and
+# docdelta.config (with the gateway's) were a third of detect's start-up.
 
 T = TypeVar("T")
 
@@ -495,11 +496,11 @@ def _detect(args: argparse.Namespace) -> int:
     if args.diff is not None:
         if args.base or args.head:
             raise ConfigError("--diff and --base/--head are alternatives", hint="pass one or the other")
-        detection = detect_diff(_diff_text(args.diff), matcher(ProjectConfig()))
+        detection = detect_diff(_diff_text(args.diff), InstructionMatcher())
     elif args.base and args.head:
         repo = Repo(args.repo)
         base = repo.resolve(args.base)
-        detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+        detection = detect_refs(repo, base, repo.resolve(args.head), _project_matcher(repo, base))
     else:
         raise ConfigError(
             "detect needs --base and --head, or --diff FILE", hint="e.g. --base origin/main --head HEAD"
@@ -521,6 +522,16 @@ def _detect(args: argparse.Namespace) -> int:
             f"note      {len(detection.other_changed)} other file(s) changed in the range (code, tests, docs)"
         )
     return ExitCode.OK
+
+
+def _project_matcher(repo: Repo, sha: str) -> InstructionMatcher:
+    """The instruction matcher of `.docdelta.yml` at `sha` (the trusted base). Without one
+    it is the built-in table's, and the config's models are never imported."""
+    if not any(e.path == CONFIG_PATH for e in repo.tree(sha, [CONFIG_PATH])):
+        return InstructionMatcher()
+    from docdelta.config import load_project_config, matcher
+
+    return matcher(load_project_config(repo, sha))
 
 
 def _diff_text(stream: BinaryIO) -> str:
@@ -830,6 +841,7 @@ def _model_draft(
     out: Path,
 ) -> Path | None:
     """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
+    from docdelta.config import load_project_config, matcher
     from docdelta.suggest_model import draft as model_draft
     from docdelta.suggest_model import write as write_model_draft
 
@@ -873,6 +885,7 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
+    from docdelta.config import load_project_config, matcher
     from docdelta.shard import plan_matrix
     from docdelta.tasks import load_tasks
 
@@ -966,6 +979,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _tasks_audit(args: argparse.Namespace) -> int:
+    from docdelta.config import load_project_config
     from docdelta.planning import strip_inside
     from docdelta.task_audit import audit_suite, read_source
     from docdelta.task_audit import render as render_audit
@@ -1019,6 +1033,7 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 def _selftest(args: argparse.Namespace) -> int:
     from docdelta import envs
     from docdelta.agents import agent_npm
+    from docdelta.config import load_project_config, matcher
     from docdelta.grading.selftest import selftest_tasks
     from docdelta.tasks import load_tasks
 

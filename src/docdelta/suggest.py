@@ -15,8 +15,8 @@ command it prints (`docdelta run --conditions head,patched --patch P`) is what p
 refutes it: `--measured WORKDIR` reads that run, checks it ran exactly this patch, and says
 "raised X from a to b in n runs, p = ..." only where a one-sided permutation test (the
 scorecard's) clears alpha and the gain clears the noise band. In the Action (`suggest: true`)
-`offer` puts the draft and that claim in the PR comment, only after such a run
-(docdelta.app). A model-written draft is docdelta.suggest_model's.
+docdelta.loop_comment offers the draft and that claim on the PR, only after such a run.
+A model-written draft is docdelta.suggest_model's.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
-from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchSet
 
 from docdelta import stats
 from docdelta.config import load_project_config, matcher
@@ -298,53 +296,6 @@ def measured_line(m: Measured, lines: int) -> str:
         these = "this line" if lines == 1 else f"these {lines} lines"
         return f"adding {these} raised {m.task} {change}, p = {p}"
     return f"not shown: {m.task} went from {m.before:.2f} to {m.after:.2f} in {m.runs} runs (p = {p})"
-
-
-def _suggestion_block(suggestion: Suggestion, diff_lines: set[int]) -> tuple[int, str] | None:
-    """(head line, replacement) when the patch is one hunk that only adds lines after a line
-    the PR's diff shows (`diff_lines`, added or context): GitHub's ```suggestion block in a
-    review comment on that line applies it. Else None."""
-    try:
-        [patched] = PatchSet(suggestion.patch)
-        [hunk] = patched
-    except (UnidiffParseError, ValueError):
-        return None
-    lines = list(hunk)
-    first_added = next((i for i, line in enumerate(lines) if line.is_added), None)
-    if first_added is None or first_added == 0 or any(line.is_removed for line in lines):
-        return None
-    anchor = lines[first_added - 1]
-    added = [line for line in lines[first_added:] if line.is_added]
-    if len(added) != len(lines) - first_added or anchor.target_line_no not in diff_lines:
-        return None  # additions not in one run at the end of the hunk, or no diff line to hang it on
-    return anchor.target_line_no, anchor.value + "".join(line.value for line in added)
-
-
-def offer(suggestion: Suggestion, measured: Sequence[Measured], diff_lines: set[int]) -> str:
-    """The comment's folded section: the drafted change with its measured effect, or, when
-    the patched run raised no task, only that it was tried. Never called without that run."""
-    lines = len({r.line for r in suggestion.rules})
-    claims = [measured_line(m, lines) for m in measured]
-    raised = [c for m, c in zip(measured, claims, strict=True) if m.raised]
-    if not raised:
-        head = "Suggested fix: not offered, the patched run raised no task"
-        return (
-            f"<details><summary>{head}</summary>\n\n" + "".join(f"- {c}\n" for c in claims) + "\n</details>\n"
-        )
-    block = _suggestion_block(suggestion, diff_lines)
-    if block is not None:
-        where = f"`{suggestion.file}` line {block[0]} (a review comment there with this block applies it)"
-        fence = f"```suggestion\n{block[1]}```"
-    else:
-        where = f"`{suggestion.file}` (`git apply` it: `suggested.patch` in the run's artifacts)"
-        fence = f"```diff\n{suggestion.patch}```"
-    return (
-        f"<details><summary>Suggested fix, measured: {raised[0]}</summary>\n\n"
-        f"Drafted from the gold items {suggestion.condition} missed, then run as "
-        f"`{suggestion.condition},patched`. Suggested change to {where}:\n\n{fence}\n\n"
-        + "".join(f"- {c}\n" for c in claims)
-        + "\n</details>\n"
-    )
 
 
 def write(suggestion: Suggestion, out: Path) -> Path:
