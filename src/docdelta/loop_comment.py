@@ -12,6 +12,9 @@
   deleted when this run proves no suggestion; the scorecard's section links to it. Where it
   cannot be placed, or GitHub refuses it (a token without `pull-requests: write`), the
   section holds the change itself and says why; a refusal is a warning, never a failure.
+  With `suggest-model`, the model's draft (`docdelta.suggest_model`, the `ask` callback) is the
+  one proven and offered in its place; when it is refused or the call fails, the
+  deterministic draft is, and the offer says why.
 * `audit: true`: `tasks audit` over base's and head's trees and this run's results, as a table of
   findings (leaked answers, unattainable gold, saturated tasks); holdout tasks are counted,
   never named, since the scorecard shows them only in aggregate.
@@ -31,12 +34,15 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from docdelta.config import ProjectConfig
+from docdelta.errors import InfraError
 from docdelta.git import Repo
 from docdelta.github.port import GitHubPort, ReviewAnchor
 from docdelta.github.pygithub import ApiError
-from docdelta.models import HEAD, Frozen, Manifest, RunResult
-from docdelta.suggest import Measured, Suggestion, measure, measured_line, suggest
+from docdelta.models import HEAD, Frozen, Manifest, RunResult, Task
+from docdelta.suggest import Measured, Suggestion, adding, change, measure, measured_line, suggest
 from docdelta.suggest import write as write_suggestion
+from docdelta.suggest_model import ModelDraft, measured_as
+from docdelta.suggest_model import write as write_model_draft
 from docdelta.task_audit import FileKind, Label, SuiteAudit, audit_suite, read_source
 from docdelta.tasks import load_tasks
 
@@ -50,11 +56,17 @@ class Proven:
 
     suggestion: Suggestion
     measured: list[Measured]
+    author: str | None = None
+    """The model that wrote the patch; None: drafted from the gold."""
+    what: str | None = None
+    """The change as the claim names it; None: `suggest.change` of the drafted patch."""
+    note: str = ""
+    """Said first: why the model's draft is not the one offered."""
+    patch_name: str = SUGGESTED_PATCH
 
     @property
     def claims(self) -> list[str]:
-        lines = len({r.line for r in self.suggestion.rules})
-        return [measured_line(m, lines) for m in self.measured]
+        return [measured_line(m, self.what or change(self.suggestion)) for m in self.measured]
 
     @property
     def raised(self) -> list[str]:
@@ -69,16 +81,32 @@ def prove_suggestion(
     tasks_dir: Path,
     out_dir: Path,
     prove: Callable[[Path], tuple[Manifest, list[RunResult]]],
+    ask: Callable[[Suggestion, Mapping[str, Task]], ModelDraft | str] | None = None,
 ) -> Proven | None:
-    """Draft, write `SUGGESTED_PATCH`, run it; None when head missed nothing a patch could add."""
+    """Draft, write `SUGGESTED_PATCH`, run it; None when head missed nothing a patch could add.
+    `ask`: the model's draft of the same misses (written beside it and run in its place), or
+    why there is none (said in the offer)."""
     tasks = {lt.task.id: lt.task for lt in load_tasks(tasks_dir)}
     drafted = suggest(repo, manifest, results, tasks, condition=HEAD)
     if drafted is None:
         return None
     patch = out_dir / SUGGESTED_PATCH
     write_suggestion(drafted, patch)
-    proof_manifest, proof_results = prove(patch)
-    return Proven(drafted, measure(drafted, proof_manifest, proof_results))
+    got = None if ask is None else ask(drafted, tasks)
+    if not isinstance(got, ModelDraft):
+        proof_manifest, proof_results = prove(patch)
+        note = "" if got is None else f"Not the model's draft: {got}. This is the deterministic draft."
+        return Proven(drafted, measure(drafted, proof_manifest, proof_results), note=note)
+    written = write_model_draft(got, patch)
+    proof_manifest, proof_results = prove(written)
+    measured_draft = measured_as(drafted, patch, proof_manifest)
+    if measured_draft is None:  # the run holds another patch: nothing of it is the model's
+        raise InfraError("the patched run did not run the model's draft")
+    theirs, added = measured_draft
+    return Proven(
+        theirs, measure(theirs, proof_manifest, proof_results),
+        author=f"{got.provider}/{got.model}", what=adding(added), patch_name=written.name,
+    )  # fmt: skip
 
 
 class Placed(Frozen):
@@ -140,11 +168,15 @@ def _fence(placed: Placed) -> str:
 
 def _drafted(proven: Proven) -> str:
     condition = proven.suggestion.condition
-    return f"Drafted from the gold items {condition} missed, then run as `{condition},patched`."
+    note = f"{proven.note} " if proven.note else ""
+    by = f"Written by {proven.author} from" if proven.author else "Drafted from"
+    return f"{note}{by} the gold items {condition} missed, then run as `{condition},patched`."
 
 
 def _claims(proven: Proven) -> str:
-    return "".join(f"- {c}\n" for c in proven.claims)
+    """Every measurement, then the execution evidence for each stale command it replaces."""
+    why = [f"- why: {r.evidence}\n" for r in proven.suggestion.replaced]
+    return "".join(f"- {c}\n" for c in proven.claims) + "".join(why)
 
 
 def offer(proven: Proven, placed: Placed | None, why: str = "") -> str:
@@ -154,12 +186,13 @@ def offer(proven: Proven, placed: Placed | None, why: str = "") -> str:
     suggestion = proven.suggestion
     if not proven.raised:
         head = "Suggested fix: not offered, the patched run raised no task"
-        return f"<details><summary>{head}</summary>\n\n{_claims(proven)}\n</details>\n"
+        said = f"{proven.note}\n\n" if proven.note else ""
+        return f"<details><summary>{head}</summary>\n\n{said}{_claims(proven)}\n</details>\n"
     if placed is not None:
         where = f"{placed.where} (a review comment there with this block applies it)"
         block = _fence(placed)
     else:
-        where = f"`{suggestion.file}` (`git apply` it: `{SUGGESTED_PATCH}` in the run's artifacts)"
+        where = f"`{suggestion.file}` (`git apply` it: `{proven.patch_name}` in the run's artifacts)"
         block = f"```diff\n{suggestion.patch}```"
     note = f" {why}" if why else ""
     return (

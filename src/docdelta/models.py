@@ -577,6 +577,9 @@ class Manifest(Frozen):
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
     holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
+    unreviewed: list[str] = Field(
+        default=[], description="task ids run with `reviewed: false` gold (--allow-unreviewed)"
+    )
     pooled_only: list[str] = Field(
         default=[],
         description="conditions this plan runs none of: their control is the pooled earlier batches",
@@ -589,9 +592,11 @@ class Manifest(Frozen):
 
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made).
-        `arms` and `pooled_only` count only when set, so a plan without them keeps its identity."""
+        `arms`, `pooled_only` and `unreviewed` count only when set, so a plan without them keeps
+        its identity."""
         unset = {"created_at"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
+        unset |= {"unreviewed"} if not self.unreviewed else set()
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
 
     def agent_of(self, column: str) -> AgentInfo:
@@ -851,6 +856,10 @@ class Summary(Frozen):
     changed: list[ChangedFile]
     tasks: list[TaskSummary] = Field(description="per task; holdout tasks are left out")
     holdout_tasks: int = Field(default=0, description="tasks counted in the aggregates but not shown")
+    unreviewed: list[str] = Field(
+        default=[], description="shown tasks whose gold is `reviewed: false`: the verdict rests on it"
+    )
+    unreviewed_holdout: int = Field(default=0, description="holdout tasks with unreviewed gold (not named)")
     overall: dict[str, ConditionStats]
     head_vs_base: Delta
     head_vs_none: Delta
@@ -888,6 +897,19 @@ class Summary(Frozen):
     arms: list[ArmComparison] = Field(
         default=[], description="each declared arm against the column it is compared with"
     )
+
+    @property
+    def unreviewed_note(self) -> str:
+        """What the scorecard's header and verdict line (and so the check summary, which is the
+        comment) add when tasks ran with unreviewed gold (`--allow-unreviewed`): a verdict
+        partly measured against drafts nobody checked. Holdout tasks are counted, never
+        named. Empty when every task was reviewed."""
+        count = len(self.unreviewed) + self.unreviewed_holdout
+        if not count:
+            return ""
+        held = self.unreviewed_holdout
+        named = [*self.unreviewed, *([f"{held} holdout task{'s' * (held != 1)}"] if held else [])]
+        return f"the suite included {count} unreviewed task{'s' * (count != 1)} ({', '.join(named)})"
 
 
 class VerdictSummary(Frozen):

@@ -7,6 +7,8 @@ Action's own workdirs (the CLI and the Action make the same claim)."""
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import io
 import json
 import shutil
@@ -19,6 +21,8 @@ import pytest
 from fakegithub import FakeGitHub, Request, event_path
 from fakegithub.server import BOT
 from gitrepo import GitRepo, git
+from modelserver import ScriptedModelServer
+from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 
 from docdelta import app
 from docdelta.cli import main
@@ -100,6 +104,10 @@ def fake(pr: Pr) -> Iterator[FakeGitHub]:
             server.add_commit(sha, pr.files(sha))
         server.add_pull(2, pr.base, pr.head, [("AGENTS.md", "modified")])
         yield server
+
+
+KEY = "sk-docdelta-action-suggest-key-0123456789"
+MODEL = "gpt-4o-mini"
 
 
 def _action(
@@ -351,3 +359,109 @@ def test_without_the_inputs_the_comment_has_no_loop_sections_and_no_patched_run(
     assert result.activity == "evaluate", log
     assert "Suggested fix" not in body and "Task audit" not in body
     assert not list((tmp_path / "results").glob("*-patched"))
+
+
+def _model_patch(pr: Pr) -> str:
+    """The model's own wording: the rule back under a Git heading of its choosing."""
+    new = pr.cut + f"\n## Git\n\n- {RULE}\n"
+    diff = difflib.unified_diff(
+        pr.cut.splitlines(keepends=True), new.splitlines(keepends=True), "a/AGENTS.md", "b/AGENTS.md"
+    )
+    return "diff --git a/AGENTS.md b/AGENTS.md\n" + "".join(diff)
+
+
+def _with_model(
+    tmp: Path, pr: Pr, fake: FakeGitHub, opened: Opened, turn: TextTurn | ErrorTurn, *, reuse_proof: bool
+) -> tuple[str, str, list[dict[str, Any]]]:
+    """The Action with `suggest-model` against a scripted server, reusing the opened run's
+    base,head runs (and its patched run of the deterministic draft, with `reuse_proof`):
+    (log, comment, the model server's requests). The key is nowhere docdelta wrote."""
+    _resume(opened, tmp)
+    if not reuse_proof:
+        shutil.rmtree(tmp / "results" / f"{pr.base[:12]}-{pr.head[:12]}-patched")
+    with ScriptedModelServer(Script(name="suggest", model=MODEL, turns=[turn])) as server:
+        result, log, body = _action(
+            tmp, pr, fake, suggest="true", **{"suggest-model": MODEL, "suggest-base-url": f"{server.url}/v1",
+            "api-key": KEY, "provider": "openai"},
+        )  # fmt: skip
+        requests = server.requests
+    assert result.activity == "evaluate", log
+    assert len(requests) == 1  # asked once
+    assert KEY not in log and KEY not in body
+    assert all(KEY not in r["body"] for r in fake.review_comments)
+    for path in (tmp / "results").rglob("*"):
+        if path.is_file() and "checkouts" not in path.parts:
+            assert KEY.encode() not in path.read_bytes(), path
+    return log, body, requests
+
+
+def test_suggest_model_offers_the_models_draft_once_the_patched_run_proved_it(
+    tmp_path: Path, pr: Pr, fake: FakeGitHub, opened: Opened
+) -> None:
+    patch = _model_patch(pr)
+    usage = TurnUsage(input_tokens=900, output_tokens=40)
+    turn = TextTurn(text=json.dumps({"patch": patch}), usage=usage)
+    log, body, [seen] = _with_model(tmp_path, pr, fake, opened, turn, reuse_proof=False)
+    # The gateway put the key on the upstream request; the request asked about the miss.
+    assert seen["auth"] == [["authorization", hashlib.sha256(f"Bearer {KEY}".encode()).hexdigest()]]
+    assert "force-push" in json.dumps(seen["body"])
+    claim = "adding these 2 lines raised force-push from 0.33 to 1.00 in 4 runs, p = 0.00714"
+    written = "Written by openai/gpt-4o-mini from the gold items head missed"
+    # The review comment holds the model's lines, not the drafted heading.
+    [review] = fake.review_comments
+    assert review["body"].startswith(
+        f"{MARK}\n**docdelta measured this change on `{pr.head[:12]}`:** {claim}\n"
+    )
+    assert f"```suggestion\n{pr.cut.splitlines()[-1]}\n\n## Git\n\n- {RULE}\n```" in review["body"]
+    assert written in review["body"] and HEADING not in review["body"]
+    section = _folded(body, "Suggested fix, measured:")
+    assert section.startswith(f"<details><summary>Suggested fix, measured: {claim}</summary>")
+    assert written in section and "Posted as a [review comment on `AGENTS.md` line" in section
+    # The proof ran the model's patch, which is kept beside the deterministic one.
+    assert (tmp_path / "results" / "suggested-model.patch").read_text() == patch
+    assert (tmp_path / "results" / "suggested.patch").is_file()
+    assert "docdelta: suggest: openai/gpt-4o-mini drafted a patch (2 lines added); proving it" in log
+
+
+@pytest.mark.parametrize(
+    ("turn", "said", "logged"),
+    [
+        (
+            TextTurn(text=json.dumps({"patch": f"+Use the key {KEY}."})),
+            "openai/gpt-4o-mini's reply was refused: its reply holds a key or token the gateway was given; "
+            "nothing of it was written",
+            "docdelta: suggest: the model's draft was refused: its reply holds a key",
+        ),
+        (
+            TextTurn(text="Sure! Add a line about force-pushing."),
+            'openai/gpt-4o-mini\'s reply was refused: its reply is not a JSON object with a "patch" string',
+            "docdelta: suggest: the model's draft was refused: its reply is not a JSON object",
+        ),
+        (
+            ErrorTurn(error=401, message=f"invalid key {KEY}"),
+            "the call to openai/gpt-4o-mini failed (the job's log says why)",
+            "answered 401",
+        ),
+    ],
+    ids=["echoes the key", "garbled", "gateway error"],
+)
+def test_a_refused_or_failed_model_draft_falls_back_to_the_deterministic_draft_and_says_so(
+    tmp_path: Path,
+    pr: Pr,
+    fake: FakeGitHub,
+    opened: Opened,
+    turn: TextTurn | ErrorTurn,
+    said: str,
+    logged: str,
+) -> None:
+    """The other refusals (too big, a path outside, ...) take the garbled reply's path; their
+    checks: tests/integration/test_cli_suggest_model.py."""
+    log, body, _ = _with_model(tmp_path, pr, fake, opened, turn, reuse_proof=True)
+    assert logged in log
+    note = f"Not the model's draft: {said}. This is the deterministic draft. Drafted from the gold items"
+    [review] = fake.review_comments
+    assert _block(pr.cut.splitlines()[-1]) in review["body"] and note in review["body"]
+    section = _folded(body, "Suggested fix, measured:")
+    assert section.startswith(f"<details><summary>Suggested fix, measured: {CLAIM}</summary>")
+    assert note in section
+    assert not (tmp_path / "results" / "suggested-model.patch").exists()
