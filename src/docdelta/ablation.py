@@ -414,6 +414,8 @@ class AblationRequest:
     """Runs per side one at a time would give each effect; the factorial matches that precision."""
     seed: int = 0
     max_runs: int | None = MAX_RUNS_WITHOUT_CONFIRMATION
+    file_named: str = "--file"
+    """How the caller spelled `file` for an error about it: the CLI's flag, or the Action's input."""
 
 
 def ablate(request: AblationRequest, options: RunOptions, deps: Deps) -> tuple[AblationReport, Evaluation]:
@@ -424,8 +426,9 @@ def ablate(request: AblationRequest, options: RunOptions, deps: Deps) -> tuple[A
     data = files.files.get(request.file)
     if data is None:
         known = ", ".join(sorted(files.files)) or "none"
+        where = sha[:12] if sha.startswith(request.ref) else f"{request.ref} ({sha[:12]})"
         raise ConfigError(
-            f"--file {request.file} is no instruction file at {request.ref} ({sha[:12]})",
+            f"{request.file_named} {request.file} is no instruction file at {where}",
             hint=f"pass one of the instruction files there: {known}",
         )
     text = data.decode("utf-8", "replace")

@@ -11,7 +11,10 @@ The event decides the activity in one place (`choose`):
   matrix runs and the sticky comment, the check (the gate's conclusion), the job
   summary and the outputs are published;
 * a push to the default branch (or a manual dispatch) refreshes the base-arm results
-  in the results store, so later PRs on that base reuse them.
+  in the results store, so later PRs on that base reuse them;
+* with the `ablate` input, any event ablates that instruction file on its commit
+  (`ablation.ablate`, as `docdelta ablate`): the table goes to the job summary and the
+  `ablation` output, and nothing is posted (an ablation is no gate on a commit).
 
 Trust: tasks and project config always come from the base commit. A fork's code never
 runs on the runner: its instruction files are read as data through the API and laid on
@@ -29,7 +32,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TextIO
@@ -38,21 +41,32 @@ import certifi
 from pydantic import ValidationError
 
 from docdelta import stats
+from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
+from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
-from docdelta.cache import open_store, token_auth
-from docdelta.config import load_project_config, matcher
+from docdelta.agents import agent_upstream
+from docdelta.cache import ArmStore, open_store, token_auth
+from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
-from docdelta.errors import ConfigError, DocdeltaError, ExitCode, InfraError, SandboxError, SelftestFailed
+from docdelta.errors import (
+    ConfigError,
+    DocdeltaError,
+    DraftRefused,
+    ExitCode,
+    InfraError,
+    SandboxError,
+    SelftestFailed,
+)
 from docdelta.evaluation import Deps, evaluate
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
-from docdelta.github.annotations import added_lines, diff_lines, line_annotations
-from docdelta.github.comment import marker, render_comment
+from docdelta.github.annotations import added_lines, diff_hunks, line_annotations
+from docdelta.github.comment import marker, render_comment, suggestion_marker
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
-from docdelta.history import HISTORY_DIR, History, record_of
-from docdelta.loop_comment import audit_section, suggestion_section
+from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
+from docdelta.loop_comment import ReviewTarget, audit_section, prove_suggestion, publish_suggestion
 from docdelta.models import (
     BASE,
     HEAD,
@@ -65,9 +79,10 @@ from docdelta.models import (
     Manifest,
     RunResult,
     Summary,
+    Task,
     sha256_hex,
 )
-from docdelta.planning import ExperimentRequest
+from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
@@ -75,6 +90,8 @@ from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
 from docdelta.store import MANIFEST_FILE, ResultStore
+from docdelta.suggest import Suggestion
+from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.tasks import load_tasks
 
 PR_EVENTS = ("pull_request", "pull_request_target")
@@ -117,7 +134,10 @@ def _redactor(secrets: list[str]) -> Callable[[str], str]:
 
 # ------------------------------------------------------------------- choose
 def choose(event: EventContext, settings: ActionSettings) -> tuple[Activity, str]:
-    """(activity, why): `evaluate`, `refresh` or `skip`. The one place events are told apart."""
+    """(activity, why): `evaluate`, `refresh`, `skip`, or `ablate` on any event when the `ablate`
+    input is set. The one place events are told apart."""
+    if settings.ablate is not None:
+        return Activity.ablate, f"ablation of {settings.ablate} (input 'ablate') on {event.event}"
     if event.event in PR_EVENTS or (event.event == "workflow_run" and event.pr_number is not None):
         if event.action in ("labeled", "unlabeled") and event.label != settings.approve_label:
             return (
@@ -211,9 +231,11 @@ def action(
         activity, why = choose(ctx.event, settings)
         ctx.say(f"docdelta: {activity}: {why}")
         if activity is Activity.evaluate:
-            result = _evaluate(ctx)
+            result = _receipt_check(ctx) if settings.receipt else _evaluate(ctx)
         elif activity is Activity.refresh:
             result = _refresh(ctx)
+        elif activity is Activity.ablate:
+            result = _ablate(ctx)
         else:
             result = ActionResult(activity=Activity.skip, title=why)
     except ApiError as exc:
@@ -245,6 +267,8 @@ _CLI_TO_INPUTS = (
     ("--agent-cmd", "the `agent-command` input"),
     ("--cap-usd", "the `cap-usd` input"),
     ("--tasks", "the `tasks` input"),
+    ("--unit bullets", "`ablate-unit: bullets`"),
+    ("another --file", "another file as `ablate`"),
 )
 
 
@@ -284,6 +308,9 @@ def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
     first = ctx.redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     title = f"docdelta could not run: {first}"
     hint = f"\n\n**What to do:** {ctx.redact(action_hint(exc.hint))}" if exc.hint else ""
+    if ctx.settings.ablate is not None:  # an ablation is no gate: it posts no check, failed or not
+        ctx.runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
+        return ActionResult(Activity.error, conclusion, title, {Output.error: first})
     try:
         ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
     except DocdeltaError as publish_exc:
@@ -347,6 +374,97 @@ def _evaluate(ctx: _Context) -> ActionResult:
     if settings.options.shard is None:  # a shard's in-progress check is the plan job's
         ctx.publish(None, _EVALUATING, f"Running the matrix on {head_sha[:12]}.")
     return _run_and_report(ctx, repo, base_sha, head, provenance, files)
+
+
+def _receipt_check(ctx: _Context) -> ActionResult:
+    """`receipt: true`: no agent runs. The check passes only if every instruction file the PR
+    changes has, at head, a receipt in the results store: an evaluation of exactly these bytes
+    that passed `fail-on`. The bytes come from the checkout, or through the API for a fork's
+    head (data only, never run)."""
+    event, settings = ctx.event, ctx.settings
+    number = event.pr_number
+    if number is None or not event.base_sha:
+        raise ConfigError(
+            f"input 'receipt': the {event.event} event names no pull request and base commit",
+            hint="run the receipt check on pull_request / pull_request_target",
+        )
+    repo = Repo(settings.github.workspace)
+    base_sha = _local(repo, event.base_sha, BASE)
+    match = matcher(load_project_config(repo, base_sha))
+    files = ctx.port.pr_files(number, base_sha, event.head_sha)
+    detection = detection_from_files(files, match, base_sha, event.head_sha)
+    if detection.empty:
+        url = ctx.publish(Conclusion.neutral, NO_CHANGE_TITLE, "No instruction file changed: none to check.")
+        return ActionResult(Activity.no_change, Conclusion.neutral, NO_CHANGE_TITLE, {Output.check_url: url})
+    if settings.results_store.kind == "none":
+        raise ConfigError(
+            "input 'receipt': the receipts are kept in the results store, but `results-store` is none",
+            hint="set `results-store: branch:docdelta-results` here and in the evaluating workflow",
+        )
+    try:
+        lines, missing = _receipts(ctx, repo, _history(ctx, _results_store(ctx, repo)), detection)
+    except InfraError as exc:  # a required check: an unreadable store must not pass as neutral
+        raise ConfigError(f"input 'receipt': {exc.message}", hint=exc.hint) from None
+    if missing:
+        conclusion, title = Conclusion.failure, f"no passing evaluation of {', '.join(missing)} as merged"
+    else:
+        conclusion, title = Conclusion.success, "every changed instruction file has a passing evaluation"
+    summary = (
+        f"A receipt is an evaluation of an instruction file's exact content that passed "
+        f"`fail-on: {settings.fail_on}` (kept in `{settings.results_store.kind}:"
+        f"{settings.results_store.location}`).\n\n" + "\n".join(lines)
+    )
+    url = ctx.publish(conclusion, title, summary)
+    ctx.say(f"docdelta: receipt: {conclusion.value}: {title}")
+    return ActionResult(Activity.receipt, conclusion, title, {Output.check_url: url})
+
+
+def _receipts(
+    ctx: _Context, repo: Repo, history: History, detection: Detection
+) -> tuple[list[str], list[str]]:
+    """(a line per changed instruction file, the paths whose head content has no passing
+    receipt); a deleted file needs none."""
+    settings = ctx.settings
+    lines: list[str] = []
+    missing: list[str] = []
+    for f in detection.changed:
+        if f.status is FileStatus.deleted:
+            lines.append(f"- `{f.path}`: deleted by this pull request; no content to hold a receipt")
+            continue
+        digest = content_digest(_head_bytes(ctx, repo, f.path))
+        receipt = history.receipt(digest)
+        passing = receipt.passing(settings.fail_on) if receipt else []
+        if passing:
+            last = passing[-1]
+            where = f"PR #{last.pr}" if last.pr is not None else f"head `{last.head_sha[:12]}`"
+            lines.append(
+                f"- `{f.path}` (`{digest[:12]}`): passed in {where} on {last.recorded_at:%Y-%m-%d %H:%M} "
+                f"— {last.gate(settings.fail_on).reason}"
+            )
+            continue
+        missing.append(f.path)
+        tried = len(receipt.evaluations) if receipt else 0
+        why = f"{tried} evaluation(s) of this content, none passing" if tried else "never evaluated"
+        lines.append(f"- `{f.path}` (`{digest[:12]}`): **no receipt** ({why})")
+    return lines, missing
+
+
+def _head_bytes(ctx: _Context, repo: Repo, path: str) -> bytes:
+    """`path` at the PR's head: from the checkout when it holds the commit, else the API."""
+    sha = ctx.event.head_sha
+    try:
+        commit = repo.resolve(sha)
+    except ConfigError:  # a fork's head is not in the base checkout
+        data = ctx.port.read_file(path, sha)
+    else:
+        entry = next((e for e in repo.tree(commit, [path]) if e.path == path), None)
+        data = repo.read_blob(entry.oid) if entry is not None else None
+    if data is None:
+        raise ConfigError(
+            f"{path} is missing at the PR's head {sha[:12]}",
+            hint="the head commit was probably force-pushed away; the run for the new head checks it",
+        )
+    return data
 
 
 def _plan(ctx: _Context, repo: Repo, base_sha: str) -> ActionResult:
@@ -452,6 +570,8 @@ class _Matrix:
     tasks_dir: Path | None
     """The exported task files (None in a matrix's aggregate job, which only merges)."""
     results_dir: Path
+    history: str = ""
+    """The comment's history section (`history.comment_section`); empty without history."""
 
 
 def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Matrix:
@@ -523,8 +643,12 @@ def _run_matrix(
     config = load_project_config(repo, base_sha)
     tasks_path = settings.tasks or config.tasks
     workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}{'-patched' if proof else ''}"
-    if settings.merge is not None:
-        return _merged_matrix(settings, settings.merge, workdir / "results")
+    cache = _results_store(ctx, repo)
+    if settings.merge is not None:  # a matrix's aggregate job: where its evaluation finishes
+        merged = _merged_matrix(settings, settings.merge, workdir / "results")
+        if merged.stopped:
+            return merged
+        return replace(merged, history=_keep_history(ctx, cache, merged.manifest, merged.summary))
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
     adaptive = settings.repeats == "auto" and proof is None  # a proof has no base arm to decide on
@@ -543,15 +667,10 @@ def _run_matrix(
         refresh=refresh,
         config_arms=True,
     )
-    # The fork-safe workflow checks out with `persist-credentials: false`: on a private
-    # repository the results branch is then read with the workflow's token.
-    auth = None
-    if settings.results_store.kind == "branch":
-        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
     deps = Deps(
         repo=repo,
         workdir=workdir / "results",
-        cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth),
+        cache=cache,
         save_cache=trusted and proof is None,
         image_base=ACTION_SANDBOX_BASE,
         job_summary=None if proof else ctx.runtime.append_summary,
@@ -578,9 +697,10 @@ def _run_matrix(
     # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
     # runner often just `workspace`); the scorecard names the repository as GitHub does.
     summary = done.summary.model_copy(update={"repo": settings.github.repository})
-    if not done.report.stopped and settings.options.shard is None and proof is None:
-        History(settings.results_path / HISTORY_DIR).append(record_of(done.experiment.manifest, summary))
     manifest = done.experiment.manifest
+    history = ""
+    if not done.report.stopped and settings.options.shard is None and proof is None and not refresh:
+        history = _keep_history(ctx, deps.cache, manifest, summary)
     cell_dir = partial(done.store.cell_dir, manifest.repo)
     results = list(done.report.results)
     return _Matrix(
@@ -593,7 +713,54 @@ def _run_matrix(
         manifest,
         tasks_dir,
         deps.workdir,
+        history,
     )
+
+
+def _results_store(ctx: _Context, repo: Repo) -> ArmStore | None:
+    """The `results-store` backend. The fork-safe workflow checks out with
+    `persist-credentials: false`: on a private repository the results branch is then read
+    with the workflow's token."""
+    settings, auth = ctx.settings, None
+    if settings.results_store.kind == "branch":
+        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
+    return open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth)
+
+
+def _history(ctx: _Context, cache: ArmStore | None) -> History:
+    """The history in the results store (the data branch included), else in the results path."""
+    if cache is not None:
+        return History(cache, HISTORY_DIR)
+    return History.at(ctx.settings.results_path / HISTORY_DIR)
+
+
+def _keep_history(ctx: _Context, cache: ArmStore | None, manifest: Manifest, summary: Summary) -> str:
+    """Record the finished evaluation and its head files' receipts, then the comment's history
+    section. A same-repository PR writes the data branch (its author may push anyway); a
+    fork's run does not (the fork-safe workflow's token is read-only). A store that refuses
+    the write (a token without `contents: write`) costs the record, never the evaluation: a
+    warning says so."""
+    history = _history(ctx, cache)
+    record = record_of(manifest, summary, pr=ctx.event.pr_number)
+    saved = False
+    if ctx.event.is_fork and ctx.settings.results_store.kind == "branch":
+        ctx.say(f"docdelta: {_FORK_UNRECORDED}")
+    else:
+        try:
+            history.append(record)  # False when an earlier run recorded it: kept either way
+            saved = True
+        except InfraError as exc:
+            why = ctx.redact(action_hint(str(exc)))
+            ctx.runtime.annotate("warning", f"this evaluation was not recorded in the history: {why}")
+    head = next((c.files for c in manifest.conditions if c.name == HEAD), {})
+    heads = [(f.path, head.get(f.path)) for f in summary.changed]
+    return comment_section(history, heads, record, saved=saved, policy=ctx.settings.fail_on)
+
+
+_FORK_UNRECORDED = (
+    "a fork's evaluation is not recorded on the data branch (the fork-safe workflow's token may "
+    "not write; its head gets no receipt there)"
+)
 
 
 def _selftest_matrix(ctx: _Context, workdir: Path, exc: SelftestFailed) -> _Matrix:
@@ -677,6 +844,8 @@ def _run_and_report(
         files_url=_files_url(settings, ctx.event.pr_number),
     )
     body += "\n" + "\n\n".join(notes)
+    if matrix.history:
+        body += f"\n\n{matrix.history}"
     sections, extra_cost = _loop_sections(ctx, repo, base_sha, head, matrix, files)
     body += "".join(f"\n\n{section}" for section in sections)
     body += (
@@ -721,29 +890,9 @@ def _loop_sections(
     spent: list[float] = []
     config = load_project_config(repo, base_sha)
     if settings.suggest:
-
-        def prove(patch: Path) -> tuple[Manifest, list[RunResult]]:
-            proof = _run_matrix(
-                ctx, repo, base_sha, head, (HEAD, PATCHED), settings.source, trusted=False, proof=patch
-            )
-            spent.append(proof.cost_usd)
-            if proof.stopped or proof.summary.broken:
-                raise InfraError(f"the patched run did not finish: {proof.stopped or proof.summary.broken}")
-            return proof.manifest, proof.results
-
-        try:
-            offered = suggestion_section(
-                repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove,
-                diff_lines(files),
-            )  # fmt: skip
-        except DocdeltaError as exc:
-            ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
-        else:
-            if offered is None:
-                ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
-            else:
-                sections.append(offered)
-                ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
+        offered = _suggest_section(ctx, repo, (base_sha, head), config, matrix, files, spent)
+        if offered is not None:
+            sections.append(offered)
     if settings.audit:
         tasks_path = settings.tasks or config.tasks
         sections.append(
@@ -757,6 +906,98 @@ def _loop_sections(
             )
         )
     return sections, sum(spent)
+
+
+def _ask_model(
+    ctx: _Context,
+    repo: Repo,
+    matrix: _Matrix,
+    config: ProjectConfig,
+    spent: list[float],
+    drafted: Suggestion,
+    tasks: Mapping[str, Task],
+) -> ModelDraft | str:
+    """`suggest-model`'s draft of what `drafted` drafts, or what the comment says instead:
+    never the reply itself, and a failed call's detail only in the log (redacted of the key)."""
+    settings = ctx.settings
+    model = settings.suggest_model or ""
+    who = f"{settings.suggest_provider}/{model}"
+    try:
+        got = draft_for(
+            drafted, repo, matrix.manifest, matrix.results, tasks,
+            provider=settings.suggest_provider, model=model,
+            environ=_draft_environ(settings, config), base_url=settings.suggest_base_url,
+        )  # fmt: skip
+    except DraftRefused as exc:  # our words, never the reply's
+        ctx.say(f"docdelta: suggest: {exc.message}")
+        return f"{who}'s reply was refused: {exc.message.removeprefix(REFUSED)}"
+    except DocdeltaError as exc:
+        ctx.say(f"docdelta: suggest: the model's draft failed: {exc}")
+        return f"the call to {who} failed (the job's log says why)"
+    spent.append(got.cost_usd or 0.0)
+    ctx.say(f"docdelta: suggest: {who} drafted a patch ({got.added_lines} lines added); proving it")
+    return got
+
+
+def _draft_environ(settings: ActionSettings, config: ProjectConfig) -> Mapping[str, str]:
+    """Where the draft's gateway reads its key: the `api-key` input when that key is for the
+    draft's API (`provider`, else the agent's), never another API's; else the step's env."""
+    options = settings.options
+    key = options.api_key.get_secret_value().strip() if options.api_key is not None else ""
+    if key and (options.provider or agent_upstream(options.agent)) == settings.suggest_provider:
+        return {upstream_of(config.gateway, settings.suggest_provider).key_from: key}
+    return os.environ
+
+
+def _suggest_section(
+    ctx: _Context,
+    repo: Repo,
+    refs: tuple[str, str],
+    config: ProjectConfig,
+    matrix: _Matrix,
+    files: list[PrFile],
+    spent: list[float],
+) -> str | None:
+    """`suggest: true`: draft, prove with a `head,patched` run (its cost appended to `spent`),
+    then the sticky review comment and the scorecard's section (docdelta.loop_comment)."""
+    settings = ctx.settings
+    assert matrix.tasks_dir is not None
+    base_sha, head = refs
+
+    def prove(patch: Path) -> tuple[Manifest, list[RunResult]]:
+        proof = _run_matrix(
+            ctx, repo, base_sha, head, (HEAD, PATCHED), settings.source, trusted=False, proof=patch
+        )
+        spent.append(proof.cost_usd)
+        if proof.stopped or proof.summary.broken:
+            raise InfraError(f"the patched run did not finish: {proof.stopped or proof.summary.broken}")
+        return proof.manifest, proof.results
+
+    proven = None
+    try:
+        ask = partial(_ask_model, ctx, repo, matrix, config, spent) if settings.suggest_model else None
+        proven = prove_suggestion(
+            repo, matrix.manifest, matrix.results, matrix.tasks_dir, settings.results_path, prove, ask
+        )
+    except DocdeltaError as exc:
+        ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
+    else:
+        if proven is None:
+            ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
+        else:
+            ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
+    number = ctx.event.pr_number
+    target = None
+    if settings.comment and number is not None:
+        target = ReviewTarget(ctx.port, number, ctx.event.head_sha, suggestion_marker(settings.config_id))
+    return publish_suggestion(
+        proven,
+        diff_hunks(files),
+        target,
+        ctx.redact,
+        say=lambda message: ctx.say(f"docdelta: {message}"),
+        warn=lambda message: ctx.runtime.annotate("warning", ctx.redact(message), title="docdelta"),
+    )
 
 
 def _outputs(summary: Summary, cost: float, settings: ActionSettings) -> dict[str, str]:
@@ -801,6 +1042,95 @@ def _refresh(ctx: _Context) -> ActionResult:
     )
 
 
+# -------------------------------------------------------------------- ablate
+_TRUSTED_EVENTS = ("pull_request_target", "workflow_run")
+"""Events whose job holds secrets for an untrusted PR: an ablation there is refused."""
+
+
+def _ablate(ctx: _Context) -> ActionResult:
+    """`docdelta ablate` on the event's commit with the job's agent, sandbox, tasks, repeats
+    and seed: the same `ablation.ablate` the CLI calls. The per-section table goes to the job
+    summary and the `ablation` output; no comment and no check (an ablation is no gate)."""
+    settings = ctx.settings
+    assert settings.ablate is not None  # `choose` picked ablate
+    if settings.repeats == "auto":
+        raise ConfigError(
+            "input 'repeats': an ablation runs a fixed design, but `repeats` is auto",
+            hint="set `repeats:` to a number: runs per side of each effect, as one at a time (e.g. 4)",
+        )
+    for name, value in (
+        ("plan", settings.plan),
+        ("shard", settings.options.shard),
+        ("merge", settings.merge),
+        ("receipt", settings.receipt),
+    ):
+        if value:
+            raise ConfigError(
+                f"input '{name}' cannot be combined with `ablate`: an ablation runs in one job and "
+                "checks nothing",
+                hint=f"remove `{name}` from the ablation step (or `ablate` from the matrix's steps)",
+            )
+    if ctx.event.event in _TRUSTED_EVENTS:
+        raise ConfigError(
+            f"input 'ablate' on {ctx.event.event}: the ablated commit's tasks and .docdelta.yml would "
+            "run beside the key in a job that exists to keep a PR's files away from it",
+            hint="ablate on workflow_dispatch or push (examples/workflows/docdelta-ablate.yml)",
+        )
+    repo = Repo(settings.github.workspace)
+    sha = _local(repo, ctx.event.head_sha, "ablated")
+    workdir = settings.results_path / f"ablate-{sha[:12]}"
+    tasks_path = (settings.tasks or load_project_config(repo, sha).tasks).strip("/")
+    shutil.rmtree(workdir / "tasks", ignore_errors=True)
+    request = AblationRequest(
+        ref=sha,
+        file=settings.ablate,
+        tasks_dir=_export_tasks(repo, sha, tasks_path, workdir / "tasks"),
+        unit=settings.ablate_unit,
+        repeats=settings.repeats,
+        seed=settings.seed,
+        max_runs=settings.max_runs,
+        file_named="input 'ablate':",
+    )
+    deps = Deps(repo=repo, workdir=workdir / "results", image_base=ACTION_SANDBOX_BASE)
+    try:
+        report, done = ablate(request, settings.options, deps)
+    except PlanTooLarge as exc:
+        raise ConfigError(
+            f"input 'max-runs': {exc.message}", hint="lower `repeats`, or raise `max-runs` to run it"
+        ) from None
+    if done.summary.broken:  # the runs measured the harness's failure: no effects are shown
+        raise InfraError(
+            f"no ablation: {done.summary.broken}", hint="the runs' transcripts are in results-path"
+        )
+    ran, reused = done.report.ran, done.report.reused
+    lines = [
+        render_ablation(report),
+        "",
+        f"Results: `{_in_workspace(settings, deps.workdir / ABLATION_FILE)}` ({ran} ran, {reused} reused).",
+    ]
+    if done.report.stopped:
+        lines.append(f"**Stopped early:** {done.report.stopped}; the table holds the runs done so far.")
+    ctx.runtime.append_summary(ctx.redact("\n".join(lines)))
+    ctx.say(f"docdelta: ablation of {settings.ablate}: {ran} ran, {reused} reused")
+    sections = f"{len(report.sections)} sections, {report.runs_done} runs"
+    title = f"ablation of {settings.ablate} at {sha[:12]}: {sections}"
+    outputs: dict[str, str] = {
+        Output.ablation: report.model_dump_json(),
+        Output.cost_usd: f"{done.cost_usd:.4f}",
+        Output.results_path: str(settings.results_path),
+    }
+    return ActionResult(Activity.ablate, None, title, outputs)
+
+
+def _in_workspace(settings: ActionSettings, path: Path) -> Path:
+    """`path` as the workflow names it (relative to the checkout) when it is inside it."""
+    return (
+        path.relative_to(settings.github.workspace)
+        if path.is_relative_to(settings.github.workspace)
+        else path
+    )
+
+
 # ---------------------------------------------------------------------- main
 def _trust_extra_ca(bundle: Path, results: Path) -> None:
     """Requests (PyGithub) and httpx read one CA file: write system/certifi roots + the extra one."""
@@ -838,7 +1168,8 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
 def _bad_settings(
     exc: ConfigError, env: Mapping[str, str], event: EventContext, port: GitHubPort, runtime: ActionsRuntime
 ) -> int:
-    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check."""
+    """The inputs are wrong: say which in the log and, when there is a commit, in a failed check
+    (for an ablation, which is no gate, in the job summary instead, as `_fail` does)."""
     secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor(secrets)
     text = redact(action_hint(str(exc)))
@@ -847,15 +1178,18 @@ def _bad_settings(
     hint = f"\n\n**What to do:** {redact(action_hint(exc.hint))}" if exc.hint else ""
     first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
     try:
-        port.publish_check(
-            CheckReport(
-                name=name,
-                head_sha=event.head_sha,
-                conclusion=Conclusion.failure,
-                title=f"docdelta could not run: {first}"[:200],
-                summary=redact(exc.message) + hint,
+        if env.get(input_variable("ablate"), "").strip():
+            runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
+        else:
+            port.publish_check(
+                CheckReport(
+                    name=name,
+                    head_sha=event.head_sha,
+                    conclusion=Conclusion.failure,
+                    title=f"docdelta could not run: {first}"[:200],
+                    summary=redact(exc.message) + hint,
+                )
             )
-        )
     except DocdeltaError as publish_exc:
         runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
     # The same outputs as any other failed run, so a later step can report or branch on them.

@@ -22,17 +22,17 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
-from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.detect import detect_diff, detect_refs, instruction_files
+from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models import DEFAULT_CONDITIONS, HEAD, ArmSpec
+from docdelta.models_core import DEFAULT_CONDITIONS, HEAD
 from docdelta.sandbox import provider_names
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
-    from docdelta.models import Manifest, RunResult, Summary, Task
+    from docdelta.history import History
+    from docdelta.models import ArmSpec, Manifest, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
     from docdelta.suggest import Suggestion
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 # ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
 # import, and `detect`, which needs none of them, must start in well under a second
 # (issue 12; the test is tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
+# That includes docdelta's own pydantic models: the class statements of docdelta.models and
+# docdelta.config (with the gateway's) were a third of detect's start-up.
 
 T = TypeVar("T")
 
@@ -227,16 +229,15 @@ def _add_external_commands(sub: Any) -> None:
 
 
 def _add_history_commands(sub: Any) -> None:
-    h = sub.add_parser("history", help="the evaluations recorded by `run --history DIR`, oldest first")
-    h.add_argument("--history", type=Path, required=True, metavar="DIR")
+    h = sub.add_parser("history", help="the evaluations recorded by `run --history DIR` or the Action")
+    _add_history_source(h)
     h.add_argument("--file", help="only evaluations whose head arm held this instruction file")
     h.add_argument("--json", action="store_true", help="print the records as JSON lines")
     rc = sub.add_parser(
         "receipt", help="exit 0 only if this exact instruction file content has a passing evaluation"
     )
-    rc.add_argument("--history", type=Path, required=True, metavar="DIR")
+    _add_history_source(rc)
     rc.add_argument("--file", required=True, help="the instruction file, e.g. AGENTS.md")
-    rc.add_argument("--repo", type=Path, default=Path())
     rc.add_argument("--ref", help="read the file at this commit (default: the work tree's file)")
     rc.add_argument(
         "--fail-on",
@@ -244,6 +245,18 @@ def _add_history_commands(sub: Any) -> None:
         default="regression",
         help="the gate an evaluation must pass (default regression)",
     )
+
+
+def _add_history_source(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--history", type=Path, metavar="DIR", help="a directory `run --history` wrote")
+    where.add_argument(
+        "--results-store",
+        metavar="SPEC",
+        help="the Action's results store, spelled as its input: branch:NAME (fetched from --repo's origin) "
+        "or dir:PATH",
+    )
+    p.add_argument("--repo", type=Path, default=Path())
 
 
 def _add_ablate_command(sub: Any) -> None:
@@ -315,7 +328,7 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
             "--history",
             type=Path,
             metavar="DIR",
-            help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
+            help="record the finished evaluation in DIR (records/) and its head files' receipts (receipts/)",
         )
     r.add_argument(
         "--conditions",
@@ -483,11 +496,11 @@ def _detect(args: argparse.Namespace) -> int:
     if args.diff is not None:
         if args.base or args.head:
             raise ConfigError("--diff and --base/--head are alternatives", hint="pass one or the other")
-        detection = detect_diff(_diff_text(args.diff), matcher(ProjectConfig()))
+        detection = detect_diff(_diff_text(args.diff), InstructionMatcher())
     elif args.base and args.head:
         repo = Repo(args.repo)
         base = repo.resolve(args.base)
-        detection = detect_refs(repo, base, repo.resolve(args.head), matcher(load_project_config(repo, base)))
+        detection = detect_refs(repo, base, repo.resolve(args.head), _project_matcher(repo, base))
     else:
         raise ConfigError(
             "detect needs --base and --head, or --diff FILE", hint="e.g. --base origin/main --head HEAD"
@@ -509,6 +522,16 @@ def _detect(args: argparse.Namespace) -> int:
             f"note      {len(detection.other_changed)} other file(s) changed in the range (code, tests, docs)"
         )
     return ExitCode.OK
+
+
+def _project_matcher(repo: Repo, sha: str) -> InstructionMatcher:
+    """The instruction matcher of `.docdelta.yml` at `sha` (the trusted base). Without one
+    it is the built-in table's, and the config's models are never imported."""
+    if not any(e.path == CONFIG_PATH for e in repo.tree(sha, [CONFIG_PATH])):
+        return InstructionMatcher()
+    from docdelta.config import load_project_config, matcher
+
+    return matcher(load_project_config(repo, sha))
 
 
 def _diff_text(stream: BinaryIO) -> str:
@@ -589,7 +612,7 @@ def _execute(
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
     from docdelta.evaluation import Deps, evaluate
-    from docdelta.history import HISTORY_FILE, History, record_of
+    from docdelta.history import History, record_of
     from docdelta.planning import PlanTooLarge
     from docdelta.report import render_markdown
 
@@ -616,9 +639,9 @@ def _execute(
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
     if history is not None and options.shard is None:
-        added = History(history).append(record_of(done.experiment.manifest, summary))
+        added = History.at(history).append(record_of(done.experiment.manifest, summary))
         state = "recorded" if added else "already recorded"
-        print(f"history: {history / HISTORY_FILE} ({state})", file=sys.stderr)
+        print(f"history: {history} ({state})", file=sys.stderr)
     if summary.broken:
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
@@ -667,11 +690,28 @@ def _check(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _open_history(args: argparse.Namespace) -> History:
+    """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
+    from docdelta.cache import open_store
+    from docdelta.history import HISTORY_DIR, History
+    from docdelta.settings import StoreSpec
+
+    if args.history is not None:
+        return History.at(args.history)
+    try:
+        spec = StoreSpec.parse(args.results_store)
+    except ValueError as exc:
+        raise ConfigError(f"--results-store: {exc}", hint="e.g. branch:docdelta-results") from None
+    store = open_store(spec.kind, spec.location, args.repo)
+    if store is None:
+        raise ConfigError("--results-store none keeps no history", hint="name the branch or directory")
+    return History(store, HISTORY_DIR)
+
+
 def _history(args: argparse.Namespace) -> int:
-    from docdelta.history import History
     from docdelta.history import render as render_history
 
-    records, skipped = History(args.history).records()
+    records, skipped = _open_history(args).records()
     if args.json:
         for record in records:
             print(record.model_dump_json())
@@ -696,12 +736,13 @@ def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
 
 def _receipt(args: argparse.Namespace) -> int:
     """The CI check: the file being merged, by content hash, against the receipts."""
-    from docdelta.history import History, content_digest
+    from docdelta.history import content_digest
 
+    history = _open_history(args)
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
-    receipt = History(args.history).receipt(digest)
+    receipt = history.receipt(digest)
     entries = receipt.evaluations if receipt else []
-    passing = [e for e in entries if e.gate(args.fail_on).conclusion == "success"]
+    passing = receipt.passing(args.fail_on) if receipt else []
     if passing:
         last = passing[-1]
         print(
@@ -752,7 +793,7 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
-    from docdelta.suggest import measure, measured_line, suggest
+    from docdelta.suggest import adding, change, measure, measured_line, suggest
     from docdelta.suggest import write as write_suggestion
     from docdelta.tasks import load_tasks
 
@@ -768,18 +809,21 @@ def _suggest(args: argparse.Namespace) -> int:
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())
     print(f"\ndrafted for {worst}; written to {out} (reasons: {side})")
+    for r in drafted.replaced:
+        print(f"replaces `{r.stale}` with `{r.command}` in {r.file}:{r.line}: {r.evidence}")
     model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
         from docdelta.suggest_model import measured_as
 
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
-        lines = len({r.line for r in drafted.rules})
+        what = change(drafted)
         model = measured_as(drafted, out, proof_manifest)
         if model is not None:
             drafted, lines = model
+            what = adding(lines)
             print(f"measured: the model's draft ({out.stem}-model{out.suffix})")
         for m in measure(drafted, proof_manifest, proof_results):
-            print(measured_line(m, lines))
+            print(measured_line(m, what))
         return ExitCode.OK
     print(
         "unproven until measured: docdelta run "
@@ -800,18 +844,13 @@ def _model_draft(
     out: Path,
 ) -> Path | None:
     """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
-    from docdelta.suggest_model import draft as model_draft
+    from docdelta.suggest_model import draft_for
     from docdelta.suggest_model import write as write_model_draft
 
-    config = load_project_config(repo, manifest.base_sha)
-    match = matcher(config)
-    ref = manifest.head_sha if drafted.condition == HEAD else manifest.base_sha
-    head = instruction_files(repo, ref, match)
     try:
-        got = model_draft(
-            drafted, tasks, results, head, match,
-            provider=args.provider, model=args.model, gateway=config.gateway, environ=os.environ,
-            base_url=args.base_url,
+        got = draft_for(
+            drafted, repo, manifest, results, tasks,
+            provider=args.provider, model=args.model, environ=os.environ, base_url=args.base_url,
         )  # fmt: skip
     except DraftRefused as exc:
         print(f"docdelta: {exc.message}\n  hint: {exc.hint}", file=sys.stderr)
@@ -843,6 +882,7 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
+    from docdelta.config import load_project_config, matcher
     from docdelta.shard import plan_matrix
     from docdelta.tasks import load_tasks
 
@@ -936,6 +976,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _tasks_audit(args: argparse.Namespace) -> int:
+    from docdelta.config import load_project_config
     from docdelta.planning import strip_inside
     from docdelta.task_audit import audit_suite, read_source
     from docdelta.task_audit import render as render_audit
@@ -989,6 +1030,7 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 def _selftest(args: argparse.Namespace) -> int:
     from docdelta import envs
     from docdelta.agents import agent_npm
+    from docdelta.config import load_project_config, matcher
     from docdelta.grading.selftest import selftest_tasks
     from docdelta.tasks import load_tasks
 

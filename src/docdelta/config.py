@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from docdelta.detect import InstructionMatcher
+from docdelta.detect import CONFIG_PATH, InstructionMatcher
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
@@ -27,7 +27,6 @@ from docdelta.models import ArmSpec
 if TYPE_CHECKING:
     import yaml
 
-CONFIG_PATH = ".docdelta.yml"
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
 
 M = TypeVar("M", bound=BaseModel)

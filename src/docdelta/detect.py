@@ -26,7 +26,7 @@ from docdelta.errors import ConfigError
 from docdelta.git import SYMLINK_MODE, Repo
 from docdelta.globs import GlobSet
 from docdelta.instructions import CUSTOM_FAMILY, RULES, GitTree, Graph, build, instruction_links, rules_for
-from docdelta.models import (
+from docdelta.models_core import (
     ChangedFile,
     ConditionSpec,
     Detection,
@@ -36,6 +36,10 @@ from docdelta.models import (
 )
 
 MAX_INSTRUCTION_BYTES = 1024 * 1024
+
+CONFIG_PATH = ".docdelta.yml"
+"""The project config (`docdelta.config`), at the repository root. Named here, below the
+config's models, so `docdelta detect` can tell there is none without importing them."""
 
 BUILTIN_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((r.glob, r.families) for r in RULES)
 """(glob, families), from `instructions.RULES`. A path's families are the union over every

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from docdelta.agents.base import Agent
 from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.cache import ArmStore, Reuse, pool, restore, save
-from docdelta.config import CONFIG_PATH, ProjectConfig, load_project_config
+from docdelta.config import ProjectConfig, load_project_config
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.forecast import forecast
 from docdelta.gateway.config import GatewayConfig

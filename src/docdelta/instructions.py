@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from docdelta.git import Repo, TreeEntry
 from docdelta.globs import GlobSet
-from docdelta.models import LoadMode, sha256_hex
+from docdelta.models_core import LoadMode, sha256_hex
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

@@ -8,7 +8,6 @@ next. `SCHEMA_VERSION` is stored in every file we write.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import datetime
 from enum import StrEnum
@@ -17,18 +16,23 @@ from typing import Annotated, Any, Literal
 import re2
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 1
-
-
-class Frozen(BaseModel):
-    """Strict, immutable base: unknown fields are errors, so typos in files surface."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-def sha256_hex(data: bytes) -> str:
-    """The one content hash used for every identifying hash we record."""
-    return hashlib.sha256(data).hexdigest()
+# Re-exported (the `X as X` form): what `docdelta detect` needs lives in models_core, so that
+# it does not build the ~60 models below; everything else imports these names from here.
+from docdelta.models_core import BASE as BASE
+from docdelta.models_core import BUILTIN_CONDITIONS as BUILTIN_CONDITIONS
+from docdelta.models_core import DEFAULT_CONDITIONS as DEFAULT_CONDITIONS
+from docdelta.models_core import HEAD as HEAD
+from docdelta.models_core import NONE as NONE
+from docdelta.models_core import PATCHED as PATCHED
+from docdelta.models_core import SCHEMA_VERSION as SCHEMA_VERSION
+from docdelta.models_core import ChangedFile as ChangedFile
+from docdelta.models_core import ConditionSpec as ConditionSpec
+from docdelta.models_core import Detection as Detection
+from docdelta.models_core import FileStatus as FileStatus
+from docdelta.models_core import Frozen as Frozen
+from docdelta.models_core import LoadMode as LoadMode
+from docdelta.models_core import NearMiss as NearMiss
+from docdelta.models_core import sha256_hex as sha256_hex
 
 
 # --------------------------------------------------------------------- lines
@@ -71,78 +75,6 @@ class LineRange(Frozen):
 
 
 Lines = Annotated[LineRange, BeforeValidator(_parse_line_range)]
-
-
-# ----------------------------------------------------------------- detection
-class FileStatus(StrEnum):
-    added = "added"
-    modified = "modified"
-    deleted = "deleted"
-    renamed = "renamed"
-
-
-class LoadMode(StrEnum):
-    """How an agent family takes in an instruction file (`docdelta.instructions`)."""
-
-    always = "always"
-    """In the agent's context from the start of every run (root AGENTS.md, CLAUDE.md, its @imports)."""
-    on_demand = "on_demand"
-    """Loaded only when the agent or the user calls for it: skills, slash commands, subagents,
-    nested files of a directory the agent works in."""
-    config = "config"
-    """Not read as text but steers the agent: settings, permissions, hooks."""
-
-
-class ChangedFile(Frozen):
-    """One instruction file that differs between base and head."""
-
-    path: str
-    status: FileStatus
-    old_path: str | None = None
-    families: list[str] = Field(description="agent families that read this file, e.g. ['codex', 'opencode']")
-    symlink: bool = False
-    link_target: str | None = Field(
-        default=None, description="a symlink's target as stored (at head, else base)"
-    )
-    loading: dict[str, LoadMode] = Field(default={}, description="family -> how it loads the file")
-    kinds: dict[str, str] = Field(
-        default={}, description="family -> what the file is to it, e.g. 'slash command'"
-    )
-    imported_by: list[str] = Field(default=[], description="instruction files that @import this one")
-
-    def loading_text(self) -> str:
-        """`claude_code (on demand: slash command), codex`: the readers and how each loads it."""
-        parts = []
-        for family in self.families:
-            mode = self.loading.get(family, LoadMode.always)
-            how = "" if mode is LoadMode.always else mode.value.replace("_", " ")
-            if how and family in self.kinds:
-                how = f"{how}: {self.kinds[family]}"
-            parts.append(f"{family} ({how})" if how else family)
-        return ", ".join(parts)
-
-
-class NearMiss(Frozen):
-    """A file that is not an instruction file by our table but may be loaded anyway
-    (e.g. `agents.md` via a case-insensitive lookup) — a confound, reported, not evaluated."""
-
-    path: str
-    reason: str
-
-
-class Detection(Frozen):
-    schema_version: int = SCHEMA_VERSION
-    base: str
-    head: str
-    changed: list[ChangedFile]
-    near_misses: list[NearMiss] = []
-    other_changed: list[str] = Field(
-        default=[], description="files changed in the range that are no instruction file (code, tests, docs)"
-    )
-
-    @property
-    def empty(self) -> bool:
-        return not self.changed
 
 
 # --------------------------------------------------------------------- tasks
@@ -548,21 +480,6 @@ class RunResult(Frozen):
     )
 
 
-BASE, HEAD, NONE, PATCHED = "base", "head", "none", "patched"
-"""The built-in condition names: the PR's base and head, no instruction files, and head
-with a patch applied. A condition is any named overlay; these are the ones docdelta builds."""
-BUILTIN_CONDITIONS = (BASE, HEAD, NONE, PATCHED)
-DEFAULT_CONDITIONS = (BASE, HEAD, NONE)
-
-
-class ConditionSpec(Frozen):
-    """A condition is an overlay of instruction files on the source commit."""
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
-    files: dict[str, str] = Field(description="path -> sha256 of the file's bytes")
-    overlay_sha256: str
-
-
 ARM_FACTORS = ("agent", "model", "condition", "overlay")
 """What an arm may vary: the agent, its model, the condition's instruction files, and extra
 files laid over the checkout. Two compared arms should differ in one of them."""
@@ -660,6 +577,9 @@ class Manifest(Frozen):
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
     holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
+    unreviewed: list[str] = Field(
+        default=[], description="task ids run with `reviewed: false` gold (--allow-unreviewed)"
+    )
     pooled_only: list[str] = Field(
         default=[],
         description="conditions this plan runs none of: their control is the pooled earlier batches",
@@ -672,9 +592,11 @@ class Manifest(Frozen):
 
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made).
-        `arms` and `pooled_only` count only when set, so a plan without them keeps its identity."""
+        `arms`, `pooled_only` and `unreviewed` count only when set, so a plan without them keeps
+        its identity."""
         unset = {"created_at"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
+        unset |= {"unreviewed"} if not self.unreviewed else set()
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
 
     def agent_of(self, column: str) -> AgentInfo:
@@ -934,6 +856,10 @@ class Summary(Frozen):
     changed: list[ChangedFile]
     tasks: list[TaskSummary] = Field(description="per task; holdout tasks are left out")
     holdout_tasks: int = Field(default=0, description="tasks counted in the aggregates but not shown")
+    unreviewed: list[str] = Field(
+        default=[], description="shown tasks whose gold is `reviewed: false`: the verdict rests on it"
+    )
+    unreviewed_holdout: int = Field(default=0, description="holdout tasks with unreviewed gold (not named)")
     overall: dict[str, ConditionStats]
     head_vs_base: Delta
     head_vs_none: Delta
@@ -971,6 +897,19 @@ class Summary(Frozen):
     arms: list[ArmComparison] = Field(
         default=[], description="each declared arm against the column it is compared with"
     )
+
+    @property
+    def unreviewed_note(self) -> str:
+        """What the scorecard's header and verdict line (and so the check summary, which is the
+        comment) add when tasks ran with unreviewed gold (`--allow-unreviewed`): a verdict
+        partly measured against drafts nobody checked. Holdout tasks are counted, never
+        named. Empty when every task was reviewed."""
+        count = len(self.unreviewed) + self.unreviewed_holdout
+        if not count:
+            return ""
+        held = self.unreviewed_holdout
+        named = [*self.unreviewed, *([f"{held} holdout task{'s' * (held != 1)}"] if held else [])]
+        return f"the suite included {count} unreviewed task{'s' * (count != 1)} ({', '.join(named)})"
 
 
 class VerdictSummary(Frozen):

@@ -234,6 +234,7 @@ def prepare(
         docdelta_version=__version__,
         order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
+        unreviewed=sorted(tid for tid, lt in tasks.items() if not lt.task.reviewed),
         arms={a.spec.name: a.record() for a in arms},
         created_at=datetime.now(UTC),
     )

@@ -309,13 +309,17 @@ class Runner:
         """A change task whose selftest fails cannot be run: before its first cell, prove
         the reference passes, the untouched checkout fails and tampering fails. A passing
         report is kept in the workdir, keyed by everything it depends on, so a resumed
-        matrix does not pay for it again."""
+        matrix does not pay for it again: everything, the sandbox's environment included (its
+        image, toolchain paths and env), so a pass from before a toolchain broke is not reused
+        and the run stops here, naming the cause, instead of ending every run `no_test_ran`."""
+        environment = None
         for task_id in sorted(set(task_ids) & exp.assets.keys()):
             loaded, assets = exp.tasks[task_id], exp.assets[task_id]
             sealed = exp.checkout(task_id, exp.manifest.conditions[0].name)
+            environment = environment or self.provider.environment()
             key = sha256_hex(
                 "\0".join(
-                    [loaded.sha256, sealed.source_sha256, sha256_hex(assets.reference or b"")]
+                    [loaded.sha256, sealed.source_sha256, sha256_hex(assets.reference or b""), environment]
                     + [f"{p}:{sha256_hex(d)}" for p, d in sorted(assets.hidden.items())]
                 ).encode()
             )

@@ -22,20 +22,21 @@ import os
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
-from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy
+from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider
 from docdelta.shard import GITHUB_MAX_JOBS
 from docdelta.validate import (
     DEFAULT_MAX_PARALLEL,
     DEFAULT_MAX_REPEATS,
     MAX_RUNS_WITHOUT_CONFIRMATION,
     POOL_SKIP_BASE_FROM,
+    AblationUnit,
 )
 
 DEFAULT_CHECK_NAME = "docdelta"
@@ -140,7 +141,29 @@ class ActionSettings(BaseModel):
         description="draft a fix for what head missed, run it as head,patched (more runs) and offer it "
         "in the comment with its measured effect, only if it raised a task",
     )
+    suggest_model: str | None = Field(
+        default=None,
+        description="with suggest: the model asked (once, through a loopback gateway that holds the key) "
+        "for a draft of its own, which is then the one proven and offered; refused or failed: the "
+        "deterministic draft is, and the section says so",
+    )
+    suggest_provider: JudgeProvider = Field(default="openai", description="suggest-model's API")
+    suggest_base_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="suggest-model's API URL (default: .docdelta.yml's upstream, else the provider's)",
+    )
     audit: bool = Field(default=False, description="the task audit's findings, folded in the comment")
+    ablate: str | None = Field(
+        default=None,
+        description="instruction file (repository path) to ablate instead of evaluating: `docdelta ablate`",
+    )
+    ablate_unit: AblationUnit = AblationUnit.heading
+    receipt: bool = Field(
+        default=False,
+        description="run no agent: pass only if each changed instruction file's head content has a "
+        "passing evaluation (a receipt) in the results store",
+    )
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -151,6 +174,17 @@ class ActionSettings(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("lists a condition twice")
         return value
+
+    @field_validator("ablate")
+    @classmethod
+    def _repository_path(cls, value: str | None) -> str | None:
+        """A path as instruction files are keyed (`AGENTS.md`, `docs/CLAUDE.md`): inside the repository."""
+        if value is None:
+            return None
+        path = PurePosixPath(value.replace("\\", "/"))
+        if path.is_absolute() or ".." in path.parts:
+            raise ValueError("must be a relative path inside the repository, without ..")
+        return path.as_posix()
 
     @field_validator("patch")
     @classmethod
@@ -203,9 +237,15 @@ class ActionSettings(BaseModel):
                 target, _, option = INPUTS[name].partition(".")
                 (options if option else values)[option or target] = _convert(name, text, workspace)
         values.setdefault("results_path", workspace / ".docdelta-results")
-        for name in ("github-token", "agent"):
+        needed = ("github-token",) if raw["receipt"].lower() in _TRUE else ("github-token", "agent")
+        for name in needed:  # a receipt check runs no agent
             if not raw[name]:
                 raise ConfigError(f"input '{name}' is empty", hint=_EMPTY_HINTS[name])
+        if raw["suggest-model"] and not values.get("suggest"):
+            raise ConfigError(
+                f"input 'suggest-model' = {raw['suggest-model']!r} is set, but 'suggest' is not true",
+                hint="set `suggest: true` too (the draft is proven by a head,patched run: more runs)",
+            )
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -262,7 +302,13 @@ INPUTS: dict[str, str] = {
     "max-parallel": "max_parallel",
     "pr-handoff": "pr_handoff",
     "suggest": "suggest",
+    "suggest-model": "suggest_model",
+    "suggest-provider": "suggest_provider",
+    "suggest-base-url": "suggest_base_url",
     "audit": "audit",
+    "ablate": "ablate",
+    "ablate-unit": "ablate_unit",
+    "receipt": "receipt",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
 passes each as `input_variable(name)`. action.yml declares exactly these."""
@@ -287,6 +333,7 @@ class Output(StrEnum):
     check_url = "check-url"
     results_path = "results-path"
     plan = "plan"
+    ablation = "ablation"
 
 
 def input_variable(name: str) -> str:
@@ -299,7 +346,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
     if name == "conditions":
         return tuple(c.strip() for c in text.split(",") if c.strip())
-    if name in ("comment", "allow-network", "plan", "suggest", "audit"):
+    if name in ("comment", "allow-network", "plan", "suggest", "audit", "receipt"):
         lowered = text.lower()
         if lowered not in _TRUE | _FALSE:
             raise ConfigError(f"input '{name}' = {text!r} is not a boolean", hint="use true or false")

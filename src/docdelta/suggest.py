@@ -9,14 +9,24 @@ worst on, and drafts for each a rule from the task's own gold, deterministically
 * a gold command the runs missed that neither the files nor a drafted line name: "Run `cmd`.";
 * a guardrail the runs recommended, likewise: "Never run `cmd`."
 
-The lines go under one heading at the end of the condition's instruction file and are
-written as a `git apply`-able patch. Nothing is claimed: the patch is a hypothesis, and the
-command it prints (`docdelta run --conditions head,patched --patch P`) is what proves or
-refutes it: `--measured WORKDIR` reads that run, checks it ran exactly this patch, and says
-"raised X from a to b in n runs, p = ..." only where a one-sided permutation test (the
-scorecard's) clears alpha and the gain clears the noise band. In the Action (`suggest: true`)
-`offer` puts the draft and that claim in the PR comment, only after such a run
-(docdelta.app). A model-written draft is docdelta.suggest_model's.
+A command the condition's files state is corrected in place when running it (gold.execute,
+`RunResult.executed`) showed it names nothing the project has: it failed in every run that
+ran it with a cause such as "No rule to make target", an unknown flag or a missing module
+(`_STALE`, exit 127), and a gold command the runs missed takes its place (the one nearest
+it, same program first). Matching words cannot see this: `make tests` contains the gold
+`make test`, so without the evidence the stale line looked like the rule already stated.
+The evidence is kept with the replacement ("`make tests` failed in 4 of 4 runs: make: ***
+No rule to make target 'tests'") and shown where the patch is offered.
+
+The lines go under one heading at the end of the condition's instruction file (the one
+holding the stale command, when there is one) and are written as a `git apply`-able patch.
+Nothing is claimed: the patch is a hypothesis, and the command it prints
+(`docdelta run --conditions head,patched --patch P`) is what proves or refutes it:
+`--measured WORKDIR` reads that run, checks it ran exactly this patch, and says "raised X
+from a to b in n runs, p = ..." only where a one-sided permutation test (the scorecard's)
+clears alpha and the gain clears the noise band. In the Action (`suggest: true`)
+docdelta.loop_comment offers the draft and that claim on the PR, only after such a run.
+A model-written draft is docdelta.suggest_model's.
 """
 
 from __future__ import annotations
@@ -29,27 +39,64 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
-from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchSet
 
 from docdelta import stats
 from docdelta.config import load_project_config, matcher
 from docdelta.detect import instruction_files
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
-from docdelta.models import HEAD, PATCHED, Frozen, Manifest, RunResult, RunStatus, Task, sha256_hex
+from docdelta.grading.answer import command_label, command_tokens
+from docdelta.models import (
+    HEAD,
+    PATCHED,
+    ExecutedCommand,
+    Frozen,
+    Manifest,
+    RunResult,
+    RunStatus,
+    Task,
+    sha256_hex,
+)
 from docdelta.quotes import locate
 from docdelta.task_audit import FileKind, file_kind
 
 HEADING = "## Rules agents missed (drafted by docdelta suggest)"
 DEFAULT_TARGET = "AGENTS.md"
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_STALE = re.compile(
+    r"no rule to make target|unrecognized (?:option|arguments?)|unknown (?:option|command|flag|target)"
+    r"|no such (?:file|option|command|target)|not found|no module named|failed to import",
+    re.IGNORECASE,
+)
+"""First error lines that say a command names what the project lacks (a make target, a flag,
+a module, a test path), as opposed to a command that exists and whose tests failed."""
+NOT_FOUND_EXIT = 127
+"""The shell's exit code for a program it cannot find."""
 
 
 class DraftedRule(Frozen):
     task: str
     line: str
     source: str = Field(description="where the line's text stands: 'file:line', or 'gold' for the task's own")
+
+
+class Replacement(Frozen):
+    """A command the condition's file states, replaced by a gold command, and why: every run
+    that ran it saw it fail for naming something the project lacks."""
+
+    task: str
+    stale: str
+    command: str = Field(description="the gold command put in its place")
+    file: str
+    line: int = Field(description="of its first occurrence in `file`, from 1")
+    failed: int = Field(description="runs of the task in which it ran, and failed")
+    runs: int = Field(description="the task's graded runs in the condition")
+    first_error: str | None = Field(description="the first failing run's first error line (redacted)")
+
+    @property
+    def evidence(self) -> str:
+        error = f": {self.first_error}" if self.first_error else ""
+        return f"`{self.stale}` failed in {self.failed} of {self.runs} runs{error}"
 
 
 class Suggestion(Frozen):
@@ -59,6 +106,7 @@ class Suggestion(Frozen):
     file: str
     tasks: dict[str, float] = Field(description="task -> its mean score in the condition, worst first")
     rules: list[DraftedRule]
+    replaced: list[Replacement] = Field(default=[], description="stale commands corrected in place")
     patch: str
     patched_sha256: str = Field(description="of the file with the patch applied: ties a patched run to it")
 
@@ -137,17 +185,86 @@ def _stands(quote: str, texts: dict[str, str]) -> bool:
     return any(locate(text, quote) is not None for text in texts.values())
 
 
-def _missed(runs: Sequence[RunResult]) -> tuple[set[str], set[str]]:
-    """(gold commands some run missed, guardrails some run broke)."""
-    commands: set[str] = set()
+def _missed(task: Task, runs: Sequence[RunResult]) -> tuple[list[str | list[str]], set[str]]:
+    """(gold commands some run missed, as the task states them; guardrails some run broke)."""
+    labels: set[str] = set()
     broken: set[str] = set()
     for run in runs:
         for item in run.score.items if run.score else ():
             if item.hit is False and item.kind == "command":
-                commands.add(item.expected)
+                labels.add(item.expected)
             if item.hit is False and item.kind == "guardrail":
                 broken.add(item.expected)
-    return commands, broken
+    return [c for c in task.gold.commands if command_label(c) in labels], broken
+
+
+def _stated(command: str) -> re.Pattern[str]:
+    """`command` as a whole command in prose: `make test` is not stated by `make tests`."""
+    return re.compile(rf"(?<![\w./-]){re.escape(command)}(?![\w/-]|\.\w)")
+
+
+def _names_nothing(ran: ExecutedCommand, exit_code: int) -> bool:
+    """It failed because what it names does not exist in the project, not because it ran
+    and the project's checks failed (or it hung)."""
+    if ran.timed_out or ran.exit_code in (None, exit_code):
+        return False
+    return ran.exit_code == NOT_FOUND_EXIT or bool(ran.first_error and _STALE.search(ran.first_error))
+
+
+def _nearest(stale: str, missed: Sequence[str | list[str]], failing: set[str]) -> str | None:
+    """The gold command to put in `stale`'s place: of the missed gold commands' alternatives
+    that no run saw fail, the nearest one running the same program; else the only missed one."""
+    program = command_tokens(stale)[:1]
+    choices = [[a for a in ([e] if isinstance(e, str) else e) if a not in failing] for e in missed]
+    same = [a for alts in choices for a in alts if command_tokens(a)[:1] == program]
+    if same:
+        return max(same, key=lambda a: difflib.SequenceMatcher(None, stale, a).ratio())
+    return choices[0][0] if len(choices) == 1 and choices[0] else None
+
+
+def stale_commands(task: Task, runs: Sequence[RunResult], files: dict[str, str]) -> list[Replacement]:
+    """The commands `files` state that failed in every one of `runs` that ran them, each
+    with the missed gold command to replace it by (gold.execute tasks only)."""
+    if task.gold.execute is None:
+        return []
+    missed, _ = _missed(task, runs)
+    ran: dict[str, list[ExecutedCommand]] = defaultdict(list)
+    for run in runs:
+        for command in run.executed.commands if run.executed else ():
+            ran[command.command].append(command)
+    exit_code = task.gold.execute.exit_code
+    failing = {c for c, rs in ran.items() if all(_names_nothing(r, exit_code) for r in rs)}
+    out = []
+    for stale in sorted(failing):
+        gold = _nearest(stale, missed, failing)
+        where = next(((p, m) for p in _preferred(files) if (m := _stated(stale).search(files[p]))), None)
+        if gold is None or where is None:
+            continue
+        path, match = where
+        out.append(
+            Replacement(
+                task=task.id,
+                stale=stale,
+                command=gold,
+                file=path,
+                line=files[path].count("\n", 0, match.start()) + 1,
+                failed=len(ran[stale]),
+                runs=len(runs),
+                first_error=next((r.first_error for r in ran[stale] if r.first_error), None),
+            )
+        )
+    return out
+
+
+def _preferred(files: dict[str, str]) -> list[str]:
+    """The instruction files in the order a draft targets them: AGENTS.md first."""
+    return sorted(files, key=lambda p: (p != DEFAULT_TARGET, p))
+
+
+def _replace(text: str, replaced: Sequence[Replacement]) -> str:
+    for r in replaced:
+        text = _stated(r.stale).sub(r.command.replace("\\", "\\\\"), text)
+    return text
 
 
 def draft_rules(task: Task, runs: Sequence[RunResult], sources: _Sources) -> list[DraftedRule]:
@@ -169,12 +286,12 @@ def draft_rules(task: Task, runs: Sequence[RunResult], sources: _Sources) -> lis
             origin = where.partition(":")[0]
             suffix = f" (see {origin})" if origin in sources.docs else ""
             rules.append(DraftedRule(task=task.id, line=f"{line}{suffix}", source=where))
-    commands, broken = _missed(runs)
+    commands, broken = _missed(task, runs)
     # What the files (or a drafted line) already say is no fix: those misses were the agent's slips.
     drafted = " ".join([*(r.line for r in rules), *sources.condition.values()])
-    for command in sorted(commands):
-        first = command.split(" | ")[0]
-        if first not in drafted:
+    for command in commands:
+        first = command if isinstance(command, str) else command[0]
+        if not _stated(first).search(drafted):
             rules.append(DraftedRule(task=task.id, line=f"Run `{first}`.", source="gold"))
     for guard in sorted(broken):
         if guard not in drafted:
@@ -182,14 +299,18 @@ def draft_rules(task: Task, runs: Sequence[RunResult], sources: _Sources) -> lis
     return rules
 
 
-def _patch(path: str, old: str, rules: Sequence[DraftedRule]) -> tuple[str, str]:
+def _patch(
+    path: str, old: str, rules: Sequence[DraftedRule], replaced: Sequence[Replacement] = ()
+) -> tuple[str, str]:
     """(the patch, the patched file's text)."""
     body = old if not old or old.endswith("\n") else old + "\n"
     seen: list[str] = []
     for rule in rules:
         if rule.line not in seen:
             seen.append(rule.line)
-    new = body + ("\n" if body.strip() else "") + HEADING + "\n\n" + "".join(f"- {line}\n" for line in seen)
+    new = _replace(body, replaced)
+    if seen:
+        new += ("\n" if new.strip() else "") + HEADING + "\n\n" + "".join(f"- {line}\n" for line in seen)
     diff = difflib.unified_diff(
         body.splitlines(keepends=True),
         new.splitlines(keepends=True),
@@ -231,18 +352,23 @@ def suggest(
             runs[r.cell.task].append(r)
     means = {t: sum(r.score.value for r in rs if r.score) / len(rs) for t, rs in runs.items() if t in tasks}
     worst = sorted((m, t) for t, m in means.items() if m < 1.0)[:max_tasks]
-    sources = _sources(repo, manifest, files)
+    stale = [r for _, t in worst for r in stale_commands(tasks[t], runs[t], files)]
+    target = stale[0].file if stale else (_preferred(files) or [DEFAULT_TARGET])[0]
+    replaced = [r for r in stale if r.file == target]
+    # Rules are drafted against the corrected files: a corrected command needs no "Run" line.
+    corrected = {**files, target: _replace(files.get(target, ""), replaced)}
+    sources = _sources(repo, manifest, corrected)
     rules = [rule for _, t in worst for rule in draft_rules(tasks[t], runs[t], sources)]
-    if not rules:
+    if not rules and not replaced:
         return None
-    drafted = {r.task for r in rules}
-    target = DEFAULT_TARGET if DEFAULT_TARGET in files or not files else sorted(files)[0]
-    patch, patched = _patch(target, files.get(target, ""), rules)
+    drafted = {r.task for r in rules} | {r.task for r in replaced}
+    patch, patched = _patch(target, files.get(target, ""), rules, replaced)
     return Suggestion(
         condition=condition,
         file=target,
         tasks={t: round(m, 4) for m, t in worst if t in drafted},
         rules=rules,
+        replaced=replaced,
         patch=patch,
         patched_sha256=sha256_hex(patched.encode()),
     )
@@ -290,61 +416,23 @@ def measure(
     return out
 
 
-def measured_line(m: Measured, lines: int) -> str:
-    """The claim, or the refusal of one."""
+def adding(lines: int) -> str:
+    return "adding this line" if lines == 1 else f"adding these {lines} lines"
+
+
+def change(suggestion: Suggestion) -> str:
+    """What the patch does, as the claim names it: "replacing `a` with `b` and adding this line"."""
+    parts = list(dict.fromkeys(f"replacing `{r.stale}` with `{r.command}`" for r in suggestion.replaced))
+    lines = len({r.line for r in suggestion.rules})
+    return " and ".join([*parts, *([adding(lines)] if lines else [])])
+
+
+def measured_line(m: Measured, what: str) -> str:
+    """The claim that `what` (the change, as `change` names it) raised the task, or the refusal of one."""
     p = "—" if m.p_value is None else f"{m.p_value:.3g}"
     if m.raised:
-        change = f"from {m.before:.2f} to {m.after:.2f} in {m.runs} runs"
-        these = "this line" if lines == 1 else f"these {lines} lines"
-        return f"adding {these} raised {m.task} {change}, p = {p}"
+        return f"{what} raised {m.task} from {m.before:.2f} to {m.after:.2f} in {m.runs} runs, p = {p}"
     return f"not shown: {m.task} went from {m.before:.2f} to {m.after:.2f} in {m.runs} runs (p = {p})"
-
-
-def _suggestion_block(suggestion: Suggestion, diff_lines: set[int]) -> tuple[int, str] | None:
-    """(head line, replacement) when the patch is one hunk that only adds lines after a line
-    the PR's diff shows (`diff_lines`, added or context): GitHub's ```suggestion block in a
-    review comment on that line applies it. Else None."""
-    try:
-        [patched] = PatchSet(suggestion.patch)
-        [hunk] = patched
-    except (UnidiffParseError, ValueError):
-        return None
-    lines = list(hunk)
-    first_added = next((i for i, line in enumerate(lines) if line.is_added), None)
-    if first_added is None or first_added == 0 or any(line.is_removed for line in lines):
-        return None
-    anchor = lines[first_added - 1]
-    added = [line for line in lines[first_added:] if line.is_added]
-    if len(added) != len(lines) - first_added or anchor.target_line_no not in diff_lines:
-        return None  # additions not in one run at the end of the hunk, or no diff line to hang it on
-    return anchor.target_line_no, anchor.value + "".join(line.value for line in added)
-
-
-def offer(suggestion: Suggestion, measured: Sequence[Measured], diff_lines: set[int]) -> str:
-    """The comment's folded section: the drafted change with its measured effect, or, when
-    the patched run raised no task, only that it was tried. Never called without that run."""
-    lines = len({r.line for r in suggestion.rules})
-    claims = [measured_line(m, lines) for m in measured]
-    raised = [c for m, c in zip(measured, claims, strict=True) if m.raised]
-    if not raised:
-        head = "Suggested fix: not offered, the patched run raised no task"
-        return (
-            f"<details><summary>{head}</summary>\n\n" + "".join(f"- {c}\n" for c in claims) + "\n</details>\n"
-        )
-    block = _suggestion_block(suggestion, diff_lines)
-    if block is not None:
-        where = f"`{suggestion.file}` line {block[0]} (a review comment there with this block applies it)"
-        fence = f"```suggestion\n{block[1]}```"
-    else:
-        where = f"`{suggestion.file}` (`git apply` it: `suggested.patch` in the run's artifacts)"
-        fence = f"```diff\n{suggestion.patch}```"
-    return (
-        f"<details><summary>Suggested fix, measured: {raised[0]}</summary>\n\n"
-        f"Drafted from the gold items {suggestion.condition} missed, then run as "
-        f"`{suggestion.condition},patched`. Suggested change to {where}:\n\n{fence}\n\n"
-        + "".join(f"- {c}\n" for c in claims)
-        + "\n</details>\n"
-    )
 
 
 def write(suggestion: Suggestion, out: Path) -> Path:

@@ -27,15 +27,29 @@ from pathlib import Path, PurePosixPath
 import httpx
 from pydantic import Field, ValidationError
 
-from docdelta.detect import InstructionMatcher, Overlay, diff_files
+from docdelta.config import load_project_config, matcher
+from docdelta.detect import InstructionMatcher, Overlay, diff_files, instruction_files
 from docdelta.errors import ConfigError, DraftRefused, InfraError
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
+from docdelta.git import Repo
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
-from docdelta.models import PATCHED, Frozen, JudgeInfo, JudgeProvider, Manifest, RunResult, RunStatus, Task
+from docdelta.models import (
+    HEAD,
+    PATCHED,
+    Frozen,
+    JudgeInfo,
+    JudgeProvider,
+    Manifest,
+    RunResult,
+    RunStatus,
+    Task,
+)
 from docdelta.suggest import Suggestion
 from docdelta.workspace import apply_to_overlay
 
+REFUSED = "the model's draft was refused: "
+"""How every refusal starts; the Action's comment says the rest after the model's name."""
 MAX_DRAFT_BYTES = 8_000
 """A minimal patch is a few lines; anything this large is not one (and is not read further)."""
 MAX_DRAFT_LINES = 20
@@ -111,8 +125,14 @@ def measured_as(suggestion: Suggestion, out: Path, proof: Manifest) -> tuple[Sug
         return None
     if spec is None or spec.overlay_sha256 != got.patched_sha256:
         return None
-    # The overlay is the draft's: the file measured is the one the run holds.
-    update = {"patch": got.patch, "patched_sha256": spec.files.get(suggestion.file, "")}
+    # The overlay is the draft's: the file measured is the one the run holds, and the
+    # deterministic draft's rules and replacements are not what it ran.
+    update = {
+        "patch": got.patch,
+        "patched_sha256": spec.files.get(suggestion.file, ""),
+        "rules": [],
+        "replaced": [],
+    }
     return suggestion.model_copy(update=update), got.added_lines
 
 
@@ -150,15 +170,13 @@ def prompt(
 def _check_secrets(text: str, secrets: Sequence[str]) -> None:
     if any(s and s in text for s in secrets):
         raise DraftRefused(
-            "the model's draft was refused: its reply holds a key or token the gateway was given; "
-            "nothing of it was written",
+            f"{REFUSED}its reply holds a key or token the gateway was given; nothing of it was written",
             hint="the model echoed a credential: check what reaches its context, then rerun",
         )
     for what, pattern in SECRET_FORMATS.items():
         if pattern.search(text):
             raise DraftRefused(
-                f"the model's draft was refused: its reply holds what looks like {what}; "
-                "nothing of it was written",
+                f"{REFUSED}its reply holds what looks like {what}; nothing of it was written",
                 hint="a draft may not put a credential into an instruction file; rerun or edit by hand",
             )
 
@@ -195,32 +213,61 @@ def validate(
     size = len(patch.encode())
     if size > MAX_DRAFT_BYTES:
         raise DraftRefused(
-            f"the model's draft was refused: the patch is {size:,} bytes, over the limit of "
+            f"{REFUSED}the patch is {size:,} bytes, over the limit of "
             f"{MAX_DRAFT_BYTES:,} for a minimal change",
             hint="a suggestion adds a few lines; use the deterministic draft or rerun",
         )
     added = len(_added(patch))
     if added > MAX_DRAFT_LINES:
         raise DraftRefused(
-            f"the model's draft was refused: it adds {added} lines, over the limit of {MAX_DRAFT_LINES}",
+            f"{REFUSED}it adds {added} lines, over the limit of {MAX_DRAFT_LINES}",
             hint="a suggestion adds a few lines; use the deterministic draft or rerun",
         )
     try:
         paths = [p for df in diff_files(patch) for p in (df.old, df.new) if p]
     except ConfigError as exc:
-        raise DraftRefused(f"the model's draft was refused: {exc.message}", hint=exc.hint) from None
+        raise DraftRefused(f"{REFUSED}{exc.message}", hint=exc.hint) from None
     for path in paths:
         if not _safe_path(path):
             raise DraftRefused(
-                f"the model's draft was refused: it names the path {path[:120]!r}, which leaves the "
-                "repository",
+                f"{REFUSED}it names the path {path[:120]!r}, which leaves the repository",
                 hint="a draft may only change the instruction files it was shown",
             )
     try:
         patched = apply_to_overlay(head, patch.encode(), "the model's draft", "the model's draft", matcher)
     except ConfigError as exc:
-        raise DraftRefused(f"the model's draft was refused: {exc.message}", hint=exc.hint) from None
+        raise DraftRefused(f"{REFUSED}{exc.message}", hint=exc.hint) from None
     return patch, patched
+
+
+def upstream_of(gateway: GatewayConfig, provider: JudgeProvider) -> Upstream:
+    """The model API the draft is asked through: the project's upstream of that name, else the
+    provider's public API. Its `key_from` names where the key is read."""
+    return next((u for u in gateway.upstreams if u.name == provider), UPSTREAMS[provider])
+
+
+def draft_for(
+    suggestion: Suggestion,
+    repo: Repo,
+    manifest: Manifest,
+    results: Sequence[RunResult],
+    tasks: Mapping[str, Task],
+    *,
+    provider: JudgeProvider,
+    model: str,
+    environ: Mapping[str, str],
+    base_url: str | None = None,
+) -> ModelDraft:
+    """`draft` against the condition's instruction files in `repo`, through the gateway the
+    project's `.docdelta.yml` (at base) configures: `suggest --model` and the Action's
+    `suggest-model` both ask this way."""
+    config = load_project_config(repo, manifest.base_sha)
+    match = matcher(config)
+    ref = manifest.head_sha if suggestion.condition == HEAD else manifest.base_sha
+    return draft(
+        suggestion, tasks, results, instruction_files(repo, ref, match), match,
+        provider=provider, model=model, gateway=config.gateway, environ=environ, base_url=base_url,
+    )  # fmt: skip
 
 
 def draft(
@@ -238,7 +285,7 @@ def draft(
 ) -> ModelDraft:
     """Ask `model` once through a loopback gateway (to the project's upstream for `provider`,
     or `base_url`); the validated draft, or DraftRefused."""
-    upstream = next((u for u in gateway.upstreams if u.name == provider), UPSTREAMS[provider])
+    upstream = upstream_of(gateway, provider)
     if base_url:
         try:
             upstream = Upstream.model_validate({**upstream.model_dump(), "base_url": base_url.rstrip("/")})

@@ -12,7 +12,8 @@ What differs from a GitHub-hosted run, each visible below:
   for `docdelta/docdelta@v0`, without actions/checkout's `ref` (act emulates
   actions/checkout by copying its workdir, which holds every commit, only for a checkout
   of the current ref), and with the fake agent, one repeat, no `api-key`, `ca-bundle`
-  (below), and in the matrix's plan job `max-parallel: 2` (two shards, one per core);
+  (below), in the matrix's plan job `max-parallel: 2` (two shards, one per core), and
+  in the ablation job `tasks:` naming a folder that holds one of the demo's tasks;
 * actions/upload-artifact@v4 and actions/download-artifact@v4 (github.com is not
   reachable here) are stand-ins on the real artifact client from npm
   (tests/act_actions/README.md), mapped by `act --local-repository`, talking to act's
@@ -45,6 +46,7 @@ import shutil
 import socket
 import subprocess
 import uuid
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +60,14 @@ from gitrepo import demo_repo, git
 from gitserver import GitServer
 from tlscert import make_pki
 
+from docdelta.ablation import ABLATION_FILE
 from docdelta.demo import DemoRepo
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"
 CA_FILE = "github-ca.pem"
 REPOSITORY = "Codertocat/Hello-World"
+ABLATE_TASKS = ".docdelta/ablate-tasks"
 """The repository of the recorded payloads."""
 # The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
 ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
@@ -102,6 +106,8 @@ def _workflow(dest: Path, action_dir: str) -> Path:
             step["with"]["ca-bundle"] = CA_FILE  # EDIT: the fake GitHub's TLS certificate is from a test CA
             if "max-parallel" in step["with"]:
                 step["with"]["max-parallel"] = 2  # EDIT: two shards, one per core of a CI machine
+            if "ablate" in step["with"]:
+                step["with"]["tasks"] = ABLATE_TASKS  # EDIT: one task of the demo's four: 8 runs, not 32
     dest.write_text(yaml.safe_dump(doc, sort_keys=False))
     return dest
 
@@ -287,7 +293,8 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
 
     assert "Traceback" not in log and "base arm saved to the results store (branch)" in log
     assert _outputs(log)["activity"] == "refresh"
-    stored = stage.branch("docdelta-results")
+    # (the PR tests before this one recorded their evaluations there: `history/`, not the cache)
+    stored = {k: v for k, v in stage.branch("docdelta-results").items() if not k.startswith("history/")}
     arms = [name for name in stored if name.startswith("arms/")]
     pools = [name for name in stored if name.startswith("pools/")]
     assert len(arms) == 1 and len(pools) == 1 and len(stored) == 2, sorted(stored)
@@ -386,3 +393,37 @@ def test_the_matrix_workflow_plans_runs_shards_and_posts_one_merged_scorecard(st
     merged, alone = _scorecard(comment["body"], head, 5), _scorecard(single["body"], twin, 6)
     diff = difflib.unified_diff(alone.splitlines(), merged.splitlines(), "one job", "merged", lineterm="")
     assert merged == alone, "\n".join(diff)
+
+
+def test_the_ablate_workflow_writes_the_per_section_table_to_the_job_summary_and_uploads_its_results(
+    stage: Stage,
+) -> None:
+    demo, fake = stage.demo, stage.fake
+    # The task folder the edited workflow names, committed: the Action reads tasks from the commit.
+    (demo.path / ABLATE_TASKS).mkdir(parents=True)
+    shutil.copy2(demo.path / ".docdelta/tasks/run-tests.yaml", demo.path / ABLATE_TASKS)
+    git(demo.path, "add", ABLATE_TASKS)
+    git(demo.path, "commit", "-q", "-m", "one task to ablate with")
+    payload = json.loads(event_path("workflow_dispatch").read_text())
+    payload["inputs"] = {"file": "AGENTS.md", "unit": "heading", "repeats": "4"}  # EDIT: the form's defaults
+    checks, comments = len(fake.check_runs), len(fake.comments)
+
+    log = stage.act("docdelta-ablate.yml", "workflow_dispatch", payload)
+
+    assert "Traceback" not in log and _outputs(log)["activity"] == "ablate"
+    # act printed the job summary: the table with a row per section of the demo's AGENTS.md
+    assert "docdelta ablation of `AGENTS.md`" in log and "(saved 60%)" in log
+    for section in ("(preamble) Agent notes", "Checks", "Code layout", "Git"):
+        assert f"| {section} | " in log
+    (checks_row,) = (line for line in log.splitlines() if "| Checks | " in line)
+    assert "| run-tests -" in checks_row  # removing `Checks` lowers the task it carries
+    assert "fractional factorial: 8 conditions" in log
+    assert "(8 ran, 0 reused)" in log  # 8 conditions x 1 repeat x 1 task, in sibling containers
+    assert len(fake.check_runs) == checks and len(fake.comments) == comments  # no PR: nothing posted
+    (artifact,) = (p for p in stage.artifacts.rglob("*") if p.is_file())
+    with zipfile.ZipFile(artifact) as uploaded:
+        names = uploaded.namelist()
+        (report,) = (n for n in names if n.endswith(f"/results/{ABLATION_FILE}"))
+        sections = [s["section"]["name"] for s in json.loads(uploaded.read(report))["sections"]]
+    assert sections == ["(preamble) Agent notes", "Checks", "Code layout", "Git"]
+    assert sum(n.endswith("/result.json") for n in names) == 8  # every run's result and transcript

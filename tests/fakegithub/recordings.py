@@ -24,6 +24,8 @@ class Exchange:
     path: str
     status: int
     body: Any
+    request: Any
+    """The request's JSON body (None for a GET or DELETE)."""
 
 
 def exchanges(name: str) -> list[Exchange]:
@@ -33,7 +35,9 @@ def exchanges(name: str) -> list[Exchange]:
     i = 0
     while i + 10 <= len(lines):
         rec = lines[i : i + 10]
-        out.append(Exchange(method=rec[1], path=rec[4], status=int(rec[7]), body=json.loads(rec[9])))
+        body = json.loads(rec[9]) if rec[9] else None  # a 204 (DELETE) records no body
+        request = None if rec[6] == "None" else json.loads(rec[6])
+        out.append(Exchange(rec[1], rec[4], int(rec[7]), body, request))
         i += 11  # ten lines and the blank separator
     return out
 
@@ -50,6 +54,7 @@ def _templates() -> dict[str, Any]:
         "status": exchanges("Commit.testCreateStatusWithAllParameters")[0].body,
         "content": exchanges("Repository.testGetContentsWithRef")[-1].body,
         "compare": exchanges("Repository.testCompare")[0].body,
+        "review_comment": exchanges("PullRequest.testGetReviewComments")[0].body[0],
     }
 
 

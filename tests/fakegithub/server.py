@@ -2,7 +2,9 @@
 
 It serves the endpoints the docdelta bot uses, answering with recorded GitHub bodies
 (see `recordings.py`) filled in from in-memory state: pull requests and their files,
-commits (file contents and trees), issue comments (each with its author), check runs,
+commits (file contents and trees), issue comments (each with its author), pull-request
+review comments (anchored to a line of the PR's diff, refused with GitHub's 422 anywhere
+else, re-anchored or outdated when the PR's head moves: `push`), check runs,
 commit statuses, labels and label events, collaborator permissions, and the one GraphQL
 query the bot sends, `viewer { login }`: who the token belongs to (`identity`, by default
 the Actions bot that GITHUB_TOKEN posts as). GraphQL requests are logged with the path
@@ -16,7 +18,8 @@ Failures are injected per route with `fail_next`: the next N matching requests g
 error status and headers (a 502, a secondary rate limit with `retry-after`, ...), either
 instead of doing the work or *after* doing it (`after=True`, the case that makes a
 blind POST retry duplicate things). `deny_checks` makes every check-run endpoint answer
-403 as GitHub does for a token without `checks: write`.
+403 as GitHub does for a token without `checks: write`; `deny_review_comments` does the same
+for writing review comments (a token with `issues: write` but not `pull-requests: write`).
 
 The server lives under a path prefix (default `/api/v3`), the GitHub Enterprise layout,
 so passing `base_url` through the client is exercised too.
@@ -110,6 +113,8 @@ class FakeGitHub:
         self.permissions: dict[str, str] = {}
         self.identity: dict[str, Any] = dict(BOT)
         self.deny_checks = False
+        self.deny_review_comments = False
+        self.review_comments: list[dict[str, Any]] = []
         self.log: list[Request] = []
         self._faults: list[Fault] = []
         self._next_id = 1000
@@ -123,6 +128,10 @@ class FakeGitHub:
             ("GET", re.compile(r"/issues/(\d+)/comments"), self._list_comments),
             ("POST", re.compile(r"/issues/(\d+)/comments"), self._create_comment),
             ("PATCH", re.compile(r"/issues/comments/(\d+)"), self._edit_comment),
+            ("GET", re.compile(r"/pulls/(\d+)/comments"), self._list_review_comments),
+            ("POST", re.compile(r"/pulls/(\d+)/comments"), self._create_review_comment),
+            ("PATCH", re.compile(r"/pulls/comments/(\d+)"), self._edit_review_comment),
+            ("DELETE", re.compile(r"/pulls/comments/(\d+)"), self._delete_review_comment),
             ("GET", re.compile(r"/commits/([^/]+)/check-runs"), self._list_check_runs),
             ("POST", re.compile(r"/check-runs"), self._create_check_run),
             ("PATCH", re.compile(r"/check-runs/(\d+)"), self._edit_check_run),
@@ -178,6 +187,45 @@ class FakeGitHub:
             }
         )
         return comment_id
+
+    def add_review_comment(
+        self,
+        number: int,
+        body: str,
+        user: dict[str, Any],
+        path: str,
+        line: int,
+        start_line: int | None = None,
+    ) -> int:
+        """`user` left a review comment on `path` line `line` (to `start_line`) of the PR's head."""
+        pull = self.pulls[number]
+        comment_id = self._new_id()
+        self.review_comments.append(
+            {"id": comment_id, "pull": number, "body": body, "user": user, "path": path, "side": "RIGHT"}
+            | _anchored(pull.head_sha, line, start_line)
+        )
+        return comment_id
+
+    def push(self, number: int, head_sha: str) -> None:
+        """New commits on the PR: its head becomes `head_sha` (added with `add_commit`), and each
+        review comment follows its line as GitHub does: moved to where that line stands in the
+        new diff, or outdated (`line` null) when the line changed or left the diff."""
+        pull = self.pulls[number]
+        for comment in self.review_comments:
+            if comment["pull"] != number or comment["line"] is None:
+                continue
+            old = _lines(self.commits[comment["commit_id"]], comment["path"])
+            new = _lines(self.commits[head_sha], comment["path"])
+            moved = _follow(old, new)
+            line, start = moved.get(comment["line"]), moved.get(comment["start_line"] or comment["line"])
+            hunk = self._hunk_of(pull, head_sha, comment["path"], line) if line else None
+            if line is None or start is None or hunk is None or start not in hunk:
+                comment.update(line=None, start_line=None)
+            else:
+                comment.update(
+                    line=line, start_line=start if comment["start_line"] else None, commit_id=head_sha
+                )
+        pull.head_sha = head_sha
 
     def apply_label(self, number: int, label: str, actor: str) -> None:
         """`actor` applies `label` to the PR: the label and a `labeled` issue event appear."""
@@ -429,6 +477,104 @@ class FakeGitHub:
                 return 200, self._comment_json(comment), {}
         return 404, {"message": "Not Found"}, {}
 
+    def _hunk_of(self, pull: Pull, commit_id: str, path: str, line: int) -> set[int] | None:
+        """The head-side lines of the hunk of the PR's diff (base -> `commit_id`) holding `line`."""
+        if pull.base_sha not in self.commits or commit_id not in self.commits:
+            return None
+        old, new = (_lines(self.commits[sha], path) for sha in (pull.base_sha, commit_id))
+        # The matcher `difflib.unified_diff` uses, so these hunks are the files' `patch` hunks.
+        for group in difflib.SequenceMatcher(None, old, new).get_grouped_opcodes(3):
+            lines = {j + 1 for _tag, _i1, _i2, j1, j2 in group for j in range(j1, j2)}
+            if line in lines:
+                return lines
+        return None
+
+    def _review_json(self, comment: dict[str, Any]) -> dict[str, Any]:
+        item = template("review_comment")
+        number, cid = comment["pull"], comment["id"]
+        url = f"{self.repo_url}/pulls/comments/{cid}"
+        html = f"https://github.com/{self.repo}/pull/{number}#discussion_r{cid}"
+        pull_url = f"{self.repo_url}/pulls/{number}"
+        user = comment["user"]
+        item.update({k: v for k, v in comment.items() if k in item})
+        item.update(
+            url=url,
+            html_url=html,
+            pull_request_url=pull_url,
+            node_id=f"PRRC_{cid}",
+            pull_request_review_id=cid + 1_000_000,
+            user={**item["user"], **user, "url": f"{self.base_url}/users/{user['login']}"},
+            start_side="RIGHT" if comment["start_line"] else None,
+            position=None,
+            original_position=None,
+            diff_hunk="",
+            subject_type="line",
+        )
+        item["_links"] = {"self": {"href": url}, "html": {"href": html}, "pull_request": {"href": pull_url}}
+        item["reactions"] = {**item["reactions"], "url": f"{url}/reactions"}
+        return item
+
+    def _list_review_comments(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        items = [self._review_json(c) for c in self.review_comments if c["pull"] == int(number)]
+        page, headers = self._page(items, f"/pulls/{number}/comments", query)
+        return 200, page, headers
+
+    def _create_review_comment(self, number: str, *, query: dict[str, str], body: Any) -> Response:
+        pull = self._pull(number)
+        if pull is None:
+            return 404, {"message": "Not Found"}, {}
+        if self.deny_review_comments:
+            return _DENIED_REVIEW
+        missing = [f for f in ("body", "commit_id", "path", "line") if f not in (body or {})]
+        if missing:
+            return _unprocessable(f"missing {', '.join(missing)}")
+        if body["commit_id"] not in self.commits:
+            return _unprocessable(f"No commit found for SHA: {body['commit_id']}")
+        if body.get("side", "RIGHT") != "RIGHT" or body.get("start_side", "RIGHT") != "RIGHT":
+            return _unprocessable("the fake serves comments on the head side (RIGHT) only")
+        line, start = body["line"], body.get("start_line")
+        hunk = self._hunk_of(pull, body["commit_id"], body["path"], line)
+        problems = [] if hunk else ["Pull request review thread line must be part of the diff"]
+        if start is not None and start >= line:
+            problems.append("Pull request review thread start line must precede the end line.")
+        elif start is not None and (hunk is None or start not in hunk):
+            problems.append(
+                "Pull request review thread start line must be part of the same hunk as the line."
+            )
+        if problems:
+            return _unprocessable(*problems)
+        comment = {
+            "id": self._new_id(),
+            "pull": int(number),
+            "body": body["body"],
+            "user": self.identity,
+            "path": body["path"],
+            "side": "RIGHT",
+        } | _anchored(body["commit_id"], line, start)
+        self.review_comments.append(comment)
+        return 201, self._review_json(comment), {}
+
+    def _review_comment(self, comment_id: str) -> dict[str, Any] | None:
+        return next((c for c in self.review_comments if c["id"] == int(comment_id)), None)
+
+    def _edit_review_comment(self, comment_id: str, *, query: dict[str, str], body: Any) -> Response:
+        if self.deny_review_comments:
+            return _DENIED_REVIEW
+        comment = self._review_comment(comment_id)
+        if comment is None:
+            return 404, {"message": "Not Found"}, {}
+        comment.update(body=body["body"], updated_at=NOW)
+        return 200, self._review_json(comment), {}
+
+    def _delete_review_comment(self, comment_id: str, *, query: dict[str, str], body: Any) -> Response:
+        if self.deny_review_comments:
+            return _DENIED_REVIEW
+        comment = self._review_comment(comment_id)
+        if comment is None:
+            return 404, {"message": "Not Found"}, {}
+        self.review_comments.remove(comment)
+        return 204, None, {}
+
     def annotations(self, run_id: int) -> list[dict[str, Any]]:
         """Every annotation posted to check run `run_id`, in order (GitHub appends each request's)."""
         return list(self._annotations.get(run_id, []))
@@ -562,6 +708,54 @@ def _invalid_annotations(body: Any) -> Response | None:
     return 422, {"message": "Invalid request.", "errors": [problem]}, {}
 
 
+_DENIED_REVIEW: Response = (
+    403,
+    {
+        "message": "Resource not accessible by integration",
+        "documentation_url": "https://docs.github.com/rest/pulls/comments#create-a-review-comment-for-a-pull-request",
+    },
+    {},
+)
+
+
+def _unprocessable(*errors: str) -> Response:
+    """GitHub's 422 for a review comment it cannot place (its messages, joined as it joins them)."""
+    return (
+        422,
+        {
+            "message": "Unprocessable Entity",
+            "errors": errors,
+            "documentation_url": "https://docs.github.com/rest/pulls/comments#create-a-review-comment-for-a-pull-request",
+            "status": "422",
+        },
+        {},
+    )
+
+
+def _anchored(commit_id: str, line: int, start_line: int | None) -> dict[str, Any]:
+    """A new review comment's anchor fields: where it is now and where it was made."""
+    return {
+        "commit_id": commit_id,
+        "original_commit_id": commit_id,
+        "line": line,
+        "original_line": line,
+        "start_line": start_line,
+        "original_start_line": start_line,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+
+
+def _lines(files: dict[str, bytes], path: str) -> list[str]:
+    return files.get(path, b"").decode().splitlines()
+
+
+def _follow(old: list[str], new: list[str]) -> dict[int, int]:
+    """Old line number -> new line number, for the lines left unchanged between the two."""
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return {a + k + 1: b + k + 1 for a, b, size in matcher.get_matching_blocks() for k in range(size)}
+
+
 def _fault_response(fault: Fault) -> Response:
     return (
         fault.status,
@@ -578,9 +772,10 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             body = json.loads(raw) if raw else None
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, payload, extra = fake.handle(self.command, self.path, headers, body)
-            data = json.dumps(payload).encode()
+            data = b"" if status == 204 else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            if data:
+                self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             for key, value in extra.items():
                 self.send_header(key, value)

@@ -9,10 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 from docdelta.cli import main
+from docdelta.errors import ExitCode
 from docdelta.models import RunResult
 
 HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -128,3 +130,50 @@ def test_a_change_task_whose_selftest_fails_is_not_run(
     err = capsys.readouterr().err
     assert "task 'fix-add' failed its selftest: reference passes" in err
     assert not list(workdir.glob("runs/*/*/*/r1/result.json"))  # no agent ran
+
+
+def test_a_saved_selftest_is_not_reused_once_the_toolchain_it_ran_with_is_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The saved selftest's key covers the environment. A run crashes after its selftest
+    passed; before the rerun, the `pytest` that `sandbox.paths`/`sandbox.env` show the hidden
+    tests is gone (an uninstalled tool, a removed virtualenv). The rerun must run the selftest
+    again and stop up front, naming the cause, instead of reusing the stale pass and ending
+    the resumed runs as `no_test_ran` faults."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    runner = tools / "pytest"  # the project's test runner, found on the sandbox's PATH
+    runner.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m pytest "$@"\n')
+    runner.chmod(0o755)
+    repo = _project(tmp_path, REFERENCE)
+    config = yaml.safe_load(sandbox_config(tmp_path / "agent-bin", tools))
+    config["sandbox"]["env"] = {"PATH": f"{tools}:/usr/bin:/bin"}
+    task = TASK.replace(f"command: {shlex.quote(sys.executable)} -m pytest", "command: pytest")
+    base = repo.commit({".docdelta.yml": yaml.safe_dump(config), ".docdelta/tasks/fix-add.yaml": task})
+    head = repo.commit({"AGENTS.md": "# Agents\nArithmetic lives in calc/ops.py. Run `pytest`.\n"})
+    agent = tmp_path / "agent-bin" / "agent.py"
+    agent.write_text(textwrap.dedent(AGENT))
+    workdir = tmp_path / "work"
+    args = [
+        "run", "--repo", str(repo.path), "--base", base, "--head", head,
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
+        "--agent", "command", "--agent-cmd", f"{sys.executable} {agent}", "--repeats", "1",
+    ]  # fmt: skip
+    assert main(args) == 0
+    record = workdir / "selftest" / "fix-add.json"
+    saved, written = record.read_text(), record.stat().st_mtime_ns
+    assert '"passed":true' in saved.replace(" ", "")
+    capsys.readouterr()
+    assert main(args) == 0  # unchanged: everything reused, the selftest too (same key)
+    assert "(0 ran, 3 reused)" in capsys.readouterr().err
+    assert record.stat().st_mtime_ns == written
+    for result in workdir.glob("runs/*/*/*/r1/result.json"):
+        result.unlink()  # the crash: the rerun resumes every cell
+    runner.unlink()  # ... and the environment broke meanwhile
+    capsys.readouterr()
+    assert main(args) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "task 'fix-add' failed its selftest" in err
+    assert "pytest: not found" in err or "No such file" in err, err
+    assert not list(workdir.glob("runs/*/*/*/r1/result.json"))  # no agent ran on the broken toolchain
+    assert record.read_text() != saved  # the failed report is kept, for the scorecard

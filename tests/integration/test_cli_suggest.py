@@ -134,3 +134,66 @@ def test_a_rule_only_the_human_docs_state_is_quoted_with_its_source(
     assert main([*suggest, "--measured", str(proof)]) == 0
     # 0.50: the command is right now; the agent never cites CONTRIBUTING.md, so that item stays missed.
     assert "adding this line raised lint from 0.00 to 0.50 in 4 runs, p = 0.00714" in capsys.readouterr().out
+
+
+STALE_TASK = """\
+id: run-tests
+prompt: How do I run the tests before I commit?
+gold:
+  commands: ["make test"]
+  execute: {timeout_s: 30}
+gold_citations:
+  - path: AGENTS.md
+    quote: Run the tests with
+reviewed: true
+"""
+
+
+def _stale_command_pr(tmp_path: Path) -> GitRepo:
+    """A Makefile with a `test` target; the PR's AGENTS.md says `make tests`. The agent that
+    follows it cites the right line, and its command names no target the project has (no
+    `tests/` directory either, which make would take for an up-to-date target)."""
+    repo = GitRepo.init(tmp_path / "proj")
+    notes = "# Agents\n\n## Checks\n\n- Run the tests with `{}` before you commit.\n- Keep functions small.\n"
+    repo.commit(
+        {
+            "Makefile": ".PHONY: test\n\ntest:\n\tpython3 -m unittest\n",
+            "test_calc.py": "import unittest\n\n\nclass Calc(unittest.TestCase):\n"
+            "    def test_add(self):\n        pass\n",
+            ".docdelta/tasks/run-tests.yaml": STALE_TASK,
+            "AGENTS.md": notes.format("make test"),
+        }
+    )
+    repo.commit({"AGENTS.md": notes.format("make tests")}, message="docs: the test target")
+    return repo
+
+
+def test_a_documented_command_that_fails_when_run_is_replaced_by_the_gold_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make tests` contains the gold `make test` as text, so matching words drafted nothing;
+    the proposals' execution (gold.execute) shows it names no target, in every head run."""
+    repo = _stale_command_pr(tmp_path)
+    tasks = repo.path / ".docdelta/tasks"
+    first = tmp_path / "w1"
+    assert main(_run(repo, tasks, first, "--conditions", "base,head", "--repeats", "4")) == 0
+    capsys.readouterr()
+    suggest = ["suggest", "--workdir", str(first), "--repo", str(repo.path), "--tasks", str(tasks)]
+    assert main(suggest) == 0
+    out = capsys.readouterr().out
+    assert "-- Run the tests with `make tests` before you commit.\n" in out
+    assert "+- Run the tests with `make test` before you commit.\n" in out
+    assert "+## Rules agents missed" not in out  # the fix is the correction, not one more line
+    evidence = "`make tests` failed in 4 of 4 runs: make: *** No rule to make target 'tests'.  Stop."
+    assert f"replaces `make tests` with `make test` in AGENTS.md:5: {evidence}" in out
+    side = (first / "suggested.patch.json").read_text()
+    assert '"stale": "make tests"' in side and "No rule to make target 'tests'" in side
+
+    proof = tmp_path / "w2"
+    patch = str(first / "suggested.patch")
+    proving = _run(repo, tasks, proof, "--conditions", "head,patched", "--patch", patch, "--repeats", "4")
+    assert main(proving) == 0
+    capsys.readouterr()
+    assert main([*suggest, "--measured", str(proof)]) == 0
+    out = capsys.readouterr().out
+    assert "replacing `make tests` with `make test` raised run-tests from 0.50 to 1.00 in 4 runs, p = " in out

@@ -101,11 +101,14 @@ def test_each_arm_is_compared_with_its_reference_and_more_than_one_factor_is_war
 
 def test_a_manifest_without_arms_keeps_the_identity_it_had_before_arms_existed() -> None:
     """A workdir planned by the previous release resumes: `arms` (and `pooled_only`, the
-    head-only plan's record) count only when set."""
+    head-only plan's record, and `unreviewed`, the tasks run with --allow-unreviewed) count
+    only when set."""
     m = manifest(["t1"])
     before = json.loads(m.model_dump_json(exclude={"created_at"}))
     before.pop("arms")
     before.pop("pooled_only")
+    before.pop("unreviewed")
     assert m.identity() == sha256_hex(json.dumps(before, separators=(",", ":"), ensure_ascii=False).encode())
     assert _with_arms().identity() != m.identity()
     assert m.model_copy(update={"pooled_only": ["base"]}).identity() != m.identity()
+    assert m.model_copy(update={"unreviewed": ["t1"]}).identity() != m.identity()

@@ -16,6 +16,7 @@ import pytest
 from gitrepo import GitRepo
 
 from docdelta.cli import main
+from docdelta.errors import ExitCode
 from docdelta.models import Summary
 
 HEAVY = ("scipy", "numpy", "docker", "github", "httpx")
@@ -23,6 +24,10 @@ HEAVY = ("scipy", "numpy", "docker", "github", "httpx")
 UNUSED_BY_DETECT = ("yaml", "jinja2")
 """Lighter, but `detect` on a repository without a .docdelta.yml parses no YAML and renders
 no template."""
+DOCDELTA_UNUSED_BY_DETECT = ("docdelta.models", "docdelta.config", "docdelta.gateway.config")
+"""What detect without a .docdelta.yml never uses, and paid for at start-up: the other ~60
+pydantic models of the vocabulary (it serializes only `docdelta.models_core`'s) and the project
+config's models (the gateway's, the sandbox's, the arms')."""
 SCORECARD_HEAVY = ("scipy", "httpx", "docker", "github")
 """What a scorecard (every `run`, every `report`) never needs: scipy (the usage rank test,
 Fisher's test and the normal tail are docdelta.stats' own), httpx (only a judge's client),
@@ -31,8 +36,10 @@ the Docker SDK and PyGithub (only their sandbox and the Action's comment)."""
 PROBE = """
 import json, sys
 from docdelta.cli import main
+from docdelta.errors import ExitCode
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+own = {m for m in sys.modules if m.startswith("docdelta")}
+print(json.dumps({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules} | own)}))
 """
 
 
@@ -41,8 +48,8 @@ def _imported(*argv: str) -> set[str]:
 
 
 def _probe(*argv: str) -> tuple[set[str], str, str]:
-    """(top-level modules imported, the command's stdout, stderr) of one `docdelta` command
-    in a fresh interpreter."""
+    """(top-level modules and docdelta's own modules imported, the command's stdout, stderr)
+    of one `docdelta` command in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True, timeout=120
     )
@@ -58,8 +65,9 @@ def test_detect_on_a_diff_imports_no_heavy_package(tmp_path: Path) -> None:
         "diff --git a/AGENTS.md b/AGENTS.md\n--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-a\n+b\n"
     )
     modules = _imported("detect", "--diff", str(diff))
-    assert "docdelta" in modules  # the probe really ran the CLI
-    assert modules.isdisjoint(HEAVY + UNUSED_BY_DETECT), sorted(modules & {*HEAVY, *UNUSED_BY_DETECT})
+    assert {"docdelta.cli", "docdelta.detect"} <= modules  # the probe really ran the CLI
+    unused = {*HEAVY, *UNUSED_BY_DETECT, *DOCDELTA_UNUSED_BY_DETECT}
+    assert modules.isdisjoint(unused), sorted(modules & unused)
 
 
 def test_detect_between_refs_imports_no_heavy_package(tmp_path: Path) -> None:
@@ -67,7 +75,23 @@ def test_detect_between_refs_imports_no_heavy_package(tmp_path: Path) -> None:
     base = repo.commit({"README.md": "hi", "AGENTS.md": "Run `make test`.\n"})
     head = repo.commit({"AGENTS.md": "Run `tox`. See @docs/style.md\n", "docs/style.md": "tabs\n"})
     modules = _imported("detect", "--repo", str(repo.path), "--base", base, "--head", head, "--json")
-    assert modules.isdisjoint(HEAVY + UNUSED_BY_DETECT), sorted(modules & {*HEAVY, *UNUSED_BY_DETECT})
+    unused = {*HEAVY, *UNUSED_BY_DETECT, *DOCDELTA_UNUSED_BY_DETECT}
+    assert modules.isdisjoint(unused), sorted(modules & unused)
+
+
+def test_detect_with_a_project_config_still_reads_it_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    """The control for the test above: with a .docdelta.yml at the base, detect imports the
+    config's models and applies them (an `include` glob adds a file; a misspelt field is exit 2
+    naming the field), so leaving them out without a config is a shortcut, not a lost check."""
+    repo = GitRepo.init(tmp_path / "proj")
+    config = "instructions:\n  include: [docs/agent-notes.md]\n"
+    base = repo.commit({".docdelta.yml": config, "docs/agent-notes.md": "a\n"})
+    head = repo.commit({"docs/agent-notes.md": "b\n"})
+    modules, printed, _ = _probe("detect", "--repo", str(repo.path), "--base", base, "--head", head)
+    assert {"docdelta.config", "yaml"} <= modules
+    assert "docs/agent-notes.md  read by: custom" in printed
+    bad = repo.commit({".docdelta.yml": "instructions:\n  includ: [x]\n"})
+    assert main(["detect", "--repo", str(repo.path), "--base", bad, "--head", head]) == ExitCode.BAD_INPUT
 
 
 def test_the_run_and_report_modules_import_no_scipy_httpx_docker_or_pygithub() -> None:

@@ -135,6 +135,12 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
         ({"ca_bundle": "missing.pem"}, "input 'ca-bundle'"),
         ({"agent": ""}, "input 'agent'"),
         ({"github_token": ""}, "input 'github-token' is empty"),
+        (
+            {"suggest_model": "gpt-4o-mini"},
+            "input 'suggest-model' = 'gpt-4o-mini' is set, but 'suggest' is not",
+        ),
+        ({"suggest": "true", "suggest_provider": "gemini"}, "input 'suggest-provider' = 'gemini'"),
+        ({"suggest": "true", "suggest_base_url": "ftp://x"}, "input 'suggest-base-url' = 'ftp://x'"),
     ],
 )
 def test_a_bad_input_is_named_in_the_error(tmp_path: Path, inputs: dict[str, str], message: str) -> None:
@@ -159,3 +165,19 @@ def test_outside_actions_the_missing_variable_is_named(tmp_path: Path) -> None:
     del env["GITHUB_REPOSITORY"]
     with pytest.raises(ConfigError, match="GITHUB_REPOSITORY"):
         ActionSettings.from_env(env)
+
+
+def test_the_model_draft_inputs_parse_and_default_to_no_model(tmp_path: Path) -> None:
+    plain = ActionSettings.from_env(_env(tmp_path, suggest="true"))
+    assert (plain.suggest_model, plain.suggest_provider, plain.suggest_base_url) == (None, "openai", None)
+    asked = ActionSettings.from_env(
+        _env(
+            tmp_path,
+            suggest="true",
+            suggest_model="claude-haiku-4-5",
+            suggest_provider="anthropic",
+            suggest_base_url="https://llm.example.invalid",
+        )
+    )
+    assert (asked.suggest_model, asked.suggest_provider) == ("claude-haiku-4-5", "anthropic")
+    assert asked.suggest_base_url == "https://llm.example.invalid"

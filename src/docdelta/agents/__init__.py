@@ -17,6 +17,7 @@ __all__ = [
     "Invocation",
     "agent_names",
     "agent_npm",
+    "agent_upstream",
     "classify",
     "extract_last_json",
     "get_agent",
@@ -48,3 +49,9 @@ def agent_npm(name: str) -> tuple[str, ...]:
     """The npm packages the agent registered as `name` adds to its image (`Agent.npm`), without
     building the agent: `docdelta selftest --agent` grades in the image a run of it uses."""
     return lookup(_AGENTS, name, base=Agent, kind="agent", error=AgentError).npm  # type: ignore[type-abstract]
+
+
+def agent_upstream(name: str) -> str | None:
+    """The gateway upstream the agent registered as `name` speaks to (`Agent.upstream`), without
+    building it: the Action's one api-key is for that API unless `provider` names another."""
+    return lookup(_AGENTS, name, base=Agent, kind="agent", error=AgentError).upstream  # type: ignore[type-abstract]

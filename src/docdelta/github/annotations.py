@@ -34,14 +34,22 @@ def added_lines(files: Iterable[PrFile]) -> dict[str, set[int]]:
     return _head_lines(files, context=False)
 
 
-def diff_lines(files: Iterable[PrFile]) -> dict[str, set[int]]:
-    """Per path, every head-side line the PR's diff shows, added or context: the lines a
-    review comment (and so a ```suggestion block) can be placed on."""
-    return _head_lines(files, context=True)
+def diff_hunks(files: Iterable[PrFile]) -> dict[str, list[frozenset[int]]]:
+    """Per path, each hunk of the PR's diff as the head-side lines it shows, added or context:
+    the lines a review comment (and so a ```suggestion block) can be placed on, a multi-line
+    one within one hunk."""
+    return {
+        path: [frozenset(hunk_lines) for hunk_lines in hunks]
+        for path, hunks in _head_hunks(files, context=True).items()
+    }
 
 
 def _head_lines(files: Iterable[PrFile], *, context: bool) -> dict[str, set[int]]:
-    out: dict[str, set[int]] = {}
+    return {path: set().union(*hunks) for path, hunks in _head_hunks(files, context=context).items()}
+
+
+def _head_hunks(files: Iterable[PrFile], *, context: bool) -> dict[str, list[set[int]]]:
+    out: dict[str, list[set[int]]] = {}
     for f in files:
         if not f.patch:
             continue
@@ -50,13 +58,15 @@ def _head_lines(files: Iterable[PrFile], *, context: bool) -> dict[str, set[int]
             patch = PatchSet(text)
         except UnidiffParseError:
             continue  # a patch we cannot read annotates nothing rather than the wrong lines
-        out[f.path] = {
-            line.target_line_no
+        out[f.path] = [
+            {
+                line.target_line_no
+                for line in hunk
+                if (line.is_added or (context and line.is_context)) and line.target_line_no is not None
+            }
             for pf in patch
             for hunk in pf
-            for line in hunk
-            if (line.is_added or (context and line.is_context)) and line.target_line_no is not None
-        }
+        ]
     return out
 
 

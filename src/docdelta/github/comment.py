@@ -45,6 +45,12 @@ def marker(config_id: str) -> str:
     return f"<!-- docdelta:{config_id} -->"
 
 
+def suggestion_marker(config_id: str) -> str:
+    """The hidden marker of one config's review comment (the proven ```suggestion), told apart
+    from the scorecard's so neither is ever taken for the other."""
+    return marker(config_id).replace("<!-- docdelta:", "<!-- docdelta-suggestion:", 1)
+
+
 def render_comment(config_id: str, body: str, *, full_report_url: str, limit: int = COMMENT_LIMIT) -> str:
     """The complete comment body: marker line, then `body` fitted under `limit` characters."""
     mark = marker(config_id)

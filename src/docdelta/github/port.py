@@ -73,6 +73,26 @@ class CommentRef(Frozen):
     created: bool
 
 
+class ReviewAnchor(Frozen):
+    """Where a pull-request review comment sits: lines of one file on the head side (GitHub's
+    `RIGHT`) of the PR's diff, the only lines GitHub accepts a review comment on."""
+
+    path: str
+    line: int = Field(ge=1, description="the last (or only) line")
+    start_line: int | None = Field(default=None, ge=1, description="the first line of a multi-line comment")
+
+
+class ReviewCommentRef(Frozen):
+    """The sticky review comment after an upsert: `created` is False when the one already on
+    the same lines was kept (edited if its body differed); `removed` counts the bot's other
+    ones deleted (their anchor moved, or a lost answer left a duplicate)."""
+
+    id: int
+    url: str
+    created: bool
+    removed: int = 0
+
+
 class CheckReport(Frozen):
     """What the bot wants a check to say. `conclusion=None` means still in progress."""
 
@@ -113,6 +133,18 @@ class GitHubPort(Protocol):
     def upsert_comment(self, number: int, marker: str, body: str) -> CommentRef:
         """Edit the token's own comment whose body starts with `marker`, else create one (never a
         duplicate); a comment by anyone else is never edited, whatever it starts with."""
+        ...
+
+    def upsert_review_comment(
+        self, number: int, marker: str, commit_id: str, anchor: ReviewAnchor, body: str
+    ) -> ReviewCommentRef:
+        """The token's own review comment starting with `marker`, on `anchor` of `commit_id`:
+        the one already on those lines is edited; one elsewhere (the anchor moved, or GitHub
+        outdated it) is deleted and a new one posted. Anyone else's is never touched."""
+        ...
+
+    def delete_review_comments(self, number: int, marker: str) -> int:
+        """Delete the token's own review comments starting with `marker`; how many there were."""
         ...
 
     def publish_check(self, report: CheckReport) -> CheckRef:

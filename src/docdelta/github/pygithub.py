@@ -10,8 +10,11 @@ request may be repeated depends on what it does, not on its HTTP verb alone:
   after a failure we look again for what it would have created (the marker, the check
   name) and only post again if it is not there — a 502 may come after GitHub did the work.
 
-The sticky comment is the one that starts with the marker *and* was written by the
-token's own account: anyone can post the marker, so the author is what makes it ours.
+The sticky comment (and the sticky review comment that carries a proven ```suggestion) is
+the one that starts with the marker *and* was written by the token's own account: anyone
+can post the marker, so the author is what makes it ours. A review comment is also tied to
+its lines: on the same lines it is edited, elsewhere (the anchor moved, or GitHub outdated
+it when the line changed) it is deleted and posted anew where the suggestion now applies.
 Who the token is comes from GraphQL's `viewer`, which answers for a user's token and a
 GitHub App installation token (GITHUB_TOKEN) alike; REST `GET /user` is 403 for the
 latter and `GET /app` wants the app's JWT. Bot logins end in `[bot]`, which no user
@@ -37,6 +40,8 @@ from github import Auth, Github, GithubException, UnknownObjectException
 from github.CheckRun import CheckRun
 from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest
+from github.PullRequestComment import PullRequestComment
 
 from docdelta.errors import ConfigError, GitHubError
 from docdelta.github.comment import fit
@@ -49,6 +54,8 @@ from docdelta.github.port import (
     CommentRef,
     Conclusion,
     PrFile,
+    ReviewAnchor,
+    ReviewCommentRef,
 )
 from docdelta.models import FileStatus
 
@@ -215,16 +222,13 @@ class PyGithubPort:
 
     # ---------------------------------------------------------------- comment
     def upsert_comment(self, number: int, marker: str, body: str) -> CommentRef:
-        if not marker.startswith("<!--") or not body.lstrip().startswith(marker):
-            raise ValueError("the sticky comment's body must start with its hidden marker")
+        _check_marker(marker, body)
         issue = self._repo.get_issue(number)
 
         def find() -> IssueComment | None:
             marked = [c for c in issue.get_comments() if c.body.lstrip().startswith(marker)]
-            if not marked:
-                return None  # nothing to tell apart: no need to ask who we are
-            me = self.login()
-            return next((c for c in marked if c.user.login.casefold() == me.casefold()), None)
+            # No marked comment: nothing to tell apart, so no need to ask who we are.
+            return next((c for c in marked if self._mine(c.user.login)), None)
 
         def edit_existing(created: bool) -> CommentRef | None:
             comment = self._call(f"list the comments of PR #{number}", find)
@@ -243,6 +247,69 @@ class PyGithubPort:
             create,
             reconcile=lambda: edit_existing(created=True),
         )
+
+    def _mine(self, login: str) -> bool:
+        return login.casefold() == self.login().casefold()
+
+    # --------------------------------------------------------- review comment
+    def upsert_review_comment(
+        self, number: int, marker: str, commit_id: str, anchor: ReviewAnchor, body: str
+    ) -> ReviewCommentRef:
+        _check_marker(marker, body)
+        pull = self._repo.get_pull(number)
+
+        def on_anchor(c: PullRequestComment) -> bool:  # GitHub nulls `line` once a comment is outdated
+            return (c.path, c.line, c.start_line) == (anchor.path, anchor.line, anchor.start_line)
+
+        mine = self._own_review_comments(pull, number, marker)
+        keep = next((c for c in mine if on_anchor(c)), None)
+        removed = sum(self._delete_review_comment(number, c) for c in mine if c is not keep)
+        if keep is not None:
+            if keep.body != body:
+                self._call(f"edit review comment {keep.id} on PR #{number}", lambda: keep.edit(body))
+            return ReviewCommentRef(id=keep.id, url=keep.html_url, created=False, removed=removed)
+
+        def create() -> ReviewCommentRef:
+            multi = anchor.start_line is not None
+            comment = pull.create_review_comment(
+                body,
+                commit_id,
+                anchor.path,
+                line=anchor.line,
+                side="RIGHT",
+                start_line=anchor.start_line if anchor.start_line is not None else NotSet,
+                start_side="RIGHT" if multi else NotSet,
+            )
+            return ReviewCommentRef(id=comment.id, url=comment.html_url, created=True, removed=removed)
+
+        def reconcile() -> ReviewCommentRef | None:
+            found = next((c for c in self._own_review_comments(pull, number, marker) if on_anchor(c)), None)
+            return None if found is None else ReviewCommentRef(id=found.id, url=found.html_url, created=True)
+
+        where = f"{anchor.path} line {anchor.line}"
+        return self._call(f"post the review comment on {where} of PR #{number}", create, reconcile=reconcile)
+
+    def delete_review_comments(self, number: int, marker: str) -> int:
+        pull = self._repo.get_pull(number)
+        return sum(
+            self._delete_review_comment(number, c) for c in self._own_review_comments(pull, number, marker)
+        )
+
+    def _own_review_comments(self, pull: PullRequest, number: int, marker: str) -> list[PullRequestComment]:
+        def find() -> list[PullRequestComment]:
+            marked = [c for c in pull.get_review_comments() if c.body.lstrip().startswith(marker)]
+            return [c for c in marked if self._mine(c.user.login)]
+
+        return self._call(f"list the review comments of PR #{number}", find)
+
+    def _delete_review_comment(self, number: int, comment: PullRequestComment) -> bool:
+        """Delete one review comment (idempotent: one already gone counts as deleted)."""
+        try:
+            self._call(f"delete review comment {comment.id} on PR #{number}", comment.delete)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        return True
 
     def login(self) -> str:
         """The login of the token's account (`github-actions[bot]` for GITHUB_TOKEN), asked once."""
@@ -437,6 +504,11 @@ class PyGithubPort:
         return ApiError(message, status=status, hint=_HINTS.get(status or 0, ""))
 
 
+def _check_marker(marker: str, body: str) -> None:
+    if not marker.startswith("<!--") or not body.lstrip().startswith(marker):
+        raise ValueError("a sticky comment's body must start with its hidden marker")
+
+
 def _annotation(a: Annotation) -> dict[str, Any]:
     """An annotation in the REST shape of a check run's `output.annotations[]`."""
     return {
@@ -450,9 +522,12 @@ def _annotation(a: Annotation) -> dict[str, Any]:
 
 
 def _message(exc: GithubException) -> str:
+    """GitHub's message, with the reasons a 422 lists (strings, or objects with a `message`)."""
     data = exc.data
     if isinstance(data, dict) and data.get("message"):
-        return str(data["message"])
+        listed = (str(e.get("message", "") if isinstance(e, dict) else e) for e in data.get("errors") or [])
+        reasons = ", ".join(r for r in listed if r)
+        return f"{data['message']}: {reasons}" if reasons else str(data["message"])
     return exc.message or "no message"
 
 

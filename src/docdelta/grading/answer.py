@@ -179,6 +179,11 @@ def _shown(expected: str | list[str], render: Callable[[str], str]) -> str:
     return " or ".join(render(e) for e in _alternatives(expected))
 
 
+def command_label(expected: str | list[str]) -> str:
+    """How a gold command (or its alternatives) is named in its score item's `expected`."""
+    return _shown(expected, str)
+
+
 def _candidates(answer: AgentAnswer) -> list[tuple[str, list[str]]]:
     """(command as a shell would run it, its words) for everything that can hit a gold
     command; only backticks, quotes around it and a prompt mark are peeled, since
@@ -236,7 +241,7 @@ def _command_items(
                 )
             else:
                 note = f"given as `{matching[0]}`, but not run (beyond gold.execute.max_commands)"
-        items.append(ScoreItem(kind="command", expected=_shown(expected, str), hit=hit, note=note))
+        items.append(ScoreItem(kind="command", expected=command_label(expected), hit=hit, note=note))
     return items
 
 

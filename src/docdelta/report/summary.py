@@ -607,6 +607,8 @@ def summarize(
         changed=list(detection.changed),
         tasks=[t for t in tasks if t.task not in holdout],
         holdout_tasks=len(holdout & set(task_ids)),
+        unreviewed=sorted(set(manifest.unreviewed) - holdout),
+        unreviewed_holdout=len(set(manifest.unreviewed) & holdout),
         overall={c: _condition_stats(c, {t: grid[t].get(c, []) for t in task_ids}) for c in conditions},
         head_vs_base=overall[BASE],
         head_vs_none=overall[NONE],

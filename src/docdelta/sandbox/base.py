@@ -8,14 +8,19 @@ suite (tests/conformance/).
 
 from __future__ import annotations
 
+import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar, Literal, Protocol, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, Self
 
-from docdelta.models import ModelCall
+from docdelta.models_core import sha256_hex
+
+if TYPE_CHECKING:
+    from docdelta.models import ModelCall
 
 NetworkMode = Literal["none", "gateway", "open"]
 """none: no network at all; gateway: only the model gateway is reachable;
@@ -137,3 +142,36 @@ class SandboxProvider(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release provider-wide resources."""
+
+    def environment(self) -> str:
+        """What a command in this provider's sandboxes runs with besides its checkout (the
+        image, the toolchain paths and what is at them, the env), as a key. A passed selftest
+        is reused only under the same (`Runner.require_selftests`): once the environment
+        changes, the hidden tests may no longer run, and the selftest has to show they do."""
+        return self.name
+
+
+def toolchain_identity(kind: str, paths: Sequence[str], env: Mapping[str, str]) -> str:
+    """`kind`, `env` and each read-only toolchain path with what is directly in it (name,
+    type, inode, size, modification time), hashed. A tool added, removed or rewritten at a
+    path or in a directory directly below one (a virtualenv's `bin/` loses `pytest` when
+    pytest is uninstalled) changes it, and so does a path recreated or gone. Deeper edits in
+    place are not seen: walking a toolchain's tens of thousands of files would cost seconds
+    on every run, to save a selftest that costs about as much."""
+
+    def stat(path: str) -> list[int] | str:
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError as exc:
+            return exc.strerror or "unreadable"
+        return [st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns]
+
+    def listing(path: str) -> list[tuple[str, list[int] | str]] | str:
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            return exc.strerror or "unreadable"
+        return [(name, stat(os.path.join(path, name))) for name in names]
+
+    shown = {path: [stat(path), listing(path)] for path in paths}
+    return sha256_hex(json.dumps([kind, shown, dict(sorted(env.items()))]).encode())

@@ -42,7 +42,14 @@ from docker import DockerClient
 from docdelta.errors import InfraError, SandboxError
 from docdelta.gateway.runtime import Gateway, RunningGateway
 from docdelta.interrupts import deferred_signals
-from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import (
+    AGENT_UID,
+    ExecResult,
+    Sandbox,
+    SandboxProvider,
+    SandboxSpec,
+    toolchain_identity,
+)
 from docdelta.sandbox.dockerapi import (
     AGENT_USER,
     LABEL,
@@ -162,6 +169,15 @@ class DockerProvider(SandboxProvider):
                 hint="build it first (scripts/provision-docker.sh builds docdelta-base:latest)",
             ) from exc
         return DockerSandbox(self, checkout, spec)
+
+    def environment(self) -> str:
+        """The image by its id (a tag can move to another build), the bound toolchain paths
+        as this host sees them (the engine's host, unless the engine is remote) and the env."""
+        try:
+            image = self.client.images.get(self.image).id
+        except docker.errors.ImageNotFound:
+            image = "missing"  # `create` says so, naming the image
+        return toolchain_identity(f"{self.name} {self.image} {image}", self.ro_paths, self.env)
 
 
 class DockerSandbox(Sandbox):

@@ -63,10 +63,17 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
-from docdelta.config import CONFIG_PATH
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import SandboxError
 from docdelta.interrupts import deferred_signals
-from docdelta.sandbox.base import AGENT_UID, ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import (
+    AGENT_UID,
+    ExecResult,
+    Sandbox,
+    SandboxProvider,
+    SandboxSpec,
+    toolchain_identity,
+)
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -325,6 +332,9 @@ class LocalProvider(SandboxProvider):
         self._lowers.clear()
         if self._own_root:
             _release_root(self.root)
+
+    def environment(self) -> str:
+        return toolchain_identity(self.name, self.ro_paths, self.env)
 
     def _network(self, spec: SandboxSpec) -> bool:
         """True when the run gets the host's network (only with `allow_network`)."""

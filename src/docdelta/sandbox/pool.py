@@ -36,6 +36,9 @@ class PerThreadProvider(SandboxProvider):
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         return self._mine().create(checkout, spec)
 
+    def environment(self) -> str:
+        return self._mine().environment()  # every slot's provider is made alike
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
