@@ -329,19 +329,41 @@ def detection_from_files(files: list[PrFile], match: InstructionMatcher, base: s
     return Detection(base=base, head=head, changed=changed)
 
 
-def _evaluate(ctx: _Context) -> ActionResult:
-    event, settings = ctx.event, ctx.settings
-    number, head_sha = event.pr_number, event.head_sha
-    if number is None or not event.base_sha:
-        raise ConfigError(
-            f"the {event.event} event names no pull request and base commit",
-            hint="run docdelta on pull_request / pull_request_target, or pass `pr-handoff` on workflow_run",
-        )
-    repo = Repo(settings.github.workspace)
+@dataclass(frozen=True)
+class _PrChange:
+    """What an evaluation and a receipt check both start from: the PR's checkout, number and
+    base commit (fetched if need be), the files its API lists, and the instruction files
+    among them, matched by the base's `.docdelta.yml`."""
+
+    repo: Repo
+    number: int
+    base_sha: str
+    files: list[PrFile]
+    detection: Detection
+
+
+def _pr_change(ctx: _Context, prefix: str, hint: str) -> _PrChange:
+    """The event's `_PrChange`; an event without a PR and base is a `ConfigError` (`prefix`
+    names the input that asked for it)."""
+    event = ctx.event
+    if event.pr_number is None or not event.base_sha:
+        raise ConfigError(f"{prefix}the {event.event} event names no pull request and base commit", hint=hint)
+    repo = Repo(ctx.settings.github.workspace)
     base_sha = _local(repo, event.base_sha, BASE)
     match = matcher(load_project_config(repo, base_sha))
-    files = ctx.port.pr_files(number, base_sha, head_sha)
-    detection = detection_from_files(files, match, base_sha, head_sha)
+    files = ctx.port.pr_files(event.pr_number, base_sha, event.head_sha)
+    detection = detection_from_files(files, match, base_sha, event.head_sha)
+    return _PrChange(repo, event.pr_number, base_sha, files, detection)
+
+
+def _evaluate(ctx: _Context) -> ActionResult:
+    event, settings = ctx.event, ctx.settings
+    change = _pr_change(
+        ctx, "", "run docdelta on pull_request / pull_request_target, or pass `pr-handoff` on workflow_run"
+    )
+    repo, number, base_sha, files = change.repo, change.number, change.base_sha, change.files
+    detection = change.detection
+    head_sha = event.head_sha
     if detection.empty:
         url = ctx.publish(
             Conclusion.neutral,
@@ -381,18 +403,11 @@ def _receipt_check(ctx: _Context) -> ActionResult:
     changes has, at head, a receipt in the results store: an evaluation of exactly these bytes
     that passed `fail-on`. The bytes come from the checkout, or through the API for a fork's
     head (data only, never run)."""
-    event, settings = ctx.event, ctx.settings
-    number = event.pr_number
-    if number is None or not event.base_sha:
-        raise ConfigError(
-            f"input 'receipt': the {event.event} event names no pull request and base commit",
-            hint="run the receipt check on pull_request / pull_request_target",
-        )
-    repo = Repo(settings.github.workspace)
-    base_sha = _local(repo, event.base_sha, BASE)
-    match = matcher(load_project_config(repo, base_sha))
-    files = ctx.port.pr_files(number, base_sha, event.head_sha)
-    detection = detection_from_files(files, match, base_sha, event.head_sha)
+    settings = ctx.settings
+    change = _pr_change(
+        ctx, "input 'receipt': ", "run the receipt check on pull_request / pull_request_target"
+    )
+    repo, detection = change.repo, change.detection
     if detection.empty:
         url = ctx.publish(Conclusion.neutral, NO_CHANGE_TITLE, "No instruction file changed: none to check.")
         return ActionResult(Activity.no_change, Conclusion.neutral, NO_CHANGE_TITLE, {Output.check_url: url})
