@@ -140,11 +140,14 @@ def run_scripted_agent(
     key: str,
     prepare: Sequence[str] = (),
     ctx: AgentContext | None = None,
+    fingerprints: Mapping[str, Sequence[str]] | None = None,
 ) -> ScriptedRun:
     """Serve `script` on `network` as `<network>-scripted:8000`, route `upstream` (whose
     base_url may use `{server}` for that address) through a real gateway holding `key`,
     run `agent` in a gateway-mode sandbox of `image` (after the shell commands `prepare`)
-    and return what it did, what the gateway logged and what the server received."""
+    and return what it did, what the gateway logged and what the server received. With
+    `fingerprints` (docdelta.audit's, id -> line hashes) the gateway audits each request
+    for them, as in a matrix run."""
     from docdelta.gateway.runtime import Gateway as RuntimeGateway  # noqa: PLC0415
     from docdelta.sandbox.docker import DockerProvider  # noqa: PLC0415
 
@@ -170,7 +173,7 @@ def run_scripted_agent(
         )
         ctx = ctx or AgentContext(seed=1, timeout_s=300)
         with DockerProvider(client, image, gateway=gateway).create(
-            checkout, SandboxSpec(network="gateway")
+            checkout, SandboxSpec(network="gateway", fingerprints=fingerprints or {})
         ) as sandbox:
             for command in prepare:
                 done = sandbox.exec(["sh", "-c", command])

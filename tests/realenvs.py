@@ -79,6 +79,32 @@ def config_yaml(env: PythonEnv | NodeEnv, *, docker_base: str | None = None) -> 
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def adopt(repo: Path, base: str, config: str) -> str:
+    """`base` plus a commit adding `.docdelta.yml`, as a project adopting docdelta would make
+    (the config is read from the trusted base). Built with plumbing: the clone's work tree
+    and branches stay as they are for the other tests."""
+    env = {
+        **os.environ,
+        "GIT_INDEX_FILE": str(repo / ".git" / "docdelta-adopt.index"),
+        "GIT_AUTHOR_NAME": "docdelta-test",
+        "GIT_AUTHOR_EMAIL": "test@docdelta.invalid",
+        "GIT_COMMITTER_NAME": "docdelta-test",
+        "GIT_COMMITTER_EMAIL": "test@docdelta.invalid",
+    }
+
+    def git(*args: str, data: str | None = None) -> str:
+        out = subprocess.run(
+            ["git", *args], check=False, cwd=repo, env=env, input=data, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    git("read-tree", base)
+    blob = git("hash-object", "-w", "--stdin", data=config)
+    git("update-index", "--add", "--cacheinfo", f"100644,{blob},.docdelta.yml")
+    return git("commit-tree", git("write-tree"), "-p", base, "-m", "Adopt docdelta")
+
+
 def _lock_inputs(repo: Repo, sha: str) -> dict[str, bytes]:
     wanted = [
         e for e in repo.tree(sha) if e.is_blob and (e.path == "uv.lock" or e.path.endswith("pyproject.toml"))

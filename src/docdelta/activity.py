@@ -2,10 +2,11 @@
 
 `app.choose` maps an event to `evaluate`, `refresh` or `skip`; an evaluation can end as
 `no_change` (no instruction file changed) or `awaiting_approval` (a fork without a
-maintainer's label), and with the `plan` input as `plan` (the job matrix written, nothing
-run); with the `ablate` input the run is an `ablate` (`docdelta ablate` on the event's
-commit) whatever the event; anything docdelta could not do is `error`. Workflows branch on the
-output's value, so the strings are part of the Action's contract (action.yml lists them).
+maintainer's label), with the `plan` input as `plan` (the job matrix written, nothing
+run), and with the `receipt` input as `receipt` (the receipts checked, nothing run); with
+the `ablate` input the run is an `ablate` (`docdelta ablate` on the event's commit) whatever
+the event; anything docdelta could not do is `error`. Workflows branch on the output's
+value, so the strings are part of the Action's contract (action.yml lists them).
 """
 
 from __future__ import annotations
@@ -21,4 +22,5 @@ class Activity(StrEnum):
     awaiting_approval = "awaiting_approval"
     plan = "plan"
     ablate = "ablate"
+    receipt = "receipt"
     error = "error"

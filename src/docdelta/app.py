@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TextIO
@@ -45,7 +45,7 @@ from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
 from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
 from docdelta.agents import agent_upstream
-from docdelta.cache import open_store, token_auth
+from docdelta.cache import ArmStore, open_store, token_auth
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.detect import InstructionMatcher, instruction_files
 from docdelta.errors import (
@@ -65,7 +65,7 @@ from docdelta.github.comment import marker, render_comment, suggestion_marker
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
-from docdelta.history import HISTORY_DIR, History, record_of
+from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
 from docdelta.loop_comment import ReviewTarget, audit_section, prove_suggestion, publish_suggestion
 from docdelta.models import (
     BASE,
@@ -231,7 +231,7 @@ def action(
         activity, why = choose(ctx.event, settings)
         ctx.say(f"docdelta: {activity}: {why}")
         if activity is Activity.evaluate:
-            result = _evaluate(ctx)
+            result = _receipt_check(ctx) if settings.receipt else _evaluate(ctx)
         elif activity is Activity.refresh:
             result = _refresh(ctx)
         elif activity is Activity.ablate:
@@ -376,6 +376,97 @@ def _evaluate(ctx: _Context) -> ActionResult:
     return _run_and_report(ctx, repo, base_sha, head, provenance, files)
 
 
+def _receipt_check(ctx: _Context) -> ActionResult:
+    """`receipt: true`: no agent runs. The check passes only if every instruction file the PR
+    changes has, at head, a receipt in the results store: an evaluation of exactly these bytes
+    that passed `fail-on`. The bytes come from the checkout, or through the API for a fork's
+    head (data only, never run)."""
+    event, settings = ctx.event, ctx.settings
+    number = event.pr_number
+    if number is None or not event.base_sha:
+        raise ConfigError(
+            f"input 'receipt': the {event.event} event names no pull request and base commit",
+            hint="run the receipt check on pull_request / pull_request_target",
+        )
+    repo = Repo(settings.github.workspace)
+    base_sha = _local(repo, event.base_sha, BASE)
+    match = matcher(load_project_config(repo, base_sha))
+    files = ctx.port.pr_files(number, base_sha, event.head_sha)
+    detection = detection_from_files(files, match, base_sha, event.head_sha)
+    if detection.empty:
+        url = ctx.publish(Conclusion.neutral, NO_CHANGE_TITLE, "No instruction file changed: none to check.")
+        return ActionResult(Activity.no_change, Conclusion.neutral, NO_CHANGE_TITLE, {Output.check_url: url})
+    if settings.results_store.kind == "none":
+        raise ConfigError(
+            "input 'receipt': the receipts are kept in the results store, but `results-store` is none",
+            hint="set `results-store: branch:docdelta-results` here and in the evaluating workflow",
+        )
+    try:
+        lines, missing = _receipts(ctx, repo, _history(ctx, _results_store(ctx, repo)), detection)
+    except InfraError as exc:  # a required check: an unreadable store must not pass as neutral
+        raise ConfigError(f"input 'receipt': {exc.message}", hint=exc.hint) from None
+    if missing:
+        conclusion, title = Conclusion.failure, f"no passing evaluation of {', '.join(missing)} as merged"
+    else:
+        conclusion, title = Conclusion.success, "every changed instruction file has a passing evaluation"
+    summary = (
+        f"A receipt is an evaluation of an instruction file's exact content that passed "
+        f"`fail-on: {settings.fail_on}` (kept in `{settings.results_store.kind}:"
+        f"{settings.results_store.location}`).\n\n" + "\n".join(lines)
+    )
+    url = ctx.publish(conclusion, title, summary)
+    ctx.say(f"docdelta: receipt: {conclusion.value}: {title}")
+    return ActionResult(Activity.receipt, conclusion, title, {Output.check_url: url})
+
+
+def _receipts(
+    ctx: _Context, repo: Repo, history: History, detection: Detection
+) -> tuple[list[str], list[str]]:
+    """(a line per changed instruction file, the paths whose head content has no passing
+    receipt); a deleted file needs none."""
+    settings = ctx.settings
+    lines: list[str] = []
+    missing: list[str] = []
+    for f in detection.changed:
+        if f.status is FileStatus.deleted:
+            lines.append(f"- `{f.path}`: deleted by this pull request; no content to hold a receipt")
+            continue
+        digest = content_digest(_head_bytes(ctx, repo, f.path))
+        receipt = history.receipt(digest)
+        passing = receipt.passing(settings.fail_on) if receipt else []
+        if passing:
+            last = passing[-1]
+            where = f"PR #{last.pr}" if last.pr is not None else f"head `{last.head_sha[:12]}`"
+            lines.append(
+                f"- `{f.path}` (`{digest[:12]}`): passed in {where} on {last.recorded_at:%Y-%m-%d %H:%M} "
+                f"— {last.gate(settings.fail_on).reason}"
+            )
+            continue
+        missing.append(f.path)
+        tried = len(receipt.evaluations) if receipt else 0
+        why = f"{tried} evaluation(s) of this content, none passing" if tried else "never evaluated"
+        lines.append(f"- `{f.path}` (`{digest[:12]}`): **no receipt** ({why})")
+    return lines, missing
+
+
+def _head_bytes(ctx: _Context, repo: Repo, path: str) -> bytes:
+    """`path` at the PR's head: from the checkout when it holds the commit, else the API."""
+    sha = ctx.event.head_sha
+    try:
+        commit = repo.resolve(sha)
+    except ConfigError:  # a fork's head is not in the base checkout
+        data = ctx.port.read_file(path, sha)
+    else:
+        entry = next((e for e in repo.tree(commit, [path]) if e.path == path), None)
+        data = repo.read_blob(entry.oid) if entry is not None else None
+    if data is None:
+        raise ConfigError(
+            f"{path} is missing at the PR's head {sha[:12]}",
+            hint="the head commit was probably force-pushed away; the run for the new head checks it",
+        )
+    return data
+
+
 def _plan(ctx: _Context, repo: Repo, base_sha: str) -> ActionResult:
     """The plan job of a matrix workflow: the job matrix of this evaluation, from the same
     docdelta (the action's version) and the same inputs as its run jobs; nothing runs. The
@@ -479,6 +570,8 @@ class _Matrix:
     tasks_dir: Path | None
     """The exported task files (None in a matrix's aggregate job, which only merges)."""
     results_dir: Path
+    history: str = ""
+    """The comment's history section (`history.comment_section`); empty without history."""
 
 
 def _merged_matrix(settings: ActionSettings, shards: Path, workdir: Path) -> _Matrix:
@@ -550,8 +643,12 @@ def _run_matrix(
     config = load_project_config(repo, base_sha)
     tasks_path = settings.tasks or config.tasks
     workdir = settings.results_path / f"{base_sha[:12]}-{head[:12]}{'-patched' if proof else ''}"
-    if settings.merge is not None:
-        return _merged_matrix(settings, settings.merge, workdir / "results")
+    cache = _results_store(ctx, repo)
+    if settings.merge is not None:  # a matrix's aggregate job: where its evaluation finishes
+        merged = _merged_matrix(settings, settings.merge, workdir / "results")
+        if merged.stopped:
+            return merged
+        return replace(merged, history=_keep_history(ctx, cache, merged.manifest, merged.summary))
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = _export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
     adaptive = settings.repeats == "auto" and proof is None  # a proof has no base arm to decide on
@@ -570,15 +667,10 @@ def _run_matrix(
         refresh=refresh,
         config_arms=True,
     )
-    # The fork-safe workflow checks out with `persist-credentials: false`: on a private
-    # repository the results branch is then read with the workflow's token.
-    auth = None
-    if settings.results_store.kind == "branch":
-        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
     deps = Deps(
         repo=repo,
         workdir=workdir / "results",
-        cache=open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth),
+        cache=cache,
         save_cache=trusted and proof is None,
         image_base=ACTION_SANDBOX_BASE,
         job_summary=None if proof else ctx.runtime.append_summary,
@@ -605,9 +697,10 @@ def _run_matrix(
     # The manifest's `repo` is the checkout's directory (`<repo>` of the result paths; on a
     # runner often just `workspace`); the scorecard names the repository as GitHub does.
     summary = done.summary.model_copy(update={"repo": settings.github.repository})
-    if not done.report.stopped and settings.options.shard is None and proof is None:
-        History(settings.results_path / HISTORY_DIR).append(record_of(done.experiment.manifest, summary))
     manifest = done.experiment.manifest
+    history = ""
+    if not done.report.stopped and settings.options.shard is None and proof is None and not refresh:
+        history = _keep_history(ctx, deps.cache, manifest, summary)
     cell_dir = partial(done.store.cell_dir, manifest.repo)
     results = list(done.report.results)
     return _Matrix(
@@ -620,7 +713,54 @@ def _run_matrix(
         manifest,
         tasks_dir,
         deps.workdir,
+        history,
     )
+
+
+def _results_store(ctx: _Context, repo: Repo) -> ArmStore | None:
+    """The `results-store` backend. The fork-safe workflow checks out with
+    `persist-credentials: false`: on a private repository the results branch is then read
+    with the workflow's token."""
+    settings, auth = ctx.settings, None
+    if settings.results_store.kind == "branch":
+        auth = token_auth(repo.root, settings.github.server_url, settings.github_token.get_secret_value())
+    return open_store(settings.results_store.kind, settings.results_store.location, repo.root, auth)
+
+
+def _history(ctx: _Context, cache: ArmStore | None) -> History:
+    """The history in the results store (the data branch included), else in the results path."""
+    if cache is not None:
+        return History(cache, HISTORY_DIR)
+    return History.at(ctx.settings.results_path / HISTORY_DIR)
+
+
+def _keep_history(ctx: _Context, cache: ArmStore | None, manifest: Manifest, summary: Summary) -> str:
+    """Record the finished evaluation and its head files' receipts, then the comment's history
+    section. A same-repository PR writes the data branch (its author may push anyway); a
+    fork's run does not (the fork-safe workflow's token is read-only). A store that refuses
+    the write (a token without `contents: write`) costs the record, never the evaluation: a
+    warning says so."""
+    history = _history(ctx, cache)
+    record = record_of(manifest, summary, pr=ctx.event.pr_number)
+    saved = False
+    if ctx.event.is_fork and ctx.settings.results_store.kind == "branch":
+        ctx.say(f"docdelta: {_FORK_UNRECORDED}")
+    else:
+        try:
+            history.append(record)  # False when an earlier run recorded it: kept either way
+            saved = True
+        except InfraError as exc:
+            why = ctx.redact(action_hint(str(exc)))
+            ctx.runtime.annotate("warning", f"this evaluation was not recorded in the history: {why}")
+    head = next((c.files for c in manifest.conditions if c.name == HEAD), {})
+    heads = [(f.path, head.get(f.path)) for f in summary.changed]
+    return comment_section(history, heads, record, saved=saved, policy=ctx.settings.fail_on)
+
+
+_FORK_UNRECORDED = (
+    "a fork's evaluation is not recorded on the data branch (the fork-safe workflow's token may "
+    "not write; its head gets no receipt there)"
+)
 
 
 def _selftest_matrix(ctx: _Context, workdir: Path, exc: SelftestFailed) -> _Matrix:
@@ -704,6 +844,8 @@ def _run_and_report(
         files_url=_files_url(settings, ctx.event.pr_number),
     )
     body += "\n" + "\n\n".join(notes)
+    if matrix.history:
+        body += f"\n\n{matrix.history}"
     sections, extra_cost = _loop_sections(ctx, repo, base_sha, head, matrix, files)
     body += "".join(f"\n\n{section}" for section in sections)
     body += (
@@ -920,10 +1062,12 @@ def _ablate(ctx: _Context) -> ActionResult:
         ("plan", settings.plan),
         ("shard", settings.options.shard),
         ("merge", settings.merge),
+        ("receipt", settings.receipt),
     ):
         if value:
             raise ConfigError(
-                f"input '{name}' cannot be combined with `ablate`: an ablation runs in one job",
+                f"input '{name}' cannot be combined with `ablate`: an ablation runs in one job and "
+                "checks nothing",
                 hint=f"remove `{name}` from the ablation step (or `ablate` from the matrix's steps)",
             )
     if ctx.event.event in _TRUSTED_EVENTS:

@@ -147,7 +147,17 @@ def member_name(pool_digest: str, digest: str) -> str:
 
 
 class ArmStore(Protocol):
-    """Bytes by name; validation is the caller's (`restore`)."""
+    """Bytes by name; validation is the caller's (`restore`). The same backends keep files
+    by path (`read`, `paths`, `add`) for the history (`docdelta.history`)."""
+
+    def read(self, path: str) -> bytes | None: ...
+    def paths(self, prefix: str) -> list[str]:
+        """Every file under the folder `prefix`, sorted."""
+        ...
+
+    def add(self, files: Mapping[str, bytes], message: str) -> None:
+        """Add these files (new paths: a writer never rewrites another's file) in one step."""
+        ...
 
     def get(self, digest: str) -> bytes | None: ...
     def put(self, digest: str, data: bytes) -> None: ...
@@ -161,17 +171,34 @@ class ArmStore(Protocol):
 
 
 class DirectoryStore:
-    """`<root>/arms/<digest>.json` (and `pools/`), written atomically."""
+    """`<root>/arms/<digest>.json` (and `pools/`, and any path `add` writes), written atomically."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def _path(self, digest: str) -> Path:
-        return self.root / entry_path(digest)
+    def read(self, path: str) -> bytes | None:
+        """The file at `path` (relative to the root), None when there is none."""
+        file = self.root / path
+        return file.read_bytes() if file.is_file() else None
+
+    def paths(self, prefix: str) -> list[str]:
+        """Every file under the folder `prefix`, as paths relative to the root, sorted."""
+        top = self.root / prefix
+        return sorted(p.relative_to(self.root).as_posix() for p in top.rglob("*") if p.is_file())
+
+    def add(self, files: Mapping[str, bytes], message: str) -> None:
+        """Write each file (path relative to the root), each atomically; `message` is for a
+        branch's commit."""
+        try:
+            for path, data in files.items():
+                atomic_write(self.root / path, data)
+        except OSError as exc:
+            raise InfraError(
+                f"cannot write the results store {self.root}: {exc}", hint="check disk space"
+            ) from exc
 
     def get(self, digest: str) -> bytes | None:
-        path = self._path(digest)
-        return path.read_bytes() if path.is_file() else None
+        return self.read(entry_path(digest))
 
     def members(self, pool_digest: str) -> list[bytes]:
         return [p.read_bytes() for p in sorted((self.root / "pools" / pool_digest).glob("*.json"))]
@@ -181,12 +208,7 @@ class DirectoryStore:
         return [p.read_bytes() for p in entries[:limit]]
 
     def put(self, digest: str, data: bytes) -> None:
-        try:
-            atomic_write(self._path(digest), data)
-        except OSError as exc:
-            raise InfraError(
-                f"cannot write the results cache {self.root}: {exc}", hint="check disk space"
-            ) from exc
+        self.add({entry_path(digest): data}, f"docdelta: {digest[:12]}")
 
 
 class BranchStore:
@@ -235,42 +257,53 @@ class BranchStore:
         proc = run_git(self.root, "rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}")
         return proc.stdout.decode().strip() if proc.returncode == 0 else ""
 
-    def get(self, digest: str) -> bytes | None:
+    def _ready(self) -> bool:
+        """Fetched once; False when the branch does not exist yet."""
         if not self._fetched:
             self._fetch()
-        if not self._tip():
+        return bool(self._tip())
+
+    def read(self, path: str) -> bytes | None:
+        """The file at `path` on the branch as last fetched, None when there is none."""
+        if not self._ready():
             return None
-        proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:{entry_path(digest)}")
+        proc = run_git(self.root, "cat-file", "blob", f"{self.ref}:{path}")
         return proc.stdout if proc.returncode == 0 else None
 
-    def members(self, pool_digest: str) -> list[bytes]:
-        if not self._fetched:
-            self._fetch()
-        if not self._tip():
+    def paths(self, prefix: str) -> list[str]:
+        """Every file under the folder `prefix` on the branch, sorted."""
+        if not self._ready():
             return []
-        listed = run_git(self.root, "ls-tree", "-r", "--name-only", self.ref, "--", f"pools/{pool_digest}/")
-        found = (
-            run_git(self.root, "cat-file", "blob", f"{self.ref}:{n}") for n in listed.stdout.decode().split()
-        )
-        return [proc.stdout for proc in found if proc.returncode == 0]
+        listed = run_git(self.root, "ls-tree", "-r", "--name-only", self.ref, "--", f"{prefix.rstrip('/')}/")
+        return sorted(listed.stdout.decode().split())
+
+    def get(self, digest: str) -> bytes | None:
+        return self.read(entry_path(digest))
+
+    def members(self, pool_digest: str) -> list[bytes]:
+        found = (self.read(n) for n in self.paths(f"pools/{pool_digest}"))
+        return [data for data in found if data is not None]
 
     def recent(self, limit: int) -> list[bytes]:
         """The entries the branch's newest commits added (one entry per commit)."""
-        if not self._fetched:
-            self._fetch()
-        if not self._tip():
+        if not self._ready():
             return []
         added = run_git(self.root, "log", f"-{limit}", "--format=", "--name-only", self.ref, "--", "arms/")
         names = [n for n in added.stdout.decode().splitlines() if n.endswith(".json")]
-        found = (run_git(self.root, "cat-file", "blob", f"{self.ref}:{n}") for n in dict.fromkeys(names))
-        return [proc.stdout for proc in found if proc.returncode == 0]
+        found = (self.read(n) for n in dict.fromkeys(names))
+        return [data for data in found if data is not None]
 
     def put(self, digest: str, data: bytes) -> None:
+        self.add({entry_path(digest): data}, f"docdelta: {digest[:12]}")
+
+    def add(self, files: Mapping[str, bytes], message: str) -> None:
+        """One commit adding `files` on the branch's tip, pushed without force; when another
+        run pushed first, fetch and lay the same files on the new tip (writers add files of
+        their own, so nothing of the other run's is lost)."""
         err = ""
         for _ in range(self.attempts):
             self._fetch()
-            parent = self._tip()
-            commit = overlay_commit(self.root, parent, {entry_path(digest): data}, f"docdelta: {digest[:12]}")
+            commit = overlay_commit(self.root, self._tip(), files, message)
             proc = run_git(
                 self.root,
                 "push",

@@ -31,6 +31,7 @@ from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARAL
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
+    from docdelta.history import History
     from docdelta.models import ArmSpec, Manifest, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
@@ -228,16 +229,15 @@ def _add_external_commands(sub: Any) -> None:
 
 
 def _add_history_commands(sub: Any) -> None:
-    h = sub.add_parser("history", help="the evaluations recorded by `run --history DIR`, oldest first")
-    h.add_argument("--history", type=Path, required=True, metavar="DIR")
+    h = sub.add_parser("history", help="the evaluations recorded by `run --history DIR` or the Action")
+    _add_history_source(h)
     h.add_argument("--file", help="only evaluations whose head arm held this instruction file")
     h.add_argument("--json", action="store_true", help="print the records as JSON lines")
     rc = sub.add_parser(
         "receipt", help="exit 0 only if this exact instruction file content has a passing evaluation"
     )
-    rc.add_argument("--history", type=Path, required=True, metavar="DIR")
+    _add_history_source(rc)
     rc.add_argument("--file", required=True, help="the instruction file, e.g. AGENTS.md")
-    rc.add_argument("--repo", type=Path, default=Path())
     rc.add_argument("--ref", help="read the file at this commit (default: the work tree's file)")
     rc.add_argument(
         "--fail-on",
@@ -245,6 +245,18 @@ def _add_history_commands(sub: Any) -> None:
         default="regression",
         help="the gate an evaluation must pass (default regression)",
     )
+
+
+def _add_history_source(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--history", type=Path, metavar="DIR", help="a directory `run --history` wrote")
+    where.add_argument(
+        "--results-store",
+        metavar="SPEC",
+        help="the Action's results store, spelled as its input: branch:NAME (fetched from --repo's origin) "
+        "or dir:PATH",
+    )
+    p.add_argument("--repo", type=Path, default=Path())
 
 
 def _add_ablate_command(sub: Any) -> None:
@@ -316,7 +328,7 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
             "--history",
             type=Path,
             metavar="DIR",
-            help="append the finished evaluation to DIR/history.ndjson and its head files' receipts",
+            help="record the finished evaluation in DIR (records/) and its head files' receipts (receipts/)",
         )
     r.add_argument(
         "--conditions",
@@ -600,7 +612,7 @@ def _execute(
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
     from docdelta.evaluation import Deps, evaluate
-    from docdelta.history import HISTORY_FILE, History, record_of
+    from docdelta.history import History, record_of
     from docdelta.planning import PlanTooLarge
     from docdelta.report import render_markdown
 
@@ -627,9 +639,9 @@ def _execute(
         print(f"docdelta: matrix stopped early: {report.stopped}; rerun to resume", file=sys.stderr)
         return ExitCode.INCOMPLETE
     if history is not None and options.shard is None:
-        added = History(history).append(record_of(done.experiment.manifest, summary))
+        added = History.at(history).append(record_of(done.experiment.manifest, summary))
         state = "recorded" if added else "already recorded"
-        print(f"history: {history / HISTORY_FILE} ({state})", file=sys.stderr)
+        print(f"history: {history} ({state})", file=sys.stderr)
     if summary.broken:
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
@@ -678,11 +690,28 @@ def _check(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _open_history(args: argparse.Namespace) -> History:
+    """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
+    from docdelta.cache import open_store
+    from docdelta.history import HISTORY_DIR, History
+    from docdelta.settings import StoreSpec
+
+    if args.history is not None:
+        return History.at(args.history)
+    try:
+        spec = StoreSpec.parse(args.results_store)
+    except ValueError as exc:
+        raise ConfigError(f"--results-store: {exc}", hint="e.g. branch:docdelta-results") from None
+    store = open_store(spec.kind, spec.location, args.repo)
+    if store is None:
+        raise ConfigError("--results-store none keeps no history", hint="name the branch or directory")
+    return History(store, HISTORY_DIR)
+
+
 def _history(args: argparse.Namespace) -> int:
-    from docdelta.history import History
     from docdelta.history import render as render_history
 
-    records, skipped = History(args.history).records()
+    records, skipped = _open_history(args).records()
     if args.json:
         for record in records:
             print(record.model_dump_json())
@@ -707,12 +736,13 @@ def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
 
 def _receipt(args: argparse.Namespace) -> int:
     """The CI check: the file being merged, by content hash, against the receipts."""
-    from docdelta.history import History, content_digest
+    from docdelta.history import content_digest
 
+    history = _open_history(args)
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
-    receipt = History(args.history).receipt(digest)
+    receipt = history.receipt(digest)
     entries = receipt.evaluations if receipt else []
-    passing = [e for e in entries if e.gate(args.fail_on).conclusion == "success"]
+    passing = receipt.passing(args.fail_on) if receipt else []
     if passing:
         last = passing[-1]
         print(

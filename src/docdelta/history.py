@@ -1,34 +1,38 @@
 """Receipts and history: every finished evaluation leaves one record, and every instruction
 file content it evaluated a receipt.
 
-A history directory (`--history DIR`; in the Action, `<results-path>/history`) holds:
+A history lives in any results-store backend (`docdelta.cache`: a directory, or the data
+branch), under a prefix: `--history DIR` is a directory of its own (prefix ""); the Action
+keeps it in its `results-store` under `history/`, or in `<results-path>/history` without one.
+It holds, one file per record, never a file two writers rewrite:
 
-* `history.ndjson`, append-only: one `HistoryRecord` per evaluation — the identity hashes of
-  every arm's instruction files and every task, the arms' scores and cost, the verdict. A
-  rerun of the same experiment with the same runs appends nothing; lines are only added;
-* `receipts/<sha256>.json`, one per instruction file content: the evaluations in which a
-  file with exactly these bytes was the head arm, with each verdict. CI checks the file being
-  merged against it (`docdelta receipt`): a receipt is content-addressed, so an AGENTS.md
-  edited after its evaluation has none.
+* `records/<time>-<key>.json`: one `HistoryRecord` per evaluation — the identity hashes of
+  every arm's instruction files and every task, the arms' scores and cost, the verdict, the
+  PR. `<key>` names the experiment and its runs, so a rerun that ran nothing new adds nothing,
+  and two identical records (two reruns at once) are read as one;
+* `receipts/<sha256>/<time>-<key>.json`: one `ReceiptEntry` per evaluation in which a file
+  with exactly these bytes was the head arm. CI checks the file being merged against them
+  (`docdelta receipt`, the Action's `receipt` input): a receipt is content-addressed, so an
+  AGENTS.md edited after its evaluation has none.
 
-Writers hold an flock on the directory's lock file; a line a crash cut short is skipped by
-readers (and counted), never trusted.
+Two Action runs saving at once each add their own files (on the data branch, one commit
+each, retried on the newer tip), so neither loses the other's record: the read merges the
+members. Earlier layouts are still read: `history.ndjson` (one record per line; a line a crash
+cut short is skipped and counted, never trusted) and `receipts/<sha256>.json`.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import Field, ValidationError
 
 from docdelta import stats
-from docdelta.errors import ConfigError
+from docdelta.cache import ArmStore, DirectoryStore
 from docdelta.models import (
+    BASE,
     HEAD,
     SCHEMA_VERSION,
     AgentInfo,
@@ -39,13 +43,15 @@ from docdelta.models import (
     VerdictSummary,
     sha256_hex,
 )
-from docdelta.store import atomic_write
 
 HISTORY_DIR = "history"
-"""The Action's history directory, inside its results path (kept with it by actions/cache)."""
-HISTORY_FILE = "history.ndjson"
+"""The history's folder in the Action's results store, or in its results path without one."""
+RECORDS_DIR = "records"
 RECEIPTS_DIR = "receipts"
-LOCK_FILE = ".lock"
+LEGACY_FILE = "history.ndjson"
+"""The single append-only file earlier versions wrote; read, never written."""
+HISTORY_ROWS = 5
+"""Earlier evaluations per file in the PR comment's history section."""
 
 
 class ArmRecord(Frozen):
@@ -61,7 +67,7 @@ class ArmRecord(Frozen):
 
 
 class HistoryRecord(Frozen):
-    """One line of history.ndjson."""
+    """One evaluation: a `records/` member (a line of an earlier version's history.ndjson)."""
 
     schema_version: int = SCHEMA_VERSION
     experiment: str = Field(description="the manifest's identity hash")
@@ -80,30 +86,60 @@ class HistoryRecord(Frozen):
     verdict: VerdictSummary | None
     verdict_refused: str | None = None
     cost_usd: float | None
+    pr: int | None = Field(default=None, description="the pull request the Action evaluated")
+
+    @property
+    def key(self) -> str:
+        """The experiment and how many runs each arm had: a rerun that ran nothing new has
+        the same key, and is the same record."""
+        runs = ",".join(f"{a.condition}={a.runs}" for a in self.arms)
+        return sha256_hex(f"{self.experiment}:{runs}".encode())
+
+    def arm(self, condition: str) -> ArmRecord | None:
+        return next((a for a in self.arms if a.condition == condition), None)
+
+    @property
+    def head_vs_base(self) -> float | None:
+        """The head arm's mean score minus the base arm's (over every task they ran)."""
+        head, base = self.arm(HEAD), self.arm(BASE)
+        if head is None or base is None or head.mean_score is None or base.mean_score is None:
+            return None
+        return head.mean_score - base.mean_score
 
 
 class ReceiptEntry(Frozen):
+    """One evaluation of one instruction file content as the head arm."""
+
     experiment: str
     recorded_at: datetime
     head_sha: str
     verdict: VerdictSummary | None
     verdict_refused: str | None = None
+    path: str | None = Field(default=None, description="the file's path in that evaluation")
+    pr: int | None = None
 
     def gate(self, policy: GatePolicy) -> stats.GateDecision:
         return stats.gate(self.verdict, policy, refused=self.verdict_refused)
 
 
 class Receipt(Frozen):
-    """receipts/<sha256>.json: the evaluations of one instruction file's exact content."""
+    """The evaluations of one instruction file's exact content (an earlier version's
+    receipts/<sha256>.json; now gathered from the `receipts/<sha256>/` members)."""
 
     schema_version: int = SCHEMA_VERSION
     sha256: str
     paths: list[str] = Field(description="where a file with this content was evaluated")
     evaluations: list[ReceiptEntry]
 
+    def passing(self, policy: GatePolicy) -> list[ReceiptEntry]:
+        """The evaluations that passed `policy`, oldest first."""
+        return [e for e in self.evaluations if e.gate(policy).conclusion == "success"]
 
-def record_of(manifest: Manifest, summary: Summary, *, now: datetime | None = None) -> HistoryRecord:
-    """The history line of one finished evaluation."""
+
+def record_of(
+    manifest: Manifest, summary: Summary, *, pr: int | None = None, now: datetime | None = None
+) -> HistoryRecord:
+    """The history record of one finished evaluation."""
     arms = []
     for spec in manifest.conditions:
         stats_ = summary.overall.get(spec.name)
@@ -134,89 +170,98 @@ def record_of(manifest: Manifest, summary: Summary, *, now: datetime | None = No
         verdict=summary.verdict,
         verdict_refused=summary.verdict_refused or summary.broken,
         cost_usd=sum(costs) if costs else None,
+        pr=pr,
     )
 
 
+def _member(record: HistoryRecord) -> str:
+    """`<time>-<key>.json`: names sort by time; the key makes a record's name its own."""
+    return f"{record.recorded_at.astimezone(UTC):%Y%m%dT%H%M%S%fZ}-{record.key[:32]}.json"
+
+
 class History:
-    """A history directory: the NDJSON log and the receipts."""
+    """A history in a results-store backend, under `prefix` (see the module's docstring)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, backend: ArmStore, prefix: str = "") -> None:
+        self.backend = backend
+        self.prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot write the history directory {self.root}: {exc.strerror or exc}",
-                hint="pass --history a directory you can write to",
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+    @classmethod
+    def at(cls, root: Path) -> History:
+        """The history directory `root` (`--history DIR`)."""
+        return cls(DirectoryStore(root))
+
+    def _path(self, *parts: str) -> str:
+        return self.prefix + "/".join(parts)
 
     def records(self) -> tuple[list[HistoryRecord], int]:
-        """(every readable record in order, lines that were not one)."""
-        path = self.root / HISTORY_FILE
-        if not path.is_file():
-            return [], 0
-        good: list[HistoryRecord] = []
+        """(every readable record once, oldest first; members or lines that were not one)."""
+        found: dict[str, HistoryRecord] = {}
         bad = 0
-        for line in path.read_bytes().splitlines():
-            if not line.strip():
-                continue
+        legacy = self.backend.read(self._path(LEGACY_FILE)) or b""
+        texts: list[bytes] = [line for line in legacy.splitlines() if line.strip()]
+        for name in self.backend.paths(self._path(RECORDS_DIR)):
+            data = self.backend.read(name)
+            if data is not None and name.endswith(".json"):
+                texts.append(data)
+        for text in texts:
             try:
-                good.append(HistoryRecord.model_validate_json(line))
+                record = HistoryRecord.model_validate_json(text)
             except ValidationError:
                 bad += 1
-        return good, bad
+                continue
+            found.setdefault(record.key, record)
+        return sorted(found.values(), key=lambda r: r.recorded_at), bad
 
     def append(self, record: HistoryRecord) -> bool:
-        """Add the record and update the receipts of its head arm's files; False when this
-        experiment with these runs is recorded already (a rerun that ran nothing new)."""
-        with self._locked():
-            records, _ = self.records()
-            runs = [a.runs for a in record.arms]
-            if any(r.experiment == record.experiment and [a.runs for a in r.arms] == runs for r in records):
-                return False
-            with (self.root / HISTORY_FILE).open("ab") as fh:
-                fh.write(record.model_dump_json().encode() + b"\n")  # one write: one whole line
-                fh.flush()
-                os.fsync(fh.fileno())
-            head = next((a for a in record.arms if a.condition == HEAD), None)
-            for path, digest in sorted((head.files if head else {}).items()):
-                self._add_receipt(path, digest, record)
+        """Add the record and a receipt entry for each of its head arm's files, in one step;
+        False when this experiment with these runs is recorded already."""
+        if any(r.key == record.key for r in self.records()[0]):
+            return False
+        name = _member(record)
+        files = {self._path(RECORDS_DIR, name): record.model_dump_json().encode() + b"\n"}
+        head = record.arm(HEAD)
+        for path, digest in sorted((head.files if head else {}).items()):
+            entry = ReceiptEntry(
+                experiment=record.experiment,
+                recorded_at=record.recorded_at,
+                head_sha=record.head_sha,
+                verdict=record.verdict,
+                verdict_refused=record.verdict_refused,
+                path=path,
+                pr=record.pr,
+            )
+            files[self._path(RECEIPTS_DIR, digest, name)] = entry.model_dump_json().encode() + b"\n"
+        self.backend.add(files, f"docdelta history: {record.head_sha[:12]}")
         return True
 
-    def _receipt_path(self, digest: str) -> Path:
-        return self.root / RECEIPTS_DIR / f"{digest}.json"
-
     def receipt(self, digest: str) -> Receipt | None:
-        path = self._receipt_path(digest)
-        try:
-            return Receipt.model_validate_json(path.read_bytes())
-        except (OSError, ValidationError):
+        """Every recorded evaluation of this content as head (the members and an earlier
+        version's receipt file, once each), oldest first; None when there is none."""
+        entries: dict[tuple[str, datetime], ReceiptEntry] = {}
+        paths: set[str] = set()
+        legacy = self.backend.read(self._path(RECEIPTS_DIR, f"{digest}.json"))
+        if legacy is not None:
+            try:
+                old = Receipt.model_validate_json(legacy)
+            except ValidationError:
+                old = None
+            if old is not None and old.sha256 == digest:
+                paths.update(old.paths)
+                entries.update(((e.experiment, e.recorded_at), e) for e in old.evaluations)
+        for name in self.backend.paths(self._path(RECEIPTS_DIR, digest)):
+            data = self.backend.read(name)
+            try:
+                entry = ReceiptEntry.model_validate_json(data or b"")
+            except ValidationError:
+                continue
+            entries.setdefault((entry.experiment, entry.recorded_at), entry)
+            if entry.path:
+                paths.add(entry.path)
+        if not entries:
             return None
-
-    def _add_receipt(self, path: str, digest: str, record: HistoryRecord) -> None:
-        old = self.receipt(digest) or Receipt(sha256=digest, paths=[], evaluations=[])
-        entry = ReceiptEntry(
-            experiment=record.experiment,
-            recorded_at=record.recorded_at,
-            head_sha=record.head_sha,
-            verdict=record.verdict,
-            verdict_refused=record.verdict_refused,
-        )
-        new = Receipt(
-            sha256=digest,
-            paths=sorted({*old.paths, path}),
-            evaluations=[*old.evaluations, entry],
-        )
-        atomic_write(self._receipt_path(digest), new.model_dump_json(indent=2).encode() + b"\n")
+        ordered = sorted(entries.values(), key=lambda e: e.recorded_at)
+        return Receipt(sha256=digest, paths=sorted(paths), evaluations=ordered)
 
 
 def content_digest(data: bytes) -> str:
@@ -228,7 +273,7 @@ def render(records: list[HistoryRecord], path: str | None, skipped: int) -> str:
     """One line per evaluation, oldest first; with `path`, that file's content hash at head."""
     lines = []
     for r in records:
-        head = next((a for a in r.arms if a.condition == HEAD), None)
+        head = r.arm(HEAD)
         if path is not None and (head is None or path not in head.files):
             continue
         digest = head.files[path][:12] if head is not None and path is not None else ""
@@ -240,9 +285,99 @@ def render(records: list[HistoryRecord], path: str | None, skipped: int) -> str:
         cost = f" ${r.cost_usd:.2f}" if r.cost_usd is not None else ""
         file_part = f" {path}@{digest}" if path else ""
         when = f"{r.recorded_at:%Y-%m-%d %H:%M}"
-        lines.append(f"{when} head {r.head_sha[:12]}{file_part}  {arms}  {verdict}{delta}{cost}")
+        pr = f" PR #{r.pr}" if r.pr is not None else ""
+        lines.append(f"{when}{pr} head {r.head_sha[:12]}{file_part}  {arms}  {verdict}{delta}{cost}")
     if not lines:
         lines.append("no evaluation recorded" + (f" with {path} in its head arm" if path else ""))
     if skipped:
-        lines.append(f"({skipped} unreadable line(s) skipped)")
+        lines.append(f"({skipped} unreadable record(s) skipped)")
     return "\n".join(lines)
+
+
+def _verdict_cell(record: HistoryRecord) -> str:
+    if record.verdict is not None:
+        return record.verdict.kind.replace("_", " ")
+    why = " ".join((record.verdict_refused or "no shared task").split()).replace("|", "/")  # one table cell
+    return f"no verdict ({why[:60]}{'…' if len(why) > 60 else ''})"
+
+
+def _receipt_line(
+    path: str,
+    digest: str | None,
+    earlier: Receipt | None,
+    current: HistoryRecord,
+    saved: bool,
+    policy: GatePolicy,
+) -> str:
+    """Whether head's content of `path` has a receipt: from an earlier evaluation, or this one."""
+    if digest is None:
+        return f"Head deletes `{path}`: no content to hold a receipt."
+    short = f"`{digest[:12]}`"
+    passing = earlier.passing(policy) if earlier is not None else []
+    if passing:
+        last = passing[-1]
+        where = f"PR #{last.pr}" if last.pr is not None else f"head `{last.head_sha[:12]}`"
+        return (
+            f"Head's content {short} already has a receipt: it passed `fail-on: {policy}` in "
+            f"{len(passing)} earlier evaluation(s), latest {where} on {last.recorded_at:%Y-%m-%d}."
+        )
+    if not saved:
+        return f"Head's content {short} has no earlier passing evaluation, and this one was not recorded."
+    now = stats.gate(current.verdict, policy, refused=current.verdict_refused)
+    if now.conclusion == "success":
+        return f"Head's content {short} had no passing evaluation; this one passed: it is its receipt."
+    return f"Head's content {short} has no passing evaluation yet: this one did not pass `fail-on: {policy}`."
+
+
+def comment_section(
+    history: History,
+    heads: Sequence[tuple[str, str | None]],
+    current: HistoryRecord,
+    *,
+    saved: bool,
+    policy: GatePolicy,
+) -> str:
+    """The PR comment's folded "History of <file>" sections: for each changed instruction file
+    (path, its head content's sha256 or None when head deletes it) the earlier evaluations
+    whose head arm held it, newest first, and whether head's content has a receipt. Empty
+    when no file has an earlier evaluation. `current`: this evaluation's record, not shown
+    as its own past; `saved`: whether it reached the store."""
+    records, _ = history.records()
+    sections = []
+    for path, digest in heads:
+        earlier = [
+            r for r in reversed(records) if r.key != current.key and path in ((r.arm(HEAD) or _NO_ARM).files)
+        ]
+        if not earlier:
+            continue
+        rows = [
+            "| date | PR · head | content | verdict | head - base | runs |",
+            "|---|---|---|---|--:|--:|",
+        ]
+        for r in earlier[:HISTORY_ROWS]:
+            content = (r.arm(HEAD) or _NO_ARM).files[path]
+            same = " (this head's)" if content == digest else ""
+            pr = f"#{r.pr} · " if r.pr is not None else ""
+            delta = "—" if r.head_vs_base is None else f"{r.head_vs_base:+.2f}"
+            runs = sum(a.runs for a in r.arms)
+            rows.append(
+                f"| {r.recorded_at:%Y-%m-%d %H:%M} | {pr}`{r.head_sha[:12]}` | `{content[:12]}`{same} "
+                f"| {_verdict_cell(r)} | {delta} | {runs} |"
+            )
+        more = len(earlier) - HISTORY_ROWS
+        if more > 0:
+            rows.append(f"\n{more} older evaluation(s) not shown: `docdelta history --file {path}`.")
+        before = history.receipt(digest) if digest is not None else None
+        if before is not None:
+            kept = [e for e in before.evaluations if e.experiment != current.experiment]
+            before = before.model_copy(update={"evaluations": kept})
+        rows.append("\n" + _receipt_line(path, digest, before, current, saved, policy))
+        sections.append(
+            f"<details><summary>History of {path} ({len(earlier)} earlier evaluation(s))</summary>\n\n"
+            + "\n".join(rows)
+            + "\n\n</details>"
+        )
+    return "\n\n".join(sections)
+
+
+_NO_ARM = ArmRecord(condition=HEAD, files={}, overlay_sha256="", runs=0, mean_score=None, cost_usd=None)

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from docdelta import stats
-from docdelta.decision import POOLED, Design, TaskRuns
+from docdelta.decision import FUTILITY_P, POOLED, Design, TaskRuns
 from docdelta.models import Cell, VerdictKind
 from docdelta.rounds import run_rounds
 from docdelta.store import atomic_write
@@ -189,7 +189,10 @@ def detectable_drop(
 
 
 def _power_key(tasks: int, design: Design, alpha: float, band: float) -> str:
-    return json.dumps([tasks, design.looks, [round(w, 9) for w in design.weights], alpha, band, POWER_PRS])
+    """Everything the simulation depends on, the futility threshold included (a cache written
+    under another threshold simulated another rule)."""
+    weights = [round(w, 9) for w in design.weights]
+    return json.dumps([tasks, design.looks, weights, design.futility, FUTILITY_P, alpha, band, POWER_PRS])
 
 
 def _read_cache(path: Path) -> dict[str, float | None]:

@@ -1,10 +1,13 @@
 """Adaptive repeats (`--repeats auto`): run in rounds, stop each task once it is decided.
 
 A round holds one repeat of a task in each arm, in a seeded shuffled order. Every task runs
-to the first look together; after it the budget goes to the most suspect open task, one
-round at a time (`_next_batch`): the one whose runs so far give the smallest one-sided
-regression p. A real drop is settled on the task that shows it while the others wait, and a
-task that stops looking suspect hands the next round to another. Whenever a task reaches
+to the first look together; after it the budget goes to the most suspect open task that can
+still regress, one round at a time (`_next_batch`): the one whose runs so far give the
+smallest one-sided regression p. A real drop is settled on the task that shows it while the
+others wait, and a task that stops looking suspect hands the next round to another. Once no
+task can regress any more (futility closed it, or it is at the cap), the others run on to
+the cap only while no change is still within reach there; otherwise the PR ends
+inconclusive, without paying for every task's cap. Whenever a task reaches
 one of its looks (`decision.Design.auto`) the loop asks `decision.decide` — the very
 function the scorecard and the check use — and stops a task as soon as it is decided (a
 significant change, or equivalence inside the band), the whole experiment as soon as a task
@@ -35,7 +38,14 @@ from docdelta.runner import MatrixReport, Runner
 FOCUS_STEP = 1
 """Rounds the most suspect task runs before the suspects are ranked again. One round (two
 runs) costs parallelism under --jobs but runs: on bench/bench_gate.py's drop, 65 runs per PR
-against 70 with three rounds and 76 with a whole look at a time, at the same power."""
+against 70 with three rounds and 76 with a whole look at a time, at the same power (measured
+before the stricter futility and the early stop)."""
+SUSPICION_RESAMPLES = 200
+SUSPICION_MAX_EXACT = 500
+"""A task's suspicion enumerates its null only up to this many possible deltas (pass/fail
+scores have a few dozen), else it samples SUSPICION_RESAMPLES shuffles (partial scores, where
+every split is distinct and enumerating 10 + 10 runs takes 184,756 subsets): it only ranks
+tasks for the next round, so a coarse p will do; the decisions keep their own counts."""
 Execute = Callable[[list[Cell]], str | None]
 """Runs one round of cells; returns why the run had to stop (spend cap, rate limit) or None."""
 Observe = Callable[[], Mapping[str, TaskRuns]]
@@ -65,20 +75,33 @@ def _suspicion(runs: TaskRuns) -> tuple[float, int]:
     """How strongly a task's runs so far point to a regression: its one-sided regression mid-p
     on all of them (1 without runs in both arms), then its rounds (fewer first). Only the
     allocation reads it; decisions are taken at looks alone."""
-    test = stats.directional_test([runs.upto(runs.rounds)])
+    test = stats.directional_test(
+        [runs.upto(runs.rounds)], resamples=SUSPICION_RESAMPLES, max_exact=SUSPICION_MAX_EXACT
+    )
     return (1.0 if test is None else test.lower), runs.rounds
 
 
 def _next_batch(
-    open_tasks: Sequence[str], rounds: Mapping[str, int], design: Design, observe: Observe
+    open_tasks: Sequence[str],
+    rounds: Mapping[str, int],
+    design: Design,
+    observe: Observe,
+    last: Decision | None,
 ) -> dict[str, int]:
     """Rounds to run next, as task -> the round to reach: every open task to the first look
     together; after it, the most suspect open task (`_suspicion`) alone, FOCUS_STEP rounds or to
-    its next look, whichever comes first. Empty when every open task is at the cap."""
+    its next look, whichever comes first, among those that can still regress (`last`, the
+    latest decision, says which). Once none can, the rest run on only while no change is
+    still within reach at the cap (`Decision.no_change_reachable`): a PR whose drop was missed
+    does not pay for every task's cap. Empty when nothing is left to run."""
     behind = {t: design.looks[0] for t in open_tasks if rounds[t] < design.looks[0]}
     if behind:
         return behind
     below = [t for t in open_tasks if rounds[t] < design.cap]
+    if last is not None:
+        can = {d.task for d in last.tasks if d.can_regress}
+        suspects = [t for t in below if t in can]
+        below = suspects or (below if last.no_change_reachable else [])
     if not below:
         return {}
     seen = observe()
@@ -103,15 +126,15 @@ def run_rounds(
 
     `_next_batch` says which tasks run next; whenever a task reaches one of its looks,
     `decide` rules on everything seen. The experiment ends when a task regresses (the gate
-    fails whatever the rest do), when no change is shown, when every task is decided, or
-    when every open task is at the cap."""
+    fails whatever the rest do), when no change is shown, when every task is decided, when
+    no task can regress and no change is out of reach, or when every open task is at the cap."""
     open_tasks = list(tasks)
     rounds = dict.fromkeys(tasks, 0)
     runs = 0
     decision: Decision | None = None
     stopped: str | None = None
     while stopped is None:
-        batch = _next_batch(open_tasks, rounds, design, observe)
+        batch = _next_batch(open_tasks, rounds, design, observe, decision)
         if not batch:
             break
         while stopped is None and any(rounds[t] < n for t, n in batch.items()):

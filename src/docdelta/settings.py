@@ -159,6 +159,11 @@ class ActionSettings(BaseModel):
         description="instruction file (repository path) to ablate instead of evaluating: `docdelta ablate`",
     )
     ablate_unit: AblationUnit = AblationUnit.heading
+    receipt: bool = Field(
+        default=False,
+        description="run no agent: pass only if each changed instruction file's head content has a "
+        "passing evaluation (a receipt) in the results store",
+    )
     github: GitHubEnv
 
     @field_validator("conditions")
@@ -232,7 +237,8 @@ class ActionSettings(BaseModel):
                 target, _, option = INPUTS[name].partition(".")
                 (options if option else values)[option or target] = _convert(name, text, workspace)
         values.setdefault("results_path", workspace / ".docdelta-results")
-        for name in ("github-token", "agent"):
+        needed = ("github-token",) if raw["receipt"].lower() in _TRUE else ("github-token", "agent")
+        for name in needed:  # a receipt check runs no agent
             if not raw[name]:
                 raise ConfigError(f"input '{name}' is empty", hint=_EMPTY_HINTS[name])
         if raw["suggest-model"] and not values.get("suggest"):
@@ -302,6 +308,7 @@ INPUTS: dict[str, str] = {
     "audit": "audit",
     "ablate": "ablate",
     "ablate-unit": "ablate_unit",
+    "receipt": "receipt",
 }
 """Action input name -> settings field (`options.<name>`: a `RunOptions` field); the runner
 passes each as `input_variable(name)`. action.yml declares exactly these."""
@@ -339,7 +346,7 @@ def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
     if name == "conditions":
         return tuple(c.strip() for c in text.split(",") if c.strip())
-    if name in ("comment", "allow-network", "plan", "suggest", "audit"):
+    if name in ("comment", "allow-network", "plan", "suggest", "audit", "receipt"):
         lowered = text.lower()
         if lowered not in _TRUE | _FALSE:
             raise ConfigError(f"input '{name}' = {text!r} is not a boolean", hint="use true or false")

@@ -15,6 +15,7 @@ proves on simulated A/A experiments that the gate then fails at most alpha of PR
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections import Counter, defaultdict
@@ -375,6 +376,10 @@ def permutation_test(
     return PermutationTest(observed, min(max(p, 0.0), 1.0), exact is not None)
 
 
+DIRECTIONAL_CACHE = 4096
+"""Directional tests kept by `directional_test`'s memo: a simulated PR takes a few hundred."""
+
+
 @dataclass(frozen=True)
 class DirectionalTest:
     """One-sided mid-p values of the stratified delta: `lower` tests "treatment is worse"
@@ -402,7 +407,18 @@ def directional_test(
     randomized exact test; its size is within a few tenths of a percent of alpha at the
     sizes docdelta runs (property-tested), and the decision rule's union bounds over looks
     and tasks (`docdelta.decision`) sit on top of it. Same strata rules as `permutation_test`.
+
+    Memoised on the scores as given (`_directional`): the round loop re-ranks every task each
+    round and `decide` re-takes every earlier look, mostly on runs already tested.
     """
+    key = tuple((tuple(map(float, t)), tuple(map(float, c))) for t, c in strata)
+    return _directional(key, resamples, seed, max_exact)
+
+
+@functools.lru_cache(maxsize=DIRECTIONAL_CACHE)
+def _directional(
+    strata: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...], resamples: int, seed: int, max_exact: int
+) -> DirectionalTest | None:
     arms = _usable(strata)
     observed = stratified_delta(strata)
     if not arms or observed is None:

@@ -27,7 +27,7 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.history import HISTORY_DIR, HISTORY_FILE, HistoryRecord
+from docdelta.history import HISTORY_DIR, History
 from docdelta.report import render
 from docdelta.settings import ActionSettings, input_variable
 
@@ -182,10 +182,12 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     assert len(fake.requests("PATCH", r"/issues/comments/\d+")) <= 1  # edited only if the text changed
     assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
     # One history record for the evaluation (the rerun reused every run), a receipt for head's AGENTS.md.
-    (line,) = (tmp_path / "results" / HISTORY_DIR / HISTORY_FILE).read_text().splitlines()
-    assert HistoryRecord.model_validate_json(line).head_sha == demo.head_sha
+    history = History.at(tmp_path / "results" / HISTORY_DIR)
+    (record,), _ = history.records()
+    assert record.head_sha == demo.head_sha and record.pr == 2
     head_agents = hashlib.sha256((demo.path / "AGENTS.md").read_bytes()).hexdigest()
-    assert (tmp_path / "results" / HISTORY_DIR / "receipts" / f"{head_agents}.json").is_file()
+    receipt = history.receipt(head_agents)
+    assert receipt is not None and receipt.paths == ["AGENTS.md"] and len(receipt.evaluations) == 1
 
 
 def test_the_default_results_path_inside_the_workspace_runs_every_cell(

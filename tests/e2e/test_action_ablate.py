@@ -115,6 +115,7 @@ def test_a_dispatched_ablation_writes_the_table_to_the_summary_and_output_as_the
         ({"ablate-unit": "sentences"}, "input 'ablate-unit'"),
         ({"repeats": "auto"}, "input 'repeats'"),
         ({"plan": "true"}, "input 'plan' cannot be combined with `ablate`"),
+        ({"receipt": "true"}, "input 'receipt' cannot be combined with `ablate`"),
         # the fork-safe workflow's event: the PR's tasks and config must not run beside the key
         ({"event": "pull_request_target"}, "input 'ablate' on pull_request_target"),
     ],

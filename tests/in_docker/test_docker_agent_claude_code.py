@@ -16,8 +16,12 @@ from modelserver.script import Script, TextTurn, ToolTurn
 
 from docdelta.agents.claude_code import ClaudeCodeAgent
 from docdelta.agents.images import agent_image
+from docdelta.audit import arrived
+from docdelta.detect import InstructionMatcher
 from docdelta.gateway.config import ANTHROPIC
-from docdelta.models import CommandRun, RunStatus
+from docdelta.gateway.fingerprint import fingerprint
+from docdelta.instructions import DirTree, build
+from docdelta.models import CommandRun, LoadMode, RunStatus
 
 pytestmark = pytest.mark.docker
 
@@ -95,3 +99,58 @@ def test_the_key_never_reaches_the_agent(run: ScriptedRun) -> None:
     captured = run.result.stdout + run.result.stderr
     assert KEY.encode() not in captured
     assert all(KEY not in json.dumps(r) for r in run.requests)  # the server never logs it either
+
+
+IMPORTING = {
+    # The Python SDK's shape (issue 12): CLAUDE.md serves AGENTS.md through an import.
+    "CLAUDE.md": "@AGENTS.md\n\nClaude-specific: keep replies short and cite files.\n",
+    "AGENTS.md": "# Agents\n\nRun the suite with `uv run --frozen pytest` first.\n\nStyle: @docs/style.md\n",
+    "docs/style.md": "Imported two hops down: wrap lines at 100 characters.\n",
+    "docs/span.md": "Named only inside a code span, so never imported at all.\n",
+    "docs/guide.md": "See `@docs/span.md` for what a code span does not import.\n",
+    "pkg/CLAUDE.md": "Nested memory for pkg only, loaded when the agent works there.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def imports_run(
+    client: Any, base_image: str, gateway_image: str, egress: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[ScriptedRun, Path]:
+    """Real Claude Code on a tree whose CLAUDE.md imports AGENTS.md, which imports a doc;
+    the gateway audits every request against each file's fingerprint."""
+    image = agent_image(client, base=base_image, npm=ClaudeCodeAgent.npm, extra_ca=CA).tag
+    checkout = tmp_path_factory.mktemp("claude-imports") / "repo"
+    for path, text in IMPORTING.items():
+        (checkout / path).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / path).write_text(text)
+    script = Script(name="claude-code-imports", model=MODEL, turns=[TextTurn(text=json.dumps(ANSWER))])
+    run = run_scripted_agent(
+        client,
+        agent=ClaudeCodeAgent(model=MODEL),
+        image=image,
+        server_image=modelserver_image(client, base_image),
+        gateway_image=gateway_image,
+        network=egress,
+        upstream=ANTHROPIC.model_copy(update={"base_url": "{server}"}),
+        script=script,
+        checkout=checkout,
+        prompt="Which command runs the tests? End with the JSON answer.",
+        key=KEY,
+        fingerprints={path: fingerprint(text) for path, text in IMPORTING.items()},
+    )
+    return run, checkout
+
+
+def test_what_the_graph_says_claude_code_loads_is_what_the_gateway_audit_finds_injected(
+    imports_run: tuple[ScriptedRun, Path],
+) -> None:
+    """Issue 12: the instruction graph (imports relative and recursive, code spans ignored,
+    nested memory on demand) agrees with what the real CLI put in its prompt, as the
+    gateway's injected-instruction audit sees it."""
+    run, checkout = imports_run
+    assert run.outcome.status is RunStatus.ok, (run.outcome.error, run.result.stderr[-2000:])
+    graph = build(DirTree(checkout), InstructionMatcher().families)
+    loaded = {f.path for f in graph.files("claude_code", LoadMode.always)}
+    assert loaded == {"CLAUDE.md", "AGENTS.md", "docs/style.md"}
+    injected = {path for path, channel in arrived(run.calls).items() if channel == "injected"}
+    assert injected == loaded

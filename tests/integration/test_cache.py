@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import http.server
-import io
 import json
 import re
 import subprocess
@@ -18,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from actionrun import act as _act
+from actionrun import demo_workspace
+from actionrun import pr_event as _pr_event
 from fakegithub import FakeGitHub, event_path
 
 import docdelta
-from docdelta import app
 from docdelta.cache import (
     POOL_PREFIX,
     BranchStore,
@@ -33,15 +34,11 @@ from docdelta.cache import (
     token_auth,
 )
 from docdelta.config import load_project_config
-from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.demo import DemoRepo
 from docdelta.errors import InfraError
 from docdelta.git import Repo, overlay_commit, run_git
-from docdelta.github.actions import ActionsRuntime
-from docdelta.github.events import load_event
-from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import Manifest, RunResult
 from docdelta.planning import Experiment, ExperimentRequest, prepare
-from docdelta.settings import ActionSettings, input_variable
 from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, build_agent
 
@@ -56,12 +53,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> tuple[Path, DemoRepo]:
-    """A clone of the demo repository whose `origin` is a bare repository (GitHub's stand-in)."""
-    demo = build_demo_repo(tmp_path / "demo")
-    origin = tmp_path / "origin.git"
-    _git(tmp_path, "clone", "--quiet", "--bare", str(demo.path), str(origin))
-    _git(tmp_path, "clone", "--quiet", str(origin), str(tmp_path / "ws"))
-    return tmp_path / "ws", demo
+    return demo_workspace(tmp_path)
 
 
 @pytest.fixture
@@ -76,41 +68,6 @@ def _push_event(tmp: Path, sha: str) -> Path:
     path = tmp / "push.json"
     path.write_text(json.dumps(payload))
     return path
-
-
-def _pr_event(tmp: Path, number: int, base: str, head: str) -> Path:
-    payload = json.loads(event_path("pull_request.opened").read_text())
-    payload["number"] = payload["pull_request"]["number"] = number  # EDIT: PR number
-    payload["pull_request"]["base"]["sha"] = base  # EDIT: the demo's commits
-    payload["pull_request"]["head"]["sha"] = head
-    path = tmp / f"pr-{number}.json"
-    path.write_text(json.dumps(payload))
-    return path
-
-
-def _act(
-    tmp: Path, ws: Path, fake: FakeGitHub, event: str, path: Path, store: str, sha: str = "", **inputs: str
-) -> tuple[app.ActionResult, str]:
-    env = {
-        "GITHUB_REPOSITORY": fake.repo,
-        "GITHUB_EVENT_NAME": event,
-        "GITHUB_EVENT_PATH": str(path),
-        "GITHUB_WORKSPACE": str(ws),
-        "GITHUB_SHA": sha,
-        "INPUT_GITHUB-TOKEN": fake.token,
-        "INPUT_AGENT": "fake",
-        "INPUT_REPEATS": "2",
-        "INPUT_SANDBOX": "local",
-        "INPUT_RESULTS-STORE": store,
-        "INPUT_RESULTS-PATH": str(tmp / f"results-{len(list(tmp.glob('results-*')))}"),
-        "GITHUB_STEP_SUMMARY": str(tmp / f"summary-{len(list(tmp.glob('summary-*')))}.md"),
-    } | {input_variable(k.replace("_", "-")): v for k, v in inputs.items()}
-    out = io.StringIO()
-    port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-    result = app.action(
-        ActionSettings.from_env(env), load_event(event, path), port, ActionsRuntime.from_env(env, out)
-    )
-    return result, out.getvalue()
 
 
 def _docs_only_head(ws: Path, base: str, text: bytes) -> str:
@@ -155,8 +112,11 @@ def test_a_push_stores_the_base_arm_on_a_data_branch_and_a_pr_on_that_base_reuse
     assert result.activity == "evaluate", log
     body = fake.comments[0]["body"]
     assert "**From cache:** the `base` arm" in body and listing[0][5:17] in body
-    # a PR run only reads the shared branch: still what the trusted push wrote
-    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == pushed
+    # a PR run never writes the cache on the shared branch; it only adds its history record
+    after = _git(origin, "ls-tree", "-r", "--name-only", "refs/heads/docdelta-results").split()
+    assert [n for n in after if not n.startswith("history/")] == everything
+    assert len([n for n in after if n.startswith("history/records/")]) == 1
+    assert _git(origin, "rev-list", "--count", "refs/heads/docdelta-results") == str(int(pushed) + 1)
 
 
 def test_a_second_pr_with_the_same_base_reuses_the_first_prs_base_arm_from_a_directory(

@@ -26,7 +26,7 @@ from docdelta.git import Repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.history import HISTORY_FILE, HistoryRecord
+from docdelta.history import History
 from docdelta.models import Manifest, Summary
 from docdelta.planning import ExperimentRequest
 from docdelta.settings import ActionSettings, input_variable
@@ -95,8 +95,7 @@ def test_two_arms_differing_only_in_model_are_compared_and_a_rerun_reuses_every_
     assert main(args) == ExitCode.OK
     out = capsys.readouterr()
     assert "(8 ran, 0 reused)" in out.err
-    (line,) = (history / HISTORY_FILE).read_text().splitlines()
-    record = HistoryRecord.model_validate_json(line)
+    (record,), _ = History.at(history).records()
     assert {(a.condition, a.agent.model if a.agent else None, a.mean_score) for a in record.arms} == {
         ("weak", "weak", 0.0),
         ("strong", "strong", 1.0),

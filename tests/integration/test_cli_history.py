@@ -14,7 +14,7 @@ from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.errors import ExitCode
-from docdelta.history import HISTORY_FILE, HistoryRecord, content_digest
+from docdelta.history import LEGACY_FILE, History, Receipt, ReceiptEntry, content_digest
 
 AGENT = """\
 import json, os, sys
@@ -47,8 +47,8 @@ def test_an_evaluation_is_recorded_once_and_only_its_exact_head_content_has_a_re
     assert main(args) == 0  # a rerun: every run reused, the same evaluation
     assert "(already recorded)" in capsys.readouterr().err
 
-    (line,) = (history / HISTORY_FILE).read_text().splitlines()
-    record = HistoryRecord.model_validate_json(line)
+    (record,), skipped = History.at(history).records()
+    assert skipped == 0 and record.pr is None
     assert record.verdict is not None and record.verdict.kind == "improved"
     head = next(a for a in record.arms if a.condition == "head")
     assert head.files == {"AGENTS.md": content_digest(GOOD.encode())} and head.mean_score == 1.0
@@ -69,8 +69,19 @@ def test_an_evaluation_is_recorded_once_and_only_its_exact_head_content_has_a_re
     assert main(receipt) == ExitCode.NO_RECEIPT
     assert "no evaluation of this exact content is recorded" in capsys.readouterr().err
 
-    # A line a crash cut short is skipped, and said so; the history stays readable.
-    with (history / HISTORY_FILE).open("a") as fh:
-        fh.write('{"schema_version": 1, "experi')
-    assert main(["history", "--history", str(history)]) == 0
-    assert "(1 unreadable line(s) skipped)" in capsys.readouterr().out
+    # An earlier version's layout is still read: history.ndjson, where a line a crash cut short
+    # is skipped and said so, and receipts/<sha256>.json; a rerun into it adds no second record.
+    legacy = tmp_path / "legacy"
+    (legacy / "receipts").mkdir(parents=True)
+    (legacy / LEGACY_FILE).write_text(record.model_dump_json() + '\n{"schema_version": 1, "experi')
+    entry = ReceiptEntry.model_validate(record.model_dump(include=set(ReceiptEntry.model_fields)))
+    digest = content_digest(GOOD.encode())
+    old = Receipt(sha256=digest, paths=["AGENTS.md"], evaluations=[entry])
+    (legacy / "receipts" / f"{digest}.json").write_text(old.model_dump_json())
+    assert main(["history", "--history", str(legacy)]) == 0
+    out = capsys.readouterr().out
+    assert "improved +1.00" in out and "(1 unreadable record(s) skipped)" in out
+    assert main([*receipt[:2], str(legacy), *receipt[3:], "--ref", "HEAD"]) == 0
+    assert main([*args[:-1], str(legacy)]) == 0
+    assert "(already recorded)" in capsys.readouterr().err
+    assert not (legacy / "records").exists()

@@ -13,12 +13,11 @@ from __future__ import annotations
 import base64
 import os
 import shlex
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from realenvs import CA_BUNDLE, NodeEnv, PythonEnv, config_yaml, node_toolchain, uv_env
+from realenvs import CA_BUNDLE, NodeEnv, PythonEnv, adopt, config_yaml, node_toolchain, uv_env
 
 from docdelta.cli import main
 from docdelta.git import Repo
@@ -56,32 +55,6 @@ def _fix_agent(reference: bytes) -> str:
         "print(json.dumps({'answer': 'applied the fix'}))\n"
     )
     return f"/usr/bin/python3 -c {shlex.quote(script)}"
-
-
-def _adopt(repo: Path, base: str, config: str) -> str:
-    """`base` plus a commit adding `.docdelta.yml`, as a project adopting docdelta would make
-    (the config is read from the trusted base). Built with plumbing: the clone's work tree
-    and branches stay as they are for the other tests."""
-    env = {
-        **os.environ,
-        "GIT_INDEX_FILE": str(repo / ".git" / "docdelta-adopt.index"),
-        "GIT_AUTHOR_NAME": "docdelta-test",
-        "GIT_AUTHOR_EMAIL": "test@docdelta.invalid",
-        "GIT_COMMITTER_NAME": "docdelta-test",
-        "GIT_COMMITTER_EMAIL": "test@docdelta.invalid",
-    }
-
-    def git(*args: str, data: str | None = None) -> str:
-        out = subprocess.run(
-            ["git", *args], check=False, cwd=repo, env=env, input=data, capture_output=True, text=True
-        )
-        assert out.returncode == 0, out.stderr
-        return out.stdout.strip()
-
-    git("read-tree", base)
-    blob = git("hash-object", "-w", "--stdin", data=config)
-    git("update-index", "--add", "--cacheinfo", f"100644,{blob},.docdelta.yml")
-    return git("commit-tree", git("write-tree"), "-p", base, "-m", "Adopt docdelta")
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +107,7 @@ def test_a_real_fix_runs_as_a_change_task_with_its_real_tests(
     monkeypatch.setenv("npm_config_cafile", CA_BUNDLE)
     path = real_repo(name)
     base, head = PRS[name]
-    adopted = _adopt(path, base, config_yaml(environments(name), docker_base=DOCKER_BASE))
+    adopted = adopt(path, base, config_yaml(environments(name), docker_base=DOCKER_BASE))
     tasks = EXAMPLES / name / "change"
     task_id, fix = TASKS[name]
     reference = (tasks / task_id / "reference.patch").read_bytes()

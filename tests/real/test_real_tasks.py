@@ -8,11 +8,13 @@ AGENTS.md states scores 1/0/0, a rule base's CLAUDE.md already had (at other lin
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from realenvs import adopt
 
 from docdelta.cli import main
 from docdelta.models import RunResult, RunStatus, Summary
@@ -20,6 +22,7 @@ from docdelta.models import RunResult, RunStatus, Summary
 RealRepo = Callable[[str], Path]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"
 AGENT = Path(__file__).with_name("answer_agent.py")
+DOCKER_BASE = os.environ.get("DOCDELTA_TEST_IMAGE", "docdelta-base:latest")
 
 PRS = {
     # name: (base, head) — an instruction-file change with code changes in the range
@@ -52,8 +55,16 @@ EXPECTED = {  # command agent: task -> (base, head, none)
 }
 
 
-def _run(repo: Path, name: str, workdir: Path, capsys: pytest.CaptureFixture[str], *agent: str) -> Summary:
-    base, head = PRS[name]
+def _run(
+    repo: Path,
+    name: str,
+    workdir: Path,
+    capsys: pytest.CaptureFixture[str],
+    *agent: str,
+    sandbox: str = "local",
+    base: str | None = None,
+) -> Summary:
+    base, head = base or PRS[name][0], PRS[name][1]
     tasks = str(EXAMPLES / name / "tasks")
     args = [
         "run",
@@ -68,7 +79,7 @@ def _run(repo: Path, name: str, workdir: Path, capsys: pytest.CaptureFixture[str
         "--workdir",
         str(workdir),
     ]
-    assert main([*args, "--repeats", "1", "--sandbox", "local", *agent]) == 0
+    assert main([*args, "--repeats", "1", "--sandbox", sandbox, *agent]) == 0
     results = [
         RunResult.model_validate_json(p.read_text()) for p in workdir.glob("runs/*/*/*/r*/result.json")
     ]
@@ -98,6 +109,23 @@ def test_command_agent_scores_what_each_condition_holds(
     got = _means(summary)
     assert got == {task: tuple(round(x, 2) for x in means) for task, means in EXPECTED[name].items()}
     assert summary.confounds.code_changes > 0 and summary.confounds.source == "head"
+
+
+@pytest.mark.docker
+def test_command_agent_scores_the_same_in_the_docker_sandbox(
+    real_repo: RealRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same answer tasks under Docker: the checkout the container sees holds what each
+    condition's files hold, so the scores are bubblewrap's. One repository (about a minute);
+    the project adopts docdelta with `.docdelta.yml` naming the local base image."""
+    repo = real_repo("genai-prices")
+    adopted = adopt(repo, PRS["genai-prices"][0], f"docker:\n  base: {DOCKER_BASE}\n")
+    agent = ("--agent", "command", "--agent-cmd", f"/usr/bin/python3 -c {shlex.quote(AGENT.read_text())}")
+    summary = _run(repo, "genai-prices", tmp_path / "w", capsys, *agent, sandbox="docker", base=adopted)
+    assert _means(summary) == {
+        task: tuple(round(x, 2) for x in m) for task, m in EXPECTED["genai-prices"].items()
+    }
+    assert summary.confounds.weak_isolation == []
 
 
 @pytest.mark.parametrize("name", sorted(PRS))

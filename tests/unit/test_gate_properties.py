@@ -4,6 +4,8 @@ runs, monotone p-values, and the round loop's focus on a suspect task."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
@@ -11,7 +13,7 @@ from scipy.stats import binom
 from docdelta import decision
 from docdelta.decision import POOLED, Design, TaskRuns, decide, from_strata
 from docdelta.models import Cell
-from docdelta.rounds import run_rounds
+from docdelta.rounds import RoundsOutcome, run_rounds
 
 EXACT = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -92,18 +94,16 @@ def test_the_regression_p_never_falls_when_head_passes_more_or_base_passes_less(
     assert p(xh, xb - 1) >= p(xh, xb) - 1e-12
 
 
-def test_the_round_loop_gives_a_suspect_task_the_rounds_while_the_others_wait() -> None:
-    """Task a: head always fails, base always passes; task b: an identical coin. After the
-    first look (round 2 of cap 12, allocation only) a is the most suspect and runs alone, one
-    round at a time, to its next look, where it regresses: b's runs stop at 2."""
+def _loop(score: Callable[[Cell], float]) -> tuple[RoundsOutcome, list[set[str]]]:
+    """Tasks a and b, head vs base, through the auto design of cap 12 (looks 2 for allocation
+    only, 5, 8, 12) with scores `score(cell)`: the outcome and each round's tasks."""
     runs: dict[tuple[str, str], list[tuple[int, float]]] = {}
     batches: list[set[str]] = []
 
     def execute(cells: list[Cell]) -> str | None:
         batches.append({c.task for c in cells})
         for c in cells:
-            value = (0.0 if c.condition == "head" else 1.0) if c.task == "a" else float(c.repeat % 2)
-            runs.setdefault((c.task, c.condition), []).append((c.repeat, value))
+            runs.setdefault((c.task, c.condition), []).append((c.repeat, score(c)))
         return None
 
     def observe() -> dict[str, decision.TaskRuns]:
@@ -114,11 +114,36 @@ def test_the_round_loop_gives_a_suspect_task_the_rounds_while_the_others_wait() 
 
     design = Design.auto(12)
     assert design.looks == (2, 5, 8, 12) and design.weights[0] == 0
-    out = run_rounds(["a", "b"], ["head", "base"], design, execute, observe)
+    return run_rounds(["a", "b"], ["head", "base"], design, execute, observe), batches
+
+
+def _coin(c: Cell) -> float:
+    """The same alternating score in both arms: a task the edit does not touch."""
+    return float(c.repeat % 2)
+
+
+def test_the_round_loop_gives_a_suspect_task_the_rounds_while_the_others_wait() -> None:
+    """Task a: head always fails, base always passes; task b: an identical coin. After the
+    first look (round 2 of cap 12, allocation only) a is the most suspect and runs alone, one
+    round at a time, to its next look, where it regresses: b's runs stop at 2."""
+    out, batches = _loop(lambda c: (0.0 if c.condition == "head" else 1.0) if c.task == "a" else _coin(c))
     assert out.decision is not None and out.decision.kind == "regressed"
     assert out.decision.decided_by[0] == "a"
     assert out.rounds == {"a": 5, "b": 2} and out.runs == 2 * (5 + 2)
     assert batches[2:] == [{"a"}] * 3
+
+
+def test_the_round_loop_stops_once_nothing_can_regress_and_no_change_is_out_of_reach() -> None:
+    """Task a: an identical coin; task b: head always passes, base always fails. At round 5
+    futility closes a's regression (its p is far above FUTILITY_P) and b improves. Nothing can
+    regress any more, and b's +1 keeps the interval at the cap outside the band: the PR ends
+    there instead of running a on to the cap for a no change that cannot come."""
+    out, _ = _loop(lambda c: (1.0 if c.condition == "head" else 0.0) if c.task == "b" else _coin(c))
+    assert out.decision is not None and out.decision.kind == "improved"
+    assert out.decision.decided_by == ("b",)
+    a = next(t for t in out.decision.tasks if t.task == "a")
+    assert not a.can_regress and not out.decision.no_change_reachable
+    assert out.rounds == {"a": 5, "b": 5}
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -454,6 +454,24 @@ def test_unread_changes_follow_the_instruction_graph(
     assert summarize(plan, found, results).confounds.unread_changes == (["CLAUDE.md"] if unread else [])
 
 
+@pytest.mark.parametrize(("claude_md", "unread"), [("@AGENTS.md\n", False), ("Be brief.\n", True)])
+def test_an_agents_md_edit_that_claude_md_imports_is_not_called_unread_by_claude_code(
+    tmp_path: Path, claude_md: str, unread: bool
+) -> None:
+    """Issue 12: with CLAUDE.md = `@AGENTS.md` the scorecard said "AGENTS.md changed, but
+    claude_code does not read it", which is false there; without the import it is true."""
+    git = GitRepo.init(tmp_path / "proj")
+    git.commit({"CLAUDE.md": claude_md, "AGENTS.md": "run the tests with make check\n"})
+    head = git.commit({"AGENTS.md": "run the tests with make test\n"})
+    found = detect_refs(Repo(git.path), "HEAD~1", head, InstructionMatcher())
+    results = arm("t", "base", [0.5, 0.5]) + arm("t", "head", [0.5, 0.5])
+    plan = manifest(["t"], ["base", "head"]).model_copy(
+        update={"agent": AgentInfo(name="claude_code", version="1")}
+    )
+    text = render_markdown(summarize(plan, found, results))
+    assert ("`AGENTS.md` changed, but `claude_code` does not read it natively" in text) is unread
+
+
 @pytest.mark.parametrize(
     ("source", "says"),
     [

@@ -18,8 +18,9 @@ def _load(path: Path) -> dict[Any, Any]:
     return data
 
 
-def test_there_are_the_five_examples() -> None:
+def test_there_are_the_six_examples() -> None:
     names = {"docdelta-pr", "docdelta-fork-safe", "docdelta-push", "docdelta-matrix", "docdelta-ablate"}
+    names.add("docdelta-receipt")
     assert {p.stem for p in EXAMPLES} == names
 
 

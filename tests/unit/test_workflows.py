@@ -10,6 +10,7 @@ import yaml
 
 from docdelta.app import ACTION_SANDBOX_BASE
 from docdelta.config import DEFAULT_IMAGE_BASE, DockerImageConfig, ProjectConfig
+from docdelta.settings import ActionSettings, input_variable
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"
@@ -48,3 +49,20 @@ def test_the_actions_sandbox_default_is_a_public_image_and_is_documented() -> No
     inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
     assert ACTION_SANDBOX_BASE in inputs["sandbox"]["description"]
     assert ACTION_SANDBOX_BASE in (WORKFLOWS / "docdelta-pr.yml").read_text()
+
+
+def test_the_receipt_workflow_checks_after_the_evaluation_with_no_agent_and_the_same_gate() -> None:
+    """docdelta-receipt.yml: the receipt step parses as Action inputs with no agent, waits for
+    the evaluation, and reads the store the evaluation writes, under the same gate and label."""
+    doc = yaml.safe_load((WORKFLOWS / "docdelta-receipt.yml").read_text())
+    evaluate, receipt = (doc["jobs"][name]["steps"][-1]["with"] for name in ("evaluate", "receipt"))
+    assert doc["jobs"]["receipt"]["needs"] == "evaluate"
+    assert doc["jobs"]["receipt"]["if"].startswith("always()")  # also when the evaluation was skipped
+    assert doc["permissions"]["contents"] == "write"
+    for key in ("results-store", "fail-on", "approve-label"):
+        assert evaluate[key] == receipt[key]
+    env = {input_variable(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in receipt.items()}
+    env |= {"GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "e.json"}
+    settings = ActionSettings.from_env({**env, "INPUT_GITHUB-TOKEN": "t", "GITHUB_WORKSPACE": "/w"})
+    assert settings.receipt and settings.results_store.kind == "branch" and "agent" not in receipt
+    assert settings.check_name == "docdelta receipt"

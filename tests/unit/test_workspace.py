@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitrepo import GitRepo, Link, git
 
+from docdelta import workspace
 from docdelta.config import ProjectConfig
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError
@@ -218,22 +220,31 @@ def test_seal_refuses_a_used_directory(proj: tuple[Repo, str, str], tmp_path: Pa
 
 
 def test_seal_once_reuses_an_unchanged_checkout_and_reseals_a_changed_one(
-    proj: tuple[Repo, str, str], tmp_path: Path
+    proj: tuple[Repo, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A rerun seals nothing (issue 12: a reused rerun re-sealed every checkout), but only a
-    checkout git confirms untouched is reused, and only under the same seal key."""
+    checkout git confirms untouched is reused, and only under the same seal key. The real
+    `seal` is counted, not replaced: a file's inode cannot tell a reuse from a rebuild, since
+    the filesystem hands a deleted file's inode to the next one created."""
     repo, base, head = proj
+    sealings: list[Path] = []
+
+    def counted(*args: Any, **kwargs: Any) -> SealedCheckout:
+        sealings.append(args[3])
+        return seal(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "seal", counted)
     overlay = build_overlays(repo, base, head, ["head"], MATCH, None)["head"]
     dest = tmp_path / "checkouts" / "head"
     first = seal_once(repo, head, overlay, dest, MATCH, STRIP)
-    marker = (dest / "README.md").stat().st_ino
     again = seal_once(repo, head, overlay, dest, MATCH, STRIP)
-    assert again == first and (dest / "README.md").stat().st_ino == marker, "reused, not rebuilt"
+    assert again == first and len(sealings) == 1, "reused, not rebuilt"
     assert not (dest / RECORD_SUFFIX).exists() and (tmp_path / "checkouts" / f"head{RECORD_SUFFIX}").is_file()
 
     (dest / "README.md").write_text("edited by hand\n")
     resealed = seal_once(repo, head, overlay, dest, MATCH, STRIP)
     assert resealed == first and (dest / "README.md").read_text() == "Readme for humans.\n"
+    assert len(sealings) == 2
     (dest / "stray.txt").write_text("left behind\n")
     seal_once(repo, head, overlay, dest, MATCH, STRIP)
     assert not (dest / "stray.txt").exists(), "an added file is a change too"
