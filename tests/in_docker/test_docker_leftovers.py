@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from toolchain import CheckoutFactory
 
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, gc
-from docdelta.sandbox.dockerapi import RUN_LABEL
+from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id
 
 pytestmark = pytest.mark.docker
 
@@ -115,3 +116,27 @@ def test_gc_removes_what_a_killed_run_left_and_spares_live_runs(
         live.kill()
         live.wait(timeout=30)
     gc(client)
+
+
+def test_gc_survives_a_container_another_process_removes_while_it_lists(client: Any, base_image: str) -> None:
+    """Every provider starts with `gc`, while other docdelta processes on the engine finish
+    runs: a container listed and then removed before it was inspected must not crash the
+    run with a traceback (it did, 1 run in 12, when other helpers' runs ended alongside)."""
+    run_id = uuid.uuid4().hex[:12]
+    labels = {LABEL: "1", RUN_LABEL: run_id, OWNER_LABEL: owner_id()}  # a live owner: gc spares it
+    doomed = client.containers.create(base_image, "true", labels=labels)
+    inspect = client.api.inspect_container
+
+    def removed_first(container: Any, *args: Any, **kwargs: Any) -> Any:
+        """The other process's removal, landing exactly between the listing and the inspect."""
+        if container == doomed.id:
+            client.api.remove_container(doomed.id, force=True, v=True)
+        return inspect(container, *args, **kwargs)
+
+    client.api.inspect_container = removed_first
+    try:
+        removed = gc(client)
+    finally:
+        client.api.inspect_container = inspect
+    assert doomed.name not in removed
+    assert leftovers(client, run_id) == []

@@ -470,8 +470,13 @@ def gc(client: DockerClient, *, dry_run: bool = False) -> list[str]:
     Containers go first: they hold the rest."""
     found: list[str] = []
     label: dict[str, str | list[str] | bool] = {"label": OWNER_LABEL}
+    # Other docdelta processes end their runs meanwhile: a container they remove between the
+    # listing and its inspect is skipped (`ignore_removed`), not a crash of this run.
     kinds: list[tuple[Callable[[], list[Any]], Callable[[Any], None]]] = [
-        (lambda: client.containers.list(all=True, filters=label), lambda c: c.remove(force=True, v=True)),
+        (
+            lambda: client.containers.list(all=True, filters=label, ignore_removed=True),
+            lambda c: c.remove(force=True, v=True),
+        ),
         (lambda: client.networks.list(filters=label), lambda n: n.remove()),
         (lambda: client.volumes.list(filters=label), lambda v: v.remove(force=True)),
     ]
