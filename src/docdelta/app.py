@@ -66,7 +66,14 @@ from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
-from docdelta.loop_comment import ReviewTarget, audit_section, prove_suggestion, publish_suggestion
+from docdelta.loop_comment import (
+    Proven,
+    Published,
+    ReviewTarget,
+    audit_section,
+    prove_suggestion,
+    publish_suggestion,
+)
 from docdelta.models import (
     BASE,
     HEAD,
@@ -861,21 +868,24 @@ def _run_and_report(
     body += "\n" + "\n\n".join(notes)
     if matrix.history:
         body += f"\n\n{matrix.history}"
-    sections, extra_cost = _loop_sections(ctx, repo, base_sha, head, matrix, files)
-    body += "".join(f"\n\n{section}" for section in sections)
-    body += (
+    sections, extra_cost, suggested = _loop_sections(ctx, repo, base_sha, head, matrix, files)
+    footer = (
         f"\n\n[Full report and logs]({settings.github.run_url}) · every transcript: `{REPORT_FILE}` in the "
         f"run's [artifacts]({settings.github.run_url}#artifacts)\n"
     )
-    body = ctx.redact(body)  # all of it: a grading failure quotes the tests' own output
-    ctx.runtime.append_summary(body)
+
+    scorecard = body
+
+    def composed(suggestion: str | None) -> str:  # all of it redacted: a grading failure quotes the tests
+        return ctx.redact(scorecard + "".join(f"\n\n{s}" for s in [suggestion, *sections] if s) + footer)
+
+    body = composed(suggested.section)
     outputs = _outputs(summary, matrix.cost_usd + extra_cost, settings)
     if settings.comment:
-        assert ctx.event.pr_number is not None
-        comment = render_comment(settings.config_id, body, full_report_url=settings.github.run_url)
-        ref = ctx.port.upsert_comment(ctx.event.pr_number, marker(settings.config_id), comment)
-        outputs[Output.comment_url] = ref.url
-        ctx.say(f"docdelta: comment {'posted' if ref.created else 'updated'}: {ref.url}")
+        review = suggested.review
+        relinked = None if review is None else lambda url: composed(review(url))
+        body = _post_comment(ctx, body, relinked, outputs)
+    ctx.runtime.append_summary(body)
     kind = summary.verdict.kind if summary.verdict else "no verdict"
     delta = summary.head_vs_base.value
     title = f"{kind.replace('_', ' ')}: head - base {delta:+.2f}" if delta is not None else kind
@@ -890,24 +900,45 @@ def _run_and_report(
     return ActionResult(Activity.evaluate, conclusion, title, outputs)
 
 
+def _post_comment(
+    ctx: _Context, body: str, relinked: Callable[[str], str] | None, outputs: dict[str, str]
+) -> str:
+    """Post the scorecard comment; with a review comment to post (`relinked`: it, linking back
+    to the scorecard's url, then the scorecard's body linking to it), edit it once more. The
+    body as it stands on the PR."""
+    settings, number = ctx.settings, ctx.event.pr_number
+    assert number is not None
+    comment = render_comment(settings.config_id, body, full_report_url=settings.github.run_url)
+    ref = ctx.port.upsert_comment(number, marker(settings.config_id), comment)
+    outputs[Output.comment_url] = ref.url
+    ctx.say(f"docdelta: comment {'posted' if ref.created else 'updated'}: {ref.url}")
+    if relinked is not None and (final := relinked(ref.url)) != body:
+        comment = render_comment(settings.config_id, final, full_report_url=settings.github.run_url)
+        ctx.port.edit_comment(number, ref.id, comment)
+        return final
+    return body
+
+
 def _loop_sections(
     ctx: _Context, repo: Repo, base_sha: str, head: str, matrix: _Matrix, files: list[PrFile]
-) -> tuple[list[str], float]:
-    """The `suggest` and `audit` inputs' folded sections, and what the patched run cost."""
+) -> tuple[list[str], float, Published]:
+    """The `audit` input's folded section, what the patched run cost, and the `suggest`
+    input's section with its review comment still to post (docdelta.loop_comment.Published)."""
     settings = ctx.settings
     if not (settings.suggest or settings.audit):
-        return [], 0.0
+        return [], 0.0, Published(None)
     if matrix.tasks_dir is None or matrix.stopped or matrix.summary.broken:
         why = "a matrix's aggregate job" if matrix.tasks_dir is None else "an incomplete or broken run"
         ctx.say(f"docdelta: no suggest/audit section after {why}")
-        return [], 0.0
+        if settings.suggest:  # it proved nothing: only an older head's review comment goes
+            _publish(ctx, None, [], settled=False)
+        return [], 0.0, Published(None)
     sections: list[str] = []
     spent: list[float] = []
     config = load_project_config(repo, base_sha)
+    suggested = Published(None)
     if settings.suggest:
-        offered = _suggest_section(ctx, repo, (base_sha, head), config, matrix, files, spent)
-        if offered is not None:
-            sections.append(offered)
+        suggested = _suggest_section(ctx, repo, (base_sha, head), config, matrix, files, spent)
     if settings.audit:
         tasks_path = settings.tasks or config.tasks
         sections.append(
@@ -920,7 +951,7 @@ def _loop_sections(
                 [matrix.results_dir],
             )
         )
-    return sections, sum(spent)
+    return sections, sum(spent), suggested
 
 
 def _ask_model(
@@ -972,9 +1003,9 @@ def _suggest_section(
     matrix: _Matrix,
     files: list[PrFile],
     spent: list[float],
-) -> str | None:
+) -> Published:
     """`suggest: true`: draft, prove with a `head,patched` run (its cost appended to `spent`),
-    then the sticky review comment and the scorecard's section (docdelta.loop_comment)."""
+    then the scorecard's section and the sticky review comment (docdelta.loop_comment)."""
     settings = ctx.settings
     assert matrix.tasks_dir is not None
     base_sha, head = refs
@@ -988,7 +1019,7 @@ def _suggest_section(
             raise InfraError(f"the patched run did not finish: {proof.stopped or proof.summary.broken}")
         return proof.manifest, proof.results
 
-    proven = None
+    proven, settled = None, True
     try:
         ask = partial(_ask_model, ctx, repo, matrix, config, spent) if settings.suggest_model else None
         proven = prove_suggestion(
@@ -996,15 +1027,22 @@ def _suggest_section(
         )
     except DocdeltaError as exc:
         ctx.say(f"docdelta: suggest: no suggestion offered: {exc}")
+        settled = False
     else:
         if proven is None:
             ctx.say("docdelta: suggest: head missed no gold item a patch could add: nothing to prove")
         else:
             ctx.say(f"docdelta: suggest: the patched run is in {settings.results_path}")
-    number = ctx.event.pr_number
+    return _publish(ctx, proven, files, settled)
+
+
+def _publish(ctx: _Context, proven: Proven | None, files: list[PrFile], settled: bool) -> Published:
+    """`publish_suggestion` on this PR's sticky review comment (none outside a PR)."""
+    settings, number = ctx.settings, ctx.event.pr_number
     target = None
-    if settings.comment and number is not None:
-        target = ReviewTarget(ctx.port, number, ctx.event.head_sha, suggestion_marker(settings.config_id))
+    if number is not None:
+        mark = suggestion_marker(settings.config_id)
+        target = ReviewTarget(ctx.port, number, ctx.event.head_sha, mark, post=settings.comment)
     return publish_suggestion(
         proven,
         diff_hunks(files),
@@ -1012,6 +1050,7 @@ def _suggest_section(
         ctx.redact,
         say=lambda message: ctx.say(f"docdelta: {message}"),
         warn=lambda message: ctx.runtime.annotate("warning", ctx.redact(message), title="docdelta"),
+        settled=settled,
     )
 
 

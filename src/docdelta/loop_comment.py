@@ -203,11 +203,23 @@ def offer(proven: Proven, placed: Placed | None, why: str = "") -> str:
     )
 
 
-def review_body(marker: str, proven: Proven, placed: Placed, head_sha: str) -> str:
-    """The review comment: the marker, the claim, the ```suggestion block, every measurement."""
+def head_mark(head_sha: str) -> str:
+    """The hidden line naming the head a review comment's suggestion was proven on: a run that
+    proves nothing about the suggestion (broken, stopped, an aggregate job) keeps that head's."""
+    return f"<!-- docdelta-proven-on: {head_sha} -->"
+
+
+def review_body(
+    marker: str, proven: Proven, placed: Placed, head_sha: str, scorecard_url: str | None = None
+) -> str:
+    """The review comment: the marker, the claim, the ```suggestion block, every measurement,
+    a link back to the scorecard comment, and the head it was proven on."""
+    back = f" The [scorecard comment]({scorecard_url}) has the whole evaluation." if scorecard_url else ""
     return (
         f"{marker}\n**docdelta measured this change on `{head_sha[:12]}`:** {proven.raised[0]}\n\n"
-        f"{_fence(placed)}\n\n{_drafted(proven)} *Commit suggestion* applies it.\n\n" + _claims(proven)
+        f"{_fence(placed)}\n\n{_drafted(proven)} *Commit suggestion* applies it.{back}\n\n"
+        + _claims(proven)
+        + f"\n{head_mark(head_sha)}\n"
     )
 
 
@@ -222,12 +234,26 @@ def posted_section(proven: Proven, placed: Placed, url: str) -> str:
 
 @dataclass(frozen=True)
 class ReviewTarget:
-    """Where the review comment goes: the PR, its real head commit, the config's marker."""
+    """Where the review comment goes: the PR, its real head commit, the config's marker.
+    `post` False (`comment: false`): nothing is posted, only an older head's comment deleted."""
 
     port: GitHubPort
     number: int
     head_sha: str
     marker: str
+    post: bool = True
+
+
+@dataclass(frozen=True)
+class Published:
+    """The scorecard's suggestion section as first posted (None: no section), and `review`:
+    given the posted scorecard's url, posts the review comment linking back to it and returns
+    the section that replaces `section` (linking to the review comment, or saying why not).
+    Scorecard first, then the review comment, then one edit of the scorecard: the fewest
+    requests by which each links to the other."""
+
+    section: str | None
+    review: Callable[[str], str] | None = None
 
 
 NO_PERMISSION = (
@@ -247,11 +273,18 @@ def publish_suggestion(
     redact: Callable[[str], str],
     say: Callable[[str], None],
     warn: Callable[[str], None],
-) -> str | None:
-    """The scorecard's suggestion section (None: nothing was drafted), after posting, editing
-    or deleting the sticky review comment on `target` (None: no PR comments; the section then
-    holds the change). Whatever stops the review comment (its lines are not in the diff, it
-    quotes a secret, GitHub refuses it) leaves the change in the section, which says why."""
+    settled: bool = True,
+) -> Published:
+    """The scorecard's suggestion section and the sticky review comment on `target` (None: no
+    PR). A run that settled the question on this head (`settled`, `target.post`) deletes the
+    earlier comment when it proves no placeable suggestion. One that did not (its matrix or
+    patched run broke or stopped, a matrix's aggregate job, `comment: false`) deletes only a
+    comment proven on another head, which would look current; one proven on this head stands.
+    Whatever stops the review comment (its lines are not in the diff, it quotes a secret,
+    GitHub refuses it) leaves the change in the section, which says why."""
+    if target is not None and not (settled and target.post):
+        _delete_stale(target, say, warn, keep=head_mark(target.head_sha))
+        target = None
     placed = None
     if proven is not None and proven.raised:
         placed = place(proven.suggestion, hunks.get(proven.suggestion.file, []))
@@ -259,35 +292,44 @@ def publish_suggestion(
         if target is not None:
             _delete_stale(target, say, warn)
         why = NOT_IN_DIFF if proven is not None and proven.raised and placed is None else ""
-        return None if proven is None else offer(proven, placed, why)
-    body = review_body(target.marker, proven, placed, target.head_sha)
-    if redact(body) != body:  # a changed block would no longer be the patch that was run
+        return Published(None if proven is None else offer(proven, placed, why))
+    if redact(body := review_body(target.marker, proven, placed, target.head_sha)) != body:
+        # a changed block would no longer be the patch that was run
         warn(f"suggest: {QUOTES_A_KEY}")
         _delete_stale(target, say, warn)
-        return offer(proven, None, QUOTES_A_KEY)
-    try:
-        ref = target.port.upsert_review_comment(
-            target.number, target.marker, target.head_sha, placed.anchor, body
-        )
-    except ApiError as exc:
-        reason = NO_PERMISSION if exc.status == 403 else exc.message
-        warn(f"suggest: no review comment ({reason}); the change is in the scorecard comment instead")
-        return offer(proven, placed, f"docdelta could not post it as a review comment ({reason}).")
-    moved = f" ({ref.removed} older one deleted: its anchor moved)" if ref.removed else ""
-    say(f"suggest: review comment {'posted' if ref.created else 'kept'} on {placed.where}{moved}: {ref.url}")
-    return posted_section(proven, placed, ref.url)
+        return Published(offer(proven, None, QUOTES_A_KEY))
+    on = target
+
+    def review(scorecard_url: str) -> str:
+        body = review_body(on.marker, proven, placed, on.head_sha, scorecard_url)
+        try:
+            ref = on.port.upsert_review_comment(on.number, on.marker, on.head_sha, placed.anchor, body)
+        except ApiError as exc:
+            reason = NO_PERMISSION if exc.status == 403 else exc.message
+            warn(f"suggest: no review comment ({reason}); the change is in the scorecard comment instead")
+            return offer(proven, placed, f"docdelta could not post it as a review comment ({reason}).")
+        moved = f" ({ref.removed} older one deleted: its anchor moved)" if ref.removed else ""
+        done = "posted" if ref.created else "kept"
+        say(f"suggest: review comment {done} on {placed.where}{moved}: {ref.url}")
+        return posted_section(proven, placed, ref.url)
+
+    return Published(offer(proven, placed), review)
 
 
-def _delete_stale(target: ReviewTarget, say: Callable[[str], None], warn: Callable[[str], None]) -> None:
-    """No review comment this run: an earlier run's would claim what this head did not prove."""
+def _delete_stale(
+    target: ReviewTarget, say: Callable[[str], None], warn: Callable[[str], None], keep: str | None = None
+) -> None:
+    """No review comment this run: an earlier run's would claim what this head did not prove.
+    `keep`: a comment holding it stands (proven on this head, by a run that did settle it)."""
     try:
-        deleted = target.port.delete_review_comments(target.number, target.marker)
+        deleted = target.port.delete_review_comments(target.number, target.marker, keep=keep)
     except ApiError as exc:
         reason = NO_PERMISSION if exc.status == 403 else exc.message
         warn(f"suggest: could not delete the earlier suggestion's review comment: {reason}")
         return
     if deleted:
-        say(f"suggest: the earlier suggestion's review comment was deleted ({deleted})")
+        old = " (proven on an older head)" if keep else ""
+        say(f"suggest: the earlier suggestion's review comment was deleted{old} ({deleted})")
 
 
 def audit_section(

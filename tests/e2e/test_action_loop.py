@@ -148,8 +148,9 @@ def _action(
         port,
         ActionsRuntime.from_env(env, out),
     )
-    [comment] = fake.comments
-    return result, out.getvalue(), comment["body"]
+    bodies = [c["body"] for c in fake.comments]
+    assert len(bodies) == (inputs.get("comment", "true") == "true")  # never a second scorecard
+    return result, out.getvalue(), "".join(bodies)
 
 
 def _folded(body: str, summary_start: str) -> str:
@@ -176,6 +177,9 @@ class Opened:
     review_comments: list[dict[str, Any]]
     requests: list[Request]
     results: Path
+    scorecard_url: str
+    summary: str
+    """The job summary as written."""
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +190,10 @@ def opened(pr: Pr, tmp_path_factory: pytest.TempPathFactory) -> Opened:
             server.add_commit(sha, pr.files(sha))
         server.add_pull(2, pr.base, pr.head, [("AGENTS.md", "modified")])
         result, log, body = _action(tmp, pr, server, suggest="true", audit="true")
-        return Opened(result, log, body, server.review_comments, server.log, tmp / "results")
+        [scorecard] = server.comments
+        url = f"https://github.com/Codertocat/Hello-World/pull/2#issuecomment-{scorecard['id']}"
+        summary = (tmp / "summary.md").read_text()
+        return Opened(result, log, body, server.review_comments, server.log, tmp / "results", url, summary)
 
 
 def _resume(opened: Opened, tmp: Path) -> None:
@@ -217,6 +224,17 @@ def test_suggest_posts_the_proven_fix_as_a_review_comment_on_its_line_and_the_sc
     assert _block(pr.cut.splitlines()[-1]) in review["body"] and f"- {CLAIM}\n" in review["body"]
     [posted] = [r for r in opened.requests if r.method == "POST" and r.path == "/pulls/2/comments"]
     assert posted.body["commit_id"] == pr.head and posted.status == 201
+    # It links back to the scorecard comment: posted first, so its url is known, then edited
+    # once to link to the review comment. Three writes in all, one more than unlinked.
+    assert f"The [scorecard comment]({opened.scorecard_url}) has the whole evaluation." in review["body"]
+    writes = [(r.method, r.path) for r in opened.requests if r.method in {"POST", "PATCH", "DELETE"}]
+    writes = [w for w in writes if "comments" in w[1]]
+    scorecard_id = opened.scorecard_url.rsplit("-", 1)[1]
+    assert writes == [
+        ("POST", "/issues/2/comments"),
+        ("POST", "/pulls/2/comments"),
+        ("PATCH", f"/issues/comments/{scorecard_id}"),
+    ]
     # The scorecard links to it, and does not repeat the block.
     section = _folded(body, "Suggested fix, measured:")
     url = f"https://github.com/Codertocat/Hello-World/pull/2#discussion_r{review['id']}"
@@ -224,6 +242,7 @@ def test_suggest_posts_the_proven_fix_as_a_review_comment_on_its_line_and_the_sc
     assert f"Posted as a [review comment on `AGENTS.md` line {last}]({url})" in section
     assert "```" not in section and f"- {CLAIM}\n" in section
     assert f"review comment posted on `AGENTS.md` line {last}: {url}" in opened.log
+    assert section in opened.summary  # the job summary holds the comment as it ends, link and all
     # The first screen is the scorecard's alone.
     top = body.split("<details>", 1)[0].strip().splitlines()[1:]
     assert len(top) <= SCREEN_LINES and "Suggested fix" not in "\n".join(top)
@@ -267,7 +286,9 @@ def test_a_rerun_edits_the_bots_review_comment_on_the_same_line_and_posts_no_sec
     bodies = {c["id"]: c["body"] for c in fake.review_comments}
     assert bodies[theirs] == f"{MARK}\nquoting the bot"  # someone else's is never touched
     assert set(bodies) == {ours, theirs}
-    assert bodies[ours] == opened.review_comments[0]["body"]
+    [scorecard] = fake.comments
+    here = f"https://github.com/Codertocat/Hello-World/pull/2#issuecomment-{scorecard['id']}"
+    assert bodies[ours] == opened.review_comments[0]["body"].replace(opened.scorecard_url, here)
     assert not fake.requests("POST", r"/pulls/2/comments") and not fake.requests("DELETE")
     assert [r.path for r in fake.requests("PATCH", r"/pulls/comments/\d+")] == [f"/pulls/comments/{ours}"]
     assert f"review comment kept on `AGENTS.md` line {last}" in log
@@ -299,6 +320,54 @@ def test_a_push_that_moves_the_anchor_reposts_it_and_one_that_proves_nothing_del
 
     assert fake.review_comments == [] and "Suggested fix" not in body
     assert "the earlier suggestion's review comment was deleted (1)" in log
+
+
+CRASHES = "sh -c 'echo the agent crashed >&2; exit 1'"
+"""Every run an agent_error: a broken matrix, with no verdict and nothing proven."""
+
+
+def test_a_broken_run_keeps_the_suggestion_proven_on_its_head_and_deletes_one_from_an_older_head(
+    tmp_path: Path, pr: Pr, fake: FakeGitHub, opened: Opened
+) -> None:
+    """A run that proved nothing (its matrix broke) says nothing against a suggestion proven
+    on the same head; one proven on an older head would look current on the new one."""
+    last = len(pr.cut.splitlines())
+    proven = opened.review_comments[0]["body"]
+    old = fake.add_review_comment(2, proven, BOT, "AGENTS.md", last)
+    broken = {"suggest": "true", "tasks": ONE_TASK, "agent": "command", "agent-command": CRASHES}
+
+    _result, log, body = _action(tmp_path / "same", pr, fake, event="synchronize", **broken)
+
+    assert "This evaluation is broken, so there is no verdict." in body
+    assert [c["id"] for c in fake.review_comments] == [old] and fake.review_comments[0]["body"] == proven
+    assert not fake.requests("DELETE") and not fake.requests("PATCH", r"/pulls/comments/\d+")
+    assert "no suggest/audit section after an incomplete or broken run" in log
+
+    fake.push(2, pr.moved)
+    _result, log, _body = _action(tmp_path / "newer", pr, fake, event="synchronize", **broken)
+
+    assert fake.review_comments == []
+    assert [r.path for r in fake.requests("DELETE")] == [f"/pulls/comments/{old}"]
+    assert "review comment was deleted (proven on an older head) (1)" in log
+
+
+def test_with_comment_false_a_suggestion_from_an_older_head_is_deleted_and_nothing_is_posted(
+    tmp_path: Path, pr: Pr, fake: FakeGitHub, opened: Opened
+) -> None:
+    last = len(pr.cut.splitlines())
+    old = fake.add_review_comment(2, opened.review_comments[0]["body"], BOT, "AGENTS.md", last)
+    fake.push(2, pr.moved)
+
+    result, log, _body = _action(
+        tmp_path, pr, fake, event="synchronize", suggest="true", tasks=ONE_TASK, comment="false"
+    )
+
+    assert result.activity == "evaluate", log
+    assert fake.review_comments == [] and fake.comments == []
+    assert [r.path for r in fake.requests("DELETE")] == [f"/pulls/comments/{old}"]
+    assert not fake.requests("POST", r"/(issues|pulls)/2/comments")
+    summary = (tmp_path / "summary.md").read_text()  # the proven change is still offered there
+    assert "Suggested fix, measured:" in summary and _block(MORE) in summary
 
 
 def test_a_suggestion_off_the_prs_diff_stays_in_the_scorecard_and_says_why(

@@ -183,3 +183,29 @@ def test_a_body_that_does_not_start_with_its_marker_is_refused(fake: FakeGitHub,
     with pytest.raises(ValueError, match="marker"):
         port.upsert_review_comment(2, MARK, HEAD, ReviewAnchor(path="AGENTS.md", line=10), "no marker")
     assert fake.log == []
+
+
+def test_deleting_with_keep_spares_only_the_bots_comments_holding_it(
+    fake: FakeGitHub, port: PyGithubPort
+) -> None:
+    """A run that proved nothing keeps the suggestion proven on its own head (its body names
+    that head), and deletes the bot's others; anyone else's is never touched."""
+    here = fake.add_review_comment(2, _body(f"a\n<!-- on {HEAD} -->"), BOT, "AGENTS.md", 11)
+    older = fake.add_review_comment(2, _body(f"b\n<!-- on {MOVED} -->"), BOT, "AGENTS.md", 12)
+    theirs = fake.add_review_comment(2, _body("c"), MALLORY, "AGENTS.md", 12)
+
+    assert port.delete_review_comments(2, MARK, keep=f"<!-- on {HEAD} -->") == 1
+
+    assert [c["id"] for c in fake.review_comments] == [here, theirs]
+    assert [r.path for r in fake.requests("DELETE")] == [f"/pulls/comments/{older}"]
+
+
+def test_editing_a_comment_by_id_is_one_request(fake: FakeGitHub, port: PyGithubPort) -> None:
+    """The scorecard's second write (to link the review comment) costs one PATCH, no lookup."""
+    first = port.upsert_comment(2, "<!-- docdelta:default -->", "<!-- docdelta:default -->\nfirst")
+    before = len(fake.log)
+
+    ref = port.edit_comment(2, first.id, "<!-- docdelta:default -->\nlinked")
+
+    assert [(r.method, r.path) for r in fake.log[before:]] == [("PATCH", f"/issues/comments/{first.id}")]
+    assert ref.url == first.url and fake.comments[0]["body"] == "<!-- docdelta:default -->\nlinked"

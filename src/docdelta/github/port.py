@@ -135,6 +135,11 @@ class GitHubPort(Protocol):
         duplicate); a comment by anyone else is never edited, whatever it starts with."""
         ...
 
+    def edit_comment(self, number: int, comment_id: int, body: str) -> CommentRef:
+        """Edit comment `comment_id` (the one `upsert_comment` just returned) in one request:
+        its body, once it can name what was posted after it."""
+        ...
+
     def upsert_review_comment(
         self, number: int, marker: str, commit_id: str, anchor: ReviewAnchor, body: str
     ) -> ReviewCommentRef:
@@ -143,8 +148,9 @@ class GitHubPort(Protocol):
         outdated it) is deleted and a new one posted. Anyone else's is never touched."""
         ...
 
-    def delete_review_comments(self, number: int, marker: str) -> int:
-        """Delete the token's own review comments starting with `marker`; how many there were."""
+    def delete_review_comments(self, number: int, marker: str, keep: str | None = None) -> int:
+        """Delete the token's own review comments starting with `marker`, except those whose
+        body holds `keep`; how many were deleted."""
         ...
 
     def publish_check(self, report: CheckReport) -> CheckRef:

@@ -248,6 +248,11 @@ class PyGithubPort:
             reconcile=lambda: edit_existing(created=True),
         )
 
+    def edit_comment(self, number: int, comment_id: int, body: str) -> CommentRef:
+        comment = self._repo.get_issue(number).get_comment(comment_id)  # lazy: the PATCH alone
+        self._call(f"edit comment {comment_id} on PR #{number}", lambda: comment.edit(body))
+        return CommentRef(id=comment_id, url=comment.html_url, created=False)
+
     def _mine(self, login: str) -> bool:
         return login.casefold() == self.login().casefold()
 
@@ -289,11 +294,10 @@ class PyGithubPort:
         where = f"{anchor.path} line {anchor.line}"
         return self._call(f"post the review comment on {where} of PR #{number}", create, reconcile=reconcile)
 
-    def delete_review_comments(self, number: int, marker: str) -> int:
+    def delete_review_comments(self, number: int, marker: str, keep: str | None = None) -> int:
         pull = self._repo.get_pull(number)
-        return sum(
-            self._delete_review_comment(number, c) for c in self._own_review_comments(pull, number, marker)
-        )
+        mine = self._own_review_comments(pull, number, marker)
+        return sum(self._delete_review_comment(number, c) for c in mine if keep is None or keep not in c.body)
 
     def _own_review_comments(self, pull: PullRequest, number: int, marker: str) -> list[PullRequestComment]:
         def find() -> list[PullRequestComment]:
