@@ -377,6 +377,28 @@ def test_a_matrixs_aggregate_job_deletes_a_suggestion_from_an_older_head(
     assert "review comment was deleted (proven on an older head) (1)" in log
 
 
+def test_a_patched_run_that_broke_keeps_the_suggestion_proven_on_the_same_head(
+    tmp_path: Path, pr: Pr, fake: FakeGitHub, opened: Opened
+) -> None:
+    """The rerun's own matrix is fine but its patched run is broken (every saved patched run
+    an agent_error, which a resume reuses): no proof either way, so the comment stands."""
+    _resume(opened, tmp_path)
+    patched = tmp_path / "results" / f"{pr.base[:12]}-{pr.head[:12]}-patched"
+    for saved in patched.rglob("result.json"):
+        result = json.loads(saved.read_text())
+        result["status"] = result["outcome"]["status"] = "agent_error"
+        saved.write_text(json.dumps(result))
+    last = len(pr.cut.splitlines())
+    proven = opened.review_comments[0]["body"]
+    old = fake.add_review_comment(2, proven, BOT, "AGENTS.md", last)
+
+    _result, log, body = _action(tmp_path, pr, fake, event="synchronize", suggest="true")
+
+    assert "suggest: no suggestion offered: the patched run did not finish" in log
+    assert [c["id"] for c in fake.review_comments] == [old] and fake.review_comments[0]["body"] == proven
+    assert not fake.requests("DELETE") and "Suggested fix" not in body
+
+
 def test_with_comment_false_a_suggestion_from_an_older_head_is_deleted_and_nothing_is_posted(
     tmp_path: Path, pr: Pr, fake: FakeGitHub, opened: Opened
 ) -> None:
