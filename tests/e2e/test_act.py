@@ -348,10 +348,18 @@ def _free_port() -> int:
         return port
 
 
+HISTORY_SECTION = re.compile(r"<details><summary>History of .*?</details>\n*", re.S)
+"""The comment's folded history of a file: docdelta-pr.yml keeps its evaluations on the data
+branch (earlier tests of this module recorded some), docdelta-matrix.yml keeps none, so only
+the one-job comment can show one; it is no part of the scorecard being compared."""
+
+
 def _scorecard(body: str, sha: str, number: int) -> str:
     """A comment's scorecard, with what names the PR and its head spelled alike, wall
-    times (measured) masked, and without the note that says the runs were merged."""
-    text = body.replace(sha, "<head>").replace(sha[:12], "<head>").replace(f"/pull/{number}/", "/pull/<n>/")
+    times (measured) masked, and without the note that says the runs were merged or the
+    file's history (HISTORY_SECTION)."""
+    text = HISTORY_SECTION.sub("", body)
+    text = text.replace(sha, "<head>").replace(sha[:12], "<head>").replace(f"/pull/{number}/", "/pull/<n>/")
     text = re.sub(r"\b\d+(?:\.\d+)?s(?: \([+-]?\d+%\))?", "<wall time>", text)  # measured, so never alike
     kept = "\n".join(line for line in text.splitlines() if not line.startswith("**Merged**"))
     return re.sub(r"\n{3,}", "\n\n", kept).strip()  # the note's paragraph break goes with it
