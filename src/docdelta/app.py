@@ -40,7 +40,7 @@ from typing import TextIO
 import certifi
 from pydantic import ValidationError
 
-from docdelta import stats
+from docdelta import stats, thresholds
 from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
 from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
@@ -688,6 +688,7 @@ def _run_matrix(
         skip_base_from=None if refresh else settings.skip_base_from,
         refresh=refresh,
         config_arms=True,
+        pass_threshold=settings.default_threshold,
     )
     deps = Deps(
         repo=repo,
@@ -846,6 +847,7 @@ def _run_and_report(
         title = f"shard {settings.options.shard} done"
         return ActionResult(Activity.evaluate, None, title, {Output.results_path: str(settings.results_path)})
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
+    decision = thresholds.with_thresholds(decision, summary)
     conclusion = Conclusion(decision.conclusion)
     notes = [
         f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {decision.reason}",
