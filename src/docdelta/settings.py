@@ -116,6 +116,10 @@ class ActionSettings(BaseModel):
     )
     pass_k: int = Field(default=1, ge=1, description="with pass_threshold: judge pass^k, not the pass rate")
     comment: bool = True
+    allowed_actors: tuple[str, ...] = Field(
+        default=(),
+        description="logins besides writers whose events may start an evaluation; '*': anyone",
+    )
     check_name: str = Field(default=DEFAULT_CHECK_NAME, min_length=1, max_length=100)
     report_url: str | None = Field(
         default=None,
@@ -305,6 +309,7 @@ INPUTS: dict[str, str] = {
     "noise-band": "options.noise_band",
     "alpha": "options.alpha",
     "comment": "comment",
+    "allowed-actors": "allowed_actors",
     "check-name": "check_name",
     "report-url": "report_url",
     "approve-label": "approve_label",
@@ -365,7 +370,7 @@ def input_variable(name: str) -> str:
 
 def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
-    if name == "conditions":
+    if name in ("conditions", "allowed-actors"):
         return tuple(c.strip() for c in text.split(",") if c.strip())
     if name in ("comment", "allow-network", "plan", "suggest", "audit", "receipt"):
         lowered = text.lower()
