@@ -385,7 +385,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--agent",
         default="fake",
-        help="fake | command | openai | claude_code | codex | opencode | gemini "
+        help="fake | command | openai | claude_code | codex | opencode | gemini | copilot "
         "(agents that call a model need --sandbox docker)",
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
