@@ -264,6 +264,12 @@ class ActionSettings(BaseModel):
                 f"input 'suggest-model' = {raw['suggest-model']!r} is set, but 'suggest' is not true",
                 hint="set `suggest: true` too (the draft is proven by a head,patched run: more runs)",
             )
+        if raw["sandbox"] == "none":
+            raise ConfigError(
+                "input 'sandbox' = 'none': the Action never runs an agent unsandboxed: it would run as "
+                "the Action's own user, which can read the API key and the GitHub token from /proc",
+                hint="use `sandbox: docker` (the default) or `sandbox: local`",
+            )
         if raw["pass-k"] and not raw["pass-threshold"]:
             raise ConfigError(
                 f"input 'pass-k' = {raw['pass-k']!r} is set, but 'pass-threshold' is not",
