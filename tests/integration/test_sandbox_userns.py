@@ -9,16 +9,20 @@ applies to root and these tests may run as root, by judging the failure as a nor
 
 from __future__ import annotations
 
+import io
+import json
 import platform
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 
+from docdelta import app
 from docdelta.cli import main
-from docdelta.demo import examples_dir
+from docdelta.demo import build_demo_repo, examples_dir
 from docdelta.errors import ExitCode
 from docdelta.sandbox import userns
 
@@ -76,3 +80,42 @@ def test_a_refused_user_namespace_stops_the_run_naming_the_fix(
     else:
         assert "AppArmor restricts" not in err
         assert "allow unprivileged user namespaces" in err
+
+
+def test_in_the_action_the_fix_names_the_sandbox_input_not_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same refusal through the Action (real PyGithub against the fake GitHub server, the
+    recorded pull_request payload on the demo's commits): its hint speaks in inputs."""
+    monkeypatch.setenv("PATH", f"{_denied_bwrap(tmp_path)}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    sysctl = tmp_path / "apparmor_restrict_unprivileged_userns"
+    sysctl.write_text("1\n")
+    monkeypatch.setattr(userns, "APPARMOR_SYSCTL", sysctl)
+    monkeypatch.setattr(userns, "privileged", lambda: False)
+    demo = build_demo_repo(tmp_path / "ws" / "repo")
+    payload = json.loads(event_path("pull_request.opened").read_text())
+    payload["pull_request"]["base"]["sha"] = demo.base_sha  # EDIT: the demo's commits
+    payload["pull_request"]["head"]["sha"] = demo.head_sha
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(payload))
+    with FakeGitHub() as fake:
+        fake.add_pull(2, demo.base_sha, demo.head_sha, [("AGENTS.md", "modified")])
+        env = {
+            "GITHUB_REPOSITORY": fake.repo,
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_WORKSPACE": str(demo.path),
+            "GITHUB_API_URL": fake.base_url,
+            "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "INPUT_GITHUB-TOKEN": fake.token,
+            "INPUT_AGENT": "fake",
+            "INPUT_SANDBOX": "local",
+            "INPUT_RESULTS-PATH": str(tmp_path / "results"),
+        }
+        out = io.StringIO()
+        assert app.main(env, out) == ExitCode.BAD_INPUT
+        summary = fake.check_runs[-1]["output"]["summary"]
+    assert "AppArmor restricts unprivileged user namespaces" in summary
+    assert "`sandbox: docker`" in summary and "--sandbox" not in summary + out.getvalue()
+    assert "Traceback" not in out.getvalue()
