@@ -83,6 +83,17 @@ def gate_reason(summary: Summary) -> str | None:
     return "pass threshold missed by head where base met it — " + "; ".join(parts)
 
 
+def with_failures(decision: stats.GateDecision, failures: Sequence[str]) -> stats.GateDecision:
+    """`decision` with the blocking tasks of a recorded evaluation applied (the history keeps
+    their ids, not the arms): a receipt is never issued for a content whose check failed."""
+    if not failures:
+        return decision
+    named = ", ".join(failures)
+    return stats.GateDecision(
+        "failure", f"pass threshold missed by head where base met it: {named}; verdict: {decision.reason}"
+    )
+
+
 def with_thresholds(decision: stats.GateDecision, summary: Summary) -> stats.GateDecision:
     """The check's conclusion with the pass thresholds applied: a blocking task fails it
     whatever the verdict (and whatever `fail-on`: a threshold is an explicit bar)."""

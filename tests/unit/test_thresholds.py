@@ -3,12 +3,15 @@ fails the check (head misses where base met it), and the scorecard lines a reade
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from factories import arm, detection, manifest
 from pydantic import ValidationError
 
 from docdelta import stats, thresholds
-from docdelta.models import PassThreshold, RunResult, Summary, Task
+from docdelta.history import History, record_of
+from docdelta.models import ConditionSpec, PassThreshold, RunResult, Summary, Task
 from docdelta.report import render_comment_markdown, render_markdown, summarize
 from docdelta.tasks import task_json_schema
 
@@ -98,3 +101,23 @@ def test_a_holdout_task_never_blocks_and_is_never_named() -> None:
     s = _summary(runs, {"secret": BAR, "shown": BAR}, holdout=("secret",))
     assert s.threshold_failures == []
     assert "secret" not in render_markdown(s)
+
+
+def test_an_evaluation_a_threshold_failed_is_no_receipt_for_its_head_content(tmp_path: Path) -> None:
+    """`receipt: true` merge gating must not pass a content whose check the bar failed: here
+    the verdict is `improved` (task a), the bar of task b is missed."""
+    runs = [*arm("a", "head", [1, 1, 1, 1, 1]), *arm("a", "base", [0, 0, 0, 0, 0])]
+    runs += [*arm("b", "head", [1, 1, 1, 1, 0]), *arm("b", "base", [1, 1, 1, 1, 1])]
+    s = _summary(runs, {"b": PassThreshold(fraction=1.0)})
+    assert stats.gate(s.verdict, "regression").conclusion == "success"  # the verdict alone passes
+    specs = [
+        ConditionSpec(name=c, files={"AGENTS.md": f"{c}-digest"}, overlay_sha256=c) for c in ("base", "head")
+    ]
+    plan = manifest(["a", "b"], ["base", "head"], repeats=5).model_copy(update={"conditions": specs})
+    history = History.at(tmp_path / "history")
+    history.append(record_of(plan, s))
+    receipt = history.receipt("head-digest")
+    assert receipt is not None and len(receipt.evaluations) == 1
+    assert receipt.passing("regression") == []
+    reason = receipt.evaluations[0].gate("regression").reason
+    assert reason.startswith("pass threshold missed by head where base met it: b; verdict: improved")
