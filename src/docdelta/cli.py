@@ -32,7 +32,7 @@ from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARAL
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
     from docdelta.history import History
-    from docdelta.models import ArmSpec, Manifest, RunResult, Summary, Task
+    from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
     from docdelta.suggest import Suggestion
@@ -357,6 +357,26 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
         "(tasks x conditions x repeats)",
     )
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
+    r.add_argument(
+        "--task",
+        action="append",
+        dest="only_tasks",
+        metavar="ID",
+        default=[],
+        help="run only the task with this id (repeatable), while iterating; default: every task",
+    )
+    r.add_argument(
+        "--pass-threshold",
+        type=_arg(validate.fraction),
+        help="share of a task's head runs that must score 1.0 (e.g. 0.8) for tasks that set no "
+        "pass_threshold; reported per arm, and a miss where base met it is flagged (default: none)",
+    )
+    r.add_argument(
+        "--pass-k",
+        type=_at_least(1),
+        default=1,
+        help="with --pass-threshold: judge pass^k (the chance k runs all pass), not the pass rate",
+    )
     _add_agent_options(r)
 
 
@@ -365,7 +385,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--agent",
         default="fake",
-        help="fake | command | openai | claude_code | codex | opencode | gemini "
+        help="fake | command | openai | claude_code | codex | opencode | gemini | copilot "
         "(agents that call a model need --sandbox docker)",
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
@@ -409,6 +429,12 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         "minutes first (logged in <workdir>/ratelimit.log)",
     )
 
+    r.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="FILE",
+        help="read API keys from this dotenv file (KEY=value lines); variables already set win",
+    )
     r.add_argument("--jobs", type=_at_least(1), default=1, help="cells run at once (default 1)")
     r.add_argument(
         "--shard",
@@ -476,6 +502,11 @@ def _reader_went_away() -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if getattr(args, "env_file", None) is not None:
+        from docdelta.envfile import load_env_file
+
+        names = load_env_file(args.env_file)
+        print(f"docdelta: --env-file set {', '.join(names) or 'nothing new'}", file=sys.stderr)
     return COMMANDS[args.command](args)
 
 
@@ -574,8 +605,21 @@ def _run(args: argparse.Namespace) -> int:
         patch=args.patch,
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
+        pass_threshold=_pass_threshold(args),
+        only_tasks=args.only_tasks,
     )
     return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history)
+
+
+def _pass_threshold(args: argparse.Namespace) -> PassThreshold | None:
+    """`--pass-threshold` / `--pass-k` as the default bar (`docdelta.thresholds`)."""
+    from docdelta.models import PassThreshold
+
+    if args.pass_threshold is None:
+        if args.pass_k != 1:
+            raise ConfigError("--pass-k needs --pass-threshold", hint="e.g. --pass-threshold 0.8 --pass-k 3")
+        return None
+    return PassThreshold(fraction=args.pass_threshold, k=args.pass_k)
 
 
 RUN_FLAGS = {

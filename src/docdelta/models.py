@@ -231,6 +231,15 @@ class Gold(Frozen):
     )
 
 
+class PassThreshold(Frozen):
+    """A task's own bar, beside the statistical verdict: pass^k of an arm's graded runs (the
+    chance that k of them drawn at random all score 1.0; k = 1 is the pass rate) must reach
+    `fraction`. Users gate on "passes in at least 80 % of runs" as well as on a mean difference."""
+
+    fraction: float = Field(gt=0, le=1, description="the share pass^k must reach, e.g. 0.8")
+    k: int = Field(default=1, ge=1, description="runs that must all pass; 1: the plain pass rate")
+
+
 class Task(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     prompt: str = Field(min_length=1)
@@ -243,6 +252,31 @@ class Task(Frozen):
         description="run and counted in the aggregate, but its own results are never shown, so the "
         "instructions are not tuned to the visible tasks",
     )
+    pass_threshold: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="share of runs (of pass^k with pass_k) that must score 1.0 in the head arm, or the "
+        "check fails when base reached it; overrides the pass-threshold input / --pass-threshold",
+    )
+    pass_k: int | None = Field(
+        default=None,
+        ge=1,
+        description="with pass_threshold: gate on pass^k, the chance that k runs all pass, not the pass rate",
+    )
+
+    @property
+    def threshold(self) -> PassThreshold | None:
+        """The task's own bar, when it sets one."""
+        if self.pass_threshold is None:
+            return None
+        return PassThreshold(fraction=self.pass_threshold, k=self.pass_k or 1)
+
+    @model_validator(mode="after")
+    def _k_needs_threshold(self) -> Task:
+        if self.pass_k is not None and self.pass_threshold is None:
+            raise ValueError("pass_k needs pass_threshold (the share of pass^k to reach, e.g. 0.8)")
+        return self
 
     @model_validator(mode="after")
     def _change_needs_validation(self) -> Task:
@@ -588,13 +622,18 @@ class Manifest(Frozen):
         default={},
         description="column name -> the arm it runs (agent, model, overlay); conditions are not here",
     )
+    thresholds: dict[str, PassThreshold] = Field(
+        default={},
+        description="task id -> its pass threshold (its own, else the run's default); read by the report",
+    )
     created_at: datetime
 
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made).
         `arms`, `pooled_only` and `unreviewed` count only when set, so a plan without them keeps
-        its identity."""
-        unset = {"created_at"} | ({"arms"} if not self.arms else set())
+        its identity. `thresholds` never count: they judge runs, they do not change them (a
+        task's own is in its file's hash anyway)."""
+        unset = {"created_at", "thresholds"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
@@ -700,6 +739,24 @@ class JudgedTally(Frozen):
     runs: int = Field(description="graded runs that carry at least one ruling")
 
 
+class ArmPass(Frozen):
+    """One arm of one task against the task's pass threshold."""
+
+    passes: int
+    runs: int
+    value: float | None = Field(description="pass^k (k = 1: the pass rate); None with fewer than k runs")
+    met: bool | None = Field(description="value >= the threshold's fraction; None when there is no value")
+
+
+class ThresholdSummary(Frozen):
+    """A task's pass threshold per arm, and whether it fails the check: the head arm missed it
+    and the base arm did not (a miss base already had is not this PR's doing)."""
+
+    threshold: PassThreshold
+    arms: dict[str, ArmPass]
+    blocks: bool
+
+
 class TaskSummary(Frozen):
     task: str
     conditions: dict[str, ConditionStats]
@@ -711,6 +768,7 @@ class TaskSummary(Frozen):
     decision: TaskDecisionSummary | None = Field(
         default=None, description="head vs base: this task's call; None when an arm has no graded run"
     )
+    threshold: ThresholdSummary | None = Field(default=None, description="when the task has a pass threshold")
 
 
 class AANoise(Frozen):
@@ -896,6 +954,9 @@ class Summary(Frozen):
     )
     arms: list[ArmComparison] = Field(
         default=[], description="each declared arm against the column it is compared with"
+    )
+    threshold_failures: list[str] = Field(
+        default=[], description="shown tasks whose head arm missed its pass threshold where base met it"
     )
 
     @property

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from docdelta import __version__, envs
+from docdelta import __version__, envs, thresholds
 from docdelta.agents.base import Agent
 from docdelta.arms import Arm, agent_info
 from docdelta.audit import AuditIndex, build_index
@@ -36,12 +36,13 @@ from docdelta.models import (
     Cell,
     Detection,
     Manifest,
+    PassThreshold,
     PooledControl,
     RunBounds,
     sha256_hex,
 )
 from docdelta.store import ResultStore, checkout_dir
-from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
+from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
 from docdelta.workspace import SealedCheckout, build_overlays, seal_once
 
@@ -103,6 +104,10 @@ class ExperimentRequest:
     skip_base_from: int | None = None
     """Plan no base runs when the results store pools at least this many earlier base runs of
     every task (None: always run the base arm)."""
+    pass_threshold: PassThreshold | None = None
+    """The bar of tasks that set no `pass_threshold` of their own (`docdelta.thresholds`)."""
+    only_tasks: Sequence[str] = ()
+    """Run only these task ids (`--task`, while iterating); empty: every task."""
     refresh: bool = False
     """The base arm alone, stored for later PRs (the Action on a push to the default branch):
     a gold quote may stand only in the head such a PR brings, so citations are checked by each
@@ -174,7 +179,7 @@ def prepare(
     if detection.empty and request.require_change:
         return None
 
-    loaded = load_tasks(request.tasks_dir)
+    loaded = select_tasks(load_tasks(request.tasks_dir), request.only_tasks, request.tasks_dir)
     columns = [*request.conditions, *(a.spec.name for a in arms)]
     planned = len(loaded) * len(columns) * request.repeats
     if request.max_runs is not None and planned > request.max_runs:
@@ -236,6 +241,7 @@ def prepare(
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         unreviewed=sorted(tid for tid, lt in tasks.items() if not lt.task.reviewed),
         arms={a.spec.name: a.record() for a in arms},
+        thresholds=thresholds.effective({t: lt.task for t, lt in tasks.items()}, request.pass_threshold),
         created_at=datetime.now(UTC),
     )
     task_checkouts = {tid: by_source[sha] for tid, sha in task_sources.items()}

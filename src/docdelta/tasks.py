@@ -71,6 +71,23 @@ def load_tasks(directory: Path) -> list[LoadedTask]:
     return loaded
 
 
+def select_tasks(loaded: Sequence[LoadedTask], ids: Sequence[str], directory: Path) -> list[LoadedTask]:
+    """Only the tasks named by `ids` (`--task`, repeatable), in file order; every task when
+    `ids` is empty. A name that is no task's id is refused with the ids there are: a typo
+    must not run nothing, or everything."""
+    if not ids:
+        return list(loaded)
+    known = {item.task.id for item in loaded}
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        raise TaskError(
+            f"--task {', '.join(unknown)}: no task file in {directory} has that id",
+            hint=f"the task ids there are: {', '.join(sorted(known))}",
+        )
+    wanted = set(ids)
+    return [item for item in loaded if item.task.id in wanted]
+
+
 def citation_holders(cite: GoldCitation, checkouts: Mapping[str, Path]) -> list[str]:
     """The conditions in whose checkout some choice of `cite` stands (its quote is in that file)."""
 

@@ -23,6 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from docdelta import thresholds
 from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.report.plain import README_TERMS, lead, mark
 
@@ -191,6 +192,8 @@ def environment() -> SandboxedEnvironment:
         vs=fmt_vs,
         lead_html=lead_html,
         anchor=task_anchor,
+        bar=lambda found: thresholds.describe_bar(found.threshold),
+        arm_pass=lambda arm, found: thresholds.describe_arm(arm, found.threshold),
     )
     return env
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from docdelta import arms, audit, decision, instruction_usage, stats
+from docdelta import arms, audit, decision, instruction_usage, stats, thresholds
 from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
     BASE,
@@ -594,6 +594,8 @@ def summarize(
     if refused:  # no verdict, so no mark may speak for one
         overall = {c: d.model_copy(update={"certainty": None}) for c, d in overall.items()}
         tasks = [_unmarked(t) for t in tasks]
+    gated = {t: not refused and t not in holdout for t in task_ids}
+    tasks = [_with_threshold(t, manifest, grid[t.task], gate=gated[t.task]) for t in tasks]
 
     return Summary(
         repo=manifest.repo,
@@ -628,4 +630,16 @@ def summarize(
         grading_failures=failures,
         aa_noise=aa,
         arms=[] if refused else arms.compare(manifest, grid, band=noise),
+        threshold_failures=[t.task for t in tasks if t.threshold is not None and t.threshold.blocks],
     )
+
+
+def _with_threshold(
+    task: TaskSummary, manifest: Manifest, by_condition: Mapping[str, Sequence[RunResult]], *, gate: bool
+) -> TaskSummary:
+    """The task with its pass threshold per arm, when the plan gave it one."""
+    bar = manifest.thresholds.get(task.task)
+    if bar is None:
+        return task
+    scores = {c: _scores(runs) for c, runs in by_condition.items()}
+    return task.model_copy(update={"threshold": thresholds.summarize(bar, scores, gate=gate)})

@@ -66,6 +66,7 @@ from typing import IO, Any, ClassVar
 from docdelta.detect import CONFIG_PATH
 from docdelta.errors import SandboxError
 from docdelta.interrupts import deferred_signals
+from docdelta.sandbox import userns
 from docdelta.sandbox.base import (
     AGENT_UID,
     ExecResult,
@@ -374,7 +375,7 @@ class LocalProvider(SandboxProvider):
             )
         why = _probe(found)
         if why is not None:
-            raise SandboxError(
+            raise userns.explain(found, why) or SandboxError(
                 f"bubblewrap ({found}) cannot build a sandbox on this machine: {why}",
                 hint="allow unprivileged user namespaces (e.g. sysctl kernel.unprivileged_userns_clone=1, "
                 "or an AppArmor profile for bwrap), or use --sandbox docker",
