@@ -4,7 +4,7 @@ An instruction file from a pull request can make the agent do anything inside it
 so each test here is an attack (tests/conformance/hostile_agent.py, run in the sandbox)
 followed by a check, on the host, that it failed: writes outside the checkout, host Unix
 sockets and TCP ports, the gold answers and other runs' files, secrets in the environment,
-daemons that outlive the run, notes left in /tmp for the next run.
+daemons that outlive the run, notes left in /tmp or in a kernel keyring for the next run.
 
 Each attack is also run once without a sandbox (the explicit `none` provider) where it
 must succeed: that proves the probe can see what it looks for, so a pass is not a blind
@@ -33,6 +33,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import CheckoutFactory
 
+from conformance import hostile_agent
 from conformance.providers import ProviderFactory
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec, get_provider
 
@@ -372,3 +373,123 @@ def test_control_unsandboxed_daemon_survives(
     unsandboxed: SandboxProvider, checkout: Path, marker: str
 ) -> None:
     assert len(_daemon(unsandboxed, checkout, marker, hang=False)) == 1, "the probe sees a surviving daemon"
+
+
+# --------------------------------------------------------------- kernel keyrings
+NORMAL_USER = 64123
+"""A uid with no account here: docdelta run by a normal user (via setpriv, as root)."""
+KEYRING_RUNS = """
+import json, sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[1]]
+from conformance import hostile_agent
+from docdelta.sandbox import SandboxSpec, get_provider
+
+root, checkout, note, secret = (sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5])
+if sys.argv[6] == "session":  # what a login shell or a container gives a process
+    hostile_agent._syscall(hostile_agent.KEYRING_CALLS[hostile_agent.platform.machine()][1], 1, None)
+assert hostile_agent.add_key(secret, "canary-" + secret, hostile_agent.KEYRINGS["session"])
+agent = Path(sys.argv[1], "conformance", "hostile_agent.py").read_bytes()
+provider = get_provider("local", root=Path(root))
+reports = []
+for args in ({"store": note, "payload": "canary-" + note}, {"find": [note, secret]}):
+    with provider.create(checkout, SandboxSpec()) as sb:
+        sb.write_file(f"{sb.tools_dir}/agent.py", agent)
+        done = sb.exec(["python3", f"{sb.tools_dir}/agent.py", "keyring"], stdin=json.dumps(args).encode())
+        assert done.exit_code == 0, done.stderr
+        reports.append(json.loads(done.stdout.decode().splitlines()[-1]))
+provider.close()
+print(json.dumps(reports))
+"""
+
+
+@pytest.fixture
+def key_names() -> Iterator[tuple[str, str]]:
+    """(the note a head run leaves, a secret in docdelta's own session keyring); both
+    forgotten afterwards wherever this process can reach them."""
+    note, secret = (f"docdelta-hostile-{what}-{uuid.uuid4().hex[:12]}" for what in ("note", "secret"))
+    assert hostile_agent.add_key(secret, f"canary-{secret}", hostile_agent.KEYRINGS["session"])
+    yield note, secret
+    for name in (note, secret):
+        hostile_agent.forget_key(name)
+
+
+def _keyring(
+    provider: SandboxProvider, checkout: Path, note: str, secret: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A head run leaves a note in every keyring it reaches; what a later base run reads."""
+    with provider.create(checkout, SandboxSpec()) as head:
+        left = attack(head, "keyring", {"store": note, "payload": f"canary-{note}"})
+    with provider.create(checkout, SandboxSpec()) as base:
+        seen = attack(base, "keyring", {"find": [note, secret]})
+    return left, seen
+
+
+def test_runs_share_no_kernel_keyring(
+    provider: SandboxProvider, checkout: Path, key_names: tuple[str, str]
+) -> None:
+    note, secret = key_names
+    left, seen = _keyring(provider, checkout, note, secret)
+    assert left["stored"] == [], f"a run stored a key in its {left['stored']} keyring"
+    assert seen["found"] == {note: [], secret: []}, f"a later run read {seen['found']}"
+
+
+def test_control_unsandboxed_runs_share_the_keyring(
+    unsandboxed: SandboxProvider, checkout: Path, key_names: tuple[str, str]
+) -> None:
+    note, secret = key_names
+    left, seen = _keyring(unsandboxed, checkout, note, secret)
+    assert "session" in left["stored"], "the probe can store a key"
+    assert seen["found"][note] and seen["found"][secret] == [f"canary-{secret}"], "the probe sees the keys"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs docdelta as another user, which takes root")
+@pytest.mark.parametrize("keyring", ["session", "inherited"], ids=["own-session-keyring", "inherited"])
+def test_as_a_normal_user_runs_share_no_kernel_keyring(
+    checkout: Path, key_names: tuple[str, str], keyring: str
+) -> None:
+    """docdelta run by a normal user (bwrap then builds a user namespace of its own), in a
+    session keyring of its own or the one it inherits: neither its secret nor a head run's
+    note reaches a later run."""
+    with tempfile.TemporaryDirectory(prefix="docdelta-normal-user-") as made:  # pytest's tmp is root's
+        home = Path(made)
+        shutil.copytree(checkout, home / "checkout", symlinks=True)
+        for path in [home, *home.rglob("*")]:
+            os.lchown(path, NORMAL_USER, NORMAL_USER)
+        left, seen = _keyring_as(NORMAL_USER, home, *key_names, keyring)
+    assert left["stored"] == [], f"a run stored a key in its {left['stored']} keyring"
+    assert seen["found"] == {name: [] for name in key_names}, f"a later run read {seen['found']}"
+
+
+def _keyring_as(
+    uid: int, home: Path, note: str, secret: str, keyring: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    ids = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    argv = [sys.executable, "-c", KEYRING_RUNS, str(Path(__file__).parents[1]), str(home / "sandboxes")]
+    argv += [str(home / "checkout"), note, secret, keyring]
+    done = subprocess.run(
+        ["setpriv", *ids, "--", *argv],
+        capture_output=True,
+        check=False,
+        env={"PATH": os.environ["PATH"], "HOME": str(home)},
+        cwd=home,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    left, seen = json.loads(done.stdout)
+    return left, seen
+
+
+def test_what_agents_run_still_works_under_the_filter(provider: SandboxProvider, checkout: Path) -> None:
+    """The refused calls are ones agents have no use for: git, python, node and npm run."""
+    script = (
+        "git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && "
+        "python3 -c 'import subprocess, threading; threading.Thread().start(); subprocess.run(\"true\")' && "
+        'node -e \'require("child_process").execSync("true"); console.log("node")\' && '
+        "npm --version >/dev/null && echo npm"
+    )
+    with provider.create(checkout, SandboxSpec()) as sb:
+        if sb.exec(["sh", "-c", "command -v node"]).exit_code != 0:
+            pytest.skip("this sandbox has no node")
+        done = sb.exec(["sh", "-c", script], timeout=120)
+    assert done.exit_code == 0, done.stderr.decode(errors="replace")
+    assert done.stdout.decode().split() == ["node", "npm"]

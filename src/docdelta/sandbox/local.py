@@ -74,6 +74,7 @@ from docdelta.sandbox.base import (
     SandboxSpec,
     toolchain_identity,
 )
+from docdelta.sandbox.seccomp import bpf_program
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -320,6 +321,17 @@ class LocalProvider(SandboxProvider):
         else:
             self.root = Path(root).resolve()
             self.root.mkdir(parents=True, exist_ok=True)
+        self._seccomp = self._filter()
+
+    def _filter(self) -> Path | None:
+        """The compiled seccomp filter every exec runs under (see `sandbox.seccomp`)."""
+        try:
+            return bpf_program(self.root)
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot build the local sandbox's seccomp filter: {exc}",
+                hint="install libseccomp2 (apt-get install libseccomp2) or use --sandbox docker",
+            ) from exc
 
     def close(self) -> None:
         """Kill what the live sandbox runs, remove it and (if ours) the private root; from
@@ -485,13 +497,21 @@ class LocalProvider(SandboxProvider):
         }
         isolation = "bwrap+host-network" if network else "bwrap"
 
-        def wrap(argv: Sequence[str], cwd: str, info_fd: int | None) -> list[str]:
-            info = [] if info_fd is None else ["--info-fd", str(info_fd)]
-            return [*prefix, *info, "--chdir", cwd, "--", *start, *argv]
+        def wrap(argv: Sequence[str], cwd: str, options: list[str]) -> list[str]:
+            return [*prefix, *options, "--chdir", cwd, "--", *start, *argv]
 
         owner = ROOTLESS_UID if os.geteuid() == 0 else None
         self._live = LocalSandbox(
-            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, namespaced=True, view=lower is not None
+            slot_dir,
+            spec,
+            mounts,
+            wrap,
+            env,
+            isolation,
+            owner=owner,
+            namespaced=True,
+            view=lower is not None,
+            seccomp=self._seccomp,
         )
         return self._live
 
@@ -508,6 +528,9 @@ class NoneProvider(LocalProvider):
 
     def _binary(self) -> tuple[str, bool]:
         return "", False  # nothing to wrap the agent in
+
+    def _filter(self) -> Path | None:
+        return None
 
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
@@ -529,7 +552,9 @@ class NoneProvider(LocalProvider):
             "GIT_CEILING_DIRECTORIES": str(slot_dir),
             **self.env,
         }
-        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd, _info: list(argv), env, "none")
+        self._live = LocalSandbox(
+            slot_dir, spec, mounts, lambda argv, _cwd, _options: list(argv), env, "none"
+        )
         return self._live
 
 
@@ -577,7 +602,10 @@ def _remove(path: Path) -> None:
         os.chmod(p, 0o700)
         parent = os.path.dirname(p)
         os.chmod(parent, 0o700)
-        func(p)
+        if func is os.open:  # a directory it could not enter (e.g. overlayfs' mode-0 work dir)
+            shutil.rmtree(p, onerror=retry)
+        else:
+            func(p)
 
     if path.exists() or path.is_symlink():
         shutil.rmtree(path, onerror=retry)
@@ -601,8 +629,9 @@ class LocalSandbox(Sandbox):
     """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
     `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
-    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap's info fd) into the host
-    command line. `namespaced`: each exec is a bwrap PID namespace, waited for until empty.
+    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap options naming inherited fds)
+    into the host command line. `namespaced`: each exec is a bwrap PID namespace, waited for
+    until empty. `seccomp`: the compiled filter bwrap loads before the command starts.
     `close` may come from another thread while execs run (Ctrl-C with `--jobs N`): it kills
     them, waits until every process they started is gone, then removes the slot."""
 
@@ -611,15 +640,17 @@ class LocalSandbox(Sandbox):
         slot_dir: Path,
         spec: SandboxSpec,
         mounts: Mapping[str, Path],
-        wrap: Callable[[Sequence[str], str, int | None], list[str]],
+        wrap: Callable[[Sequence[str], str, list[str]], list[str]],
         env: Mapping[str, str],
         isolation: str,
         *,
         owner: int | None = None,
         namespaced: bool = False,
         view: bool = False,
+        seccomp: Path | None = None,
     ) -> None:
         self.slot_dir = slot_dir
+        self._seccomp = seccomp
         self._namespaced = namespaced
         self._view = view
         """The workspace is an overlay that exists only inside an exec: docdelta reads and
@@ -693,20 +724,24 @@ class LocalSandbox(Sandbox):
     ) -> _Process:
         """Start one exec and register it for `close`, unless close has begun."""
         info_r, info_w = os.pipe() if self._namespaced else (None, None)
+        filter_fd = None if self._seccomp is None else os.open(self._seccomp, os.O_RDONLY | os.O_CLOEXEC)
+        options = [] if info_w is None else ["--info-fd", str(info_w)]
+        options += [] if filter_fd is None else ["--seccomp", str(filter_fd)]
+        fds = tuple(fd for fd in (info_w, filter_fd) if fd is not None)
         try:
             with self._lock:
                 if self.closed:
                     raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
                 try:
                     proc = subprocess.Popen(
-                        self._wrap(argv, str(inside), info_w),
+                        self._wrap(argv, str(inside), options),
                         stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
                         cwd=workdir,
                         env={**self._env, **(env or {})},
                         start_new_session=True,
-                        pass_fds=() if info_w is None else (info_w,),
+                        pass_fds=fds,
                     )
                 except OSError as exc:
                     raise SandboxError(
@@ -716,8 +751,8 @@ class LocalSandbox(Sandbox):
                 process = _Process(proc)
                 self._running.add(process)
         finally:
-            if info_w is not None:
-                os.close(info_w)
+            for fd in fds:
+                os.close(fd)
         if info_r is not None:
             process.watch_namespace(info_r)
         return process
