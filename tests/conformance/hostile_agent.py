@@ -200,7 +200,64 @@ def keyring(args: dict[str, Any]) -> dict[str, Any]:
     return {"stored": stored, "found": {name: find_key(name) for name in args.get("find", [])}}
 
 
-ATTACKS = {"write": write, "connect": connect, "read": read, "daemon": daemon, "keyring": keyring}
+def fork(args: dict[str, Any]) -> dict[str, Any]:
+    """Fork until the kernel refuses (at most `max`), each child waiting on a pipe; then let
+    them all go. How many it got."""
+    read_end, write_end = os.pipe()
+    children: list[int] = []
+    refused = False
+    while len(children) < args["max"]:
+        try:
+            pid = os.fork()
+        except OSError:
+            refused = True
+            break
+        if pid == 0:
+            os.close(write_end)
+            os.read(read_end, 1)
+            os._exit(0)
+        children.append(pid)
+    os.close(write_end)
+    for pid in children:
+        os.waitpid(pid, 0)
+    return {"forked": len(children), "refused": refused}
+
+
+def allocate(args: dict[str, Any]) -> dict[str, Any]:
+    """Allocate (and touch) `mb` MiB at once."""
+    try:
+        held = bytearray(args["mb"] * 1024 * 1024)
+    except MemoryError:
+        return {"allocated": 0}
+    return {"allocated": len(held)}
+
+
+def fill(args: dict[str, Any]) -> dict[str, Any]:
+    """Write a `mb` MiB file at `path`, a MiB at a time; how much the kernel took."""
+    chunk = b"x" * (1024 * 1024)
+    written = 0
+    try:
+        with open(args["path"], "wb") as out:
+            for _ in range(args["mb"]):
+                out.write(chunk)
+                out.flush()
+                written += len(chunk)
+    except OSError as exc:
+        print(json.dumps({"written": written, "error": exc.errno}), flush=True)
+        sys.exit(1)
+    return {"written": written}
+
+
+ATTACKS = {
+    "write": write,
+    "connect": connect,
+    "read": read,
+    "daemon": daemon,
+    "keyring": keyring,
+    "fork": fork,
+    "allocate": allocate,
+    "fill": fill,
+}
 
 if __name__ == "__main__":
     print(json.dumps(ATTACKS[sys.argv[1]](json.loads(sys.stdin.read()))), flush=True)

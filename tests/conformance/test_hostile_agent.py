@@ -35,7 +35,10 @@ from toolchain import CheckoutFactory
 
 from conformance import hostile_agent
 from conformance.providers import ProviderFactory
+from docdelta.agents.base import classify
+from docdelta.models import RunStatus
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec, get_provider
+from docdelta.sandbox.base import ExecResult
 
 AGENT = Path(__file__).with_name("hostile_agent.py").read_bytes()
 SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DOCDELTA_GATEWAY_KEY")
@@ -493,3 +496,40 @@ def test_what_agents_run_still_works_under_the_filter(provider: SandboxProvider,
         done = sb.exec(["sh", "-c", script], timeout=120)
     assert done.exit_code == 0, done.stderr.decode(errors="replace")
     assert done.stdout.decode().split() == ["node", "npm"]
+
+
+# --------------------------------------------------------------- resource bounds
+SMALL = SandboxSpec(memory_mb=256, pids=64, workspace_mb=100)
+"""Limits small enough that each attack below hits its own in seconds on a shared machine."""
+
+
+def _bounded(provider: SandboxProvider, checkout: Path, name: str, args: dict[str, Any]) -> ExecResult:
+    """Run one resource attack under SMALL; then check that the next run is unaffected."""
+    with provider.create(checkout, SMALL) as sb:
+        sb.write_file(f"{sb.tools_dir}/hostile_agent.py", AGENT)
+        argv = ["python3", f"{sb.tools_dir}/hostile_agent.py", name]
+        result = sb.exec(argv, stdin=json.dumps(args).encode(), timeout=120)
+    with provider.create(checkout, SMALL) as after:
+        next_run = after.exec(["sh", "-c", "echo ok > f && cat f && ls"], timeout=60)
+    assert (next_run.exit_code, next_run.stdout) == (0, b"ok\nREADME.md\nf\n"), next_run.stderr
+    return result
+
+
+def test_a_fork_bomb_hits_the_process_limit(provider: SandboxProvider, checkout: Path) -> None:
+    result = _bounded(provider, checkout, "fork", {"max": 5000})
+    report = json.loads(result.stdout.decode().splitlines()[-1])
+    assert report["refused"] and report["forked"] < SMALL.pids, report
+    if provider.name == "local":  # Docker caps the count but keeps no record of a hit
+        assert classify(result, None) is RunStatus.pids_limit
+
+
+def test_a_3_gb_allocation_ends_the_run_out_of_memory(provider: SandboxProvider, checkout: Path) -> None:
+    result = _bounded(provider, checkout, "allocate", {"mb": 3072})
+    assert classify(result, None) is RunStatus.oom, result
+
+
+def test_a_2_gb_file_fills_the_workspace_quota(provider: SandboxProvider, checkout: Path) -> None:
+    result = _bounded(provider, checkout, "fill", {"path": "big.bin", "mb": 2048})
+    report = json.loads(result.stdout.decode().splitlines()[-1])
+    assert report["written"] <= SMALL.workspace_mb * 1024 * 1024, report
+    assert classify(result, None) is RunStatus.disk_full, result

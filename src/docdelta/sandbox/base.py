@@ -67,6 +67,8 @@ class ExecResult:
     """True when stdout or stderr exceeded the spec's cap and was cut."""
     disk_full: bool = False
     """True when the process failed with the workspace quota used up."""
+    pids_limit: bool = False
+    """True when the kernel refused the process a new process (the `pids` limit)."""
 
 
 class ModelTelemetry(Protocol):

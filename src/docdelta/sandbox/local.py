@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -74,6 +75,7 @@ from docdelta.sandbox.base import (
     SandboxSpec,
     toolchain_identity,
 )
+from docdelta.sandbox.limits import Hits, Limits
 from docdelta.sandbox.seccomp import bpf_program
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -413,7 +415,9 @@ class LocalProvider(SandboxProvider):
             self._lowers[key] = lower
         return self._lowers[key]
 
-    def _slot(self, checkout: Path) -> Path:
+    def _slot(self, checkout: Path, spec: SandboxSpec | None = None) -> tuple[Path, Limits | None]:
+        """The run's sandbox directory, prepared; with `spec`, bounded by its `Limits`
+        (made first: its tmpfs, if any, is mounted on the still empty directory)."""
         if self._closed:
             raise SandboxError(f"the sandbox provider under {self.root} is closed", hint="start a new run")
         if self._live is not None and not self._live.closed:
@@ -423,8 +427,10 @@ class LocalProvider(SandboxProvider):
             )
         slot_dir = self.root / f"slot-{self.slot}"
         _remove(slot_dir)  # a crashed run may have left one behind
+        limits = None
         try:
             slot_dir.mkdir()  # never parents=True: that would bring back a removed root, unstamped
+            limits = None if spec is None else Limits.create(spec, slot_dir)
             if self.views:
                 for sub in ("upper", "work"):
                     (slot_dir / sub).mkdir()
@@ -435,12 +441,14 @@ class LocalProvider(SandboxProvider):
             if os.geteuid() == 0:
                 _give(slot_dir, ROOTLESS_UID)
         except OSError as exc:
+            if limits is not None:
+                limits.close()
             _remove(slot_dir)
             raise SandboxError(
                 f"cannot prepare sandbox {slot_dir} from {checkout}: {exc}",
                 hint="check that the checkout exists and the temp dir is writable",
             ) from exc
-        return slot_dir
+        return slot_dir, limits
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         network = self._network(spec)
@@ -451,7 +459,7 @@ class LocalProvider(SandboxProvider):
             raise SandboxError(
                 f"cannot prepare the view of {checkout}: {exc}", hint="check that the checkout exists"
             ) from exc
-        slot_dir = self._slot(checkout)
+        slot_dir, limits = self._slot(checkout, spec)
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
@@ -512,6 +520,7 @@ class LocalProvider(SandboxProvider):
             namespaced=True,
             view=lower is not None,
             seccomp=self._seccomp,
+            limits=limits,
         )
         return self._live
 
@@ -542,7 +551,7 @@ class NoneProvider(LocalProvider):
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         self._network(spec)
-        slot_dir = self._slot(checkout)
+        slot_dir, _ = self._slot(checkout)
         mounts = {str(slot_dir / sub): slot_dir / sub for sub in ("repo", "tools", "home", "tmp")}
         env = {
             "PATH": SYSTEM_PATH,
@@ -631,7 +640,8 @@ class LocalSandbox(Sandbox):
     `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
     host directory; `wrap` turns (argv, in-sandbox cwd, bwrap options naming inherited fds)
     into the host command line. `namespaced`: each exec is a bwrap PID namespace, waited for
-    until empty. `seccomp`: the compiled filter bwrap loads before the command starts.
+    until empty. `seccomp`: the compiled filter bwrap loads before the command starts;
+    `limits`: the bounds of its processes, memory and disk, and how an exec hit them.
     `close` may come from another thread while execs run (Ctrl-C with `--jobs N`): it kills
     them, waits until every process they started is gone, then removes the slot."""
 
@@ -648,9 +658,11 @@ class LocalSandbox(Sandbox):
         namespaced: bool = False,
         view: bool = False,
         seccomp: Path | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.slot_dir = slot_dir
         self._seccomp = seccomp
+        self._limits = limits
         self._namespaced = namespaced
         self._view = view
         """The workspace is an overlay that exists only inside an exec: docdelta reads and
@@ -705,14 +717,29 @@ class LocalSandbox(Sandbox):
         inside = self._inside(cwd or ".")
         workdir = self.slot_dir if self._in_view(inside) else self._resolve(str(inside))
         start = time.monotonic()
+        before = self._limits.hits() if self._limits else None
         process = self._start(argv, inside, workdir, stdin is not None, env)
         try:
-            return self._wait(process, stdin, timeout, start)
+            return self._bounded(self._wait(process, stdin, timeout, start), before)
         finally:
             process.kill()  # whatever the command left running dies with it
             process.reap()
             with self._lock:
                 self._running.discard(process)
+
+    def _bounded(self, result: ExecResult, before: Hits | None) -> ExecResult:
+        """The result with the limits it hit, from the kernel's counters (never from what
+        the command printed)."""
+        if self._limits is None or before is None or result.timed_out:
+            return result
+        after = self._limits.hits()
+        if after.oom_kills > before.oom_kills:
+            return dataclasses.replace(result, exit_code=None, oom=True)
+        if result.exit_code != 0 and self._limits.disk_full():
+            return dataclasses.replace(result, disk_full=True)
+        if after.pids_refused > before.pids_refused:
+            return dataclasses.replace(result, pids_limit=True)
+        return result
 
     def _start(
         self,
@@ -734,7 +761,7 @@ class LocalSandbox(Sandbox):
                     raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
                 try:
                     proc = subprocess.Popen(
-                        self._wrap(argv, str(inside), options),
+                        self._command(argv, inside, options),
                         stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
@@ -756,6 +783,10 @@ class LocalSandbox(Sandbox):
         if info_r is not None:
             process.watch_namespace(info_r)
         return process
+
+    def _command(self, argv: Sequence[str], inside: PurePosixPath, options: list[str]) -> list[str]:
+        command = self._wrap(argv, str(inside), options)
+        return command if self._limits is None else self._limits.wrap(command)
 
     def _wait(self, process: _Process, stdin: bytes | None, timeout: float, start: float) -> ExecResult:
         proc = process.proc
@@ -837,6 +868,8 @@ class LocalSandbox(Sandbox):
                 process.kill()
             for process in running:
                 process.reap()
+            if self._limits is not None:
+                self._limits.close()
             _remove(self.slot_dir)
 
 
