@@ -27,6 +27,9 @@ NetworkMode = Literal["none", "gateway", "open"]
 open: unrestricted (only with an explicit --allow-network, and recorded)."""
 
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
+DEFAULT_MEMORY_MB = 2048
+DEFAULT_PIDS = 512
+DEFAULT_WORKSPACE_MB = 1024
 AGENT_UID = 1000
 """The agent's uid inside every sandbox: the user every container runs as (the base image
 names it `agent`), and the uid bubblewrap maps the agent to in its user namespace."""
@@ -39,12 +42,13 @@ class SandboxSpec:
 
     network: NetworkMode = "none"
     max_output_bytes: int = DEFAULT_MAX_OUTPUT
-    memory_mb: int = 2048
+    memory_mb: int = DEFAULT_MEMORY_MB
     cpus: float = 1.0
-    pids: int = 512
-    workspace_mb: int = 1024
+    pids: int = DEFAULT_PIDS
+    workspace_mb: int = DEFAULT_WORKSPACE_MB
     """Size quota of the writable workspace (Docker: a size-limited tmpfs volume, which
-    also counts against `memory_mb` as the agent fills it); a full one is `disk_full`."""
+    also counts against `memory_mb` as the agent fills it; local: see `sandbox.limits`);
+    a full one is `disk_full`."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Base environment for every exec, merged under the per-exec env. Nothing is
     inherited from the host: the environment is built from scratch."""
