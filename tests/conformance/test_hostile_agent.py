@@ -533,3 +533,20 @@ def test_a_2_gb_file_fills_the_workspace_quota(provider: SandboxProvider, checko
     report = json.loads(result.stdout.decode().splitlines()[-1])
     assert report["written"] <= SMALL.workspace_mb * 1024 * 1024, report
     assert classify(result, None) is RunStatus.disk_full, result
+
+
+def test_a_sandbox_left_by_a_killed_run_is_removed_with_its_mounts(
+    provider_factory: ProviderFactory, checkout: Path, tmp_path: Path
+) -> None:
+    """A run whose docdelta died leaves its sandbox (as root, a mounted tmpfs); the next
+    provider on that root removes it and starts its own."""
+    first, second = provider_factory(tmp_path / "a"), None
+    try:
+        first.create(checkout, SMALL).exec(["sh", "-c", "echo left > note"])
+        second = provider_factory(tmp_path / "a")
+        with second.create(checkout, SMALL) as sb:
+            assert sb.exec(["ls"]).stdout == b"README.md\n"
+    finally:
+        for made in (second, first):
+            if made is not None:
+                made.close()

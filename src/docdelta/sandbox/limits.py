@@ -76,6 +76,20 @@ def _parents() -> dict[str, Path]:
     return {}
 
 
+def unmount_under(path: Path) -> None:
+    """Lazily unmount every mount at or under `path`: a sandbox tmpfs that a killed
+    docdelta left mounted would otherwise keep its directory from being removed."""
+    with contextlib.suppress(OSError):
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+        inside = [
+            point
+            for point in (line.split()[1].encode().decode("unicode_escape") for line in mounts)
+            if Path(point) == path or Path(point).is_relative_to(path)
+        ]
+        for point in sorted(inside, reverse=True):
+            subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
+
+
 def _counter(path: Path, name: str) -> int:
     """A named count in a flat-keyed cgroup file (`oom_kill 2`, `max 5`); 0 when absent."""
     with contextlib.suppress(OSError, ValueError):

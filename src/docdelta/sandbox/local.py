@@ -75,7 +75,7 @@ from docdelta.sandbox.base import (
     SandboxSpec,
     toolchain_identity,
 )
-from docdelta.sandbox.limits import Hits, Limits
+from docdelta.sandbox.limits import Hits, Limits, unmount_under
 from docdelta.sandbox.seccomp import bpf_program
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -617,6 +617,7 @@ def _remove(path: Path) -> None:
             func(p)
 
     if path.exists() or path.is_symlink():
+        unmount_under(path)
         shutil.rmtree(path, onerror=retry)
 
 
