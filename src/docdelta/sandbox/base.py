@@ -30,6 +30,8 @@ DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_PIDS = 512
 DEFAULT_WORKSPACE_MB = 1024
+DISK_FULL_MARGIN = 1024 * 1024
+"""Less than this left of the workspace quota after a failed exec counts as a full disk."""
 AGENT_UID = 1000
 """The agent's uid inside every sandbox: the user every container runs as (the base image
 names it `agent`), and the uid bubblewrap maps the agent to in its user namespace."""

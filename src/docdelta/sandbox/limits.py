@@ -31,12 +31,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docdelta.sandbox.base import SandboxSpec
+from docdelta.sandbox.base import DISK_FULL_MARGIN, SandboxSpec
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MIB = 1024 * 1024
-DISK_FULL_MARGIN = 1 * MIB
-"""Less than this left of the workspace quota after a failed exec counts as a full disk."""
 ENTER = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
 """Moves the shell into each cgroup named (their `cgroup.procs`), then becomes the exec:
 every process it starts is born inside, so none escapes the limit before it applies."""
