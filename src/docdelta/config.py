@@ -188,7 +188,8 @@ class WorkspaceConfig(BaseModel):
 
 
 class SandboxConfig(BaseModel):
-    """The `sandbox:` section: toolchains the agent and the hidden tests may use.
+    """The `sandbox:` section: toolchains the agent and the hidden tests may use, and the
+    bounds of every run (memory, processes, disk; see `docdelta.sandbox.limits`).
 
     Every sandbox is an allowlist, so a project's virtualenv, uv cache or Node install
     is invisible unless named here; each path appears read-only at the same path inside
@@ -264,7 +265,8 @@ class ProjectConfig(BaseModel):
     gateway: GatewayConfig = GatewayConfig()
     """Which model APIs the gateway may reach, per-run budget, price table."""
     sandbox: SandboxConfig = SandboxConfig()
-    """Read-only toolchain paths and environment for the agent and the hidden tests."""
+    """Read-only toolchain paths, environment and the bounds of each run (memory, processes,
+    disk) for the agent and the hidden tests."""
     arms: list[ArmSpec] = []
     """Arms added to every evaluation's conditions (`docdelta run` without --arms, the Action's PRs)."""
 
