@@ -550,3 +550,17 @@ def test_a_sandbox_left_by_a_killed_run_is_removed_with_its_mounts(
         for made in (second, first):
             if made is not None:
                 made.close()
+
+
+def test_control_unsandboxed_runs_are_unbounded(unsandboxed: SandboxProvider, checkout: Path) -> None:
+    """Past each SMALL limit, but not far past it: the probes see an attack that succeeds."""
+    forks = _bounded(unsandboxed, checkout, "fork", {"max": 2 * SMALL.pids})
+    memory = _bounded(unsandboxed, checkout, "allocate", {"mb": 2 * SMALL.memory_mb})
+    disk = _bounded(unsandboxed, checkout, "fill", {"path": "big.bin", "mb": 2 * SMALL.workspace_mb})
+    reports = [json.loads(r.stdout.decode().splitlines()[-1]) for r in (forks, memory, disk)]
+    assert reports == [
+        {"forked": 2 * SMALL.pids, "refused": False},
+        {"allocated": 2 * SMALL.memory_mb * 1024 * 1024},
+        {"written": 2 * SMALL.workspace_mb * 1024 * 1024},
+    ]
+    assert all(classify(r, None) is RunStatus.no_answer for r in (forks, memory, disk))
