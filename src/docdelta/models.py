@@ -318,6 +318,7 @@ class RunStatus(StrEnum):
     timeout = "timeout"
     oom = "oom"
     disk_full = "disk_full"
+    pids_limit = "pids_limit"
     budget = "budget"
     max_turns = "max_turns"
     rate_limited = "rate_limited"

@@ -87,6 +87,8 @@ def classify(result: ExecResult, answer: AgentAnswer | None) -> RunStatus:
         return RunStatus.oom
     if result.disk_full:
         return RunStatus.disk_full
+    if result.pids_limit:
+        return RunStatus.pids_limit
     if answer is None:
         return RunStatus.no_answer if result.exit_code == 0 else RunStatus.agent_error
     return RunStatus.ok
@@ -229,7 +231,7 @@ class Agent(ABC):
         result = sandbox.exec(inv.argv, stdin=inv.stdin, env=inv.env, timeout=ctx.timeout_s)
         outcome = self.parse(result, sandbox, ctx)
         update: dict[str, Any] = {}
-        if result.timed_out or result.oom or result.disk_full:
+        if result.timed_out or result.oom or result.disk_full or result.pids_limit:
             update["status"] = classify(result, outcome.answer)
         if not outcome.metrics.duration_s:
             update["metrics"] = outcome.metrics.model_copy(update={"duration_s": result.duration_s})

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -75,6 +76,8 @@ from docdelta.sandbox.base import (
     SandboxSpec,
     toolchain_identity,
 )
+from docdelta.sandbox.limits import Hits, Limits, unmount_under
+from docdelta.sandbox.seccomp import bpf_program
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -321,6 +324,17 @@ class LocalProvider(SandboxProvider):
         else:
             self.root = Path(root).resolve()
             self.root.mkdir(parents=True, exist_ok=True)
+        self._seccomp = self._filter()
+
+    def _filter(self) -> Path | None:
+        """The compiled seccomp filter every exec runs under (see `sandbox.seccomp`)."""
+        try:
+            return bpf_program(self.root)
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot build the local sandbox's seccomp filter: {exc}",
+                hint="install libseccomp2 (apt-get install libseccomp2) or use --sandbox docker",
+            ) from exc
 
     def close(self) -> None:
         """Kill what the live sandbox runs, remove it and (if ours) the private root; from
@@ -402,7 +416,9 @@ class LocalProvider(SandboxProvider):
             self._lowers[key] = lower
         return self._lowers[key]
 
-    def _slot(self, checkout: Path) -> Path:
+    def _slot(self, checkout: Path, spec: SandboxSpec | None = None) -> tuple[Path, Limits | None]:
+        """The run's sandbox directory, prepared; with `spec`, bounded by its `Limits`
+        (made first: its tmpfs, if any, is mounted on the still empty directory)."""
         if self._closed:
             raise SandboxError(f"the sandbox provider under {self.root} is closed", hint="start a new run")
         if self._live is not None and not self._live.closed:
@@ -412,8 +428,10 @@ class LocalProvider(SandboxProvider):
             )
         slot_dir = self.root / f"slot-{self.slot}"
         _remove(slot_dir)  # a crashed run may have left one behind
+        limits = None
         try:
             slot_dir.mkdir()  # never parents=True: that would bring back a removed root, unstamped
+            limits = None if spec is None else Limits.create(spec, slot_dir)
             if self.views:
                 for sub in ("upper", "work"):
                     (slot_dir / sub).mkdir()
@@ -424,12 +442,14 @@ class LocalProvider(SandboxProvider):
             if os.geteuid() == 0:
                 _give(slot_dir, ROOTLESS_UID)
         except OSError as exc:
+            if limits is not None:
+                limits.close()
             _remove(slot_dir)
             raise SandboxError(
                 f"cannot prepare sandbox {slot_dir} from {checkout}: {exc}",
                 hint="check that the checkout exists and the temp dir is writable",
             ) from exc
-        return slot_dir
+        return slot_dir, limits
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         network = self._network(spec)
@@ -440,7 +460,7 @@ class LocalProvider(SandboxProvider):
             raise SandboxError(
                 f"cannot prepare the view of {checkout}: {exc}", hint="check that the checkout exists"
             ) from exc
-        slot_dir = self._slot(checkout)
+        slot_dir, limits = self._slot(checkout, spec)
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
@@ -486,13 +506,22 @@ class LocalProvider(SandboxProvider):
         }
         isolation = "bwrap+host-network" if network else "bwrap"
 
-        def wrap(argv: Sequence[str], cwd: str, info_fd: int | None) -> list[str]:
-            info = [] if info_fd is None else ["--info-fd", str(info_fd)]
-            return [*prefix, *info, "--chdir", cwd, "--", *start, *argv]
+        def wrap(argv: Sequence[str], cwd: str, options: list[str]) -> list[str]:
+            return [*prefix, *options, "--chdir", cwd, "--", *start, *argv]
 
         owner = ROOTLESS_UID if os.geteuid() == 0 else None
         self._live = LocalSandbox(
-            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, namespaced=True, view=lower is not None
+            slot_dir,
+            spec,
+            mounts,
+            wrap,
+            env,
+            isolation,
+            owner=owner,
+            namespaced=True,
+            view=lower is not None,
+            seccomp=self._seccomp,
+            limits=limits,
         )
         return self._live
 
@@ -510,6 +539,9 @@ class NoneProvider(LocalProvider):
     def _binary(self) -> tuple[str, bool]:
         return "", False  # nothing to wrap the agent in
 
+    def _filter(self) -> Path | None:
+        return None
+
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
             raise SandboxError(
@@ -520,7 +552,7 @@ class NoneProvider(LocalProvider):
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         self._network(spec)
-        slot_dir = self._slot(checkout)
+        slot_dir, _ = self._slot(checkout)
         mounts = {str(slot_dir / sub): slot_dir / sub for sub in ("repo", "tools", "home", "tmp")}
         env = {
             "PATH": SYSTEM_PATH,
@@ -530,7 +562,9 @@ class NoneProvider(LocalProvider):
             "GIT_CEILING_DIRECTORIES": str(slot_dir),
             **self.env,
         }
-        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd, _info: list(argv), env, "none")
+        self._live = LocalSandbox(
+            slot_dir, spec, mounts, lambda argv, _cwd, _options: list(argv), env, "none"
+        )
         return self._live
 
 
@@ -578,9 +612,13 @@ def _remove(path: Path) -> None:
         os.chmod(p, 0o700)
         parent = os.path.dirname(p)
         os.chmod(parent, 0o700)
-        func(p)
+        if func is os.open:  # a directory it could not enter (e.g. overlayfs' mode-0 work dir)
+            shutil.rmtree(p, onerror=retry)
+        else:
+            func(p)
 
     if path.exists() or path.is_symlink():
+        unmount_under(path)
         shutil.rmtree(path, onerror=retry)
 
 
@@ -602,8 +640,10 @@ class LocalSandbox(Sandbox):
     """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
     `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
-    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap's info fd) into the host
-    command line. `namespaced`: each exec is a bwrap PID namespace, waited for until empty.
+    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap options naming inherited fds)
+    into the host command line. `namespaced`: each exec is a bwrap PID namespace, waited for
+    until empty. `seccomp`: the compiled filter bwrap loads before the command starts;
+    `limits`: the bounds of its processes, memory and disk, and how an exec hit them.
     `close` may come from another thread while execs run (Ctrl-C with `--jobs N`): it kills
     them, waits until every process they started is gone, then removes the slot."""
 
@@ -612,15 +652,19 @@ class LocalSandbox(Sandbox):
         slot_dir: Path,
         spec: SandboxSpec,
         mounts: Mapping[str, Path],
-        wrap: Callable[[Sequence[str], str, int | None], list[str]],
+        wrap: Callable[[Sequence[str], str, list[str]], list[str]],
         env: Mapping[str, str],
         isolation: str,
         *,
         owner: int | None = None,
         namespaced: bool = False,
         view: bool = False,
+        seccomp: Path | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.slot_dir = slot_dir
+        self._seccomp = seccomp
+        self._limits = limits
         self._namespaced = namespaced
         self._view = view
         """The workspace is an overlay that exists only inside an exec: docdelta reads and
@@ -675,14 +719,29 @@ class LocalSandbox(Sandbox):
         inside = self._inside(cwd or ".")
         workdir = self.slot_dir if self._in_view(inside) else self._resolve(str(inside))
         start = time.monotonic()
+        before = self._limits.hits() if self._limits else None
         process = self._start(argv, inside, workdir, stdin is not None, env)
         try:
-            return self._wait(process, stdin, timeout, start)
+            return self._bounded(self._wait(process, stdin, timeout, start), before)
         finally:
             process.kill()  # whatever the command left running dies with it
             process.reap()
             with self._lock:
                 self._running.discard(process)
+
+    def _bounded(self, result: ExecResult, before: Hits | None) -> ExecResult:
+        """The result with the limits it hit, from the kernel's counters (never from what
+        the command printed)."""
+        if self._limits is None or before is None or result.timed_out:
+            return result
+        after = self._limits.hits()
+        if after.oom_kills > before.oom_kills:
+            return dataclasses.replace(result, exit_code=None, oom=True)
+        if result.exit_code != 0 and self._limits.disk_full():
+            return dataclasses.replace(result, disk_full=True)
+        if after.pids_refused > before.pids_refused:
+            return dataclasses.replace(result, pids_limit=True)
+        return result
 
     def _start(
         self,
@@ -694,20 +753,24 @@ class LocalSandbox(Sandbox):
     ) -> _Process:
         """Start one exec and register it for `close`, unless close has begun."""
         info_r, info_w = os.pipe() if self._namespaced else (None, None)
+        filter_fd = None if self._seccomp is None else os.open(self._seccomp, os.O_RDONLY | os.O_CLOEXEC)
+        options = [] if info_w is None else ["--info-fd", str(info_w)]
+        options += [] if filter_fd is None else ["--seccomp", str(filter_fd)]
+        fds = tuple(fd for fd in (info_w, filter_fd) if fd is not None)
         try:
             with self._lock:
                 if self.closed:
                     raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
                 try:
                     proc = subprocess.Popen(
-                        self._wrap(argv, str(inside), info_w),
+                        self._command(argv, inside, options),
                         stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
                         cwd=workdir,
                         env={**self._env, **(env or {})},
                         start_new_session=True,
-                        pass_fds=() if info_w is None else (info_w,),
+                        pass_fds=fds,
                     )
                 except OSError as exc:
                     raise SandboxError(
@@ -717,11 +780,15 @@ class LocalSandbox(Sandbox):
                 process = _Process(proc)
                 self._running.add(process)
         finally:
-            if info_w is not None:
-                os.close(info_w)
+            for fd in fds:
+                os.close(fd)
         if info_r is not None:
             process.watch_namespace(info_r)
         return process
+
+    def _command(self, argv: Sequence[str], inside: PurePosixPath, options: list[str]) -> list[str]:
+        command = self._wrap(argv, str(inside), options)
+        return command if self._limits is None else self._limits.wrap(command)
 
     def _wait(self, process: _Process, stdin: bytes | None, timeout: float, start: float) -> ExecResult:
         proc = process.proc
@@ -803,6 +870,8 @@ class LocalSandbox(Sandbox):
                 process.kill()
             for process in running:
                 process.reap()
+            if self._limits is not None:
+                self._limits.close()
             _remove(self.slot_dir)
 
 
