@@ -331,24 +331,32 @@ def _init(path: Path) -> None:
     _step(path, ["init", "-q", "--template=", f"--initial-branch={SNAPSHOT_BRANCH}", "."])
 
 
-def pack_snapshot(path: Path) -> str:
-    """Make `path` a repository whose index and one pack hold exactly the files on disk
-    (ignored ones too), with no commit and no ref; return the tree id.
+def pack_snapshot(path: Path, repo: Repo, entries: Sequence[TreeEntry], added: Sequence[str]) -> str:
+    """Make `path` a repository whose index and one pack hold exactly `entries` (blobs of
+    `repo`, already written at `path`) and `added` (files or links on disk at `path` that
+    `repo` does not hold), with no commit and no ref; return the tree id.
 
     This is the part of a sealed checkout every condition shares: `commit_overlay` adds a
-    condition's few files to a copy of the index and commits. One pack instead of a
-    directory per object prefix keeps each per-cell copy cheap (see bench/bench_cell.py),
-    and since no commit is made the pack holds nothing but this tree's objects.
+    condition's few files to a copy of the index and commits. The index is written from
+    the ids `repo` already knows and the pack copied out of `repo`'s own (its deltas
+    reused), reading `repo` as an alternate through the environment only, so nothing in
+    `path` points back at it and nothing is written into it: no file is hashed again and
+    no object is compressed twice. One pack instead of a directory per object prefix keeps
+    each per-cell copy cheap (see bench/bench_cell.py); with no commit it holds nothing but
+    this tree's objects.
     """
     _init(path)
-    _step(path, ["add", "--all", "--force", "."])
-    tree = _step(path, ["write-tree"])
-    objects = _step(path, ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"])
-    _step(
-        path,
-        ["pack-objects", "-q", str(Path(".git", "objects", "pack", "pack"))],
-        input=f"{objects}\n".encode(),
-    )
+    objects = Path(_output(repo.root, "rev-parse", "--path-format=absolute", "--git-common-dir"), "objects")
+    env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
+    listed = "".join(f"{e.mode} {e.oid}\t{e.path}\0" for e in entries).encode()
+    _step(path, ["update-index", "-z", "--index-info"], input=listed, env=env)
+    if added:
+        paths = "".join(f"{p}\0" for p in added).encode()
+        _step(path, ["update-index", "--add", "-z", "--stdin"], input=paths, env=env)
+    tree = _step(path, ["write-tree"], env=env)
+    reachable = _step(path, ["rev-list", "--objects", "--no-object-names", tree], env=env)
+    pack = str(Path(".git", "objects", "pack", "pack"))
+    _step(path, ["pack-objects", "-q", pack], input=f"{reachable}\n".encode(), env=env)
     _step(path, ["prune-packed", "-q"])
     return tree
 

@@ -277,7 +277,8 @@ def seal_source(
     links.update({p: t for p, t in (env_links or {}).items() if p not in digests and p not in links})
     digests.update({p: f"L:{t}" for p, t in links.items()})
     _make_links(dest, links, source_sha)
-    return SealedSource(path=dest, tree=pack_snapshot(dest), digests=digests)
+    added = sorted(set(links) - {e.path for e in entries})  # the workspace install's links
+    return SealedSource(path=dest, tree=pack_snapshot(dest, repo, entries, added), digests=digests)
 
 
 def overlay_checkout(
