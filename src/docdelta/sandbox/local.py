@@ -74,6 +74,7 @@ from docdelta.sandbox.base import (
     SandboxSpec,
     toolchain_identity,
 )
+from docdelta.workspace import record_path
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -385,6 +386,8 @@ class LocalProvider(SandboxProvider):
         """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
         of hard links to it, or as root a copy given to the agent's uid (module docstring).
         Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        if record_path(checkout).is_file():
+            return _sealed_lower(checkout)
         for key, lower in list(self._lowers.items()):
             if not os.path.isdir(key[0]):
                 _drop(lower)
@@ -589,6 +592,22 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+
+
+def _sealed_lower(checkout: Path) -> Path:
+    """A sealed checkout (`workspace.seal_once` recorded it beside itself) is its own lower
+    layer, shared by every run and every worker: nothing writes it, and its path is keyed
+    (`store.checkout_dir`), so /proc/mounts names no condition. No tree is made per worker and
+    none removed at the end. As root it is first given, once, to the agent's uid (its hard
+    links are the only copy there is; the top directory, changed last, says it is done),
+    behind a directory only root may enter."""
+    if os.geteuid() == 0 and checkout.stat().st_uid != ROOTLESS_UID:
+        checkout.parent.chmod(0o700)
+        for top, dirs, files in os.walk(checkout):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(top, name), ROOTLESS_UID, ROOTLESS_UID)
+        os.lchown(checkout, ROOTLESS_UID, ROOTLESS_UID)
+    return checkout
 
 
 def _drop(lower: Path) -> None:
