@@ -59,6 +59,7 @@ __all__ = [
     "SealedSource",
     "build_overlays",
     "seal",
+    "seal_conditions",
     "seal_once",
     "seal_source",
 ]
@@ -261,6 +262,7 @@ def seal_source(
         by_oid.setdefault(e.oid, []).append(i)
     digests: dict[str, str] = {}
     links: dict[str, str] = {}
+    made: set[Path] = set()
     # Regular files first and links last, so no write can pass through a link.
     for oid, data in repo.read_blobs(list(by_oid)):
         for i in by_oid[oid]:
@@ -269,7 +271,9 @@ def seal_source(
                 links[e.path] = data.decode(errors="surrogateescape")
                 continue
             target = dest / e.path
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             target.write_bytes(data)
             if e.mode == EXECUTABLE_MODE:
                 target.chmod(0o755)
@@ -493,6 +497,42 @@ def seal_once(
     made afresh as an overlay on the source `source_once` seals once for every condition
     beside `dest`. A half-built checkout is never reused: it is built beside `dest`, moved
     into place, and only then recorded."""
+    return seal_conditions(repo, source_sha, {dest: overlay}, matcher, strip, env_links)[dest]
+
+
+def seal_conditions(
+    repo: Repo,
+    source_sha: str,
+    overlays: Mapping[Path, Overlay],
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
+) -> dict[Path, SealedCheckout]:
+    """`seal_once` for each destination -> overlay of one source commit, back to back: the
+    source is sealed, or checked, at most once for all of them."""
+    sources: list[SealedSource] = []
+
+    def source(parent: Path) -> SealedSource:
+        if not sources or sources[0].path.parent != parent:
+            sources[:] = [source_once(repo, source_sha, parent, matcher, strip, env_links)]
+        return sources[0]
+
+    return {
+        dest: _seal_once(repo, source_sha, overlay, dest, matcher, strip, env_links, source)
+        for dest, overlay in overlays.items()
+    }
+
+
+def _seal_once(
+    repo: Repo,
+    source_sha: str,
+    overlay: Overlay,
+    dest: Path,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None,
+    source_of: Callable[[Path], SealedSource],
+) -> SealedCheckout:
     key = seal_key(source_sha, overlay, matcher, strip, env_links)
     record = _read_record(record_path(dest))
     if record is not None and record.key == key and _unchanged(dest, record.commit):
@@ -507,8 +547,7 @@ def seal_once(
     partial = dest.with_name(dest.name + ".partial")
     for stale in (dest, partial):
         shutil.rmtree(stale, ignore_errors=True)
-    source = source_once(repo, source_sha, dest.parent, matcher, strip, env_links)
-    sealed = overlay_checkout(source, overlay, partial, strip, source_sha)
+    sealed = overlay_checkout(source_of(dest.parent), overlay, partial, strip, source_sha)
     partial.rename(dest)
     made = SealRecord(
         key=key,
