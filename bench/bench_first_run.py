@@ -12,6 +12,9 @@ Each pair runs A then B (or B then A, alternating) so a machine whose speed drif
 both; the ratio is taken pair by pair and its median printed, with the load average: on a
 shared machine wall seconds mostly measure the load, the ratio much less so. The agent is
 `/bin/sh`, which every sandbox can see (a virtualenv's python may live where it cannot).
+As bench/bench_real.py does, docdelta's modules are compiled first, as `pip install` compiles
+them: under PYTHONDONTWRITEBYTECODE=1 every start would recompile every module, a constant
+that would pull both sides' ratio towards 1.
 
     DOCDELTA_REAL_REPOS=/work/shared/real-repos python bench/bench_first_run.py [--pairs 3]
     python bench/bench_first_run.py --smoke      # seconds: the demo on both sides, 1 pair
@@ -20,6 +23,7 @@ shared machine wall seconds mostly measure the load, the ratio much less so. The
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import statistics
@@ -30,6 +34,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import docdelta as docdelta_package
 from docdelta.demo import build_demo_repo
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "real"
@@ -65,7 +70,8 @@ class Matrix:
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=self.scratch))
         argv = [_docdelta(), "run", *self.args, "--workdir", str(workdir), "--repeats", str(repeats), *extra]
         start = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
         wall = time.perf_counter() - start
         if done.returncode != 0:
             sys.exit(f"docdelta run exited {done.returncode}: {done.stderr[-2000:]}")
@@ -100,6 +106,7 @@ def main() -> None:
     if not args.smoke and not bundles:
         sys.exit("set DOCDELTA_REAL_REPOS to the directory of the real-repository bundles (or pass --smoke)")
     n, repeats, wait = (1, 1, 0.1) if args.smoke else (args.pairs, args.repeats, 2.0)
+    compileall.compile_dir(Path(docdelta_package.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="docdelta-bench-first-") as tmp:
         scratch = Path(tmp)
         demo_repo = build_demo_repo(scratch / "pricebook")

@@ -14,6 +14,7 @@ from docdelta.config import ProjectConfig
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.store import checkout_dir
 from docdelta.workspace import (
     RECORD_SUFFIX,
     SealedCheckout,
@@ -321,3 +322,15 @@ def test_an_overlay_file_is_never_written_through_a_link_of_the_source(
         sealed(proj, Overlay(files={"link.txt/AGENTS.md": b"x\n"}), tmp_path / "c")
     assert "disagree about which paths are directories" in info.value.hint
     assert (proj[0].root / "README.md").read_text() == "Readme for humans.\n"
+
+
+def test_checkout_names_are_stable_in_a_workdir_and_say_nothing_elsewhere(tmp_path: Path) -> None:
+    """`none`'s overlay hash is a constant anyone can compute: a checkout's name, which a run
+    may read in /proc/mounts, must not be it, yet a rerun must find the same checkout."""
+    none = Overlay().sha256
+    one, again = checkout_dir(tmp_path / "w1", none), checkout_dir(tmp_path / "w1", none)
+    other = checkout_dir(tmp_path / "w2", none)
+    assert one == again and one.name != other.name
+    assert none[:8] not in one.name and none[:8] not in other.name
+    assert checkout_dir(tmp_path / "w1", none, "a" * 40) != one
+    assert oct((tmp_path / "w1" / "checkouts" / ".key").stat().st_mode & 0o777) == "0o600"
