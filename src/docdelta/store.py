@@ -85,11 +85,16 @@ def checkout_dir(workdir: Path, overlay_sha256: str, source_sha: str | None = No
 
 def _checkout_key(directory: Path) -> str:
     """The workdir's random checkout key, made on first use: written whole beside, then
-    linked into place, so racing makers agree on the first and no reader sees half of it."""
+    linked into place, so racing makers agree on the first and no reader sees half of it.
+    A workdir that has none and cannot get one (a report read from a read-only copy) holds
+    no checkout either: "" then names none that exists."""
     path = directory / CHECKOUT_KEY
     if not path.is_file():
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f"{CHECKOUT_KEY}.", dir=directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f"{CHECKOUT_KEY}.", dir=directory)
+        except OSError:
+            return ""
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(secrets.token_hex(16))
