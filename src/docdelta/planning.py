@@ -44,7 +44,7 @@ from docdelta.models import (
 from docdelta.store import ResultStore, checkout_dir
 from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
-from docdelta.workspace import SealedCheckout, build_overlays, seal_once
+from docdelta.workspace import SealedCheckout, build_overlays, seal_conditions
 
 
 @dataclass(frozen=True)
@@ -207,17 +207,19 @@ def prepare(
     # The workspace is installed for a commit only if some task runs on it (minutes each).
     runs_here = any(lt.task.id not in task_sources for lt in loaded)
     env_links = envs.links(envs.install(repo, source_sha, config.sandbox)) if runs_here else {}
-    for name, overlay in overlays.items():
-        dest = checkout_dir(store.workdir, overlay.sha256)
-        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip, env_links)
+    dests = {name: checkout_dir(store.workdir, overlay.sha256) for name, overlay in overlays.items()}
+    sealed = seal_conditions(
+        repo, source_sha, {dests[n]: o for n, o in overlays.items()}, match, strip, env_links
+    )
+    checkouts.update({name: sealed[dest] for name, dest in dests.items()})
     if not request.refresh:
         check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
         own_links = envs.links(envs.install(repo, sha, config.sandbox))
-        for name, overlay in overlays.items():
-            dest = checkout_dir(store.workdir, overlay.sha256, sha)
-            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip, own_links)
+        dests = {name: checkout_dir(store.workdir, overlay.sha256, sha) for name, overlay in overlays.items()}
+        made = seal_conditions(repo, sha, {dests[n]: o for n, o in overlays.items()}, match, strip, own_links)
+        by_source[sha] = {name: made[dest] for name, dest in dests.items()}
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(

