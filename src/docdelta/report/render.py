@@ -141,6 +141,24 @@ def cell(text: object) -> str:
     return inline(text).replace("|", "\\|")
 
 
+_MARKUP_RE = re.compile(r"([!-/:-@\[-`{-~])")
+"""Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and escaped
+they start no emphasis, link, image, code span, heading, list, table cell, HTML tag or entity."""
+_MENTION_RE = re.compile(r"@(?=[A-Za-z0-9])")
+WORD_JOINER = "\u2060"
+"""Put after an `@` that starts a name: GitHub links and notifies `@name` even when it is
+backslash-escaped, but not `@\u2060name`, which reads the same."""
+
+
+def text(value: object) -> str:
+    """Outside text (an agent's words, command output, file names, PR text) as one line of
+    markdown that renders as exactly those characters: every punctuation mark is escaped and
+    mentions are broken, so nothing in it can open markup, HTML, an image or a notification.
+    This and `code` are the only ways such text enters markdown; grading writes plain text."""
+    escaped = _MARKUP_RE.sub(r"\\\1", inline(value))
+    return _MENTION_RE.sub("@" + WORD_JOINER, escaped)
+
+
 def code(text: object) -> str:
     """An inline code span whose fence is longer than any backtick run inside it."""
     s = inline(text)
@@ -185,6 +203,7 @@ def environment() -> SandboxedEnvironment:
         inline=inline,
         cell=cell,
         code=code,
+        text=text,
         fence=fence,
         mermaid_label=mermaid_label,
         mark=mark,
