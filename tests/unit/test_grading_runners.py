@@ -17,7 +17,8 @@ from docdelta.sandbox.base import ExecResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runners"
 REPORT = "/workspace/tools/junit-0123.xml"
-JX = f"--junitxml={REPORT}"
+JX = f"--junitxml={REPORT} -pdocdelta_guard_junit_0123"
+"""What the grader adds to pytest: its private JUnit report and its guard plugin (pytest_guard.py)."""
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from importlib import resources
 from pathlib import PurePosixPath
 
 from docdelta.models import RunnerKind
@@ -60,6 +61,26 @@ class Runner:
         return self.evidence is Evidence.junit and self.kind is not RunnerKind.declared
 
 
+GUARD_PREFIX = "docdelta_guard_"
+"""How the trusted pytest plugin's module is named in the tools dir (then the report's token)."""
+
+
+def guard_module(report: str) -> str:
+    """The module name of the pytest guard (grading/pytest_guard.py) for the private `report`:
+    unguessable like the report, so the checkout cannot shadow it on `python -m pytest`'s path."""
+    return GUARD_PREFIX + re.sub(r"\W", "_", PurePosixPath(report).stem)
+
+
+def guard_record(report: str) -> str:
+    """Where the pytest guard writes its JSON record: beside its module."""
+    return str(PurePosixPath(report).with_name(guard_module(report) + ".json"))
+
+
+def _guard_files(report: str) -> dict[str, str]:
+    source = (resources.files("docdelta.grading") / "pytest_guard.py").read_text(encoding="utf-8")
+    return {str(PurePosixPath(report).with_name(guard_module(report) + ".py")): source}
+
+
 NEXTEST_PROFILE = "docdelta-junit"
 """The nextest profile docdelta defines in its tool config (not `default-*`, which nextest
 reserves); repository profiles of other names keep their own settings."""
@@ -70,8 +91,10 @@ RUNNERS: dict[RunnerKind, Runner] = {
         Runner(
             RunnerKind.pytest,
             Evidence.junit,
-            "adds --junitxml=<private path>",
-            flags=lambda report: (f"--junitxml={report}",),
+            "adds --junitxml=<private path> and -p <docdelta's guard plugin> (PYTHONPATH=<tools dir>)",
+            flags=lambda report: (f"--junitxml={report}", f"-p{guard_module(report)}"),
+            env=lambda report: {"PYTHONPATH": str(PurePosixPath(report).parent)},
+            files=_guard_files,
         ),
         Runner(  # also Vite+'s `vp test`, which is Vitest with its options
             RunnerKind.vitest,
