@@ -11,7 +11,7 @@ import pytest
 
 from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import parse_go_json, parse_libtest
-from docdelta.grading.runners import NEXTEST_PROFILE, RUNNERS, invocation, recognise
+from docdelta.grading.runners import GUARD_PATH_SH, NEXTEST_PROFILE, RUNNERS, invocation, recognise
 from docdelta.models import TAIL_NOTE, RunnerKind, TestCounts, Validation
 from docdelta.sandbox.base import ExecResult
 
@@ -70,7 +70,8 @@ def test_real_commands_are_recognised_and_instrumented(
 ) -> None:
     run = invocation(shlex.split(command), private_report=REPORT, declared=None)
     assert run.kind is kind
-    assert run.argv == shlex.split(instrumented)
+    guard = ["sh", "-c", GUARD_PATH_SH, "/workspace/tools"] if kind is RunnerKind.pytest else []
+    assert run.argv == [*guard, *shlex.split(instrumented)]
     assert run.report == (REPORT if RUNNERS[kind].writes_report else None)
 
 

@@ -509,10 +509,7 @@ def grade_change(
                 run = invocation(argv, private_report=private, declared=validation.report)
                 for path, text in run.files.items():
                     sandbox.write_file(path, text.encode())
-                env = dict(run.env)
-                if "PYTHONPATH" in env and run_spec.env.get("PYTHONPATH"):  # the toolchain's, after ours
-                    env["PYTHONPATH"] += ":" + run_spec.env["PYTHONPATH"]
-                result = sandbox.exec(run.argv, env=env or None, timeout=validation.timeout_s)
+                result = sandbox.exec(run.argv, env=run.env or None, timeout=validation.timeout_s)
                 report = _read_report(sandbox, run.report) if run.report else None
                 guarded = run.kind is RunnerKind.pytest and validation.report is None
                 guard = _read_report(sandbox, guard_record(private)) if guarded else None

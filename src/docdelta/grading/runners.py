@@ -76,6 +76,16 @@ def guard_record(report: str) -> str:
     return str(PurePosixPath(report).with_name(guard_module(report) + ".json"))
 
 
+GUARD_PATH_SH = 'PYTHONPATH="$0${PYTHONPATH:+:$PYTHONPATH}" exec "$@"'
+"""`sh -c` script that puts its $0 (the tools dir) first on PYTHONPATH, before whatever the
+toolchain's environment already holds there, and runs the command: no shell parses it."""
+
+
+def with_guard_path(argv: Sequence[str], report: str) -> list[str]:
+    """`argv` run with the guard's directory (the report's) first on PYTHONPATH."""
+    return ["sh", "-c", GUARD_PATH_SH, str(PurePosixPath(report).parent), *argv]
+
+
 def _guard_files(report: str) -> dict[str, str]:
     source = (resources.files("docdelta.grading") / "pytest_guard.py").read_text(encoding="utf-8")
     return {str(PurePosixPath(report).with_name(guard_module(report) + ".py")): source}
@@ -91,9 +101,9 @@ RUNNERS: dict[RunnerKind, Runner] = {
         Runner(
             RunnerKind.pytest,
             Evidence.junit,
-            "adds --junitxml=<private path> and -p <docdelta's guard plugin> (PYTHONPATH=<tools dir>)",
+            "adds --junitxml=<private path> and -p <docdelta's guard plugin>, with the tools dir "
+            "first on PYTHONPATH",
             flags=lambda report: (f"--junitxml={report}", f"-p{guard_module(report)}"),
-            env=lambda report: {"PYTHONPATH": str(PurePosixPath(report).parent)},
             files=_guard_files,
         ),
         Runner(  # also Vite+'s `vp test`, which is Vitest with its options
@@ -350,9 +360,10 @@ def invocation(argv: Sequence[str], *, private_report: str, declared: str | None
         return Invocation(found.kind, words, report=declared)
     runner = RUNNERS[found.kind]
     flags = [f for f in runner.flags(private_report) if f not in words]  # `go test -json` stays one
+    words = [*words[: found.at], *flags, *words[found.at :]]
     return Invocation(
         found.kind,
-        [*words[: found.at], *flags, *words[found.at :]],
+        with_guard_path(words, private_report) if found.kind is RunnerKind.pytest else words,
         env=runner.env(private_report),
         report=private_report if runner.writes_report else None,
         files=runner.files(private_report),
