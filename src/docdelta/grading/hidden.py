@@ -532,6 +532,7 @@ def grade_change(
         duration_s=result.duration_s,
         output_tail=tail,
         runner=run.kind,
+        guarded=guarded,
         **edits,
     )
 

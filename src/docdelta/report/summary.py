@@ -414,7 +414,14 @@ def _confounds(
         code_changes=len(detection.other_changed),
         source=_source_side(manifest),
         task_sources=dict(manifest.task_sources),
+        unguarded=sorted({r.cell.task for r in graded if _unguarded_pass(r)} - set(manifest.holdout)),
     )
+
+
+def _unguarded_pass(run: RunResult) -> bool:
+    """A hidden-test pass that only the runner's own report vouches for (no pytest guard)."""
+    hidden = run.hidden_tests
+    return hidden is not None and hidden.status == "pass" and not hidden.guarded
 
 
 def _source_side(manifest: Manifest) -> Literal["base", "head", "other"]:
