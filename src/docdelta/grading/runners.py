@@ -76,9 +76,13 @@ def guard_record(report: str) -> str:
     return str(PurePosixPath(report).with_name(guard_module(report) + ".json"))
 
 
-GUARD_PATH_SH = 'PYTHONPATH="$0${PYTHONPATH:+:$PYTHONPATH}" exec "$@"'
+GUARD_PATH_SH = (
+    'PYTHONPATH="$0${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; '
+    'command -v "$1" >/dev/null || { echo "$1: No such file or directory" >&2; exit 127; }; exec "$@"'
+)
 """`sh -c` script that puts its $0 (the tools dir) first on PYTHONPATH, before whatever the
-toolchain's environment already holds there, and runs the command: no shell parses it."""
+toolchain's environment (or the image) already holds there, and runs the command, whose
+words no shell parses; a missing command is named as plainly as without the shell."""
 
 
 def with_guard_path(argv: Sequence[str], report: str) -> list[str]:
