@@ -78,5 +78,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the record. A pytest-xdist worker (which runs the tests, and so sees any
+    replacement) leaves what it found beside it; the controlling process, which receives
+    every worker's reports and finishes after them, merges those into the one record."""
     _check("the end of the session")
+    worker = getattr(session.config, "workerinput", None)
+    if worker is not None:
+        _RECORD.with_suffix(f".{worker.get('workerid', 'worker')}.worker").write_text(json.dumps(_tampered))
+        return
+    for found in sorted(_RECORD.parent.glob(f"{_RECORD.stem}.*.worker")):
+        for what, where in json.loads(found.read_text()).items():
+            _tampered.setdefault(what, where)
     _RECORD.write_text(json.dumps({"tampered": _tampered, "outcomes": _outcomes}))
