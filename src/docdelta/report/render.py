@@ -5,8 +5,9 @@ Templates live in `report/templates/` and are loaded from the installed package
 from partials (`_verdict`, `_table`, `_usage`, `_missed`, `_confounds`, `_changed`) that the
 GitHub comment wraps with its own marker and header, so both always show the same
 numbers. The environment is sandboxed and strict: a template typo fails loudly
-instead of printing an empty cell, and text that came from agents or task files
-passes through the `cell`/`inline`/`code` filters so it cannot break the table.
+instead of printing an empty cell, and text that came from agents, commands or task files
+passes through the `text` (escaped prose) or `code` filters, so it cannot add markup,
+close a section or break the table; `cell`/`inline` only keep a line one line.
 The HTML report (`report/html.py`) shares this environment; its `*.html.j2`
 templates are autoescaped.
 """
