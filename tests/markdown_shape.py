@@ -47,6 +47,13 @@ HOSTILE_PIECES = [
     "\n\n",
     "<script>alert(1)</script>",
     "http://bare.example/x.png",
+    "1. ",
+    "2) ",
+    "- ",
+    "+ ",
+    "= ",
+    "> quote",
+    ".cursor/rules/<img src=x>.mdc",
 ]
 MD = MarkdownIt("commonmark").enable("table")
 _MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9][\w-]*")

@@ -142,9 +142,11 @@ def cell(text: object) -> str:
     return inline(text).replace("|", "\\|")
 
 
-_MARKUP_RE = re.compile(r"([!-/:-@\[-`{-~])")
-"""Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and escaped
-they start no emphasis, link, image, code span, heading, list, table cell, HTML tag or entity."""
+_MARKUP_RE = re.compile(r"([\\`*_\[\]()<>#!|~&])")
+"""Punctuation that opens markup anywhere in a line: emphasis, code, links and images, raw
+HTML and entities, table cells, strikethrough. CommonMark lets each be backslash-escaped."""
+_BLOCK_START_RE = re.compile(r"^(\d+)([.)])|^([-+=])")
+"""What opens a block only at the start of a line: an ordered or bullet list, a setext rule."""
 _MENTION_RE = re.compile(r"@(?=[A-Za-z0-9])")
 WORD_JOINER = "\u2060"
 """Put after an `@` that starts a name: GitHub links and notifies `@name` even when it is
@@ -153,10 +155,12 @@ backslash-escaped, but not `@\u2060name`, which reads the same."""
 
 def text(value: object) -> str:
     """Outside text (an agent's words, command output, file names, PR text) as one line of
-    markdown that renders as exactly those characters: every punctuation mark is escaped and
-    mentions are broken, so nothing in it can open markup, HTML, an image or a notification.
-    This and `code` are the only ways such text enters markdown; grading writes plain text."""
+    markdown that renders as exactly those characters: every mark that could open markup is
+    escaped (other punctuation, such as a path's dots, stays as typed) and mentions are
+    broken, so nothing in it can open markup, HTML, an image or a notification. This and
+    `code` are the only ways such text enters markdown; grading writes plain text."""
     escaped = _MARKUP_RE.sub(r"\\\1", inline(value))
+    escaped = _BLOCK_START_RE.sub(lambda m: f"{m[1] or ''}\\{m[2] or m[3]}", escaped)
     return _MENTION_RE.sub("@" + WORD_JOINER, escaped)
 
 
