@@ -819,6 +819,11 @@ class Confounds(Frozen):
     task_sources: dict[str, str] = Field(
         default={}, description="task id -> the commit whose code its runs got instead (its own source)"
     )
+    unguarded: list[str] = Field(
+        default=[],
+        description="change tasks whose hidden tests passed in a run graded without docdelta's pytest "
+        "guard: only the runner's own report says they passed",
+    )
 
 
 class ArmUse(Frozen):
@@ -1090,6 +1095,11 @@ class HiddenTestResult(Frozen):
     duration_s: float = 0.0
     output_tail: str = ""
     runner: RunnerKind | None = Field(default=None, description="the test runner the command started")
+    guarded: bool = Field(
+        default=False,
+        description="docdelta's pytest guard checked the runner (pytest without a declared report); "
+        "otherwise the runner's own report is all the evidence",
+    )
 
     @property
     def no_test_ran(self) -> bool:

@@ -119,7 +119,7 @@ def test_missed_most_often_counts_runs_per_condition() -> None:
     ]
     assert s.missed["head"] == []
     md = render_markdown(s)
-    assert "  - a · command `make test` missed in 2/2 runs — never gave `make test`" in md
+    assert "  - a · command `make test` missed in 2/2 runs — never gave \\`make test\\`" in md
 
 
 def test_confounds_isolation_near_misses_unscored_points_missing_runs() -> None:
