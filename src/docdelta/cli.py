@@ -137,8 +137,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
+    _add_agent_check_command(sub)
+
     s = sub.add_parser("schema", help="print a JSON Schema, for editors")
-    s.add_argument("what", choices=("task",))
+    s.add_argument("what", choices=("task", "answer"), help="task: task files; answer: an agent's final JSON")
 
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_* variables)")
     return p
@@ -182,6 +184,43 @@ def _add_tasks_commands(sub: Any) -> None:
         help="a past run's workdir (repeatable): tasks saturated in every arm are candidates to drop",
     )
     au.add_argument("--json", action="store_true", help="print the audit as JSON")
+
+
+def _add_agent_check_command(sub: Any) -> None:
+    ac = sub.add_parser(
+        "agent-check",
+        help="run the agent once on one task in the sandbox; show what it received and what was parsed",
+    )
+    ac.add_argument("--repo", type=Path, default=Path())
+    ac.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    ac.add_argument("--task", help="the task's id (default: the first task file)")
+    ac.add_argument(
+        "--ref", default="HEAD", help="the commit whose files and instruction files the agent sees"
+    )
+    ac.add_argument("--agent", default="command", help="the agent, as for `run` (default: command)")
+    ac.add_argument("--agent-cmd", help="the command agent's executable and arguments")
+    ac.add_argument("--model", help="the model the agent uses (agents that call a model API)")
+    ac.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds for the run")
+    ac.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+
+
+def _agent_check(args: argparse.Namespace) -> int:
+    from docdelta.agent_check import check_agent, passed, render
+    from docdelta.wiring import AgentChoice, SandboxChoice, build_agent
+
+    agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
+    check = check_agent(
+        Repo(args.repo),
+        args.tasks,
+        agent,
+        ref=args.ref,
+        task_id=args.task,
+        sandbox=SandboxChoice(args.sandbox),
+        timeout_s=args.timeout,
+        environ=os.environ,
+    )
+    render(check)
+    return ExitCode.OK if passed(check) else ExitCode.BAD_INPUT
 
 
 def _add_loop_commands(sub: Any) -> None:
@@ -486,9 +525,10 @@ def _action(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from docdelta.agents.prompt import answer_json_schema
     from docdelta.tasks import task_json_schema
 
-    print(json.dumps(task_json_schema(), indent=2))
+    print(json.dumps(answer_json_schema() if args.what == "answer" else task_json_schema(), indent=2))
     return ExitCode.OK
 
 
@@ -1158,6 +1198,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "judge": _judge,
     "calibrate": _judge,
     "schema": _schema,
+    "agent-check": _agent_check,
     "action": _action,
 }
 """Subcommand -> handler; every subparser of `_parser` has one (a test holds them equal)."""

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import AgentError, SandboxError
 from docdelta.models import AgentMetrics, AgentOutcome, RunStatus, sha256_hex
 from docdelta.sandbox.base import ExecResult, Sandbox
@@ -65,6 +68,42 @@ class CommandAgent(Agent):
         """Only the `command` agent runs a program the user named; the adapters built on
         it (fake, openai) ship their own script."""
         return self.argv[0] if self.name == CommandAgent.name else None
+
+    def show_user_files(self, hidden: Mapping[str, Path]) -> list[Path]:
+        """The host files the command names (`python3 ~/agent.py`, `./agent.sh`), to be shown
+        read-only at the same absolute path in the sandbox: each file alone, never its folder,
+        so nothing else of the host comes with it. A word is a file when it names an existing
+        regular file from docdelta's working directory (the program itself only when it
+        is a path, else it is looked up on PATH; options never). The command is rewritten
+        to the absolute path, since the agent's working directory is the checkout. A file
+        inside the repository becomes its path in the checkout (its working directory);
+        a file in another of `hidden` (name -> directory: the tasks with their gold, the
+        workdir) is refused, as the agent may never see it."""
+        if self.name != CommandAgent.name:
+            return []
+        shown: list[Path] = []
+        for index, word in enumerate(self.argv):
+            if word.startswith("-") or (index == 0 and "/" not in word):
+                continue
+            path = Path(word).expanduser()
+            if not path.is_file():
+                continue
+            path = path.resolve()
+            inside = {what: d.resolve() for what, d in hidden.items() if path.is_relative_to(d.resolve())}
+            if "repository" in inside:
+                self.argv[index] = path.relative_to(inside["repository"]).as_posix()
+            elif inside:
+                what, directory = next(iter(inside.items()))
+                raise AgentError(
+                    f"the agent command names {word}, which is in the {what} {directory}: the agent "
+                    "may never see it",
+                    hint="move the agent's files to a folder outside the repository, the tasks "
+                    "directory and the workdir",
+                )
+            else:
+                self.argv[index] = str(path)
+                shown.append(path)
+        return shown
 
     def command(self, sandbox: Sandbox, ctx: AgentContext) -> list[str]:
         """The argv to run; subclasses wrap a fixed program here."""
@@ -148,8 +187,10 @@ def preflight(agent: Agent, sandbox: Sandbox) -> None:
     if result.exit_code == NOT_FOUND:
         raise AgentError(
             f"the agent command's program {program!r} is not an executable the sandbox can run",
-            hint="give an absolute path to an executable file, a program on the system PATH, "
-            "or a path relative to the repository root (the agent's working directory)",
+            hint="give a path to an executable file (docdelta shows the files the command names "
+            "to the sandbox read-only), a program on the system PATH, or a path relative to the "
+            f"repository root (the agent's working directory); a program's folder goes in sandbox.paths "
+            f"in {CONFIG_PATH}",
         )
     raise SandboxError(
         f"the sandbox could not check the agent command's program {program!r} "
