@@ -91,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--head", required=True)
     r.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
     r.add_argument("--workdir", type=Path, required=True)
+    r.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a .docdelta.yml to use instead of the base commit's (e.g. to evaluate a past PR)",
+    )
     _add_run_options(r, history=True)
 
     _add_workdir_commands(sub)
@@ -615,7 +621,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
     )
-    return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history)
+    return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history, args.config)
 
 
 RUN_FLAGS = {
@@ -648,16 +654,23 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _execute(
-    repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path, history: Path | None = None
+    repo: Repo,
+    request: ExperimentRequest,
+    options: RunOptions,
+    workdir: Path,
+    history: Path | None = None,
+    config: Path | None = None,
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
+    from docdelta.config import load_config_file
     from docdelta.evaluation import Deps, evaluate
     from docdelta.history import History, record_of
     from docdelta.planning import PlanTooLarge
     from docdelta.report import render_markdown
 
     try:
-        done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+        project = None if config is None else load_config_file(config)
+        done = evaluate(request, options, Deps(repo=repo, workdir=workdir, config=project))
     except PlanTooLarge as exc:
         raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
     if done is None:

@@ -580,6 +580,11 @@ class Manifest(Frozen):
     unreviewed: list[str] = Field(
         default=[], description="task ids run with `reviewed: false` gold (--allow-unreviewed)"
     )
+    skipped: dict[str, str] = Field(
+        default={},
+        description="task id -> the gold quote that stands in no condition: the task cannot apply "
+        "to this PR (e.g. a past PR's, written before the rule) and is not run",
+    )
     pooled_only: list[str] = Field(
         default=[],
         description="conditions this plan runs none of: their control is the pooled earlier batches",
@@ -592,11 +597,12 @@ class Manifest(Frozen):
 
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made).
-        `arms`, `pooled_only` and `unreviewed` count only when set, so a plan without them keeps
+        `arms`, `pooled_only`, `unreviewed` and `skipped` count only when set, so a plan without them keeps
         its identity."""
         unset = {"created_at"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
+        unset |= {"skipped"} if not self.skipped else set()
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
 
     def agent_of(self, column: str) -> AgentInfo:
@@ -759,6 +765,9 @@ class Confounds(Frozen):
     source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
     task_sources: dict[str, str] = Field(
         default={}, description="task id -> the commit whose code its runs got instead (its own source)"
+    )
+    skipped: dict[str, str] = Field(
+        default={}, description="task id -> the gold quote that stands in no condition (the task was not run)"
     )
 
 

@@ -205,8 +205,14 @@ def prepare(
     for name, overlay in overlays.items():
         dest = checkout_dir(store.workdir, overlay.sha256)
         checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip, env_links)
-    if not request.refresh:
-        check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+    skipped = (
+        {}
+        if request.refresh
+        else check_citations(loaded, {n: c.path for n, c in checkouts.items()}, source_sha)
+    )
+    loaded = [lt for lt in loaded if lt.task.id not in skipped]
+    assets = {tid: a for tid, a in assets.items() if tid not in skipped}
+    task_sources = {tid: sha for tid, sha in task_sources.items() if tid not in skipped}
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
         own_links = envs.links(envs.install(repo, sha, config.sandbox))
@@ -235,6 +241,7 @@ def prepare(
         order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         unreviewed=sorted(tid for tid, lt in tasks.items() if not lt.task.reviewed),
+        skipped=dict(sorted(skipped.items())),
         arms={a.spec.name: a.record() for a in arms},
         created_at=datetime.now(UTC),
     )

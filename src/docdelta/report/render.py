@@ -192,9 +192,13 @@ def environment() -> SandboxedEnvironment:
         lead_html=lead_html,
         anchor=task_anchor,
     )
+    env.globals["listed"] = LISTED
     return env
 
 
+LISTED = 10
+"""Items of a long list (skipped tasks, near-miss files) named in the report; the rest are
+counted, so one repository's 150 entries do not bury the scorecard."""
 SCREEN_LINES = 25
 """The most markdown lines a comment may have before its first folded section: what one
 screen shows of a PR comment (about 25 rendered lines at GitHub's width and font)."""

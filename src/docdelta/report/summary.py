@@ -413,6 +413,7 @@ def _confounds(
         code_changes=len(detection.other_changed),
         source=_source_side(manifest),
         task_sources=dict(manifest.task_sources),
+        skipped=dict(manifest.skipped),
     )
 
 
