@@ -33,6 +33,7 @@ from docdelta.globs import GlobSet
 from docdelta.instructions import GitTree, instruction_links
 from docdelta.models import Frozen, RunStatus, Task
 from docdelta.quotes import locate, normalize
+from docdelta.report.render import listing
 from docdelta.store import ResultStore
 from docdelta.tasks import LoadedTask
 
@@ -298,7 +299,7 @@ def render(audit: SuiteAudit) -> str:
         holdout = "  [holdout: aggregate only]" if entry.holdout else ""
         lines.append(f"{entry.label.value:<13} {entry.task}{holdout}")
         for item in entry.items:
-            where = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in item.found_in.items()) or "nowhere"
+            where = "; ".join(f"{k.value}: {listing(v)}" for k, v in item.found_in.items()) or "nowhere"
             leak = "  LEAKED by the prompt" if item.leaked else ""
             lines.append(f"    {item.label.value:<13} {item.kind} `{item.expected}` in {where}{leak}")
     leaked = [(e.task, i) for e in audit.tasks for i in e.items if i.leaked]

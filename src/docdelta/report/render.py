@@ -14,7 +14,7 @@ templates are autoescaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from urllib.parse import quote
 
@@ -199,6 +199,14 @@ def environment() -> SandboxedEnvironment:
 LISTED = 10
 """Items of a long list (skipped tasks, near-miss files) named in the report; the rest are
 counted, so one repository's 150 entries do not bury the scorecard."""
+
+
+def listing(items: Sequence[str], limit: int = LISTED) -> str:
+    """`a, b, c and 142 more`: a long list named up to `limit`, the rest counted."""
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
 SCREEN_LINES = 25
 """The most markdown lines a comment may have before its first folded section: what one
 screen shows of a PR comment (about 25 rendered lines at GitHub's width and font)."""
