@@ -25,8 +25,9 @@ from docdelta import __version__, validate
 from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models_core import DEFAULT_CONDITIONS, HEAD
+from docdelta.models_core import DEFAULT_CONDITIONS, HEAD, NearMiss
 from docdelta.sandbox import provider_names
+from docdelta.text import listing
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
 if TYPE_CHECKING:
@@ -561,13 +562,23 @@ def _detect(args: argparse.Namespace) -> int:
         link = f" [symlink -> {f.link_target}]" if f.link_target else " [symlink]" if f.symlink else ""
         via = f" (imported by {', '.join(f.imported_by)})" if f.imported_by else ""
         print(f"{f.status.value:<9} {f.path}{moved}{link}{via}  read by: {f.loading_text() or '-'}")
-    for n in detection.near_misses:
-        print(f"note      {n.path}: {n.reason}")
+    for reason, paths in _grouped(detection.near_misses).items():
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} files ({listing(paths)})"
+        print(f"note      {where}: {reason}")
     if detection.other_changed and not detection.empty:
         print(
             f"note      {len(detection.other_changed)} other file(s) changed in the range (code, tests, docs)"
         )
     return ExitCode.OK
+
+
+def _grouped(near_misses: Sequence[NearMiss]) -> dict[str, list[str]]:
+    """Near misses with the same reason as one line: a docs site's six translated `agents.md`
+    pages are one finding, not six."""
+    grouped: dict[str, list[str]] = {}
+    for n in near_misses:
+        grouped.setdefault(n.reason, []).append(n.path)
+    return grouped
 
 
 def _project_matcher(repo: Repo, sha: str) -> InstructionMatcher:

@@ -33,9 +33,9 @@ from docdelta.globs import GlobSet
 from docdelta.instructions import GitTree, instruction_links
 from docdelta.models import Frozen, RunStatus, Task
 from docdelta.quotes import locate, normalize
-from docdelta.report.render import listing
 from docdelta.store import ResultStore
 from docdelta.tasks import LoadedTask
+from docdelta.text import listing
 
 MAX_SCANNED_BYTES = 1_000_000
 """Larger blobs (data, vendored bundles) are not prose an agent reads for a rule: skipped."""

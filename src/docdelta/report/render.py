@@ -14,7 +14,7 @@ templates are autoescaped.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import quote
 
@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.report.plain import README_TERMS, lead, mark
+from docdelta.text import LISTED
 
 NO_VALUE = "—"
 VERDICT_TITLES = {
@@ -194,17 +195,6 @@ def environment() -> SandboxedEnvironment:
     )
     env.globals["listed"] = LISTED
     return env
-
-
-LISTED = 10
-"""Items of a long list (skipped tasks, near-miss files) named in the report; the rest are
-counted, so one repository's 150 entries do not bury the scorecard."""
-
-
-def listing(items: Sequence[str], limit: int = LISTED) -> str:
-    """`a, b, c and 142 more`: a long list named up to `limit`, the rest counted."""
-    more = len(items) - limit
-    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 SCREEN_LINES = 25
