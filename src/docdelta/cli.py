@@ -145,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
     _add_agent_check_command(sub)
+    _add_init_command(sub)
 
     s = sub.add_parser("schema", help="print a JSON Schema, for editors")
     s.add_argument("what", choices=("task", "answer"), help="task: task files; answer: an agent's final JSON")
@@ -191,6 +192,34 @@ def _add_tasks_commands(sub: Any) -> None:
         help="a past run's workdir (repeatable): tasks saturated in every arm are candidates to drop",
     )
     au.add_argument("--json", action="store_true", help="print the audit as JSON")
+
+
+def _add_init_command(sub: Any) -> None:
+    ini = sub.add_parser(
+        "init", help="adopt docdelta: write .docdelta.yml, the workflow and drafted tasks; print what to run"
+    )
+    ini.add_argument("--repo", type=Path, default=Path())
+    ini.add_argument("--ref", default="HEAD", help="the commit whose instruction files are drafted from")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from docdelta.project_init import init_project, next_commands
+
+    repo = Repo(args.repo)
+    result = init_project(repo, args.ref)
+    for path in result.written:
+        print(f"wrote     {path.relative_to(repo.root)}")
+    for path in result.kept:
+        print(f"kept      {path.relative_to(repo.root)} (exists; not overwritten)")
+    drafted = len(result.drafts.drafts) if result.drafts else 0
+    print(
+        f"drafted {drafted} task(s) from {', '.join(result.sources)}: "
+        "each is `reviewed: false` until you check it"
+    )
+    print("next:")
+    for n, command in enumerate(next_commands(repo, result), 1):
+        print(f"  {n}. {command}")
+    return ExitCode.OK
 
 
 def _add_agent_check_command(sub: Any) -> None:
@@ -1223,6 +1252,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "calibrate": _judge,
     "schema": _schema,
     "agent-check": _agent_check,
+    "init": _init,
     "action": _action,
 }
 """Subcommand -> handler; every subparser of `_parser` has one (a test holds them equal)."""

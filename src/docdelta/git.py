@@ -272,6 +272,12 @@ class Repo:
         )  # fmt: skip
         return out.decode(errors="surrogateescape")
 
+    def last_change(self, ref: str, paths: Sequence[str]) -> str | None:
+        """The newest commit at or before `ref` that changed one of `paths` and has a parent
+        (a pair to evaluate), or None."""
+        out = self._git("log", "-1", "--format=%H", "--min-parents=1", ref, "--", *paths, what=f"log {ref}")
+        return out.decode().strip() or None
+
 
 _REPO_HINT = "pass --repo with the path of a git work tree (the directory that holds .git)"
 _MISSING_SIZE = "BAD"
