@@ -91,8 +91,9 @@ def build_provider(
     the very image a run grades them in."""
     hidden = {"repository": repo.root, **private}
     check_exposure(config.sandbox, hidden)
-    own = agent.show_user_files(hidden) if agent is not None else []
-    shown = [*config.sandbox.host_paths(), *toolchain_paths(config.sandbox), *own]
+    named = [*config.sandbox.host_paths(), *toolchain_paths(config.sandbox)]
+    own = agent.show_user_files(hidden, visible=named) if agent is not None else []
+    shown = [*named, *own]
     ro_paths, env = [str(p) for p in shown], sandbox_env(config.sandbox)
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415

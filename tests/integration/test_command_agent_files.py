@@ -4,10 +4,12 @@ documented, and `agent-check` shows what the agent received and what was parsed.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from gitrepo import GitRepo
+from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.models import RunResult
@@ -170,3 +172,17 @@ def test_agent_check_names_the_tasks_for_an_unknown_task(
     err = capsys.readouterr().err
     assert code == 2
     assert "--task nope" in err and "test-cmd" in err
+
+
+def test_an_interpreter_the_sandbox_shows_anyway_is_left_where_it_is(tmp_path: Path) -> None:
+    """A virtualenv's `python3` is a link that needs its folder: named in `sandbox.paths`, it
+    stays as named (binding its target alone would leave it without its library)."""
+    agent = _agent_outside(tmp_path)
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({
+        "README.md": "# proj\n", "AGENTS.md": "# Agents\n", ".docdelta/tasks/test-cmd.yaml": TASK,
+        ".docdelta.yml": sandbox_config(),
+    })  # fmt: skip
+    repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
+    assert _run(repo, tmp_path / "work", f"{sys.executable} {agent}") == 0
+    assert _answers(tmp_path / "work") == ["read-only; sibling hidden"]
