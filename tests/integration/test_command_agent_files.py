@@ -4,6 +4,7 @@ documented, and `agent-check` shows what the agent received and what was parsed.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -186,3 +187,11 @@ def test_an_interpreter_the_sandbox_shows_anyway_is_left_where_it_is(tmp_path: P
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     assert _run(repo, tmp_path / "work", f"{sys.executable} {agent}") == 0
     assert _answers(tmp_path / "work") == ["read-only; sibling hidden"]
+
+
+def test_an_inline_program_is_not_taken_for_a_file(tmp_path: Path) -> None:
+    """`python3 -c '<source>'`: a word too long (or too odd) to be a file name stays an argument."""
+    repo = _project(tmp_path)
+    source = "import json\n" + "# padding\n" * 600 + 'print(json.dumps({"answer": "inline"}))\n'
+    assert _run(repo, tmp_path / "work", f"/usr/bin/python3 -c {shlex.quote(source)}") == 0
+    assert _answers(tmp_path / "work") == ["inline"]

@@ -90,7 +90,10 @@ class CommandAgent(Agent):
             if word.startswith("-") or (index == 0 and "/" not in word):
                 continue
             path = Path(os.path.abspath(Path(word).expanduser()))
-            if not path.is_file():
+            try:
+                if not path.is_file():
+                    continue
+            except (OSError, ValueError):  # no file name: a `-c` program's source, a NUL
                 continue
             real = path.resolve()
             inside = {what: d.resolve() for what, d in hidden.items() if real.is_relative_to(d.resolve())}
