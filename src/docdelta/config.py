@@ -309,5 +309,19 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     return load_model(text, ProjectConfig, source=source, error=ConfigError, hint=hint)
 
 
+def load_config_file(path: Path) -> ProjectConfig:
+    """A project config given on the command line (`--config FILE`), in `.docdelta.yml`'s format."""
+    hint = (
+        "pass a YAML file in .docdelta.yml's format (fields: " + ", ".join(ProjectConfig.model_fields) + ")"
+    )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file", hint=hint) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--config {path}: cannot read it as UTF-8 text ({exc})", hint=hint) from None
+    return load_model(text, ProjectConfig, source=f"--config {path}", error=ConfigError, hint=hint)
+
+
 def matcher(config: ProjectConfig) -> InstructionMatcher:
     return InstructionMatcher(config.instructions.include, config.instructions.exclude)

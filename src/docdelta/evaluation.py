@@ -141,6 +141,10 @@ class Deps:
     a GitHub runner can pull); None keeps the config's default."""
     job_summary: Callable[[str], object] | None = None
     """Where the forecast goes as markdown before the matrix starts (the Action's job summary)."""
+    config: ProjectConfig | None = None
+    """`docdelta run --config FILE`: the project config instead of the base commit's (a past PR's
+    base predates the `.docdelta.yml` it needs). The Action never sets it: there the config
+    comes from the trusted base, never from anything the PR could steer."""
 
 
 @dataclass(frozen=True)
@@ -279,7 +283,7 @@ def _evaluate(
 ) -> Evaluation | None:
     repo = deps.repo
     base_sha = repo.resolve(request.base)
-    config = load_project_config(repo, base_sha).with_image_base(deps.image_base)
+    config = (deps.config or load_project_config(repo, base_sha)).with_image_base(deps.image_base)
     agent = build_agent(
         AgentChoice(
             options.agent,

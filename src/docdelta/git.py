@@ -206,6 +206,8 @@ class Repo:
                 continue
             meta, _, path = record.partition(b"\t")
             mode, _kind, oid, size = meta.decode().split()
+            if size == _MISSING_SIZE:
+                raise missing_object(oid, f"{path.decode(errors='replace')} at {sha[:12]}", self.root)
             entries.append(TreeEntry(path.decode(), mode, oid, None if size == "-" else int(size)))
         return entries
 
@@ -240,6 +242,8 @@ class Repo:
         try:
             for oid in oids:
                 header = stdout.readline().split()
+                if header[1:] == [b"missing"]:
+                    raise missing_object(oid, "an instruction or source file", self.root)
                 if len(header) != 3:
                     raise InfraError(f"git could not read object {oid}", hint="run `git fsck`")
                 data = stdout.read(int(header[2]))
@@ -277,8 +281,30 @@ class Repo:
         )  # fmt: skip
         return out.decode(errors="surrogateescape")
 
+    def last_change(self, ref: str, paths: Sequence[str]) -> str | None:
+        """The newest commit at or before `ref` that changed one of `paths` and has a parent
+        (a pair to evaluate), or None."""
+        out = self._git("log", "-1", "--format=%H", "--min-parents=1", ref, "--", *paths, what=f"log {ref}")
+        return out.decode().strip() or None
+
 
 _REPO_HINT = "pass --repo with the path of a git work tree (the directory that holds .git)"
+_MISSING_SIZE = "BAD"
+"""What `git ls-tree -l` prints as the size of a blob the repository does not have."""
+
+
+def missing_object(oid: str, what: str, root: Path) -> ConfigError:
+    """A blob the commit names is not in the repository: a partial (`--filter=blob:none`)
+    or shallow clone, or a damaged one. Input to fix, not our failure: say which object
+    and how to get it."""
+    return ConfigError(
+        f"the repository {root} does not have git object {oid} ({what}): it is a partial or "
+        "shallow clone, or damaged",
+        hint="fetch the full objects: `git fetch --refetch` (a partial clone) or `git fetch --unshallow`, "
+        "or clone again without --filter/--depth; in GitHub Actions: actions/checkout with fetch-depth: 0 "
+        "and no filter; `git fsck` lists what else is missing",
+    )
+
 
 SNAPSHOT_BRANCH = "main"
 

@@ -615,6 +615,11 @@ class Manifest(Frozen):
     unreviewed: list[str] = Field(
         default=[], description="task ids run with `reviewed: false` gold (--allow-unreviewed)"
     )
+    skipped: dict[str, str] = Field(
+        default={},
+        description="task id -> the gold quote that stands in no condition: the task cannot apply "
+        "to this PR (e.g. a past PR's, written before the rule) and is not run",
+    )
     pooled_only: list[str] = Field(
         default=[],
         description="conditions this plan runs none of: their control is the pooled earlier batches",
@@ -631,12 +636,13 @@ class Manifest(Frozen):
 
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made).
-        `arms`, `pooled_only` and `unreviewed` count only when set, so a plan without them keeps
-        its identity. `thresholds` never count: they judge runs, they do not change them (a
-        task's own is in its file's hash anyway)."""
+        `arms`, `pooled_only`, `unreviewed` and `skipped` count only when set, so a plan without
+        them keeps its identity. `thresholds` never count: they judge runs, they do not change
+        them (a task's own is in its file's hash anyway)."""
         unset = {"created_at", "thresholds"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
+        unset |= {"skipped"} if not self.skipped else set()
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
 
     def agent_of(self, column: str) -> AgentInfo:
@@ -823,6 +829,9 @@ class Confounds(Frozen):
         default=[],
         description="change tasks whose hidden tests passed in a run graded without docdelta's pytest "
         "guard: only the runner's own report says they passed",
+    )
+    skipped: dict[str, str] = Field(
+        default={}, description="task id -> the gold quote that stands in no condition (the task was not run)"
     )
 
 

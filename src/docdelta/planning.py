@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from docdelta.agents.base import Agent
 from docdelta.arms import Arm, agent_info
 from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
-from docdelta.detect import Overlay, detect_refs
+from docdelta.detect import InstructionMatcher, Overlay, detect_refs
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
@@ -203,23 +203,22 @@ def prepare(
     # Hidden tests that live in the source commit never reach the agent's checkout.
     arm_dirs = [glob for a in arms for glob in a.strip]
     strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths, *arm_dirs]
-    checkouts: dict[str, SealedCheckout] = {}
     # The workspace is installed for a commit only if some task runs on it (minutes each).
     runs_here = any(lt.task.id not in task_sources for lt in loaded)
     env_links = envs.links(envs.install(repo, source_sha, config.sandbox)) if runs_here else {}
-    dests = {name: checkout_dir(store.workdir, overlay.sha256) for name, overlay in overlays.items()}
-    sealed = seal_conditions(
-        repo, source_sha, {dests[n]: o for n, o in overlays.items()}, match, strip, env_links
+    seal = partial(_seal, repo, store, overlays, match, strip)
+    checkouts = seal(source_sha, env_links, own=False)
+    skipped = (
+        {}
+        if request.refresh
+        else check_citations(loaded, {n: c.path for n, c in checkouts.items()}, source_sha)
     )
-    checkouts.update({name: sealed[dest] for name, dest in dests.items()})
-    if not request.refresh:
-        check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+    loaded = [lt for lt in loaded if lt.task.id not in skipped]
+    assets = {tid: a for tid, a in assets.items() if tid not in skipped}
+    task_sources = {tid: sha for tid, sha in task_sources.items() if tid not in skipped}
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
-        own_links = envs.links(envs.install(repo, sha, config.sandbox))
-        dests = {name: checkout_dir(store.workdir, overlay.sha256, sha) for name, overlay in overlays.items()}
-        made = seal_conditions(repo, sha, {dests[n]: o for n, o in overlays.items()}, match, strip, own_links)
-        by_source[sha] = {name: made[dest] for name, dest in dests.items()}
+        by_source[sha] = seal(sha, envs.links(envs.install(repo, sha, config.sandbox)), own=True)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(
@@ -242,6 +241,7 @@ def prepare(
         order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         unreviewed=sorted(tid for tid, lt in tasks.items() if not lt.task.reviewed),
+        skipped=dict(sorted(skipped.items())),
         arms={a.spec.name: a.record() for a in arms},
         thresholds=thresholds.effective({t: lt.task for t, lt in tasks.items()}, request.pass_threshold),
         created_at=datetime.now(UTC),
@@ -253,6 +253,28 @@ def prepare(
     store.write_manifest(exp.manifest)
     store.write_detection(detection)
     return exp
+
+
+def _seal(
+    repo: Repo,
+    store: ResultStore,
+    overlays: Mapping[str, Overlay],
+    match: InstructionMatcher,
+    strip: Sequence[str],
+    sha: str,
+    env_links: Mapping[str, str],
+    *,
+    own: bool,
+) -> dict[str, SealedCheckout]:
+    """One sealed checkout per condition of source commit `sha` (the conditions share its
+    stripped source, sealed once). `own`: a task's own source commit, whose checkouts are
+    named by it too."""
+    dests = {
+        name: checkout_dir(store.workdir, o.sha256, sha) if own else checkout_dir(store.workdir, o.sha256)
+        for name, o in overlays.items()
+    }
+    made = seal_conditions(repo, sha, {dests[n]: o for n, o in overlays.items()}, match, strip, env_links)
+    return {name: made[dest] for name, dest in dests.items()}
 
 
 def skip_pooled_arm(

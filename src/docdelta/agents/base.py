@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -174,6 +175,11 @@ class Agent(ABC):
         """The program the user named for this agent (checked before the matrix by
         `agents.command.preflight`); None when the adapter ships its own."""
         return None
+
+    def show_user_files(self, hidden: Mapping[str, Path], visible: Sequence[Path] = ()) -> list[Path]:
+        """Host files the user's command names that the sandbox must show read-only (none
+        for adapters that ship their own program); see `CommandAgent.show_user_files`."""
+        return []
 
     @property
     def network(self) -> NetworkMode:

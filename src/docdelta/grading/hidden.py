@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import secrets
 import shlex
 import shutil
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError, TaskError
 from docdelta.git import Repo, apply_patch
 from docdelta.globs import GlobSet
@@ -424,8 +426,36 @@ def judge_run(
         notes += guard_problems(guard, counts, hidden)
     if notes:
         tail = output_tail(result)
+        notes += [missing_program_note(program) for program in missing_programs(tail)]
         notes.append(f"{TAIL_NOTE}\n{tail}" if tail else f"{TAIL_NOTE} (none: the command printed nothing)")
     return not notes, counts, summary, notes
+
+
+_MISSING_PROGRAM = re.compile(
+    r"setpriv: failed to execute (?P<a>[\w.+/-]+)"  # the Docker sandbox's exec
+    r"|bwrap: execvp (?P<b>[\w.+/-]+)"  # the local sandbox's exec
+    r"|\b(?:sh|bash|dash|exec)(?:: line \d+| \d+)?:(?: \d+:)? (?P<c>[\w.+/-]+): (?:command )?not found"
+)
+"""How a program that is not on the sandbox's PATH shows in the output of the command that ran it."""
+
+
+def missing_programs(output: str) -> list[str]:
+    """The programs `output` says could not be started, once each, in order."""
+    found = (next(g for g in m.groups() if g) for m in _MISSING_PROGRAM.finditer(output))
+    return list(dict.fromkeys(found))
+
+
+def missing_program_note(program: str) -> str:
+    """The fix for a program the sandbox cannot find: the sandbox shows only its read-only
+    system root and what `.docdelta.yml` names, so a project tool (uv, pnpm, a virtualenv's
+    pytest) needs its folder named there; the error alone (`setpriv: failed to execute uv`)
+    does not say so."""
+    return (
+        f"`{program}` is not in the sandbox: name the folder that holds it in `sandbox.paths` and put "
+        f"that folder on `sandbox.env.PATH` in {CONFIG_PATH} (e.g. paths: [/opt/uv/bin], env: "
+        "{PATH: /opt/uv/bin:/usr/bin:/bin}), or install the project's dependencies with "
+        "`sandbox.workspace`; docs/sandboxes.md shows each"
+    )
 
 
 def _count_problems(

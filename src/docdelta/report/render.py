@@ -27,6 +27,7 @@ from markupsafe import Markup
 from docdelta import thresholds
 from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.report.plain import README_TERMS, lead, mark
+from docdelta.text import LISTED
 
 NO_VALUE = "—"
 VERDICT_TITLES = {
@@ -219,6 +220,7 @@ def environment() -> SandboxedEnvironment:
         bar=lambda found: thresholds.describe_bar(found.threshold),
         arm_pass=lambda arm, found: thresholds.describe_arm(arm, found.threshold),
     )
+    env.globals["listed"] = LISTED
     return env
 
 

@@ -415,6 +415,7 @@ def _confounds(
         source=_source_side(manifest),
         task_sources=dict(manifest.task_sources),
         unguarded=sorted({r.cell.task for r in graded if _unguarded_pass(r)} - set(manifest.holdout)),
+        skipped=dict(manifest.skipped),
     )
 
 
