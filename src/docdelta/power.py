@@ -20,7 +20,7 @@ import numpy as np
 
 from docdelta import stats
 from docdelta.decision import FUTILITY_P, POOLED, Design, TaskRuns
-from docdelta.models import Cell, VerdictKind
+from docdelta.models import DEFAULT_NOISE_BAND, Cell, VerdictKind
 from docdelta.rounds import run_rounds
 from docdelta.store import atomic_write
 
@@ -106,7 +106,7 @@ def simulate(
     *,
     prs: int,
     alpha: float = stats.DEFAULT_ALPHA,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
     seed: int = 0,
 ) -> Simulation:
     """`prs` simulated PRs of `scenario` through `run_rounds` with `design`."""
@@ -167,7 +167,7 @@ def detectable_drop(
     design: Design,
     *,
     alpha: float = stats.DEFAULT_ALPHA,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
     rate: float = PRIOR_RATE,
     prs: int = POWER_PRS,
     seed: int = 0,

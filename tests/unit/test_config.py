@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import GitRepo
+from pydantic import ValidationError
 
 from docdelta.config import (
     ProjectConfig,
@@ -91,3 +92,10 @@ def test_sandbox_paths_expand_home_and_may_not_show_protected_directories(tmp_pa
         with pytest.raises(ConfigError, match=r"field 'sandbox\.paths\[1\]' .* the workdir") as err:
             check_exposure(config, {"workdir": protected})
         assert "outside the repository" in err.value.hint
+
+
+def test_the_noise_band_is_a_project_setting_within_0_and_1() -> None:
+    assert ProjectConfig.model_validate({"noise_band": 0.1}).noise_band == 0.1
+    assert ProjectConfig().noise_band is None  # the CLI's and the Action's default then
+    with pytest.raises(ValidationError, match="noise_band"):
+        ProjectConfig.model_validate({"noise_band": 1.5})

@@ -307,6 +307,7 @@ def _verdict(
         treatment=treatment,
         control=control,
         kind=d.kind,
+        subject="a holdout task" if d.subject in holdout else d.subject,
         estimate=d.estimate,
         ci_low=None if iv is None else iv.low,
         ci_high=None if iv is None else iv.high,
@@ -516,7 +517,7 @@ def summarize(
     detection: Detection,
     results: Sequence[RunResult],
     *,
-    noise: float = stats.DEFAULT_NOISE_BAND,
+    noise: float | None = None,
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
     power: PowerSummary | None = None,
@@ -532,6 +533,7 @@ def summarize(
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
     their use is tallied per arm over the graded runs. `selftests`: the change tasks' failed
     selftests the run recorded (`ResultStore.failed_selftests`): their tests could not run."""
+    noise = manifest.band if noise is None else noise
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -590,7 +592,13 @@ def summarize(
     for c in (BASE, NONE):
         value = stats.mean_delta([(t.head_vs_base if c == BASE else t.head_vs_none).value for t in tasks])
         d = _delta(HEAD, c, value, noise, aa.band if aa and c == BASE else None)
-        overall[c] = d.model_copy(update={"certainty": _overall_certainty(decisions[c], value, noise)})
+        found = decisions[c]
+        overall[c] = d.model_copy(
+            update={
+                "certainty": _overall_certainty(found, value, noise),
+                "p_value": None if found is None else found.overall_p,
+            }
+        )
     if refused:  # no verdict, so no mark may speak for one
         overall = {c: d.model_copy(update={"certainty": None}) for c, d in overall.items()}
         tasks = [_unmarked(t) for t in tasks]
