@@ -355,7 +355,10 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
     )
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument(
-        "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
+        "--repeats",
+        type=_arg(validate.repeats),
+        default=AUTO,
+        help="runs per arm and task, or auto (rounds until decided, up to --max-repeats; the default)",
     )
     r.add_argument(
         "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
