@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from docdelta import stats
-from docdelta.decision import FUTILITY_P, POOLED, Design, TaskRuns
+from docdelta.decision import FUTILITY_P, MIN_ARM_RUNS, POOLED, Design, TaskRuns
 from docdelta.models import DEFAULT_NOISE_BAND, Cell, VerdictKind
 from docdelta.rounds import run_rounds
 from docdelta.store import atomic_write
@@ -230,6 +230,8 @@ def stored_drop(path: Path, tasks: int, design: Design, *, alpha: float, band: f
 def power_line(drop: float | None, tasks: int, design: Design) -> str:
     """What the plan can see, in words, for the terminal before the first run."""
     shape = f"{tasks} task{'s' if tasks != 1 else ''}, {design.label}"
+    if design.cap < MIN_ARM_RUNS:
+        return f"power: {shape}: no test can reject at {design.cap} run per arm, so every drop is missed"
     if drop is None:
         return f"power: {shape}: even a drop of {DROPS[-1]:.1f} on one task is missed in over 20% of PRs"
     return (

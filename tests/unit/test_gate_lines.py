@@ -7,11 +7,13 @@ from __future__ import annotations
 import random
 
 import numpy as np
+from factories import arm, summary_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docdelta.decision import OVERALL, Design, Interval, decide, from_strata
-from docdelta.power import wilson
+from docdelta.power import power_line, wilson
+from docdelta.report import render_markdown
 
 ALPHA = 0.05
 BAND = 0.2
@@ -170,3 +172,15 @@ def test_the_overall_interval_covers_the_true_mean_delta() -> None:
         covered += d.interval.low - EPS <= truth <= d.interval.high + EPS
     _, high = wilson(covered, prs)
     assert high >= 1 - 2 * ALPHA, covered
+
+
+def test_one_repeat_reports_no_power_figure_no_band_and_no_p() -> None:
+    runs = [*arm("a", "base", [1.0]), *arm("a", "head", [1.0])]
+    s = summary_of(runs, repeats=1)
+    assert s.verdict is not None and s.verdict.p_value is None and s.aa_noise is None
+    assert s.tasks[0].head_vs_base.aa_noise is None
+    md = render_markdown(s)
+    assert "Holm-adjusted p" not in md and "±0.00" not in md.split("deltas within")[0]
+    assert s.tasks[0].head_vs_base.p_value is None and s.head_vs_base.p_value is None
+    assert "1 task x 2 conditions x 1 repeat ·" in md
+    assert "no test can reject" in power_line(None, 1, Design.fixed(1))

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta import stats
+from docdelta import decision, stats
 from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
 
 MAX_NAMED = 3
@@ -210,7 +210,9 @@ def next_line(s: Summary, repeats_flag: str) -> str:
         return ""
     at = f"at {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
     seen, d = "", s.power
-    if d is not None:
+    if d is not None and s.repeats < decision.MIN_ARM_RUNS:
+        seen = f"; {at} no test can reject, so every drop is missed"
+    elif d is not None:
         seen = (
             f"; {at} one task has to drop by {d.drop:.1f} to be caught in {d.target:.0%} of simulated PRs"
             if d.drop is not None

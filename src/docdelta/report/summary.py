@@ -168,7 +168,8 @@ def _task_delta(
     p = stats.fisher_passes(t, c)
     certainty = None
     if call is not None:
-        p = call.p_regressed if (value or 0.0) < 0 else call.p_improved
+        # no interval: no test can reject, and a p of 1 would read as a measured "no effect"
+        p = None if call.interval is None else call.p_regressed if (value or 0.0) < 0 else call.p_improved
         flip = bool(flip) and call.kind in CHANGES
         certainty = certainty_of(value, call.kind in CHANGES, band)
     return _delta(treatment, control, value, band, aa_band).model_copy(
@@ -230,7 +231,11 @@ def _aa_band(strata: Sequence[stats.Stratum], repeats: int, seed: int) -> float 
     """The A/A band of these strata (tasks with both arms), `repeats` runs per arm.
 
     One task's own band judges its delta: averaging over tasks shrinks noise, so the
-    overall band would call a single task's chance difference real."""
+    overall band would call a single task's chance difference real. None below
+    MIN_ARM_RUNS repeats: one run per arm shows no spread, and a band of ±0.00 would be a
+    claim, not a measurement."""
+    if repeats < decision.MIN_ARM_RUNS:
+        return None
     return stats.aa_noise_band([[*t, *c] for t, c in strata if t and c], repeats, seed=seed)
 
 
