@@ -884,6 +884,11 @@ class Summary(Frozen):
     )
     usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")
     infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
+    unmeasured: list[str] = Field(
+        default=[],
+        description="tasks whose runs had no scored item (key points only, no judge): no score, "
+        "left out of every statistic",
+    )
     verdict_refused: str | None = Field(
         default=None, description="why no verdict is given although arms have runs (too many infra errors)"
     )

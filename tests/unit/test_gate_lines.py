@@ -184,3 +184,17 @@ def test_one_repeat_reports_no_power_figure_no_band_and_no_p() -> None:
     assert s.tasks[0].head_vs_base.p_value is None and s.head_vs_base.p_value is None
     assert "1 task x 2 conditions x 1 repeat ·" in md
     assert "no test can reject" in power_line(None, 1, Design.fixed(1))
+
+
+def test_a_task_whose_gold_is_only_unjudged_key_points_scores_nothing() -> None:
+    """A no-op agent once scored 1.00 in every arm on key points no judge ruled on."""
+    points = [*arm("explain", "base", [1.0] * 3, points=2), *arm("explain", "head", [1.0] * 3, points=2)]
+    measured = [*arm("tests", "base", [1.0, 0.0, 1.0]), *arm("tests", "head", [1.0, 1.0, 0.0])]
+    s = summary_of([*points, *measured], repeats=3)
+    assert s.unmeasured == ["explain"]
+    explain = next(t for t in s.tasks if t.task == "explain")
+    assert explain.conditions["head"].mean_score is None and explain.head_vs_base.value is None
+    assert s.verdict is not None and s.verdict.tasks == 1  # only the measured task is tested
+    md = render_markdown(s)
+    assert "left out of the statistics, nothing measured: explain" in md
+    assert "| explain | 1.00" not in md

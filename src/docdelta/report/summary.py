@@ -87,7 +87,21 @@ already crosses it, while an occasional hung or crashed agent run does not."""
 
 
 def _graded(run: RunResult) -> bool:
-    return run.status is not RunStatus.infra_error and run.score is not None
+    return run.status is not RunStatus.infra_error and run.score is not None and _measured(run)
+
+
+def _measured(run: RunResult) -> bool:
+    """Whether the run's score measured anything: a score whose every item is unscored (key
+    points only, no judge yet) says nothing about the answer, so it is no score at all and
+    the run is left out of every statistic (its task is named in `Summary.unmeasured`)."""
+    items = run.score.items if run.score is not None else []
+    return not items or any(i.hit is not None for i in items)
+
+
+def _unmeasured(results: Sequence[RunResult]) -> list[str]:
+    """Tasks with completed runs none of which measured anything."""
+    done = [r for r in results if r.status is not RunStatus.infra_error and r.score is not None]
+    return sorted({r.cell.task for r in done} - {r.cell.task for r in done if _measured(r)})
 
 
 def _scores(runs: Iterable[RunResult]) -> list[float]:
@@ -400,7 +414,8 @@ def _missed(by_condition: Mapping[str, Sequence[RunResult]]) -> dict[str, list[M
 def _confounds(
     manifest: Manifest, detection: Detection, results: Sequence[RunResult], conditions: Sequence[str]
 ) -> Confounds:
-    graded = [r for r in results if _graded(r)]
+    # every completed run, measured or not: a run of unjudged key points still ran somewhere
+    graded = [r for r in results if r.status is not RunStatus.infra_error and r.score is not None]
     isolation = Counter(r.isolation for r in graded)
     with_runs = {r.cell.condition for r in graded}
     done = {r.cell.key for r in results}
@@ -634,6 +649,7 @@ def summarize(
         pooled=_pool_summary(pooled, manifest),
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
+        unmeasured=[t for t in _unmeasured(results) if t not in holdout],
         verdict_refused=refused,
         faults=faults,
         broken=broken,
