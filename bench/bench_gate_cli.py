@@ -135,7 +135,9 @@ def one_pr(case: Case, seed: int, extra: tuple[str, ...] = ()) -> tuple[str, int
             raise RuntimeError(f"docdelta report exited {report.returncode}: {report.stderr[-2000:]}")
         summary = Summary.model_validate_json(report.stdout)
         runs = sum(c.runs for c in summary.overall.values())
-        return (summary.verdict.kind if summary.verdict else "none"), runs
+        kind = summary.verdict.kind if summary.verdict else "none"
+        print(f"  {case.name}, seed {seed}: {kind} after {runs} runs", file=sys.stderr, flush=True)
+        return kind, runs
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
