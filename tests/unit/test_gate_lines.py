@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docdelta.decision import OVERALL, Design, Interval, decide, from_strata
+from docdelta.models import RunResult
 from docdelta.power import interval_coverage, power_line, wilson
 from docdelta.report import render_markdown
 
@@ -168,3 +169,13 @@ def test_a_task_whose_gold_is_only_unjudged_key_points_scores_nothing() -> None:
     md = render_markdown(s)
     assert "left out of the statistics, nothing measured: explain" in md
     assert "| explain | 1.00" not in md
+
+
+def test_the_title_of_a_task_regression_shows_that_tasks_delta_not_the_mean() -> None:
+    runs: list[RunResult] = []
+    for t, base, head in (("a", [1.0] * 8, [0.0] * 8), ("b", [0.0] * 8, [1.0] * 4 + [0.0] * 4)):
+        runs += [*arm(t, "base", base), *arm(t, "head", head)]
+    s = summary_of(runs, repeats=8)
+    assert s.verdict is not None and s.verdict.kind == "regressed" and s.verdict.subject == "a"
+    title = render_markdown(s).splitlines()[0]
+    assert title == "## docdelta scorecard: regressed · a: head - base -1.00 (significant)"
