@@ -379,8 +379,11 @@ def _projected_inside(usable: Mapping[str, TaskRuns], cap: int, *, alpha: float,
     times runs now over runs at the cap: optimistic, so an A/A PR whose early runs wobble is
     not given up), each arm keeps its Agresti-Caffo spread with its run count grown to what
     the cap gives it (an arm of pooled runs only does not grow). A task already at the cap
-    keeps its delta: one that dropped by 0.5 puts no change out of reach. True while an arm
+    keeps its delta: one that dropped by 0.5 puts no change out of reach. No change needs
+    every task's own interval inside the band too, so one task whose projected interval is
+    wider than the band (a coin-flip task at the cap) puts it out of reach. True while an arm
     is too small to say. A guess for the round loop's stopping, never part of a decision."""
+    z = _upper_quantile(alpha)
     centre, variance = 0.0, 0.0
     for runs in usable.values():
         t, c = runs.upto(runs.rounds)
@@ -389,11 +392,14 @@ def _projected_inside(usable: Mapping[str, TaskRuns], cap: int, *, alpha: float,
         more = max(0, cap - runs.rounds)
         grows = any(r > POOLED for r, _ in runs.control)
         (mt, vt, nt), (mc, vc, nc) = _adjusted_mean(t), _adjusted_mean(c)
-        centre += (mt - mc) * nt / (nt + more)
-        variance += vt * nt / (nt + more) + vc * nc / (nc + (more if grows else 0))
+        task_centre = (mt - mc) * nt / (nt + more)
+        task_variance = vt * nt / (nt + more) + vc * nc / (nc + (more if grows else 0))
+        if abs(task_centre) + z * math.sqrt(task_variance) >= band:
+            return False
+        centre += task_centre
+        variance += task_variance
     k = len(usable)
-    half = _upper_quantile(alpha) * math.sqrt(variance) / k
-    return abs(centre / k) + half < band
+    return abs(centre / k) + z * math.sqrt(variance) / k < band
 
 
 def _needed(centre: float, se: float, n: float, *, alpha: float, band: float) -> int | None:
