@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from docdelta.decision import Design
 from docdelta.models import VerdictKind
-from docdelta.power import Scenario, Simulation, drop_scenario, simulate, wilson
+from docdelta.power import Scenario, Simulation, drop_scenario, interval_coverage, simulate, wilson
 from docdelta.stats import DEFAULT_ALPHA
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
@@ -147,6 +147,7 @@ def main() -> None:
     p.add_argument(
         "--headline-prs", type=int, default=None, help="PRs for the A/A and drop auto cases (default --prs)"
     )
+    p.add_argument("--coverage-prs", type=int, default=40, help="PRs per cell of the coverage table")
     args = p.parse_args()
     big = args.headline_prs or args.prs
     todo = [
@@ -234,7 +235,25 @@ def main() -> None:
             f"- {name}: no_change at the auto cap {rate(nc, 'no_change')}; "
             f">= 50% {goal(nc.rate('no_change') >= 0.5)}"
         )
+    coverage(args.coverage_prs, args.seed)
     print(f"wall time {time.perf_counter() - start:.0f}s")
+
+
+COVERAGE_TASKS = (3, 10, 40)
+COVERAGE_REPEATS = (2, 6, 24)
+
+
+def coverage(prs: int, seed: int) -> None:
+    """The printed 90% intervals' coverage of the true delta (`power.interval_coverage`)."""
+    print(f"\ncoverage of the true delta by the printed 90% intervals ({prs} PRs per cell, fixed designs):")
+    print(f"{'tasks':>6} " + " ".join(f"{f'{r} repeats':>24}" for r in COVERAGE_REPEATS))
+    for tasks in COVERAGE_TASKS:
+        cells = []
+        for repeats in COVERAGE_REPEATS:
+            covered, lines = interval_coverage(tasks, repeats, prs, seed + tasks * 100 + repeats)
+            low, high = wilson(covered, lines)
+            cells.append(f"{covered / lines:.1%} [{low:.1%}, {high:.1%}]")
+        print(f"{tasks:>6} " + " ".join(f"{c:>24}" for c in cells))
 
 
 if __name__ == "__main__":

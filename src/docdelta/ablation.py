@@ -38,7 +38,7 @@ from docdelta.config import load_project_config, matcher
 from docdelta.detect import Overlay, instruction_files
 from docdelta.errors import ConfigError
 from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
-from docdelta.models import HEAD, Frozen, RunResult, RunStatus
+from docdelta.models import DEFAULT_NOISE_BAND, HEAD, Frozen, RunResult, RunStatus
 from docdelta.planning import ExperimentRequest
 from docdelta.tasks import load_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, AblationDesign, AblationUnit
@@ -297,7 +297,7 @@ def analyse(
     plan: Plan,
     results: Sequence[RunResult],
     *,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
     seed: int = 0,
 ) -> list[SectionReport]:
     """Each unit's effects from the graded runs of the plan's conditions."""
@@ -456,8 +456,8 @@ def ablate(request: AblationRequest, options: RunOptions, deps: Deps) -> tuple[A
         plan=design,
         runs_done=len(results),
         single_runs=single_runs(len(sections), design.per_side, tasks),
-        band=options.noise_band,
-        sections=analyse(sections, design, results, band=options.noise_band, seed=request.seed),
+        band=done.experiment.manifest.band,
+        sections=analyse(sections, design, results, band=done.experiment.manifest.band, seed=request.seed),
     )
     (done.store.workdir / ABLATION_FILE).write_text(report.model_dump_json(indent=2) + "\n")
     return report, done

@@ -25,7 +25,7 @@ from docdelta import __version__, validate
 from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models_core import DEFAULT_CONDITIONS, HEAD, NearMiss
+from docdelta.models_core import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND, HEAD, NearMiss
 from docdelta.sandbox import provider_names
 from docdelta.text import listing
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
@@ -355,7 +355,18 @@ def _add_ablate_command(sub: Any) -> None:
     )
     ab.add_argument("--seed", type=int, default=0)
     ab.add_argument("--yes", action="store_true", help="run a plan of more than 1,000 runs")
+    _add_band(ab)
     _add_agent_options(ab)
+
+
+def _add_band(r: argparse.ArgumentParser) -> None:
+    r.add_argument(
+        "--noise-band",
+        type=_arg(validate.noise_band),
+        default=None,
+        help="head - base differences within +- this are noise (default: .docdelta.yml's noise_band, "
+        f"else {DEFAULT_NOISE_BAND}); the run records it, so `report` uses it too",
+    )
 
 
 def _add_workdir_commands(sub: Any) -> None:
@@ -419,12 +430,16 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
     )
     r.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")
     r.add_argument(
-        "--repeats", type=_arg(validate.repeats), default=3, help="runs per arm and task, or auto (rounds)"
+        "--repeats",
+        type=_arg(validate.repeats),
+        default=AUTO,
+        help="runs per arm and task, or auto (rounds until decided, up to --max-repeats; the default)",
     )
     r.add_argument(
         "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
     )
     r.add_argument("--seed", type=int, default=0)
+    _add_band(r)
     r.add_argument(
         "--yes",
         action="store_true",
@@ -724,6 +739,7 @@ RUN_FLAGS = {
     "rate_limit": "rate-limit",
     "jobs": "jobs",
     "shard": "shard",
+    "noise_band": "noise-band",
 }
 """RunOptions field -> `docdelta run` flag (without `--`); the Action's table is settings.INPUTS."""
 

@@ -269,6 +269,9 @@ class ProjectConfig(BaseModel):
     disk) for the agent and the hidden tests."""
     arms: list[ArmSpec] = []
     """Arms added to every evaluation's conditions (`docdelta run` without --arms, the Action's PRs)."""
+    noise_band: float | None = Field(default=None, ge=0, lt=1)
+    """Head - base differences within +- this are noise (None: `DEFAULT_NOISE_BAND`); the
+    CLI's `--noise-band` and the Action's `noise-band` override it."""
 
     @field_validator("tasks")
     @classmethod

@@ -36,11 +36,21 @@ The procedure, and why this one:
   false regression (and, separately, of a false improvement) stays <= alpha under any
   dependence between tasks. A rejection also needs the delta outside the noise band.
 * **No change.** Two one-sided tests (TOST) against the configured band, once, at the
-  design's final look (the cap for `auto`), with all of alpha: no_change when the
-  (1 - 2 alpha) interval of the delta lies inside +-band and no hypothesis changed. The
-  interval is Agresti-Caffo adjusted (one pseudo-run scoring 0 and one scoring 1 added to
-  each arm), so identical runs never give a zero-width interval, and an arm of fewer than
-  MIN_ARM_RUNS runs gives none at all: 1 task x 1 repeat is inconclusive, never "no change".
+  design's final look, with all of alpha, as an intersection-union test: no_change only when
+  the (1 - 2 alpha) interval of EVERY hypothesis (each task's and the overall mean's) lies
+  inside +-band and no hypothesis changed, so a task that dropped on its own cannot hide in
+  the overall mean. Requiring all of them keeps the error rate of each at alpha without any
+  adjustment.
+* **One statistic per line.** Every hypothesis is shown as its raw delta, one (1 - 2 alpha)
+  interval and its own p (`line_interval`): the interval is the test's own where the test
+  rejects (the test-based interval of the printed p, Altman & Bland 2011, so p <= alpha
+  exactly when the interval excludes 0 on the side of the estimate) and, where it does not,
+  the hull of a Wald interval and 0. The Wald interval is centred on the raw delta
+  (never on shrunk means: the printed estimate always lies inside its interval) with an
+  Agresti-Caffo spread (a 0 and a 1 pseudo-run added to each arm for the variance only,
+  divided by the real run count), so identical runs never give a zero-width interval; an arm
+  of fewer than MIN_ARM_RUNS runs gives none at all, and then no p is printed either:
+  1 task x 1 repeat is inconclusive, never "no change".
 """
 
 from __future__ import annotations
@@ -52,7 +62,7 @@ from functools import partial
 from statistics import NormalDist
 
 from docdelta import stats
-from docdelta.models import VerdictKind
+from docdelta.models import DEFAULT_NOISE_BAND, VerdictKind
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
 OVERALL = "overall"
@@ -76,7 +86,8 @@ at a time, one seed): (3, 10, 16, 24) spending (0, .5, .8, 1) 83% power at 65 ru
 spending (1/6, 1/2, 1) with every task running to each look 87% at 78. A/A false regression
 2-3% in all of them. With FUTILITY_P and the round loop's early stop, this design measured
 81.4% [78.9, 83.7] power at 56.3 runs per PR and an A/A false regression of 1.9% [1.2, 2.9]
-(1,000 PRs each, `bench/bench_gate.py --seed 5150`; docs/scorecard.md has all cases)."""
+(1,000 PRs each, `bench/bench_gate.py --seed 5150`, before "no change" needed every task inside the band;
+docs/scorecard.md has the figures at the shipped defaults)."""
 FUTILITY_P = 0.2
 """Binding futility (`Design.futility`): after a look that spent alpha, before the cap, a
 direction whose one-sided mid-p (unweighted) is above this is closed for good. Chosen on
@@ -178,7 +189,7 @@ class Interval:
 class TaskDecision:
     task: str
     kind: VerdictKind
-    delta: float | None
+    delta: float
     treatment_runs: int
     control_runs: int
     rounds: int
@@ -186,7 +197,8 @@ class TaskDecision:
     """Holm-adjusted sequential p of "treatment is worse": the p the regression call used."""
     p_improved: float
     interval: Interval | None
-    """The equivalence (TOST) interval at the last look; None when an arm is too small."""
+    """This task's (1 - 2 alpha) interval (`line_interval`), agreeing with its p in the
+    direction of its delta; None when an arm is too small."""
     can_regress: bool = True
     """A later look could still call it regressed: its regression direction is not closed by
     futility and it is below the cap (the round loop spends rounds only on such tasks first)."""
@@ -197,12 +209,16 @@ class Decision:
     kind: VerdictKind
     decided_by: tuple[str, ...]
     """The hypotheses that decided (task ids and/or OVERALL); empty when inconclusive."""
-    p_value: float
-    """The p the decision used: Holm-adjusted sequential p (changes), TOST p (no change),
-    else the smallest adjusted p of either direction."""
+    p_value: float | None
+    """The p of `subject`, the hypothesis whose numbers the headline shows: its Holm-adjusted
+    sequential p (a change, or inconclusive: the overall mean's, in the direction of its
+    estimate), its TOST p (no change); None where no test can reject (an arm too small)."""
     threshold: float
     estimate: float
+    """The raw delta of `subject`."""
     interval: Interval | None
+    """The (1 - 2 alpha) interval of `subject` (`line_interval`): it contains `estimate` and
+    agrees with `p_value`."""
     alpha: float
     band: float
     exact: bool
@@ -219,6 +235,12 @@ class Decision:
     interval projected to the cap (each task's current delta, its spread shrunk to the cap's
     run count, `_projected_inside`) does not lie inside the band. Only the round loop reads
     it, to stop early; like any stopping rule it cannot raise an error rate."""
+    subject: str = OVERALL
+    """The hypothesis the headline's estimate, interval and p belong to: the deciding task
+    (the smallest p among those that decided) or OVERALL."""
+    overall_p: float | None = None
+    """The overall mean's own p in the direction of its estimate (the all-tasks row's), None
+    where no test can reject."""
 
     @property
     def decisive(self) -> bool:
@@ -238,16 +260,20 @@ def holm(p_values: Mapping[str, float]) -> dict[str, float]:
 
 
 def _adjusted_mean(scores: Sequence[float]) -> tuple[float, float, int]:
-    """Agresti-Caffo: (mean, variance of the mean, n) with a 0 and a 1 pseudo-run added."""
+    """(raw mean, variance of the mean, n): the spread is Agresti-Caffo's (a 0 and a 1
+    pseudo-run added) so that identical runs still have one, divided by the real run count
+    so that two runs are not credited with the precision of four."""
+    n = len(scores)
     values = [*scores, 0.0, 1.0]
-    n = len(values)
-    m = math.fsum(values) / n
-    return m, math.fsum((v - m) ** 2 for v in values) / n / n, n
+    m = math.fsum(values) / len(values)
+    spread = math.fsum((v - m) ** 2 for v in values) / len(values)
+    return math.fsum(scores) / n, spread / n, n
 
 
-def _interval(strata: Sequence[stats.Stratum], level: float) -> tuple[Interval, float, float] | None:
-    """(1 - 2 level) interval of the stratified delta, its centre and standard error; None
-    when any arm has fewer than MIN_ARM_RUNS runs (its spread cannot be estimated)."""
+def _wald(strata: Sequence[stats.Stratum], level: float) -> tuple[Interval, float, float] | None:
+    """(1 - 2 level) Wald interval of the stratified delta, centred on the raw delta, with its
+    centre and standard error; None when any arm has fewer than MIN_ARM_RUNS runs (its
+    spread cannot be estimated)."""
     if not strata or any(len(t) < MIN_ARM_RUNS or len(c) < MIN_ARM_RUNS for t, c in strata):
         return None
     centre, variance = 0.0, 0.0
@@ -261,6 +287,42 @@ def _interval(strata: Sequence[stats.Stratum], level: float) -> tuple[Interval, 
     return Interval(centre - z * se, centre + z * se, 1 - 2 * level), centre, se
 
 
+def line_interval(
+    estimate: float, p_lower: float, p_higher: float, wald: Interval | None, alpha: float
+) -> Interval | None:
+    """The (1 - 2 alpha) interval printed beside `estimate` and its p: it contains the estimate,
+    and it excludes 0 below (above) exactly when `p_lower` (`p_higher`) is <= alpha.
+
+    Where the p in the estimate's direction rejects, the test-based interval of that p
+    (estimate +- z_alpha |estimate| / z_p, within the -1..1 a delta of scores can take): the
+    inversion of the very test that decided.
+    Elsewhere the hull of the Wald interval and 0, so a test that cannot reject (closed by
+    futility, adjusted upwards by Holm, or simply weak) never sits beside an interval that
+    claims a change. None when the test does not reject and there is no Wald interval (an
+    arm too small to estimate its spread)."""
+    p = p_lower if estimate < 0 else p_higher
+    if estimate != 0 and p <= alpha:
+        half = 0.0 if p <= 0 else _upper_quantile(alpha) * abs(estimate) / _upper_quantile(p)
+        return Interval(max(-1.0, estimate - half), min(1.0, estimate + half), 1 - 2 * alpha)
+    if wald is None:
+        return None
+    return Interval(min(wald.low, 0.0, estimate), max(wald.high, 0.0, estimate), wald.confidence)
+
+
+def tost_p(estimate: float, interval: Interval, band: float, alpha: float) -> float:
+    """The TOST p read off `interval` (its two halves as the two one-sided standard errors), so
+    that it is <= alpha exactly when the interval lies inside +-band."""
+    z = _upper_quantile(alpha)
+    below, above = (estimate - interval.low) / z, (interval.high - estimate) / z
+    return max(_tail(band - estimate, above), _tail(estimate + band, below))
+
+
+def _tail(margin: float, se: float) -> float:
+    if se == 0:
+        return 0.0 if margin > 0 else 1.0
+    return _upper_tail(margin / se)
+
+
 _upper_tail = stats.normal_upper_tail
 """P(Z > z) for a standard normal Z, without scipy.stats.norm (stats.normal_upper_tail)."""
 
@@ -271,25 +333,15 @@ def _upper_quantile(level: float) -> float:
     return -NormalDist().inv_cdf(level)
 
 
-def _tost_p(centre: float, se: float, band: float) -> float:
-    """The TOST p-value: the larger of the two one-sided z p's against -band and +band."""
-    if se == 0:
-        return 0.0 if abs(centre) < band else 1.0
-    return max(_upper_tail((centre + band) / se), _upper_tail((band - centre) / se))
-
-
 @dataclass
 class _Seq:
     """Running sequential p's of one hypothesis over the looks taken."""
 
     lower: float = 1.0
     higher: float = 1.0
-    tost: float = math.inf
-    """TOST p at the final look (inf before it): <= alpha means equivalence is shown."""
+    final: bool = False
+    """The design's final look was taken on it: only then may it show equivalence."""
     exact: bool = True
-    interval: Interval | None = None
-    centre: float = 0.0
-    se: float = 0.0
     closed_lower: bool = False
     """Binding futility closed the regression direction: later looks cannot lower `lower`."""
     closed_higher: bool = False
@@ -302,8 +354,6 @@ def _look(
     *,
     final: bool,
     futility: bool,
-    alpha: float,
-    band: float,
     seed: int,
 ) -> None:
     """Fold one look into `seq`. Equivalence is tested once, at the design's final look, with
@@ -320,11 +370,7 @@ def _look(
         if futility and weight > 0 and not final:
             seq.closed_lower = seq.closed_lower or test.lower > FUTILITY_P
             seq.closed_higher = seq.closed_higher or test.higher > FUTILITY_P
-    found = _interval(strata, alpha)
-    if found is not None:
-        seq.interval, seq.centre, seq.se = found
-        if final:
-            seq.tost = _tost_p(seq.centre, seq.se, band)
+    seq.final = seq.final or final
 
 
 def _projected_inside(usable: Mapping[str, TaskRuns], cap: int, *, alpha: float, band: float) -> bool:
@@ -333,8 +379,11 @@ def _projected_inside(usable: Mapping[str, TaskRuns], cap: int, *, alpha: float,
     times runs now over runs at the cap: optimistic, so an A/A PR whose early runs wobble is
     not given up), each arm keeps its Agresti-Caffo spread with its run count grown to what
     the cap gives it (an arm of pooled runs only does not grow). A task already at the cap
-    keeps its delta: one that dropped by 0.5 puts no change out of reach. True while an arm
+    keeps its delta: one that dropped by 0.5 puts no change out of reach. No change needs
+    every task's own interval inside the band too, so one task whose projected interval is
+    wider than the band (a coin-flip task at the cap) puts it out of reach. True while an arm
     is too small to say. A guess for the round loop's stopping, never part of a decision."""
+    z = _upper_quantile(alpha)
     centre, variance = 0.0, 0.0
     for runs in usable.values():
         t, c = runs.upto(runs.rounds)
@@ -343,20 +392,23 @@ def _projected_inside(usable: Mapping[str, TaskRuns], cap: int, *, alpha: float,
         more = max(0, cap - runs.rounds)
         grows = any(r > POOLED for r, _ in runs.control)
         (mt, vt, nt), (mc, vc, nc) = _adjusted_mean(t), _adjusted_mean(c)
-        centre += (mt - mc) * nt / (nt + more)
-        variance += vt * nt / (nt + more) + vc * nc / (nc + (more if grows else 0))
+        task_centre = (mt - mc) * nt / (nt + more)
+        task_variance = vt * nt / (nt + more) + vc * nc / (nc + (more if grows else 0))
+        if abs(task_centre) + z * math.sqrt(task_variance) >= band:
+            return False
+        centre += task_centre
+        variance += task_variance
     k = len(usable)
-    half = _upper_quantile(alpha) * math.sqrt(variance) / k
-    return abs(centre / k) + half < band
+    return abs(centre / k) + z * math.sqrt(variance) / k < band
 
 
-def _needed(seq: _Seq, n: float, *, alpha: float, band: float) -> int | None:
-    """Repeats per arm at which the current spread would put the TOST interval inside the band."""
-    margin = band - abs(seq.centre)
-    if seq.interval is None or margin <= 0:
+def _needed(centre: float, se: float, n: float, *, alpha: float, band: float) -> int | None:
+    """Repeats per arm at which the current spread would put the Wald interval inside the band."""
+    margin = band - abs(centre)
+    if margin <= 0:
         return None
     z = _upper_quantile(alpha)
-    return max(math.ceil((n + 2) * (z * seq.se / margin) ** 2) - 2, math.ceil(n) + 1)
+    return max(math.ceil(n * (z * se / margin) ** 2), math.ceil(n) + 1)
 
 
 def _sequential(
@@ -364,8 +416,6 @@ def _sequential(
     design: Design,
     looks: Sequence[tuple[int, float]],
     *,
-    alpha: float,
-    band: float,
     seed: int,
 ) -> dict[str, _Seq]:
     """Every hypothesis (each task, OVERALL) folded over the looks taken, on the data each
@@ -381,9 +431,7 @@ def _sequential(
         final = not design.adaptive or n == design.cap
         reached = {t: not design.adaptive or r.rounds >= n for t, r in usable.items()}
         strata = {t: r.upto(n) for t, r in usable.items()}
-        look = partial(
-            _look, weight=weight, final=final, futility=futility, alpha=alpha, band=band, seed=seed + i
-        )
+        look = partial(_look, weight=weight, final=final, futility=futility, seed=seed + i)
         for t, stratum in strata.items():
             if stratum[0] and stratum[1] and reached[t]:
                 look(seqs[t], [stratum])
@@ -394,12 +442,120 @@ def _sequential(
 
 
 # ------------------------------------------------------------------ decide
+def _named(k: str) -> str:
+    return "the overall mean" if k == OVERALL else f"task {k}"
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """Every hypothesis's printed numbers: raw delta, line interval, both adjusted p's, TOST p."""
+
+    deltas: dict[str, float]
+    intervals: dict[str, Interval | None]
+    lower: dict[str, float]
+    higher: dict[str, float]
+    tost: dict[str, float]
+    """TOST p of the line interval; inf before the final look or without a Wald interval."""
+
+    def p(self, k: str) -> float | None:
+        """The p printed beside hypothesis k: its own, in the direction of its estimate; None
+        without an interval (no test can reject)."""
+        if self.intervals[k] is None:
+            return None
+        return self.lower[k] if self.deltas[k] < 0 else self.higher[k]
+
+    def line(self, k: str, p: float | None, what: str) -> str:
+        """One hypothesis as printed: its estimate, its interval, its own p."""
+        iv = self.intervals[k]
+        if iv is None or p is None:
+            return f"{_named(k)} {self.deltas[k]:+.2f}"
+        return (
+            f"{_named(k)} {self.deltas[k]:+.2f}, {iv.confidence:.0%} interval "
+            f"[{iv.low:+.2f}, {iv.high:+.2f}], {what} = {p:.3g}"
+        )
+
+
+def _lines(
+    strata: Mapping[str, Sequence[stats.Stratum]], seqs: Mapping[str, _Seq], *, alpha: float, band: float
+) -> _Lines:
+    deltas = {k: stats.stratified_delta(v) or 0.0 for k, v in strata.items()}
+    lower = holm({k: s.lower for k, s in seqs.items()})
+    higher = holm({k: s.higher for k, s in seqs.items()})
+    walds = {k: _wald(v, alpha) for k, v in strata.items()}
+    intervals = {
+        k: line_interval(deltas[k], lower[k], higher[k], None if w is None else w[0], alpha)
+        for k, w in walds.items()
+    }
+    tost = {
+        k: tost_p(deltas[k], iv, band, alpha) if iv is not None and walds[k] and seqs[k].final else math.inf
+        for k, iv in intervals.items()
+    }
+    return _Lines(deltas, intervals, lower, higher, tost)
+
+
+def _change_reason(lines: _Lines, kind: str, who: Sequence[str], also: Sequence[str], d: _Context) -> str:
+    """Why a change was called: the deciding hypothesis's own line, and the others that decided."""
+    ps = lines.lower if kind == "regressed" else lines.higher
+    subject = who[0]
+    others = f"; also {kind}: {', '.join(map(_named, who[1:]))}" if who[1:] else ""
+    mixed = f"; also improved: {', '.join(map(_named, also))}" if also else ""
+    seq = "sequential " if d.design.adaptive else ""
+    looks = len(d.design.looks)
+    return (
+        f"{kind}: {lines.line(subject, ps[subject], f'Holm-adjusted {seq}p')} <= alpha {d.alpha:g}, "
+        f"outside ±{d.band:.2f}{others}{mixed}; identical docs are called {kind} in at most {d.alpha:.0%} "
+        f"of PRs by this design ({len(lines.deltas)} hypotheses under Holm, {looks} look{'s' * (looks != 1)})"
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    design: Design
+    alpha: float
+    band: float
+
+
+def _inconclusive_reason(lines: _Lines, needed: int | None, d: _Context) -> str:
+    """Why neither a change nor no change: the overall mean's own line, and what kept it open."""
+    p, iv = lines.p(OVERALL), lines.intervals[OVERALL]
+    assert iv is not None
+    outside = [k for k, t in lines.tost.items() if k != OVERALL and t > d.alpha]
+    if iv.inside(d.band) and outside:
+        verb = "has" if len(outside) == 1 else "have"
+        why = f"{', '.join(map(_named, outside))} {verb} an interval not inside ±{d.band:.2f}"
+    elif iv.inside(d.band):
+        why = f"the design has not reached its final look (round {d.design.cap})"
+    elif needed is not None:
+        why = (
+            f"the interval is not inside ±{d.band:.2f}; about {needed} repeats per arm would show no "
+            "change if the true delta is 0"
+        )
+    else:
+        why = f"the interval is not inside ±{d.band:.2f}, and the estimate itself lies outside it"
+    signif = (
+        f"significant but within ±{d.band:.2f}"
+        if p is not None and p <= d.alpha
+        else f"not significant at alpha {d.alpha:g}"
+    )
+    return f"inconclusive: {lines.line(OVERALL, p, 'Holm-adjusted p')}, {signif}; {why}"
+
+
+def _kind(
+    t: str, regressed: Sequence[str], improved: Sequence[str], equivalent: Mapping[str, bool]
+) -> VerdictKind:
+    if t in regressed:
+        return "regressed"
+    if t in improved:
+        return "improved"
+    return "no_change" if equivalent[t] else "inconclusive"
+
+
 def decide(
     tasks: Mapping[str, TaskRuns],
     design: Design,
     *,
     alpha: float = stats.DEFAULT_ALPHA,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
     seed: int = 0,
 ) -> Decision | None:
     """The decision on treatment vs control after the rounds run so far; None without a
@@ -409,128 +565,101 @@ def decide(
         return None
     rounds = max(r.rounds for r in usable.values())
     looks = design.taken(rounds)
-    seqs = _sequential(usable, design, looks, alpha=alpha, band=band, seed=seed)
-
+    seqs = _sequential(usable, design, looks, seed=seed)
     full = {t: r.upto(rounds) for t, r in usable.items()}
-    deltas: dict[str, float | None] = {t: stats.stratified_delta([s]) for t, s in full.items()}
-    deltas[OVERALL] = stats.stratified_delta(list(full.values()))
-    lower = holm({k: s.lower for k, s in seqs.items()})
-    higher = holm({k: s.higher for k, s in seqs.items()})
+    lines = _lines(
+        {**{t: [s] for t, s in full.items()}, OVERALL: list(full.values())}, seqs, alpha=alpha, band=band
+    )
+    deltas = lines.deltas
 
-    def beyond(k: str) -> bool:
-        d = deltas[k]
-        return d is not None and not stats.is_noise(d, band)
+    def called(ps: Mapping[str, float], sign: int) -> list[str]:
+        return [
+            k
+            for k in seqs
+            if ps[k] <= alpha + 1e-12 and not stats.is_noise(deltas[k], band) and deltas[k] * sign > 0
+        ]
 
-    regressed = [k for k in seqs if lower[k] <= alpha + 1e-12 and beyond(k) and (deltas[k] or 0) < 0]
-    improved = [k for k in seqs if higher[k] <= alpha + 1e-12 and beyond(k) and (deltas[k] or 0) > 0]
-    equivalent = {k: s.tost <= alpha for k, s in seqs.items()}
+    regressed, improved = called(lines.lower, -1), called(lines.higher, 1)
+    equivalent = {k: p <= alpha for k, p in lines.tost.items()}
 
-    task_decisions = []
-    for t, runs in usable.items():
-        kind: VerdictKind = (
-            "regressed"
-            if t in regressed
-            else "improved"
-            if t in improved
-            else "no_change"
-            if equivalent[t]
-            else "inconclusive"
+    task_decisions = tuple(
+        TaskDecision(
+            t,
+            _kind(t, regressed, improved, equivalent),
+            deltas[t],
+            len(full[t][0]),
+            len(full[t][1]),
+            runs.rounds,
+            lines.lower[t],
+            lines.higher[t],
+            lines.intervals[t],
+            not seqs[t].closed_lower and runs.rounds < design.cap,
         )
-        tr, cr = full[t]
-        task_decisions.append(
-            TaskDecision(
-                t,
-                kind,
-                deltas[t],
-                len(tr),
-                len(cr),
-                runs.rounds,
-                lower[t],
-                higher[t],
-                seqs[t].interval,
-                not seqs[t].closed_lower and runs.rounds < design.cap,
-            )
-        )
-
-    overall = seqs[OVERALL]
-    reachable = _projected_inside(usable, design.cap, alpha=alpha, band=band)
-    estimate = deltas[OVERALL] or 0.0
-    exact = all(s.exact for s in seqs.values())
+        for t, runs in usable.items()
+    )
 
     def make(
         kind: VerdictKind,
         who: Sequence[str],
-        p: float,
+        p: float | None,
         reason: str,
         stop: dict[str, bool],
         needed: int | None = None,
     ) -> Decision:
+        subject = who[0] if who else OVERALL
         return Decision(
-            kind,
-            tuple(who),
-            p,
-            alpha,
-            estimate,
-            overall.interval,
-            alpha,
-            band,
-            exact,
-            design,
-            rounds,
-            tuple(task_decisions),
-            reason,
-            needed,
-            stop,
-            reachable,
+            kind=kind,
+            decided_by=tuple(who),
+            p_value=p,
+            threshold=alpha,
+            estimate=deltas[subject],
+            interval=lines.intervals[subject],
+            alpha=alpha,
+            band=band,
+            exact=all(s.exact for s in seqs.values()),
+            design=design,
+            rounds=rounds,
+            tasks=task_decisions,
+            reason=reason,
+            repeats_needed=needed,
+            stop=stop,
+            no_change_reachable=_projected_inside(usable, design.cap, alpha=alpha, band=band),
+            subject=subject,
+            overall_p=lines.p(OVERALL) if looks else None,
         )
 
+    ctx = _Context(design, alpha, band)
     stop = {d.task: d.kind != "inconclusive" for d in task_decisions}
     if regressed or improved:
-        kind = "regressed" if regressed else "improved"
-        who = regressed or improved
-        ps = lower if regressed else higher
-        p = min(ps[k] for k in who)
-        named = ", ".join("the overall mean" if k == OVERALL else f"task {k}" for k in who)
-        mixed = f"; also improved: {', '.join(improved)}" if regressed and improved else ""
-        seq = "sequential " if design.adaptive else ""
-        reason = (
-            f"{named} {kind} (Holm-adjusted {seq}p = {p:.3g} <= alpha {alpha:g}, delta outside "
-            f"±{band:.2f}){mixed}; identical docs are called {kind} in at most {alpha:.0%} of PRs by "
-            f"this design ({len(seqs)} hypotheses under Holm, {len(design.looks)} look"
-            f"{'s' if len(design.looks) != 1 else ''}; bench/bench_gate.py measures the real rate)"
-        )
-        stop = dict.fromkeys(stop, True) if regressed else stop
-        return make(kind, who, p, reason, stop)
+        kind: VerdictKind = "regressed" if regressed else "improved"
+        ps = lines.lower if regressed else lines.higher
+        who = sorted(regressed or improved, key=lambda k: (ps[k], k != OVERALL, k))
+        reason = _change_reason(lines, kind, who, improved if regressed else [], ctx)
+        return make(kind, who, ps[who[0]], reason, dict.fromkeys(stop, True) if regressed else stop)
     if not looks:
         reason = f"no look yet: the first decision is taken after round {design.looks[0]}"
-        return make("inconclusive", (), 1.0, reason, stop)
-    if overall.interval is None:
+        return make("inconclusive", (), None, reason, stop)
+    if lines.intervals[OVERALL] is None:
         small = min(min(len(t), len(c)) for t, c in full.values())
         reason = (
             f"an arm has {small} graded run{'s' if small != 1 else ''}: at least {MIN_ARM_RUNS} per arm "
-            "and task are needed to estimate the spread, so neither a change nor no change can be shown"
+            "and task are needed to estimate the spread, so no test can reject and neither a change "
+            "nor no change can be shown"
         )
-        return make("inconclusive", (), 1.0, reason, stop, MIN_ARM_RUNS)
-    iv = overall.interval
-    if equivalent[OVERALL]:
+        return make("inconclusive", (), None, reason, stop, MIN_ARM_RUNS)
+    if all(equivalent.values()):
+        worst = max((k for k in lines.tost if k != OVERALL), key=lambda k: lines.tost[k])
         reason = (
-            f"equivalent: the {iv.confidence:.0%} interval [{iv.low:+.2f}, {iv.high:+.2f}] lies inside "
-            f"±{band:.2f} (TOST p = {overall.tost:.3g} <= alpha {alpha:g}) and no task changed"
+            f"no change: {lines.line(OVERALL, lines.tost[OVERALL], 'TOST p')} <= alpha {alpha:g}, inside "
+            f"±{band:.2f}, and every task's own interval lies inside it too (least inside: "
+            f"{lines.line(worst, lines.tost[worst], 'TOST p')})"
         )
-        return make("no_change", (OVERALL,), overall.tost, reason, dict.fromkeys(stop, True))
+        return make("no_change", (OVERALL,), lines.tost[OVERALL], reason, dict.fromkeys(stop, True))
     per_arm = sum(len(t) + len(c) for t, c in full.values()) / (2 * len(full))
-    needed = _needed(overall, per_arm, alpha=alpha, band=band)
-    smallest = min(*lower.values(), *higher.values())
-    more = (
-        f"; about {needed} repeats per arm would show no change if the true delta is 0"
-        if needed is not None
-        else "; the estimate itself lies outside the band"
-    )
-    reason = (
-        f"no hypothesis reaches alpha {alpha:g} (smallest Holm-adjusted p = {smallest:.3g}) and the "
-        f"{iv.confidence:.0%} interval [{iv.low:+.2f}, {iv.high:+.2f}] is not inside ±{band:.2f}{more}"
-    )
-    return make("inconclusive", (), smallest, reason, stop, needed)
+    found = _wald(list(full.values()), alpha)
+    needed = None if found is None else _needed(found[1], found[2], per_arm, alpha=alpha, band=band)
+    reason = _inconclusive_reason(lines, needed, ctx)
+    return make("inconclusive", (), lines.p(OVERALL), reason, stop, needed)
 
 
 def from_strata(strata: Mapping[str, stats.Stratum]) -> dict[str, TaskRuns]:

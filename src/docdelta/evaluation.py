@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -33,7 +33,7 @@ from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.forecast import forecast
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
-from docdelta.models import BASE, HEAD, ArmSpec, RunBounds, Summary
+from docdelta.models import BASE, DEFAULT_NOISE_BAND, HEAD, ArmSpec, RunBounds, Summary
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line
 from docdelta.progress import LineProgress, Progress, progress_for
@@ -82,7 +82,9 @@ class RunOptions(BaseModel):
     jobs: int = Field(default=1, ge=1, description="cells run at once, each in its own sandbox")
     shard: Shard | None = Field(default=None, description="run only this slice of the plan (`I/N`)")
     progress: ProgressStyle = "auto"
-    noise_band: float = Field(default=0.05, ge=0, lt=1)
+    noise_band: float | None = Field(
+        default=None, ge=0, lt=1, description="None: `.docdelta.yml`'s noise_band, else DEFAULT_NOISE_BAND"
+    )
     alpha: float = Field(default=0.05, gt=0, lt=1)
 
     @field_validator("extra_ca")
@@ -293,6 +295,8 @@ def _evaluate(
         )
     )
     arms = declared_arms(request, options, config, repo, base_sha)
+    band = next((b for b in (options.noise_band, config.noise_band) if b is not None), DEFAULT_NOISE_BAND)
+    request = replace(request, noise_band=band)
     # One set of keys for every provider: the Action's one api-key goes to the upstream the
     # run's agent (or `provider`) names, never to another upstream an arm's agent speaks to.
     keys = gateway_environ(options, agent, config.gateway, deps.environ)
@@ -354,13 +358,11 @@ def _evaluate(
         if deps.job_summary is not None:
             deps.job_summary(ahead.markdown())
         tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
-        drop = cached_drop(
-            store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=options.noise_band
-        )
+        drop = cached_drop(store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=band)
         if request.require_change:  # the line speaks of head vs base; an ablation has neither
             print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
         if options.shard is None:
-            report = run_matrix(runner, exp, alpha=options.alpha, band=options.noise_band, pooled=pooled)
+            report = run_matrix(runner, exp, alpha=options.alpha, band=band, pooled=pooled)
         elif exp.manifest.adaptive:
             raise ConfigError(
                 "--repeats auto decides round by round from all runs, so it cannot be split into shards",
@@ -372,7 +374,5 @@ def _evaluate(
         for each in providers:
             each.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)
-    summary = scorecard(
-        store, exp.manifest, exp.detection, report.results, noise=options.noise_band, alpha=options.alpha
-    )
+    summary = scorecard(store, exp.manifest, exp.detection, report.results, noise=band, alpha=options.alpha)
     return Evaluation(store, exp, report, summary, reused, saved)

@@ -289,7 +289,8 @@ def render(records: list[HistoryRecord], path: str | None, skipped: int) -> str:
             f"{a.condition} {'—' if a.mean_score is None else f'{a.mean_score:.2f}'}" for a in r.arms
         )
         verdict = r.verdict.kind if r.verdict else f"no verdict ({r.verdict_refused or 'no shared task'})"
-        delta = f" {r.verdict.estimate:+.2f} p={r.verdict.p_value:.3g}" if r.verdict else ""
+        p = "" if r.verdict is None or r.verdict.p_value is None else f" p={r.verdict.p_value:.3g}"
+        delta = f" {r.verdict.estimate:+.2f}{p}" if r.verdict else ""
         cost = f" ${r.cost_usd:.2f}" if r.cost_usd is not None else ""
         file_part = f" {path}@{digest}" if path else ""
         when = f"{r.recorded_at:%Y-%m-%d %H:%M}"

@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from docdelta.models_core import BASE as BASE
 from docdelta.models_core import BUILTIN_CONDITIONS as BUILTIN_CONDITIONS
 from docdelta.models_core import DEFAULT_CONDITIONS as DEFAULT_CONDITIONS
+from docdelta.models_core import DEFAULT_NOISE_BAND as DEFAULT_NOISE_BAND
 from docdelta.models_core import HEAD as HEAD
 from docdelta.models_core import NONE as NONE
 from docdelta.models_core import PATCHED as PATCHED
@@ -609,6 +610,9 @@ class Manifest(Frozen):
         default=False, description="--repeats auto: `repeats` is the cap, rounds stop tasks once decided"
     )
     bounds: RunBounds | None = None
+    noise_band: float | None = Field(
+        default=None, description="the noise band the run was planned with (None: planned before it was kept)"
+    )
     docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
     order: list[Cell]
     holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
@@ -643,7 +647,13 @@ class Manifest(Frozen):
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
         unset |= {"skipped"} if not self.skipped else set()
+        unset |= {"noise_band"}  # how runs are judged, not what they ran
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
+
+    @property
+    def band(self) -> float:
+        """The noise band every report of this run uses: the one it was planned with."""
+        return DEFAULT_NOISE_BAND if self.noise_band is None else self.noise_band
 
     def agent_of(self, column: str) -> AgentInfo:
         """The agent that runs a column: its arm's, else the experiment's."""
@@ -947,6 +957,11 @@ class Summary(Frozen):
     )
     usage: list[ShiftSummary] = Field(default=[], description="tokens and cost, head vs base")
     infra_error_rate: float | None = Field(default=None, description="infra_error runs / all runs")
+    unmeasured: list[str] = Field(
+        default=[],
+        description="tasks whose runs had no scored item (key points only, no judge): no score, "
+        "left out of every statistic",
+    )
     verdict_refused: str | None = Field(
         default=None, description="why no verdict is given although arms have runs (too many infra errors)"
     )
@@ -994,13 +1009,20 @@ class VerdictSummary(Frozen):
     treatment: str
     control: str
     kind: VerdictKind
-    estimate: float = Field(description="mean over tasks of the per-task mean-score differences")
-    ci_low: float | None = Field(description="the equivalence (TOST) interval; None when an arm is too small")
+    subject: str = Field(
+        default="overall",
+        description="the hypothesis estimate, interval and p belong to: a task id or 'overall'",
+    )
+    estimate: float = Field(description="the subject's raw mean-score difference (overall: mean over tasks)")
+    ci_low: float | None = Field(
+        description="the subject's interval: contains the estimate, excludes 0 exactly when p <= alpha; "
+        "None when an arm is too small"
+    )
     ci_high: float | None
     confidence: float | None
-    p_value: float = Field(
-        description="the p the decision used: Holm-adjusted sequential p of the deciding hypothesis "
-        "(a change), the TOST p (no change), else the smallest adjusted p"
+    p_value: float | None = Field(
+        description="the subject's own p: Holm-adjusted sequential p (a change, inconclusive), TOST p "
+        "(no change); None where no test can reject"
     )
     threshold: float = Field(description="what p_value was compared with (alpha)")
     decided_by: list[str] = Field(default=[], description="task ids and/or 'overall' that decided")

@@ -87,6 +87,8 @@ class ExperimentRequest:
     repeats: int = 3
     adaptive: bool = False
     """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
+    noise_band: float | None = None
+    """The band the run is planned with, recorded in the manifest (None: the default)."""
     seed: int = 0
     source: str = HEAD
     patch: Path | None = None
@@ -237,6 +239,7 @@ def prepare(
         repeats=request.repeats,
         adaptive=request.adaptive,
         bounds=bounds,
+        noise_band=request.noise_band,
         docdelta_version=__version__,
         order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from docdelta import stats
 from docdelta.decision import Decision, Design, TaskRuns, decide
-from docdelta.models import Cell, PooledControl, RunResult
+from docdelta.models import DEFAULT_NOISE_BAND, Cell, PooledControl, RunResult
 from docdelta.planning import Experiment
 from docdelta.report.summary import design_of, task_runs
 from docdelta.runner import MatrixReport, Runner
@@ -118,7 +118,7 @@ def run_rounds(
     observe: Observe,
     *,
     alpha: float = stats.DEFAULT_ALPHA,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
     seed: int = 0,
 ) -> RoundsOutcome:
     """Run rounds of `conditions` (every arm this PR pays for; a pooled control arm is
@@ -161,7 +161,7 @@ def run_matrix(
     exp: Experiment,
     *,
     alpha: float = stats.DEFAULT_ALPHA,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
     pooled: PooledControl | None = None,
 ) -> MatrixReport:
     """Run an experiment's plan: all of it for fixed repeats; round by round, through

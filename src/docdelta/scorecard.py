@@ -31,12 +31,13 @@ def scorecard(
     detection: Detection,
     results: Sequence[RunResult],
     *,
-    noise: float = stats.DEFAULT_NOISE_BAND,
+    noise: float | None = None,
     alpha: float = stats.DEFAULT_ALPHA,
 ) -> Summary:
+    """The summary of these results; `noise` defaults to the band the run was planned with."""
     judged = with_judgements(results, load_judged(store, manifest.repo))
     docs = read_docs(store.workdir, manifest, detection)
-    power = cached_power(store, manifest, noise=noise, alpha=alpha)
+    power = cached_power(store, manifest, noise=manifest.band if noise is None else noise, alpha=alpha)
     pooled = read_pooled(store)
     return summarize(
         manifest,

@@ -101,7 +101,7 @@ class ActionSettings(BaseModel):
     tasks: str | None = Field(default=None, description="task directory in the repo; default: project config")
     conditions: tuple[str, ...] = DEFAULT_CONDITIONS
     repeats: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
-        default=3, description="runs per arm and task, or auto: rounds until decided, up to max_repeats"
+        default="auto", description="runs per arm and task, or auto: rounds until decided, up to max_repeats"
     )
     max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2, le=100)
     seed: int = 0

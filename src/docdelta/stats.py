@@ -25,9 +25,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from docdelta.models import GatePolicy, VerdictKind
+from docdelta.models import DEFAULT_NOISE_BAND, GatePolicy, VerdictKind
 
-DEFAULT_NOISE_BAND = 0.05
 PASS_SCORE = 1.0
 _EPS = 1e-9
 """Tolerance for float rounding: 0.55 - 0.50 is 0.05000000000000004, still inside a 0.05 band."""

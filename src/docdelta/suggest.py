@@ -47,6 +47,7 @@ from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.answer import command_label, command_tokens
 from docdelta.models import (
+    DEFAULT_NOISE_BAND,
     HEAD,
     PATCHED,
     ExecutedCommand,
@@ -380,7 +381,7 @@ def measure(
     results: Sequence[RunResult],
     *,
     alpha: float = stats.DEFAULT_ALPHA,
-    band: float = stats.DEFAULT_NOISE_BAND,
+    band: float = DEFAULT_NOISE_BAND,
 ) -> list[Measured]:
     """The drafted tasks in a run of `<condition>,patched` with exactly this patch."""
     spec = next((c for c in manifest.conditions if c.name == PATCHED), None)

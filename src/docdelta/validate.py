@@ -88,6 +88,17 @@ def fraction(text: str) -> float:
     return number
 
 
+def noise_band(text: str) -> float:
+    """`--noise-band B`: a score difference, 0 <= B < 1 (a band of 1 would call nothing a change)."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a score difference such as 0.2, got {text!r}") from None
+    if not 0 <= number < 1:
+        raise ValueError(f"expected a score difference from 0 up to (not including) 1, got {text!r}")
+    return number
+
+
 def condition_list(text: str) -> list[str]:
     """Comma-separated condition names, each once (a repeated name would run duplicate cells)."""
     names = [c.strip() for c in text.split(",") if c.strip()]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import GitRepo
+from pydantic import ValidationError
 
 from docdelta.config import (
     ProjectConfig,
@@ -103,3 +104,10 @@ def test_sandbox_limits_reach_every_runs_spec(tmp_path: Path) -> None:
         "none"
     )
     assert (default.memory_mb, default.pids, default.workspace_mb) == (2048, 512, 1024)
+
+
+def test_the_noise_band_is_a_project_setting_within_0_and_1() -> None:
+    assert ProjectConfig.model_validate({"noise_band": 0.1}).noise_band == 0.1
+    assert ProjectConfig().noise_band is None  # the CLI's and the Action's default then
+    with pytest.raises(ValidationError, match="noise_band"):
+        ProjectConfig.model_validate({"noise_band": 1.5})

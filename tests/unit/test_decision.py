@@ -64,8 +64,10 @@ def test_no_change_is_claimed_at_most_alpha_when_the_true_delta_sits_on_the_band
     sim = simulate(Scenario((0.6, 0.6), (0.4, 0.4)), Design.fixed(40), prs=200, band=band, seed=3)
     low, _ = wilson(sim.count("no_change"), sim.prs)
     assert low <= ALPHA, sim.verdicts
-    same = simulate(Scenario((0.6, 0.6), (0.6, 0.6)), Design.fixed(40), prs=100, band=band, seed=4)
-    assert same.rate("no_change") >= 0.5  # and a true zero is found to be one, often
+    # and a true zero is found to be one, often, at the near-certain rates reviewed tasks have
+    # (every task's own interval must lie inside the band: at 0.6 that takes hundreds of runs)
+    same = simulate(Scenario((0.9, 0.9), (0.9, 0.9)), Design.fixed(40), prs=100, band=band, seed=4)
+    assert same.rate("no_change") >= 0.5
 
 
 def test_a_dropped_task_is_found_on_its_own_and_stops_the_rounds_early() -> None:

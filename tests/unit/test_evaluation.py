@@ -75,7 +75,6 @@ def test_a_bad_cli_option_names_its_flag() -> None:
         "api_key",
         "provider",
         "progress",
-        "noise_band",
         "alpha",
     }
     with pytest.raises(ConfigError, match=r"--cap-usd = -1\.0: input should be greater than 0"):
@@ -87,3 +86,13 @@ def test_a_bad_cli_option_names_its_flag() -> None:
 def test_every_subcommand_has_a_handler() -> None:
     sub = next(a for a in _parser()._actions if a.dest == "command")
     assert set(COMMANDS) == set(sub.choices or ())
+
+
+def test_the_noise_band_flag_is_checked_and_passed_on() -> None:
+    base = ["run", "--base", "a", "--head", "b", "--tasks", "t", "--workdir", "w"]
+    assert run_options(_parser().parse_args(base)).noise_band is None  # .docdelta.yml's, else the default
+    assert run_options(_parser().parse_args([*base, "--noise-band", "0.1"])).noise_band == 0.1
+    for bad in ("1", "-0.1", "wide"):
+        with pytest.raises(SystemExit) as exit_:
+            _parser().parse_args([*base, "--noise-band", bad])
+        assert exit_.value.code == 2

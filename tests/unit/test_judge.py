@@ -152,7 +152,9 @@ def test_the_summary_counts_judged_points_instead_of_leaving_them_unscored() -> 
     )
     assert before.confounds.unscored_points == 1
     assert after.tasks[0].conditions["head"].mean_score == 1.0
-    assert after.tasks[0].conditions["base"].mean_score == 1.0  # unjudged: unchanged
+    # unjudged key points only: nothing was measured, so the base arm has no score at all
+    assert after.tasks[0].conditions["base"].mean_score is None and after.unmeasured == []
+    assert before.unmeasured == ["t"] and before.tasks[0].conditions["head"].mean_score is None
     missed_judged = _judged("t", "head", ("P1", POINT, False), ("R1", RULE, True))
     low = summarize(
         manifest(["t"], ("base", "head"), repeats=1),

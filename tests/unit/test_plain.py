@@ -40,7 +40,10 @@ def test_no_mark_contradicts_the_verdicts_basis_in_the_issues_case() -> None:
     assert "| run-tests | 0/2 → 2/2 | +1.00 (not significant) |" in md
     assert "A/A noise)" not in md and "(noise)" not in md
     words = lead(s).certainty
-    assert words.startswith("**Significant** (improved): decided by all tasks together, Holm-adjusted p = ")
+    assert words.startswith(
+        "**Significant** (improved): decided by all tasks together; all tasks +0.62, 90% interval ["
+    )
+    assert "Holm-adjusted p = " in words
     assert words.endswith("no single task is significant on its own at 2 runs per arm.")
 
 
@@ -62,7 +65,7 @@ def test_no_change_is_said_as_the_noise_band_with_its_interval() -> None:
     s = summarize(manifest(["a"], ["base", "head"], repeats=60), detection(), runs, noise=0.3)
     assert s.verdict is not None and s.verdict.kind == "no_change"
     said = lead(s)
-    assert said.certainty.startswith("**Within the noise band:** the 90% interval [")
+    assert said.certainty.startswith("**Within the noise band:** all tasks +0.00, 90% interval [")
     assert said.next == ""  # decisive: nothing to do
     assert s.tasks[0].head_vs_base.certainty is Certainty.noise_band
 

@@ -14,7 +14,15 @@ from docdelta import decision, stats
 from docdelta.detect import InstructionMatcher, detect_refs
 from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
-from docdelta.models import AgentInfo, NearMiss, PowerSummary, RunResult, RunStatus, Summary
+from docdelta.models import (
+    DEFAULT_NOISE_BAND,
+    AgentInfo,
+    NearMiss,
+    PowerSummary,
+    RunResult,
+    RunStatus,
+    Summary,
+)
 from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
 from docdelta.report.render import cell, code, environment, mermaid_label
 
@@ -48,7 +56,7 @@ def test_delta_noise_band_in_summary_and_table(
     head: float, repeats: int, noise: bool, cell_text: str
 ) -> None:
     runs = [*arm("a", "base", [0.5] * repeats), *arm("a", "head", [head] * repeats)]
-    s = summary_of(runs, repeats=repeats)
+    s = summarize(manifest(["a"], ["base", "head"], repeats=repeats), detection(), runs, noise=0.05)
     d = s.tasks[0].head_vs_base
     assert d.value == pytest.approx(head - 0.5)
     assert d.noise is noise
@@ -234,7 +242,7 @@ def test_a_clear_improvement_is_called_improved_with_its_numbers() -> None:
     assert (v.kind, v.estimate, v.exact, v.tasks, v.decided_by) == ("improved", 1.0, True, 3, ["overall"])
     # the overall mid-p: half the one most extreme of 20^3 splits; Holm over 3 tasks + overall
     assert v.p_value == pytest.approx(4 * 0.5 / 20**3)
-    assert v.ci_low is not None and v.ci_high is not None and 0 < v.ci_low < v.ci_high < 1
+    assert v.ci_low is not None and v.ci_high is not None and 0 < v.ci_low < v.estimate == v.ci_high == 1
     # one task alone (0/3 -> 3/3: mid-p 1/40, x3 by Holm) is not significant: no flip is sold
     assert [t.head_vs_base.flip for t in s.tasks] == [False, False, False]
     assert s.tasks[0].head_vs_base.p_value == pytest.approx(3 / 40)
@@ -243,7 +251,7 @@ def test_a_clear_improvement_is_called_improved_with_its_numbers() -> None:
     md = render_markdown(s)
     assert md.splitlines()[0] == "## docdelta scorecard: improved · head - base +1.00 (significant)"
     assert (
-        "**Verdict: improved** — head - base +1.00, 90% equivalence interval [+0.36, +0.84], "
+        "**Verdict: improved** — all tasks: head - base +1.00, 90% interval [+0.53, +1.00], "
         "p < 0.001 vs alpha 0.05, decided by overall"
     ) in md
     assert "- significant flips (open these first): none: no task's pass/fail majority changed" in md
@@ -299,7 +307,7 @@ def test_one_run_per_arm_is_never_no_change() -> None:
     s = summarize(manifest(["a"], ["base", "head"], repeats=1), detection(), runs, noise=0.5)
     assert s.verdict is not None and s.verdict.kind == "inconclusive"
     assert s.verdict.ci_low is None and "1 graded run" in s.verdict.reason
-    assert "no interval (too few runs per arm)" in render_markdown(s)
+    assert "no interval and no p (too few runs per arm: no test can reject)" in render_markdown(s)
 
 
 def test_infra_error_rate_counts_every_result() -> None:
@@ -336,7 +344,12 @@ def _four_tasks_each_2_of_5_to_4_of_5() -> list[RunResult]:
 
 def test_aa_band_marks_each_task_as_noise_but_not_the_whole_and_leaves_the_verdict_alone() -> None:
     runs = _four_tasks_each_2_of_5_to_4_of_5()
-    s = summary_of(runs, repeats=5)
+    s = summarize(
+        manifest(list("abcd"), sorted({r.cell.condition for r in runs}), repeats=5),
+        detection(),
+        runs,
+        noise=0.05,
+    )
     a = s.aa_noise
     assert a is not None and (a.tasks, a.repeats, a.quantile, a.simulations) == (4, 5, 0.95, 2000)
     pools = [[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]] * 4
@@ -350,6 +363,7 @@ def test_aa_band_marks_each_task_as_noise_but_not_the_whole_and_leaves_the_verdi
     direct = decision.decide(
         decision.from_strata({t: (_scores(runs, t, "head"), _scores(runs, t, "base")) for t in "abcd"}),
         decision.Design.fixed(5),
+        band=0.05,
         seed=7,
     )
     assert direct is not None and s.verdict is not None
@@ -551,3 +565,13 @@ def test_a_holdout_task_counts_in_the_verdict_but_is_never_named_or_shown() -> N
     assert not any(m.task == "hidden" for items in summary.missed.values() for m in items)
     text = render_markdown(summary)
     assert "hidden" not in text and "counts 1 holdout task whose own results are not shown" in text
+
+
+def test_a_report_uses_the_band_the_run_was_planned_with() -> None:
+    """The same runs, re-reported: the band comes from the manifest, never from a later default."""
+    runs = [*arm("a", "base", [0.5] * 4), *arm("a", "head", [0.6] * 4)]
+    planned = manifest(["a"], ["base", "head"], repeats=4).model_copy(update={"noise_band": 0.05})
+    s = summarize(planned, detection(), runs)
+    assert s.noise_band == 0.05 and s.tasks[0].head_vs_base.noise is False
+    unrecorded = summarize(manifest(["a"], ["base", "head"], repeats=4), detection(), runs)
+    assert unrecorded.noise_band == DEFAULT_NOISE_BAND and unrecorded.tasks[0].head_vs_base.noise is True

@@ -93,7 +93,7 @@ def test_a_patch_input_is_a_file_in_the_workspace(tmp_path: Path) -> None:
 def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     s = ActionSettings.from_env(_env(tmp_path))
     assert (s.repeats, s.fail_on, s.comment, s.conditions) == (
-        3,
+        "auto",
         "regression",
         True,
         ("base", "head", "none"),

@@ -50,7 +50,7 @@ def test_small_sample_numbers() -> None:
     ],
 )
 def test_noise_band_is_inclusive(head: tuple[float, ...], base: tuple[float, ...], noise: bool) -> None:
-    c = compare(ArmSample("head", head), ArmSample("base", base))
+    c = compare(ArmSample("head", head), ArmSample("base", base), band=0.05)
     assert c.noise is noise
 
 

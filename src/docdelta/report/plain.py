@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta import stats
-from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary
+from docdelta import decision, stats
+from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
@@ -120,23 +120,35 @@ def certainty_line(s: Summary) -> str:
     if v is None:
         why = s.verdict_refused or "no task has graded runs in both head and base"
         return f"**No verdict:** {why.rstrip('.')}."
+    numbers = _verdict_numbers(v)
     if v.kind in ("improved", "regressed"):
         who = ", ".join("all tasks together" if k == "overall" else f"*{k}*" for k in v.decided_by)
         alone = ""
         if list(v.decided_by) == ["overall"]:
             alone = f"; no single task is significant on its own at {s.repeats} runs per arm"
         return (
-            f"**Significant** ({v.kind}): decided by {who}, Holm-adjusted p = {v.p_value:.2g} ≤ {v.alpha:g}, "
+            f"**Significant** ({v.kind}): decided by {who}; {numbers} ≤ {v.alpha:g}, "
             f"so identical docs get this call in at most {v.alpha:.0%} of PRs{alone}."
         )
-    if v.kind == "no_change" and v.ci_low is not None and v.ci_high is not None:
+    if v.kind == "no_change":
         return (
-            f"**Within the noise band:** the {v.confidence or 0:.0%} interval [{v.ci_low:+.2f}, "
-            f"{v.ci_high:+.2f}] lies inside ±{v.band:.2f} and no task changed significantly."
+            f"**Within the noise band:** {numbers}: the interval lies inside ±{v.band:.2f}, "
+            "and so does every task's own interval."
         )
+    if v.p_value is None:
+        return "**No test possible** (inconclusive): an arm has too few runs for any test to reject."
+    return f"**Not significant** (inconclusive): {numbers}; no task changed beyond ±{v.band:.2f} either."
+
+
+def _verdict_numbers(v: VerdictSummary) -> str:
+    """The verdict's one statistic: whose it is, its estimate, its interval and its own p."""
+    who = "all tasks" if v.subject == "overall" else f"*{v.subject}*"
+    if v.ci_low is None or v.ci_high is None or v.p_value is None:
+        return f"{who} {v.estimate:+.2f}"
+    test = "TOST p" if v.kind == "no_change" else "Holm-adjusted p"
     return (
-        f"**Not significant** (inconclusive): no task and not the mean reaches {v.alpha:g} "
-        f"(smallest Holm-adjusted p = {v.p_value:.2g}), and the runs cannot show no change either."
+        f"{who} {v.estimate:+.2f}, {v.confidence or 0:.0%} interval [{v.ci_low:+.2f}, {v.ci_high:+.2f}], "
+        f"{test} = {v.p_value:.2g}"
     )
 
 
@@ -198,7 +210,9 @@ def next_line(s: Summary, repeats_flag: str) -> str:
         return ""
     at = f"at {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
     seen, d = "", s.power
-    if d is not None:
+    if d is not None and s.repeats < decision.MIN_ARM_RUNS:
+        seen = f"; {at} no test can reject, so every drop is missed"
+    elif d is not None:
         seen = (
             f"; {at} one task has to drop by {d.drop:.1f} to be caught in {d.target:.0%} of simulated PRs"
             if d.drop is not None

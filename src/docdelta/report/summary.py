@@ -88,7 +88,21 @@ already crosses it, while an occasional hung or crashed agent run does not."""
 
 
 def _graded(run: RunResult) -> bool:
-    return run.status is not RunStatus.infra_error and run.score is not None
+    return run.status is not RunStatus.infra_error and run.score is not None and _measured(run)
+
+
+def _measured(run: RunResult) -> bool:
+    """Whether the run's score measured anything: a score whose every item is unscored (key
+    points only, no judge yet) says nothing about the answer, so it is no score at all and
+    the run is left out of every statistic (its task is named in `Summary.unmeasured`)."""
+    items = run.score.items if run.score is not None else []
+    return not items or any(i.hit is not None for i in items)
+
+
+def _unmeasured(results: Sequence[RunResult]) -> list[str]:
+    """Tasks with completed runs none of which measured anything."""
+    done = [r for r in results if r.status is not RunStatus.infra_error and r.score is not None]
+    return sorted({r.cell.task for r in done} - {r.cell.task for r in done if _measured(r)})
 
 
 def _scores(runs: Iterable[RunResult]) -> list[float]:
@@ -169,7 +183,8 @@ def _task_delta(
     p = stats.fisher_passes(t, c)
     certainty = None
     if call is not None:
-        p = call.p_regressed if (value or 0.0) < 0 else call.p_improved
+        # no interval: no test can reject, and a p of 1 would read as a measured "no effect"
+        p = None if call.interval is None else call.p_regressed if (value or 0.0) < 0 else call.p_improved
         flip = bool(flip) and call.kind in CHANGES
         certainty = certainty_of(value, call.kind in CHANGES, band)
     return _delta(treatment, control, value, band, aa_band).model_copy(
@@ -231,7 +246,11 @@ def _aa_band(strata: Sequence[stats.Stratum], repeats: int, seed: int) -> float 
     """The A/A band of these strata (tasks with both arms), `repeats` runs per arm.
 
     One task's own band judges its delta: averaging over tasks shrinks noise, so the
-    overall band would call a single task's chance difference real."""
+    overall band would call a single task's chance difference real. None below
+    MIN_ARM_RUNS repeats: one run per arm shows no spread, and a band of ±0.00 would be a
+    claim, not a measurement."""
+    if repeats < decision.MIN_ARM_RUNS:
+        return None
     return stats.aa_noise_band([[*t, *c] for t, c in strata if t and c], repeats, seed=seed)
 
 
@@ -308,6 +327,7 @@ def _verdict(
         treatment=treatment,
         control=control,
         kind=d.kind,
+        subject="a holdout task" if d.subject in holdout else d.subject,
         estimate=d.estimate,
         ci_low=None if iv is None else iv.low,
         ci_high=None if iv is None else iv.high,
@@ -395,7 +415,8 @@ def _missed(by_condition: Mapping[str, Sequence[RunResult]]) -> dict[str, list[M
 def _confounds(
     manifest: Manifest, detection: Detection, results: Sequence[RunResult], conditions: Sequence[str]
 ) -> Confounds:
-    graded = [r for r in results if _graded(r)]
+    # every completed run, measured or not: a run of unjudged key points still ran somewhere
+    graded = [r for r in results if r.status is not RunStatus.infra_error and r.score is not None]
     isolation = Counter(r.isolation for r in graded)
     with_runs = {r.cell.condition for r in graded}
     done = {r.cell.key for r in results}
@@ -571,7 +592,7 @@ def summarize(
     detection: Detection,
     results: Sequence[RunResult],
     *,
-    noise: float = stats.DEFAULT_NOISE_BAND,
+    noise: float | None = None,
     alpha: float = stats.DEFAULT_ALPHA,
     docs: Sequence[InstructionRef] = (),
     power: PowerSummary | None = None,
@@ -587,6 +608,7 @@ def summarize(
     `docs`: the commands and paths of the docs diff (`instruction_usage.read_docs`);
     their use is tallied per arm over the graded runs. `selftests`: the change tasks' failed
     selftests the run recorded (`ResultStore.failed_selftests`): their tests could not run."""
+    noise = manifest.band if noise is None else noise
     conditions = _order([c.name for c in manifest.conditions] + [r.cell.condition for r in results])
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -657,7 +679,13 @@ def summarize(
     for c in (BASE, NONE):
         value = stats.mean_delta([(t.head_vs_base if c == BASE else t.head_vs_none).value for t in tasks])
         d = _delta(HEAD, c, value, noise, aa.band if aa and c == BASE else None)
-        overall[c] = d.model_copy(update={"certainty": _overall_certainty(decisions[c], value, noise)})
+        found = decisions[c]
+        overall[c] = d.model_copy(
+            update={
+                "certainty": _overall_certainty(found, value, noise),
+                "p_value": None if found is None else found.overall_p,
+            }
+        )
     if refused:  # no verdict, so no mark may speak for one
         overall = {c: d.model_copy(update={"certainty": None}) for c, d in overall.items()}
         tasks = [_unmarked(t) for t in tasks]
@@ -690,6 +718,7 @@ def summarize(
         pooled=_pool_summary(pooled, manifest),
         usage=_usage([r for r in results if _graded(r)], HEAD, BASE),
         infra_error_rate=infra_rate,
+        unmeasured=[t for t in _unmeasured(results) if t not in holdout],
         verdict_refused=refused,
         faults=faults,
         broken=broken,

@@ -1,0 +1,202 @@
+"""The gate as shipped, end to end: simulated PRs through the real `docdelta run` + `report`.
+
+Each simulated PR is a fresh git repository and workdir: three tasks that ask for the test
+command, a command agent (system python3, a script in a directory the sandbox shows) that
+answers right with the per-task rate its checkout's AGENTS.md states, and base and head
+commits whose AGENTS.md differ. A/A: head states the same rates (the edit changes nothing
+the agent reads). Drop: head states task t3 at 0.3 instead of 0.8. Nothing else is set: the
+repeats, noise band, conditions and caps are the CLI's shipped defaults, so the figures are
+what a user who configures nothing gets. Beside each case, `docdelta.power.simulate` runs the
+same scenario, design and band in-process, so a divergence between the two shows.
+
+    .venv/bin/python bench/bench_gate_cli.py [--prs 100] [--sim-prs 1000] [--jobs 2] [--seed 0]
+    .venv/bin/python bench/bench_gate_cli.py --smoke   # one PR per case, cap 2: the path, not the figures
+
+At the defaults a PR takes 70-180 runs (about 1-2 minutes on a busy 2-core machine), so a
+figure tight enough to judge the targets through the CLI takes hours; the simulator's
+columns carry the tight intervals, the CLI's show the two agree.
+
+Every rate is printed with its 95% Wilson interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from docdelta.decision import Design
+from docdelta.models import DEFAULT_NOISE_BAND, Summary
+from docdelta.power import Scenario, drop_scenario, simulate, wilson
+from docdelta.validate import DEFAULT_MAX_REPEATS
+
+RATES = (0.3, 0.5, 0.8)
+"""The three tasks' success rates (as bench/bench_gate.py); the drop takes the last to 0.3."""
+DROPPED, DROP_TO = 2, 0.3
+TASK = """\
+id: {id}
+prompt: "Task {id}: how do I run the tests?"
+gold:
+  commands: ["make check"]
+reviewed: true
+"""
+AGENT = """\
+import json, pathlib, random, re, sys
+prompt = sys.stdin.read()
+task = re.search(r"Task (t[0-9]+)", prompt).group(1)
+docs = pathlib.Path("AGENTS.md")
+rates = dict(re.findall(r"(t[0-9]+)=([0-9.]+)", docs.read_text() if docs.exists() else ""))
+right = random.SystemRandom().random() < float(rates.get(task, 0))
+command = "make check" if right else "python setup.py test"
+print(json.dumps({"answer": f"run {command}", "commands": [command]}))
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    head: tuple[float, ...]
+
+    @property
+    def scenario(self) -> Scenario:
+        if self.head == RATES:
+            return Scenario(RATES, RATES)
+        return drop_scenario(RATES, DROPPED, DROP_TO)
+
+
+CASES = (
+    Case("A/A", RATES),
+    Case("drop t3 0.8 -> 0.3", tuple(DROP_TO if i == DROPPED else r for i, r in enumerate(RATES))),
+)
+
+
+def _rates(rates: tuple[float, ...], note: str) -> str:
+    return f"# Agents\n{note}\nrates: {' '.join(f't{i + 1}={r}' for i, r in enumerate(rates))}\n"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def _project(root: Path, case: Case) -> Path:
+    """Base and head commits of a repository whose AGENTS.md carries the agent's rates."""
+    repo = root / "proj"
+    tasks = repo / ".docdelta" / "tasks"
+    tasks.mkdir(parents=True)
+    agent_dir = root / "agent-bin"
+    agent_dir.mkdir()
+    (agent_dir / "agent.py").write_text(textwrap.dedent(AGENT))
+    (repo / ".docdelta.yml").write_text(json.dumps({"sandbox": {"paths": [str(agent_dir)]}}) + "\n")
+    for i in range(len(RATES)):
+        (tasks / f"t{i + 1}.yaml").write_text(TASK.format(id=f"t{i + 1}"))
+    (repo / "README.md").write_text("# proj\n")
+    (repo / "AGENTS.md").write_text(_rates(RATES, "Be careful."))
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "add", "-A")
+    _git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base")
+    (repo / "AGENTS.md").write_text(_rates(case.head, "Be careful, and kind."))
+    _git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qam", "head")
+    return repo
+
+
+def _docdelta(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "docdelta", *args], capture_output=True, text=True, check=False
+    )
+
+
+def one_pr(case: Case, seed: int, extra: tuple[str, ...] = ()) -> tuple[str, int]:
+    """One simulated PR through the CLI: its verdict kind and the runs it took."""
+    root = Path(tempfile.mkdtemp(prefix="docdelta-gate-"))
+    try:
+        repo = _project(root, case)
+        work = root / "work"
+        run = _docdelta(
+            "run", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD",
+            "--tasks", str(repo / ".docdelta" / "tasks"), "--workdir", str(work),
+            "--agent", "command", "--agent-cmd", f"python3 {root / 'agent-bin' / 'agent.py'}",
+            "--seed", str(seed), *extra,
+        )  # fmt: skip
+        if run.returncode != 0:
+            raise RuntimeError(f"docdelta run exited {run.returncode}: {run.stderr[-2000:]}")
+        report = _docdelta("report", "--workdir", str(work), "--format", "json")
+        if report.returncode != 0:
+            raise RuntimeError(f"docdelta report exited {report.returncode}: {report.stderr[-2000:]}")
+        summary = Summary.model_validate_json(report.stdout)
+        runs = sum(c.runs for c in summary.overall.values())
+        kind = summary.verdict.kind if summary.verdict else "none"
+        print(f"  {case.name}, seed {seed}: {kind} after {runs} runs", file=sys.stderr, flush=True)
+        return kind, runs
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _rate(count: int, n: int) -> str:
+    low, high = wilson(count, n)
+    return f"{count / n:6.1%} [{low:.1%}, {high:.1%}]" if n else "—"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--prs", type=int, default=100, help="simulated PRs per case through the CLI")
+    p.add_argument("--sim-prs", type=int, default=1000, help="PRs per case of the in-process simulator")
+    p.add_argument("--jobs", type=int, default=2, help="PRs run at once")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one PR per case through the CLI capped at 2 repeats, 10 simulated",
+    )
+    args = p.parse_args()
+    prs, sim_prs = (1, 10) if args.smoke else (args.prs, args.sim_prs)
+    cap = 2 if args.smoke else DEFAULT_MAX_REPEATS
+    extra = ("--max-repeats", str(cap)) if args.smoke else ()
+    design = Design.auto(cap)
+    began = time.perf_counter()
+    what = "smoke (not the defaults)" if args.smoke else "shipped defaults"
+    print(
+        f"{what}: repeats auto (cap {cap}, {design.label}), noise band "
+        f"±{DEFAULT_NOISE_BAND}, conditions base,head,none; tasks at {RATES}; {prs} PRs per case "
+        f"through `docdelta run` + `report` (fresh workdir each), {sim_prs} in the simulator"
+    )
+    print(
+        f"{'case':<20} {'path':<10} {'PRs':>5} {'regressed':>22} {'improved':>22} "
+        f"{'no change':>22} {'runs/PR':>8}"
+    )
+    for i, case in enumerate(CASES):
+        start = time.perf_counter()
+        with ThreadPoolExecutor(args.jobs) as pool:
+            seeds = [args.seed + 1000 * i + k for k in range(prs)]
+            done = list(pool.map(partial(one_pr, case, extra=extra), seeds))
+        kinds = Counter(kind for kind, _ in done)
+        runs = sum(r for _, r in done) / len(done)
+        secs = time.perf_counter() - start
+        print(
+            f"{case.name:<20} {'CLI':<10} {prs:>5} {_rate(kinds['regressed'], prs):>22} "
+            f"{_rate(kinds['improved'], prs):>22} {_rate(kinds['no_change'], prs):>22} {runs:8.1f}"
+            f"  ({secs:.0f}s)"
+        )
+        sim = simulate(case.scenario, design, prs=sim_prs, band=DEFAULT_NOISE_BAND, seed=args.seed + i)
+        # the simulator runs head and base only; the CLI's default none arm runs the same rounds
+        arms = 3 / 2
+        print(
+            f"{'':<20} {'simulator':<10} {sim_prs:>5} {_rate(sim.count('regressed'), sim_prs):>22} "
+            f"{_rate(sim.count('improved'), sim_prs):>22} {_rate(sim.count('no_change'), sim_prs):>22} "
+            f"{sim.mean_runs * arms:8.1f}"
+        )
+    print(f"wall time {time.perf_counter() - began:.0f}s on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
