@@ -497,7 +497,7 @@ def decide(
             f"{named} {kind} (Holm-adjusted {seq}p = {p:.3g} <= alpha {alpha:g}, delta outside "
             f"±{band:.2f}){mixed}; identical docs are called {kind} in at most {alpha:.0%} of PRs by "
             f"this design ({len(seqs)} hypotheses under Holm, {len(design.looks)} look"
-            f"{'s' if len(design.looks) != 1 else ''}; bench/bench_gate.py measures the real rate)"
+            f"{'s' if len(design.looks) != 1 else ''}; the gate bench in the docs measures the real rate)"
         )
         stop = dict.fromkeys(stop, True) if regressed else stop
         return make(kind, who, p, reason, stop)

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import arm, summary_of
 from fakegithub import FakeGitHub, event_path
 
 from docdelta import app
@@ -28,6 +30,7 @@ from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.history import HISTORY_DIR, History
+from docdelta.models import RunResult, Summary
 from docdelta.report import render
 from docdelta.settings import ActionSettings, input_variable
 
@@ -577,3 +580,72 @@ def test_a_selftest_that_runs_no_test_posts_its_cause_in_the_comment_redacted_an
     assert "Invalid -W option ignored" in body  # the line that held the key is shown ...
     for text in (body, check["output"]["summary"], check["output"]["title"], log):
         assert API_KEY not in text  # ... with the key redacted
+
+
+# ------------------------------------------------ the Action's own words
+@pytest.mark.parametrize(
+    ("inputs", "title"),
+    [
+        ({"agent_command": "./my-agent"}, "the `agent-command` input is only for the command agent"),
+        ({"agent": "command", "agent_command": "./agent 'unbalanced"}, "the agent command"),
+    ],
+)
+def test_a_bad_agent_command_names_the_input_in_the_check_never_the_cli_flag(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub, inputs: dict[str, str], title: str
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, log = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), **inputs), fake)
+
+    assert result.activity == "error"
+    check = _latest_check(fake)
+    posted = check["output"]["title"] + check["output"]["summary"] + log
+    assert title in check["output"]["title"]
+    assert "agent-command" in posted
+    assert not any(flag in posted for flag in ("--agent-cmd", "--agent ", "--yes", "--repeats"))
+
+
+def test_without_checks_write_the_advice_is_one_warning_annotation(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.deny_checks = True
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, log = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true"), fake)
+
+    assert result.activity == "plan" and fake.statuses  # posted as a commit status instead
+    said = [line for line in log.splitlines() if "checks: write" in line]
+    assert len(said) == 1 and said[0].startswith("::warning title=docdelta::")
+
+
+def _inconclusive_at_2_repeats(tasks: list[str]) -> Summary:
+    """Every task passes every other run in both arms: inconclusive, and the spread asks for
+    far more repeats than the Action's default `max-runs` allows."""
+    runs: list[RunResult] = []
+    for t in tasks:
+        runs += [*arm(t, "base", [1.0, 0.0]), *arm(t, "head", [0.0, 1.0]), *arm(t, "none", [1.0, 0.0])]
+    return summary_of(runs, tasks, repeats=2)
+
+
+def test_following_an_inconclusive_comments_next_step_gives_a_plan_the_action_accepts(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    tasks = sorted(p.stem for p in (demo.path / ".docdelta" / "tasks").glob("*.yaml"))
+    defaults = ActionSettings.from_env(_env(tmp_path, demo, fake, _event(tmp_path, demo)))
+    summary = _inconclusive_at_2_repeats(tasks)
+    assert summary.verdict is not None and summary.verdict.kind == "inconclusive"
+    body = render.render_comment_markdown(summary, max_runs=defaults.max_runs)
+    (step,) = [line for line in body.splitlines() if line.startswith("- **Next:**")]
+    advised = dict(re.findall(r"`(repeats|max-runs): (\d+)`", step))
+    assert int(advised["repeats"]) * len(tasks) * 3 > defaults.max_runs  # the cap had to be raised
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    followed, _ = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", **{
+        k.replace("-", "_"): v for k, v in advised.items()}), fake)  # fmt: skip
+    assert followed.activity == "plan"
+    assert json.loads(_outputs(tmp_path)["plan"])["cells"] == int(advised["repeats"]) * len(tasks) * 3
+
+    refused, _ = _run(
+        _env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", repeats=advised["repeats"]), fake
+    )
+    assert refused.activity == "error" and "max-runs" in _outputs(tmp_path)["error"]

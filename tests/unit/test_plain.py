@@ -37,7 +37,9 @@ def test_no_mark_contradicts_the_verdicts_basis_in_the_issues_case() -> None:
     }
     assert s.head_vs_base.certainty is Certainty.significant  # the hypothesis that decided
     md = render_comment_markdown(s)
-    assert "| run-tests | 0/2 → 2/2 | +1.00 (not significant) |" in md
+    visible = md.split("<details>", 1)[0]  # per-task marks are statistics: folded, never under the total
+    assert "| run-tests | 0/2 → 2/2 | +1.00 |" in visible and "significant" not in visible
+    assert "| run-tests | 0.00 | 1.00 | 0.00 | +1.00 (not significant) | 0.33 |" in md  # folded
     assert "A/A noise)" not in md and "(noise)" not in md
     words = lead(s).certainty
     assert words.startswith("**Significant** (improved): decided by all tasks together, Holm-adjusted p = ")

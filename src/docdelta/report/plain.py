@@ -25,11 +25,14 @@ from dataclasses import dataclass
 
 from docdelta import stats
 from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary
+from docdelta.validate import ACTION_MAX_REPEATS
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
-README_TERMS = "https://github.com/docdelta/docdelta/blob/main/README.md#reading-the-scorecard"
-"""Where the scorecard's terms are defined: one README section, linked from every comment."""
+PROJECT_URL = "https://github.com/docdelta/docdelta/blob/main"
+"""The project's files on GitHub: a posted text links here, never to a path of a checkout."""
+SCORECARD_DOCS = f"{PROJECT_URL}/docs/scorecard.md"
+"""Where the scorecard's terms are defined, linked from every comment's statistics."""
 MARK_WORDS = {
     Certainty.significant: "significant",
     Certainty.not_significant: "not significant",
@@ -181,8 +184,28 @@ def _usd(value: float) -> str:
     return f"${value:.3f}" if value < 1 else f"${value:.2f}"
 
 
-def next_line(s: Summary, repeats_flag: str) -> str:
-    """What to do now. `repeats_flag` spells the setting: `repeats: {n}` (Action), `--repeats {n}` (CLI)."""
+def planned_runs(s: Summary, repeats: int) -> int:
+    """The runs a rerun at `repeats` plans: every task (holdouts too) in every column, as
+    `planning.prepare` counts them against the cap."""
+    return (len(s.tasks) + s.holdout_tasks) * len(s.conditions) * repeats
+
+
+def _rerun(s: Summary, repeats: int, repeats_flag: str, max_runs: int | None) -> str:
+    """The settings of a rerun at `repeats`. With the Action's `max_runs`: at most the repeats the
+    Action accepts (said so when the spread asks for more), and `max-runs` raised to fit the plan."""
+    capped = max_runs is not None and repeats > ACTION_MAX_REPEATS
+    n = ACTION_MAX_REPEATS if capped else repeats
+    flag = f"`{repeats_flag.format(n=n)}`"
+    runs = planned_runs(s, n)
+    if max_runs is not None and runs > max_runs:
+        flag += f" and `max-runs: {runs}` (the plan is {runs:,} runs, over the cap of {max_runs:,})"
+    return flag
+
+
+def next_line(s: Summary, repeats_flag: str = "repeats: {n}", *, max_runs: int | None = None) -> str:
+    """What to do now. `repeats_flag` spells the setting: `repeats: {n}` (Action), `--repeats {n}`
+    (CLI). `max_runs`: the Action's cap on a plan; a rerun over it is proposed with `max-runs`
+    raised to fit, so following the advice never meets the Action's refusal."""
     v = s.verdict
     if s.broken or (v is None and s.verdict_refused):
         if s.grading_failures:
@@ -205,15 +228,19 @@ def next_line(s: Summary, repeats_flag: str) -> str:
             else f"; {at} even a drop of {d.largest:.1f} on one task is missed in over "
             f"{1 - d.target:.0%} of simulated PRs"
         )
+    flag = _rerun(s, v.repeats_needed or 0, repeats_flag, max_runs)
     if v.repeats_needed is not None and v.ci_low is None:
-        flag = repeats_flag.format(n=v.repeats_needed)
         return (
-            f"**Next:** rerun with `{flag}` or more: the spread of an arm needs at least "
+            f"**Next:** rerun with {flag} or more: the spread of an arm needs at least "
             f"{v.repeats_needed} runs to be estimated{seen}."
         )
+    if v.repeats_needed is not None and max_runs is not None and v.repeats_needed > ACTION_MAX_REPEATS:
+        return (
+            f"**Next:** rerun with {flag}, the most the Action runs, or add tasks: this spread needs "
+            f"{v.repeats_needed} repeats to show no change if there is none{seen}."
+        )
     if v.repeats_needed is not None:
-        flag = repeats_flag.format(n=v.repeats_needed)
-        return f"**Next:** rerun with `{flag}`: this spread would then show no change if there is none{seen}."
+        return f"**Next:** rerun with {flag}: this spread would then show no change if there is none{seen}."
     return (
         "**Next:** more repeats or more tasks: the estimate lies outside the band but is not "
         f"significant{seen}."
