@@ -109,7 +109,8 @@ def test_a_30_task_suite_comment_stays_under_one_screen_and_names_what_changed(
     lead = [line for line in top if line.startswith("- ")]
     assert 2 <= len(lead) <= 4
     assert (
-        "10 of 30 tasks got better: *task-00* 0/2 → 2/2, *task-01* 0/2 → 2/2, "
+        "**10 of 30 tasks got better** with [`AGENTS.md`](https://github.com/Codertocat/Hello-World/pull/2/"
+        "files#diff-x) (runs passed, base → head): *task-00* 0/2 → 2/2, *task-01* 0/2 → 2/2, "
         "*task-02* 0/2 → 2/2 and 7 more; 20 unchanged." in lead[0]
     )
     assert "cost $0.010 → $0.013 per run (+30%, +$0.0030)" in lead[2]
@@ -144,7 +145,7 @@ def test_the_visible_comment_is_verdict_counts_sureness_cost_and_no_statistics_v
     top = "\n".join(_before_fold(body))
     heading = body.splitlines()[1]
     assert heading == "## docdelta scorecard: improved"
-    assert "10 of 30 tasks got better" in top and "20 unchanged" in top
+    assert "**10 of 30 tasks got better**" in top and "20 unchanged" in top
     assert "**How sure:** confident" in top and "5% of PRs" in top
     assert "cost $0.010 → $0.013 per run" in top
     assert not [w for w in STATISTICS_WORDS if w in top]

@@ -62,10 +62,11 @@ def _named(tasks: Sequence[TaskSummary]) -> str:
 
 
 def changed_counts(s: Summary, diff_links: Mapping[str, str]) -> str:
-    """`**What changed:** 2 of 8 tasks got worse: *t3* 20/24 → 11/24, …; 6 unchanged.`"""
+    """`**2 of 8 tasks got worse** with `AGENTS.md` (runs passed, base → head): *t3* 20/24 → 11/24,
+    …; 6 unchanged.` The first count is bold: it is the line's answer."""
     compared = [t for t in s.tasks if t.head_vs_base.value is not None]
     if not compared:
-        return "**What changed:** nothing measurable — no task has graded runs in both head and base."
+        return "**Nothing measurable changed:** no task has graded runs in both head and base."
     what = ""
     if len(s.changed) == 1:
         path = s.changed[0].path
@@ -74,14 +75,15 @@ def changed_counts(s: Summary, diff_links: Mapping[str, str]) -> str:
     better = [t for t in compared if (t.head_vs_base.value or 0.0) > s.noise_band]
     same = sum(1 for t in compared if stats.is_noise(t.head_vs_base.value or 0.0, s.noise_band))
     n = len(compared)
-    parts: list[str] = []
-    for group, word in ((worse, "worse"), (better, "better")):
-        if group:
-            count = f"{len(group)} of {n} tasks" if not parts else f"{len(group)}"
-            parts.append(f"{count} got {word}: {_named(group)}")
+    moved = [(group, word) for group, word in ((worse, "worse"), (better, "better")) if group]
+    if not moved:
+        return f"**{same} of {n} task{'s' if n != 1 else ''} unchanged**{what} (runs passed, base → head)."
+    (first, word), *rest = moved
+    parts = [_named(first), *(f"{len(g)} got {w}: {_named(g)}" for g, w in rest)]
     if same:
-        parts.append(f"{same} of {n} tasks unchanged" if not parts else f"{same} unchanged")
-    return f"**What changed{what}** (runs passed, base → head): {'; '.join(parts)}."
+        parts.append(f"{same} unchanged")
+    head = f"{len(first)} of {n} task{'s' if n != 1 else ''} got {word}"
+    return f"**{head}**{what} (runs passed, base → head): {'; '.join(parts)}."
 
 
 def sureness(s: Summary) -> str:

@@ -172,7 +172,7 @@ def cost_line(s: Summary) -> str:
         parts.append(
             f"time {base.median_duration_s:.1f}s → {head.median_duration_s:.1f}s{f' ({pct})' if pct else ''}"
         )
-    return f"Cost (medians, base → head): {'; '.join(parts)}." if parts else ""
+    return f"**Cost** (medians, base → head): {'; '.join(parts)}." if parts else ""
 
 
 def _usd(value: float) -> str:
