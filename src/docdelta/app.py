@@ -94,6 +94,7 @@ from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
+from docdelta.report.render import fmt_verdict
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
@@ -838,7 +839,8 @@ def _run_and_report(
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     conclusion = Conclusion(decision.conclusion)
     notes = [
-        f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {decision.reason}",
+        # the verdict's statistical reason is in the comment's statistics fold, not here
+        f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {fmt_verdict(summary.verdict)}",
         *matrix.notes,
     ]
     if provenance:

@@ -496,12 +496,13 @@ def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_t
     assert len(top) <= render.SCREEN_LINES and "```" not in "\n".join(top)
     lead = [line for line in top if line.startswith("- ")]
     assert 2 <= len(lead) <= 4
-    assert lead[0].startswith("- With the new [`AGENTS.md`](https://github.com/")
-    assert "*run-tests* 2/2 (was 0/2)" in lead[0] and "unchanged on *install-dev*" in lead[0]
-    # the one certainty phrase is the verdict's own basis; no task row says "noise" for a change
-    verdict = result.outputs["verdict"]
-    if verdict == "improved":
-        assert lead[1].startswith("- **Significant** (improved): decided by ")
+    assert lead[0].startswith("- **") and " with [`AGENTS.md`](https://github.com/" in lead[0]
+    assert "*run-tests* 0/2 → 2/2" in lead[0] and "unchanged" in lead[0]
+    # how sure, in words; the statistics that back it are folded
+    assert lead[1].startswith("- **How sure:** ")
+    unfolded = re.sub(r"<details>.*?</details>", "", body, flags=re.DOTALL)  # what shows before a click
+    assert not [w for w in ("Holm", "hypothes", "alpha", "interval", "significant") if w in unfolded]
+    assert "**Gate** (`fail-on: regression`): " in unfolded and "bench/" not in body
     rows = [line for line in top if line.startswith("| ") and "(" in line]
     assert rows and all("noise band" not in r for r in rows if "+0." in r or "+1." in r)
     assert "tokens" in lead[2] and "not priced" in lead[2] and "%" in lead[2]

@@ -28,6 +28,12 @@ SURENESS = {
 }
 """How sure, per verdict, in words with one number: the false-call rate the gate holds,
 the band the effect lies in, or the p that fell short."""
+SETTLED_NEXT = {
+    "improved": "**Next:** review the diff as usual; the transcripts (linked below) show what changed.",
+    "no_change": "**Next:** nothing to fix: these tasks do not tell the two versions apart; "
+    "keep the edit for its own reasons, or add a task it should change.",
+}
+"""The next step where the scorecard's own (`plain.next_line`) has none: a settled verdict."""
 
 
 @dataclass(frozen=True)
@@ -100,4 +106,6 @@ def sureness(s: Summary) -> str:
 def glance(s: Summary, diff_links: Mapping[str, str], max_runs: int | None) -> Glance:
     """The visible part of the comment: its cost and next step are the scorecard's own lines;
     `max_runs` is the Action's cap, so the next step proposes only a plan it accepts."""
-    return Glance(changed_counts(s, diff_links), sureness(s), cost_line(s), next_line(s, max_runs=max_runs))
+    settled = SETTLED_NEXT.get(s.verdict.kind, "") if s.verdict and not s.broken else ""
+    step = next_line(s, max_runs=max_runs) or settled
+    return Glance(changed_counts(s, diff_links), sureness(s), cost_line(s), step)
