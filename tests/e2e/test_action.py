@@ -184,6 +184,9 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     assert len(fake.comments) == 1
     assert len(fake.requests("PATCH", r"/issues/comments/\d+")) <= 1  # edited only if the text changed
     assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+    # the rerun started and completed a check run of its own; the first one stayed completed
+    assert [r["status"] for r in fake.check_runs] == ["completed", "completed"]
+    assert fake.check_runs[0]["output"] == check["output"]
     # One history record for the evaluation (the rerun reused every run), a receipt for head's AGENTS.md.
     history = History.at(tmp_path / "results" / HISTORY_DIR)
     (record,), _ = history.records()
