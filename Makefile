@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit docker-tests bench clean bwrap chromium
+.PHONY: demo test lint typecheck unit docker-tests bench clean bwrap chromium docs
 
 $(BIN)/docdelta: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,8 @@ demo: $(BIN)/docdelta bwrap
 	$(BIN)/docdelta demo --workdir docdelta-demo
 
 lint: $(BIN)/docdelta
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 
 typecheck: $(BIN)/docdelta
 	$(BIN)/mypy
@@ -41,3 +41,7 @@ bench: $(BIN)/docdelta
 
 clean:
 	rm -rf $(VENV) docdelta-demo .mypy_cache .ruff_cache .pytest_cache
+
+# The generated parts of docs/ (Action inputs, CLI reference, config fields, price table).
+docs: $(BIN)/docdelta
+	$(BIN)/python scripts/gen_docs.py

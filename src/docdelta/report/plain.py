@@ -31,8 +31,8 @@ MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
 PROJECT_URL = "https://github.com/docdelta/docdelta/blob/main"
 """The project's files on GitHub: a posted text links here, never to a path of a checkout."""
-SCORECARD_DOCS = f"{PROJECT_URL}/docs/scorecard.md"
-"""Where the scorecard's terms are defined, linked from every comment's statistics."""
+SCORECARD_DOCS = f"{PROJECT_URL}/docs/scorecard.md#reading-the-scorecard"
+"""Where the scorecard's terms are defined: one docs section, linked from every comment."""
 MARK_WORDS = {
     Certainty.significant: "significant",
     Certainty.not_significant: "not significant",
