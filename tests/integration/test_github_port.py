@@ -377,6 +377,9 @@ def test_a_matrix_aggregate_job_completes_the_check_its_plan_job_started(fake: F
         ("docdelta-7.1", "in_progress"),
         ("docdelta-9.1", "completed"),
     ]
+    # a later evaluation under the same key (act numbers every run 1) leaves that one as it was
+    later = _evaluation(fake, "docdelta-9.1").publish_check(report(Conclusion.failure, "regressed"))
+    assert later.id != done.id and fake.check_runs[1]["conclusion"] == "success"
 
 
 def _notes(n: int) -> tuple[Annotation, ...]:

@@ -379,10 +379,12 @@ class PyGithubPort:
         key = (report.name, report.head_sha)
         fields["external_id"] = self._run_key
 
-        def find() -> CheckRun | None:
+        def find(lost: bool) -> CheckRun | None:
             """This run's own check run: the one it created, else (another job of the same
             workflow run attempt, such as a matrix's aggregate job) the newest one bearing
-            its `external_id`. Another evaluation's check run is never touched."""
+            its `external_id` if still in progress. Another evaluation's is never touched.
+            `lost`: a create's answer was lost, so the run it made, completed with exactly
+            these title and conclusion, is this one's."""
             run: CheckRun | None
             if key in self._own_checks:
                 run = self._repo.get_check_run(self._own_checks[key])
@@ -390,10 +392,12 @@ class PyGithubPort:
                 commit = self._repo.get_commit(report.head_sha)
                 runs = commit.get_check_runs(check_name=report.name, filter="all")
                 run = next((r for r in runs if r.external_id == self._run_key), None)
+                if run is not None and run.status == "completed" and not (lost and _sent(run, report)):
+                    run = None  # an earlier evaluation's result
             return run if run is not None and _reusable(run, report, bool(batches)) else None
 
-        def update_existing() -> CheckRun | None:
-            run = self._call(f"find the {what}", find)
+        def update_existing(lost: bool = False) -> CheckRun | None:
+            run = self._call(f"find the {what}", lambda: find(lost))
             if run is not None:
                 self._call(f"update the {what}", lambda: run.edit(**fields))
             return run
@@ -401,7 +405,9 @@ class PyGithubPort:
         def create() -> CheckRun:
             return self._repo.create_check_run(report.name, report.head_sha, **fields)
 
-        run = update_existing() or self._call(f"create the {what}", create, reconcile=update_existing)
+        run = update_existing() or self._call(
+            f"create the {what}", create, reconcile=lambda: update_existing(lost=True)
+        )
 
         def annotate(batch: list[dict[str, Any]]) -> Callable[[], None]:
             return lambda: run.edit(output={**output, "annotations": batch})
@@ -528,6 +534,12 @@ class PyGithubPort:
 def _check_marker(marker: str, body: str) -> None:
     if not marker.startswith("<!--") or not body.lstrip().startswith(marker):
         raise ValueError("a sticky comment's body must start with its hidden marker")
+
+
+def _sent(run: CheckRun, report: CheckReport) -> bool:
+    """Whether `run` says what `report` says (its title and conclusion)."""
+    conclusion = report.conclusion.value if report.conclusion else None
+    return run.output.title == report.title and run.conclusion == conclusion
 
 
 def _reusable(run: CheckRun, report: CheckReport, annotated: bool) -> bool:
