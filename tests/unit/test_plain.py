@@ -95,7 +95,8 @@ def test_an_inconclusive_verdict_says_what_to_run_next_from_the_decision_and_the
 def test_cost_is_money_and_percent_when_priced_and_tokens_said_so_when_not() -> None:
     priced = [*arm("a", "base", [1.0, 1.0], cost=0.010), *arm("a", "head", [1.0, 1.0], cost=0.0126)]
     assert lead(summary_of(priced)).cost == (
-        "**Cost** (medians, base → head): cost $0.010 → $0.013 per run (+26%, +$0.0026); time 2.0s → 2.0s (+0%)."
+        "**Cost** (medians, base → head): cost $0.010 → $0.013 per run (+26%, +$0.0026); "
+        "time 2.0s → 2.0s (+0%)."
     )
     free = [
         *arm("a", "base", [1.0, 1.0], cost=None),
