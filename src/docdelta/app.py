@@ -65,6 +65,7 @@ from docdelta.github.comment import marker, render_comment, suggestion_marker
 from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
+from docdelta.github.wording import action_words
 from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
 from docdelta.loop_comment import (
     Proven,
@@ -93,7 +94,7 @@ from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
-from docdelta.report.render import inline
+from docdelta.report.render import fmt_verdict, inline
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
@@ -196,6 +197,13 @@ class _Context:
     port: GitHubPort
     runtime: ActionsRuntime
     redact: Callable[[str], str]
+    warned: set[str] = field(default_factory=set)
+
+    def warn_once(self, message: str) -> None:
+        """A warning annotation, once per run however many publishes hit the same cause."""
+        if message not in self.warned:
+            self.warned.add(message)
+            self.runtime.annotate("warning", self.redact(message), title="docdelta")
 
     def say(self, message: str) -> None:
         self.runtime.stream.write(self.redact(message) + "\n")
@@ -218,7 +226,7 @@ class _Context:
             )
         )
         if ref.note:
-            self.say(f"docdelta: {ref.note}")
+            self.warn_once(ref.note)
         return ref.url or ""
 
 
@@ -265,25 +273,6 @@ def action(
 
 FORK_SAFE_WORKFLOW = "examples/workflows/docdelta-fork-safe.yml"
 
-# Hints are written for the CLI; in the Action the same advice names the workflow's inputs.
-_CLI_TO_INPUTS = (
-    ("--sandbox docker", "`sandbox: docker`"),
-    ("--sandbox local", "`sandbox: local`"),
-    ("--allow-network", "`allow-network: true`"),
-    ("--agent-cmd", "the `agent-command` input"),
-    ("--cap-usd", "the `cap-usd` input"),
-    ("--tasks", "the `tasks` input"),
-    ("--unit bullets", "`ablate-unit: bullets`"),
-    ("another --file", "another file as `ablate`"),
-)
-
-
-def action_hint(hint: str) -> str:
-    """`hint` with each CLI flag it names replaced by the Action input that does the same."""
-    for flag, spelled in _CLI_TO_INPUTS:
-        hint = hint.replace(f"pass {flag}", f"set {spelled}").replace(flag, spelled)
-    return hint
-
 
 def _fork_token(event: EventContext, exc: ApiError) -> bool:
     """A fork's `pull_request` run holds a read-only token: a 403 there is GitHub's rule, not a failure."""
@@ -308,17 +297,18 @@ def _read_only_fork(ctx: _Context) -> ActionResult:
 def _fail(ctx: _Context, exc: DocdeltaError) -> ActionResult:
     """One log line, and a check that explains: our machinery failing is `neutral` (it says
     nothing about the PR), anything the workflow or repository must fix is `failure`."""
-    text = ctx.redact(action_hint(str(exc)))
+    text = ctx.redact(action_words(str(exc)))
     ctx.runtime.annotate("error", text, title="docdelta")
     conclusion = Conclusion.neutral if isinstance(exc, InfraError | SandboxError) else Conclusion.failure
-    first = ctx.redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
+    message = action_words(exc.message)
+    first = ctx.redact(message).splitlines()[0] if message else type(exc).__name__
     title = f"docdelta could not run: {first}"
-    hint = f"\n\n**What to do:** {ctx.redact(action_hint(exc.hint))}" if exc.hint else ""
+    hint = f"\n\n**What to do:** {ctx.redact(action_words(exc.hint))}" if exc.hint else ""
     if ctx.settings.ablate is not None:  # an ablation is no gate: it posts no check, failed or not
         ctx.runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
         return ActionResult(Activity.error, conclusion, title, {Output.error: first})
     try:
-        ctx.publish(conclusion, title, f"{ctx.redact(exc.message)}{hint}")
+        ctx.publish(conclusion, title, f"{ctx.redact(message)}{hint}")
     except DocdeltaError as publish_exc:
         ctx.say(f"docdelta: could not publish the check either: {publish_exc}")
     return ActionResult(Activity.error, conclusion, title, {Output.error: first})
@@ -828,7 +818,7 @@ def _keep_history(ctx: _Context, cache: ArmStore | None, manifest: Manifest, sum
             history.append(record)  # False when an earlier run recorded it: kept either way
             saved = True
         except InfraError as exc:
-            why = ctx.redact(action_hint(str(exc)))
+            why = ctx.redact(action_words(str(exc)))
             ctx.runtime.annotate("warning", f"this evaluation was not recorded in the history: {why}")
     head = next((c.files for c in manifest.conditions if c.name == HEAD), {})
     heads = [(f.path, head.get(f.path)) for f in summary.changed]
@@ -905,7 +895,8 @@ def _run_and_report(
     decision = thresholds.with_thresholds(decision, summary)
     conclusion = Conclusion(decision.conclusion)
     notes = [
-        f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {decision.reason}",
+        # the verdict's statistical reason is in the comment's statistics fold, not here
+        f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {fmt_verdict(summary.verdict)}",
         *matrix.notes,
     ]
     if provenance:
@@ -921,6 +912,7 @@ def _run_and_report(
         report_url=settings.report_url,
         artifacts_url=f"{settings.github.run_url}#artifacts",
         files_url=_files_url(settings, ctx.event.pr_number),
+        max_runs=settings.max_runs,
     )
     body += "\n" + "\n\n".join(notes)
     if matrix.history:
@@ -1283,24 +1275,27 @@ def _bad_settings(
     (for an ablation, which is no gate, in the job summary instead, as `_fail` does)."""
     secrets = [env.get(input_variable(n), "").strip() for n in SECRET_INPUTS]
     redact = _redactor(secrets)
-    text = redact(action_hint(str(exc)))
+    text = redact(action_words(str(exc)))
     runtime.annotate("error", text, title="docdelta")
     name = env.get(input_variable("check-name"), "").strip() or DEFAULT_CHECK_NAME
-    hint = f"\n\n**What to do:** {redact(action_hint(exc.hint))}" if exc.hint else ""
-    first = redact(exc.message).splitlines()[0] if exc.message else type(exc).__name__
+    hint = f"\n\n**What to do:** {redact(action_words(exc.hint))}" if exc.hint else ""
+    message = action_words(exc.message)
+    first = redact(message).splitlines()[0] if message else type(exc).__name__
     try:
         if env.get(input_variable("ablate"), "").strip():
             runtime.append_summary(f"**docdelta could not run the ablation:** {text}\n")
         else:
-            port.publish_check(
+            ref = port.publish_check(
                 CheckReport(
                     name=name,
                     head_sha=event.head_sha,
                     conclusion=Conclusion.failure,
                     title=f"docdelta could not run: {first}"[:200],
-                    summary=redact(exc.message) + hint,
+                    summary=redact(message) + hint,
                 )
             )
+            if ref.note:
+                runtime.annotate("warning", redact(ref.note), title="docdelta")
     except DocdeltaError as publish_exc:
         runtime.stream.write(f"docdelta: could not publish the check either: {redact(str(publish_exc))}\n")
     # The same outputs as any other failed run, so a later step can report or branch on them.

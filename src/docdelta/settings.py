@@ -32,6 +32,7 @@ from docdelta.evaluation import RunOptions
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider, PassThreshold
 from docdelta.shard import GITHUB_MAX_JOBS
 from docdelta.validate import (
+    ACTION_MAX_REPEATS,
     DEFAULT_MAX_PARALLEL,
     DEFAULT_MAX_REPEATS,
     MAX_RUNS_WITHOUT_CONFIRMATION,
@@ -100,10 +101,10 @@ class ActionSettings(BaseModel):
     options: RunOptions
     tasks: str | None = Field(default=None, description="task directory in the repo; default: project config")
     conditions: tuple[str, ...] = DEFAULT_CONDITIONS
-    repeats: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = Field(
+    repeats: Annotated[int, Field(ge=1, le=ACTION_MAX_REPEATS)] | Literal["auto"] = Field(
         default="auto", description="runs per arm and task, or auto: rounds until decided, up to max_repeats"
     )
-    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2, le=100)
+    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2, le=ACTION_MAX_REPEATS)
     seed: int = 0
     source: str = Field(default=HEAD, min_length=1, description="source commit: head, base or a SHA")
     patch: Path | None = Field(default=None, description="diff applied to head's instruction files (patched)")

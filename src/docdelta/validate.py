@@ -25,6 +25,8 @@ hundred tasks x 3 conditions x a handful of repeats, more than any PR check need
 AUTO = "auto"
 """`--repeats auto`: rounds of runs until each task is decided (docdelta.rounds)."""
 DEFAULT_MAX_REPEATS = 24
+ACTION_MAX_REPEATS = 100
+"""The most `repeats` (and `max-repeats`) the Action accepts: a next step never proposes more."""
 """The cap of `--repeats auto`, per arm and task (its looks: `decision.AUTO_LOOK_SHARES`)."""
 POOL_SKIP_BASE_FROM = 30
 """The Action's `skip-base-from`: with this many pooled base runs per task a PR runs head only.

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import arm, summary_of
 from fakegithub import FakeGitHub, event_path
 
 from docdelta import app
@@ -29,6 +31,7 @@ from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.history import HISTORY_DIR, History
+from docdelta.models import RunResult, Summary
 from docdelta.report import render
 from docdelta.settings import ActionSettings, input_variable
 
@@ -182,6 +185,9 @@ def test_a_pull_request_gets_a_scorecard_comment_a_check_and_outputs_and_a_rerun
     assert len(fake.comments) == 1
     assert len(fake.requests("PATCH", r"/issues/comments/\d+")) <= 1  # edited only if the text changed
     assert len(fake.requests("POST", r"/issues/\d+/comments")) == 1
+    # the rerun started and completed a check run of its own; the first one stayed completed
+    assert [r["status"] for r in fake.check_runs] == ["completed", "completed"]
+    assert fake.check_runs[0]["output"] == check["output"]
     # One history record for the evaluation (the rerun reused every run), a receipt for head's AGENTS.md.
     history = History.at(tmp_path / "results" / HISTORY_DIR)
     (record,), _ = history.records()
@@ -521,12 +527,13 @@ def test_the_demo_comment_leads_in_words_fits_one_screen_links_transcripts_and_t
     assert len(top) <= render.SCREEN_LINES and "```" not in "\n".join(top)
     lead = [line for line in top if line.startswith("- ")]
     assert 2 <= len(lead) <= 4
-    assert lead[0].startswith("- With the new [`AGENTS.md`](https://github.com/")
-    assert "*run-tests* 2/2 (was 0/2)" in lead[0] and "unchanged on *install-dev*" in lead[0]
-    # the one certainty phrase is the verdict's own basis; no task row says "noise" for a change
-    verdict = result.outputs["verdict"]
-    if verdict == "improved":
-        assert lead[1].startswith("- **Significant** (improved): decided by ")
+    assert lead[0].startswith("- **") and " with [`AGENTS.md`](https://github.com/" in lead[0]
+    assert "*run-tests* 0/2 → 2/2" in lead[0] and "unchanged" in lead[0]
+    # how sure, in words; the statistics that back it are folded
+    assert lead[1].startswith("- **How sure:** ")
+    unfolded = re.sub(r"<details>.*?</details>", "", body, flags=re.DOTALL)  # what shows before a click
+    assert not [w for w in ("Holm", "hypothes", "alpha", "interval", "significant") if w in unfolded]
+    assert "**Gate** (`fail-on: regression`): " in unfolded and "bench/" not in body
     rows = [line for line in top if line.startswith("| ") and "(" in line]
     assert rows and all("noise band" not in r for r in rows if "+0." in r or "+1." in r)
     assert "tokens" in lead[2] and "not priced" in lead[2] and "%" in lead[2]
@@ -605,3 +612,72 @@ def test_a_selftest_that_runs_no_test_posts_its_cause_in_the_comment_redacted_an
     assert "Invalid -W option ignored" in body  # the line that held the key is shown ...
     for text in (body, check["output"]["summary"], check["output"]["title"], log):
         assert API_KEY not in text  # ... with the key redacted
+
+
+# ------------------------------------------------ the Action's own words
+@pytest.mark.parametrize(
+    ("inputs", "title"),
+    [
+        ({"agent_command": "./my-agent"}, "the `agent-command` input is only for the command agent"),
+        ({"agent": "command", "agent_command": "./agent 'unbalanced"}, "the agent command"),
+    ],
+)
+def test_a_bad_agent_command_names_the_input_in_the_check_never_the_cli_flag(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub, inputs: dict[str, str], title: str
+) -> None:
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, log = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), **inputs), fake)
+
+    assert result.activity == "error"
+    check = _latest_check(fake)
+    posted = check["output"]["title"] + check["output"]["summary"] + log
+    assert title in check["output"]["title"]
+    assert "agent-command" in posted
+    assert not any(flag in posted for flag in ("--agent-cmd", "--agent ", "--yes", "--repeats"))
+
+
+def test_without_checks_write_the_advice_is_one_warning_annotation(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    fake.deny_checks = True
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    result, log = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true"), fake)
+
+    assert result.activity == "plan" and fake.statuses  # posted as a commit status instead
+    said = [line for line in log.splitlines() if "checks: write" in line]
+    assert len(said) == 1 and said[0].startswith("::warning title=docdelta::")
+
+
+def _inconclusive_at_2_repeats(tasks: list[str]) -> Summary:
+    """Every task passes every other run in both arms: inconclusive, and the spread asks for
+    far more repeats than the Action's default `max-runs` allows."""
+    runs: list[RunResult] = []
+    for t in tasks:
+        runs += [*arm(t, "base", [1.0, 0.0]), *arm(t, "head", [0.0, 1.0]), *arm(t, "none", [1.0, 0.0])]
+    return summary_of(runs, tasks, repeats=2)
+
+
+def test_following_an_inconclusive_comments_next_step_gives_a_plan_the_action_accepts(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    tasks = sorted(p.stem for p in (demo.path / ".docdelta" / "tasks").glob("*.yaml"))
+    defaults = ActionSettings.from_env(_env(tmp_path, demo, fake, _event(tmp_path, demo)))
+    summary = _inconclusive_at_2_repeats(tasks)
+    assert summary.verdict is not None and summary.verdict.kind == "inconclusive"
+    body = render.render_comment_markdown(summary, max_runs=defaults.max_runs)
+    (step,) = [line for line in body.splitlines() if line.startswith("- **Next:**")]
+    advised = dict(re.findall(r"`(repeats|max-runs): (\d+)`", step))
+    assert int(advised["repeats"]) * len(tasks) * 3 > defaults.max_runs  # the cap had to be raised
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+
+    followed, _ = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", **{
+        k.replace("-", "_"): v for k, v in advised.items()}), fake)  # fmt: skip
+    assert followed.activity == "plan"
+    assert json.loads(_outputs(tmp_path)["plan"])["cells"] == int(advised["repeats"]) * len(tasks) * 3
+
+    refused, _ = _run(
+        _env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", repeats=advised["repeats"]), fake
+    )
+    assert refused.activity == "error" and "max-runs" in _outputs(tmp_path)["error"]

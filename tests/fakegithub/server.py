@@ -135,6 +135,7 @@ class FakeGitHub:
             ("DELETE", re.compile(r"/pulls/comments/(\d+)"), self._delete_review_comment),
             ("GET", re.compile(r"/commits/([^/]+)/check-runs"), self._list_check_runs),
             ("POST", re.compile(r"/check-runs"), self._create_check_run),
+            ("GET", re.compile(r"/check-runs/(\d+)"), self._get_check_run),
             ("PATCH", re.compile(r"/check-runs/(\d+)"), self._edit_check_run),
             ("GET", re.compile(r"/check-runs/(\d+)/annotations"), self._list_annotations),
             ("POST", re.compile(r"/statuses/([^/]+)"), self._create_status),
@@ -612,6 +613,10 @@ class FakeGitHub:
         self.check_runs.append(run)
         self._annotations[run["id"]] = list(body.get("output", {}).get("annotations", []))
         return 201, self._check_json(run), {}
+
+    def _get_check_run(self, run_id: str, *, query: dict[str, str], body: Any) -> Response:
+        run = next((r for r in self.check_runs if r["id"] == int(run_id)), None)
+        return (404, {"message": "Not Found"}, {}) if run is None else (200, self._check_json(run), {})
 
     def _edit_check_run(self, run_id: str, *, query: dict[str, str], body: Any) -> Response:
         invalid = _invalid_annotations(body)

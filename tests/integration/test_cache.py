@@ -400,7 +400,7 @@ def test_a_pr_runs_no_base_arm_when_the_pool_holds_enough_base_runs(
     assert "are the whole control: this PR ran no base arm of its own" in bodies[1]
     # the pooled runs are the base arm the comment shows (4 tasks x 2 runs), one line each
     assert "no task has graded runs in both head and base" not in bodies[1]
-    assert "| **all tasks** | 7/8 → 8/8 | **+0.04 (noise band)** |" in bodies[1]
+    assert "| **all tasks** | 7/8 → 8/8 | **+0.04** |" in bodies[1]  # marks: folded
     assert "the pool held enough runs of every task\n- A/A noise" in bodies[1]
     second = (tmp_path / "summary-1.md").read_text()
     assert second.startswith("### docdelta forecast\n\n- 16 runs planned, 0 already done, 16 to run\n")

@@ -17,6 +17,7 @@ from docdelta.github.pygithub import PyGithubPort
 from docdelta.instruction_usage import docs_diff
 from docdelta.models import CommandRun, RunResult, Summary
 from docdelta.report import render_comment_markdown, summarize
+from docdelta.report.plain import SCORECARD_DOCS
 from docdelta.report.render import SCREEN_LINES, TOP_TASKS
 
 BASE_SHA, HEAD_SHA = "b" * 40, "h" * 40
@@ -108,10 +109,10 @@ def test_a_30_task_suite_comment_stays_under_one_screen_and_names_what_changed(
     lead = [line for line in top if line.startswith("- ")]
     assert 2 <= len(lead) <= 4
     assert (
-        "better on 10 tasks: *task-00* 2/2 (was 0/2), *task-01* 2/2 (was 0/2), "
-        "*task-02* 2/2 (was 0/2) and 7 more" in lead[0]
+        "**10 of 30 tasks got better** with [`AGENTS.md`](https://github.com/Codertocat/Hello-World/pull/2/"
+        "files#diff-x) (runs passed, base → head): *task-00* 0/2 → 2/2, *task-01* 0/2 → 2/2, "
+        "*task-02* 0/2 → 2/2 and 7 more; 20 unchanged." in lead[0]
     )
-    assert "unchanged on *task-10*, *task-11*, *task-12* and 17 more" in lead[0]
     assert "cost $0.010 → $0.013 per run (+30%, +$0.0030)" in lead[2]
     # every task is in the folded table
     assert all(f"| task-{i:02d} |" in body for i in range(30))
@@ -130,3 +131,25 @@ def test_the_demo_sized_comment_puts_every_task_above_the_fold(fake: FakeGitHub)
     assert len(top) <= SCREEN_LINES
     assert sum(line.startswith("| task-") for line in top) == 4
     assert "in *Every task and arm* below" not in "\n".join(top)
+
+
+STATISTICS_WORDS = ("Holm", "hypothes", "look", "noise band", "significant", "interval", "alpha", "p =")
+"""Statistics vocabulary: in the comment's folds, never in what a reader sees unfolded."""
+
+
+def test_the_visible_comment_is_verdict_counts_sureness_cost_and_no_statistics_vocabulary(
+    fake: FakeGitHub,
+) -> None:
+    body, _ = _post(fake, _suite(30))
+
+    top = "\n".join(_before_fold(body))
+    heading = body.splitlines()[1]
+    assert heading == "## docdelta scorecard: improved"
+    assert "**10 of 30 tasks got better**" in top and "20 unchanged" in top
+    assert "**How sure:** confident" in top and "5% of PRs" in top
+    assert "cost $0.010 → $0.013 per run" in top
+    assert not [w for w in STATISTICS_WORDS if w in top]
+    # the statistics are one click away, with the page that defines their terms
+    assert f'<a href="{SCORECARD_DOCS}">what the terms mean</a>' in body
+    assert SCORECARD_DOCS.startswith("https://github.com/") and "Holm" in body
+    assert "bench/" not in body and "README.md#" not in body

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -312,6 +313,73 @@ def test_a_check_run_is_created_then_updated_under_one_name(fake: FakeGitHub, po
     assert run["output"] == {"title": "verdict action_required", "summary": "## Scorecard"}
     assert run["details_url"] == "https://example.test/run"
     assert done.kind == "check_run" and done.note == ""
+
+
+def _evaluation(fake: FakeGitHub, run_key: str | None = None) -> PyGithubPort:
+    """The port of one Action run: a run of its own unless `run_key` names a workflow run attempt."""
+    return PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False, run_key=run_key)
+
+
+def test_a_second_evaluation_of_a_commit_never_reopens_the_completed_check(fake: FakeGitHub) -> None:
+    first, again = _evaluation(fake), _evaluation(fake)
+    done = first.publish_check(report(None, "running"))
+    first.publish_check(report(Conclusion.success, "improved"))
+
+    started = again.publish_check(report(None, "running again"))
+
+    assert started.id != done.id
+    assert [(r["id"], r["status"]) for r in fake.check_runs] == [
+        (done.id, "completed"),
+        (started.id, "in_progress"),
+    ]
+    finished = again.publish_check(report(Conclusion.failure, "regressed"))
+    assert finished.id == started.id
+    assert [r["conclusion"] for r in fake.check_runs] == ["success", "failure"]
+
+
+def test_two_concurrent_evaluations_of_one_commit_each_complete_their_own_check(fake: FakeGitHub) -> None:
+    both_started = threading.Barrier(2, timeout=60)
+    refs: dict[str, tuple[int | None, int | None]] = {}
+
+    def evaluate(name: str, conclusion: Conclusion) -> None:
+        port = _evaluation(fake)
+        started = port.publish_check(report(None, f"{name} running"))
+        both_started.wait()  # both are in progress before either completes
+        done = port.publish_check(report(conclusion, f"{name} done"))
+        refs[name] = (started.id, done.id)
+
+    threads = [
+        threading.Thread(target=evaluate, args=("a", Conclusion.success)),
+        threading.Thread(target=evaluate, args=("b", Conclusion.failure)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert refs["a"][0] == refs["a"][1] and refs["b"][0] == refs["b"][1] and refs["a"][0] != refs["b"][0]
+    by_id = {r["id"]: r for r in fake.check_runs}
+    assert len(by_id) == 2
+    assert [r["status"] for r in fake.check_runs] == ["completed", "completed"]
+    assert by_id[refs["a"][0]]["output"]["title"] == "a done"
+    assert by_id[refs["b"][0]]["output"]["title"] == "b done"
+
+
+def test_a_matrix_aggregate_job_completes_the_check_its_plan_job_started(fake: FakeGitHub) -> None:
+    other = _evaluation(fake, "docdelta-7.1")
+    other.publish_check(report(None, "another workflow run"))
+    plan = _evaluation(fake, "docdelta-9.1").publish_check(report(None, "planned"))
+
+    done = _evaluation(fake, "docdelta-9.1").publish_check(report(Conclusion.success, "improved"))
+
+    assert done.id == plan.id
+    assert [(r["external_id"], r["status"]) for r in fake.check_runs] == [
+        ("docdelta-7.1", "in_progress"),
+        ("docdelta-9.1", "completed"),
+    ]
+    # a later evaluation under the same key (act numbers every run 1) leaves that one as it was
+    later = _evaluation(fake, "docdelta-9.1").publish_check(report(Conclusion.failure, "regressed"))
+    assert later.id != done.id and fake.check_runs[1]["conclusion"] == "success"
 
 
 def _notes(n: int) -> tuple[Annotation, ...]:

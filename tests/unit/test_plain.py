@@ -37,7 +37,9 @@ def test_no_mark_contradicts_the_verdicts_basis_in_the_issues_case() -> None:
     }
     assert s.head_vs_base.certainty is Certainty.significant  # the hypothesis that decided
     md = render_comment_markdown(s)
-    assert "| run-tests | 0/2 → 2/2 | +1.00 (not significant) |" in md
+    visible = md.split("<details>", 1)[0]  # per-task marks are statistics: folded, never under the total
+    assert "| run-tests | 0/2 → 2/2 | +1.00 |" in visible and "significant" not in visible
+    assert "| run-tests | 0.00 | 1.00 | 0.00 | +1.00 (not significant) | 0.33 |" in md  # folded
     assert "A/A noise)" not in md and "(noise)" not in md
     words = lead(s).certainty
     assert words.startswith(
@@ -96,7 +98,8 @@ def test_an_inconclusive_verdict_says_what_to_run_next_from_the_decision_and_the
 def test_cost_is_money_and_percent_when_priced_and_tokens_said_so_when_not() -> None:
     priced = [*arm("a", "base", [1.0, 1.0], cost=0.010), *arm("a", "head", [1.0, 1.0], cost=0.0126)]
     assert lead(summary_of(priced)).cost == (
-        "Cost (medians, base → head): cost $0.010 → $0.013 per run (+26%, +$0.0026); time 2.0s → 2.0s (+0%)."
+        "**Cost** (medians, base → head): cost $0.010 → $0.013 per run (+26%, +$0.0026); "
+        "time 2.0s → 2.0s (+0%)."
     )
     free = [
         *arm("a", "base", [1.0, 1.0], cost=None),

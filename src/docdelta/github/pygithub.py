@@ -32,6 +32,7 @@ import base64
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -117,11 +118,15 @@ class PyGithubPort:
         timeout_s: int = 30,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
+        run_key: str | None = None,
     ) -> None:
         """`api_url` is `$GITHUB_API_URL` (GitHub Enterprise: `https://HOST/api/v3`).
 
         `throttle` keeps GitHub's advice of spacing requests (and 1 s between writes) to
         avoid secondary rate limits; tests against a local server turn it off.
+        `run_key` is written as the `external_id` of every check run this port creates, so
+        the jobs of one workflow run attempt (a matrix's plan and aggregate jobs) find their
+        own check run and never another run's; without one, this port's runs are its own.
         """
         if not token:
             raise ConfigError(
@@ -151,13 +156,19 @@ class PyGithubPort:
         self._repo = self._gh.get_repo(repo)
         self.repo = repo
         self._login: str | None = None
+        self._run_key = run_key or uuid.uuid4().hex
+        self._own_checks: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_actions_env(cls, token: str, env: Mapping[str, str] | None = None) -> PyGithubPort:
         """The port for the workflow's own repository: `$GITHUB_REPOSITORY` on `$GITHUB_API_URL`."""
         env = os.environ if env is None else env
+        run_id = env.get("GITHUB_RUN_ID", "")
         return cls(
-            token, env.get("GITHUB_REPOSITORY", ""), api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL
+            token,
+            env.get("GITHUB_REPOSITORY", ""),
+            api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL,
+            run_key=f"docdelta-{run_id}.{env.get('GITHUB_RUN_ATTEMPT', '1')}" if run_id else None,
         )
 
     # ------------------------------------------------------------------ files
@@ -337,8 +348,7 @@ class PyGithubPort:
                 f"the token may not write check runs ({exc.message}); the result was posted as a "
                 "commit status instead. Add `checks: write` to the workflow's `permissions:` "
                 "for a check run with the full summary."
-            )
-            log.warning("%s", note)
+            )  # the caller tells the user, once, in its own channel (the Action: a warning)
             return self._publish_status(report, note)
 
     def _check_fields(self, report: CheckReport) -> tuple[dict[str, Any], dict[str, str]]:
@@ -365,19 +375,29 @@ class PyGithubPort:
         ]
         if batches:
             fields["output"] = {**output, "annotations": batches[0]}
-        commit = self._repo.get_commit(report.head_sha)
         what = f"check run {report.name!r} on {report.head_sha}"
+        key = (report.name, report.head_sha)
+        fields["external_id"] = self._run_key
 
-        def find() -> CheckRun | None:
-            run = next(iter(commit.get_check_runs(check_name=report.name, filter="latest")), None)
-            # GitHub appends annotations to a run's: a run that has some already (an earlier
-            # evaluation of this commit) is left as it was, and a new run takes these.
-            if run is not None and batches and run.output.annotations_count:
-                return None
-            return run
+        def find(lost: bool) -> CheckRun | None:
+            """This run's own check run: the one it created, else (another job of the same
+            workflow run attempt, such as a matrix's aggregate job) the newest one bearing
+            its `external_id` if still in progress. Another evaluation's is never touched.
+            `lost`: a create's answer was lost, so the run it made, completed with exactly
+            these title and conclusion, is this one's."""
+            run: CheckRun | None
+            if key in self._own_checks:
+                run = self._repo.get_check_run(self._own_checks[key])
+            else:
+                commit = self._repo.get_commit(report.head_sha)
+                runs = commit.get_check_runs(check_name=report.name, filter="all")
+                run = next((r for r in runs if r.external_id == self._run_key), None)
+                if run is not None and run.status == "completed" and not (lost and _sent(run, report)):
+                    run = None  # an earlier evaluation's result
+            return run if run is not None and _reusable(run, report, bool(batches)) else None
 
-        def update_existing() -> CheckRun | None:
-            run = self._call(f"find the {what}", find)
+        def update_existing(lost: bool = False) -> CheckRun | None:
+            run = self._call(f"find the {what}", lambda: find(lost))
             if run is not None:
                 self._call(f"update the {what}", lambda: run.edit(**fields))
             return run
@@ -385,11 +405,14 @@ class PyGithubPort:
         def create() -> CheckRun:
             return self._repo.create_check_run(report.name, report.head_sha, **fields)
 
-        run = update_existing() or self._call(f"create the {what}", create, reconcile=update_existing)
+        run = update_existing() or self._call(
+            f"create the {what}", create, reconcile=lambda: update_existing(lost=True)
+        )
 
         def annotate(batch: list[dict[str, Any]]) -> Callable[[], None]:
             return lambda: run.edit(output={**output, "annotations": batch})
 
+        self._own_checks[key] = run.id
         for i, batch in enumerate(batches[1:], 2):
             # a retry after a lost answer may post one batch twice: GitHub keeps both copies
             self._call(f"annotate the {what} (batch {i} of {len(batches)})", annotate(batch))
@@ -513,6 +536,20 @@ class PyGithubPort:
 def _check_marker(marker: str, body: str) -> None:
     if not marker.startswith("<!--") or not body.lstrip().startswith(marker):
         raise ValueError("a sticky comment's body must start with its hidden marker")
+
+
+def _sent(run: CheckRun, report: CheckReport) -> bool:
+    """Whether `run` says what `report` says (its title and conclusion)."""
+    conclusion = report.conclusion.value if report.conclusion else None
+    return run.output.title == report.title and run.conclusion == conclusion
+
+
+def _reusable(run: CheckRun, report: CheckReport, annotated: bool) -> bool:
+    """Whether `report` may be written to `run`: a completed run never goes back to in_progress,
+    and GitHub appends annotations to a run's, so a run that has some takes no more (a new run does)."""
+    if report.conclusion is None and run.status == "completed":
+        return False
+    return not (annotated and run.output.annotations_count)
 
 
 def _annotation(a: Annotation) -> dict[str, Any]:

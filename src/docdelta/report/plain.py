@@ -25,10 +25,13 @@ from dataclasses import dataclass
 
 from docdelta import decision, stats
 from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
+from docdelta.validate import ACTION_MAX_REPEATS
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
-README_TERMS = "https://github.com/docdelta/docdelta/blob/main/docs/scorecard.md#reading-the-scorecard"
+PROJECT_URL = "https://github.com/docdelta/docdelta/blob/main"
+"""The project's files on GitHub: a posted text links here, never to a path of a checkout."""
+SCORECARD_DOCS = f"{PROJECT_URL}/docs/scorecard.md#reading-the-scorecard"
 """Where the scorecard's terms are defined: one docs section, linked from every comment."""
 MARK_WORDS = {
     Certainty.significant: "significant",
@@ -181,7 +184,7 @@ def cost_line(s: Summary) -> str:
         parts.append(
             f"time {base.median_duration_s:.1f}s → {head.median_duration_s:.1f}s{f' ({pct})' if pct else ''}"
         )
-    return f"Cost (medians, base → head): {'; '.join(parts)}." if parts else ""
+    return f"**Cost** (medians, base → head): {'; '.join(parts)}." if parts else ""
 
 
 def _usd(value: float) -> str:
@@ -193,8 +196,42 @@ def _usd(value: float) -> str:
     return f"${value:.3f}" if value < 1 else f"${value:.2f}"
 
 
-def next_line(s: Summary, repeats_flag: str) -> str:
-    """What to do now. `repeats_flag` spells the setting: `repeats: {n}` (Action), `--repeats {n}` (CLI)."""
+def planned_runs(s: Summary, repeats: int) -> int:
+    """The runs a rerun at `repeats` plans: every task (holdouts too) in every column, as
+    `planning.prepare` counts them against the cap."""
+    return (len(s.tasks) + s.holdout_tasks) * len(s.conditions) * repeats
+
+
+def _rerun(s: Summary, repeats: int, repeats_flag: str, max_runs: int | None) -> str:
+    """The settings of a rerun at `repeats`. With the Action's `max_runs`: at most the repeats the
+    Action accepts (said so when the spread asks for more), and `max-runs` raised to fit the plan."""
+    capped = max_runs is not None and repeats > ACTION_MAX_REPEATS
+    n = ACTION_MAX_REPEATS if capped else repeats
+    flag = f"`{repeats_flag.format(n=n)}`"
+    runs = planned_runs(s, n)
+    if max_runs is not None and runs > max_runs:
+        flag += f" and `max-runs: {runs}` (the plan is {runs:,} runs, over the cap of {max_runs:,})"
+    return flag
+
+
+def _power_phrase(s: Summary) -> str:
+    """What this design can catch, as a clause for the Next line ("" without a power figure)."""
+    at = f"at {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
+    d = s.power
+    if d is None:
+        return ""
+    if s.repeats < decision.MIN_ARM_RUNS:
+        return f"; {at} no test can reject, so every drop is missed"
+    if d.drop is not None:
+        return f"; {at} one task has to drop by {d.drop:.1f} to be caught in {d.target:.0%} of simulated PRs"
+    missed = f"{1 - d.target:.0%}"
+    return f"; {at} even a drop of {d.largest:.1f} on one task is missed in over {missed} of simulated PRs"
+
+
+def next_line(s: Summary, repeats_flag: str = "repeats: {n}", *, max_runs: int | None = None) -> str:
+    """What to do now. `repeats_flag` spells the setting: `repeats: {n}` (Action), `--repeats {n}`
+    (CLI). `max_runs`: the Action's cap on a plan; a rerun over it is proposed with `max-runs`
+    raised to fit, so following the advice never meets the Action's refusal."""
     v = s.verdict
     if s.broken or (v is None and s.verdict_refused):
         if s.grading_failures:
@@ -208,26 +245,20 @@ def next_line(s: Summary, repeats_flag: str) -> str:
         return f"**Next:** open the transcripts of {which} (linked below) before merging."
     if v.kind != "inconclusive":
         return ""
-    at = f"at {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
-    seen, d = "", s.power
-    if d is not None and s.repeats < decision.MIN_ARM_RUNS:
-        seen = f"; {at} no test can reject, so every drop is missed"
-    elif d is not None:
-        seen = (
-            f"; {at} one task has to drop by {d.drop:.1f} to be caught in {d.target:.0%} of simulated PRs"
-            if d.drop is not None
-            else f"; {at} even a drop of {d.largest:.1f} on one task is missed in over "
-            f"{1 - d.target:.0%} of simulated PRs"
-        )
+    seen = _power_phrase(s)
+    flag = _rerun(s, v.repeats_needed or 0, repeats_flag, max_runs)
     if v.repeats_needed is not None and v.ci_low is None:
-        flag = repeats_flag.format(n=v.repeats_needed)
         return (
-            f"**Next:** rerun with `{flag}` or more: the spread of an arm needs at least "
+            f"**Next:** rerun with {flag} or more: the spread of an arm needs at least "
             f"{v.repeats_needed} runs to be estimated{seen}."
         )
+    if v.repeats_needed is not None and max_runs is not None and v.repeats_needed > ACTION_MAX_REPEATS:
+        return (
+            f"**Next:** rerun with {flag}, the most the Action runs, or add tasks: this spread needs "
+            f"{v.repeats_needed} repeats to show no change if there is none{seen}."
+        )
     if v.repeats_needed is not None:
-        flag = repeats_flag.format(n=v.repeats_needed)
-        return f"**Next:** rerun with `{flag}`: this spread would then show no change if there is none{seen}."
+        return f"**Next:** rerun with {flag}: this spread would then show no change if there is none{seen}."
     return (
         "**Next:** more repeats or more tasks: the estimate lies outside the band but is not "
         f"significant{seen}."

@@ -26,7 +26,8 @@ from markupsafe import Markup
 
 from docdelta import thresholds
 from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
-from docdelta.report.plain import README_TERMS, lead, mark
+from docdelta.report.glance import glance
+from docdelta.report.plain import SCORECARD_DOCS, lead, mark
 from docdelta.text import LISTED
 
 NO_VALUE = "—"
@@ -252,7 +253,7 @@ def render_markdown(summary: Summary) -> str:
     return (
         environment()
         .get_template("scorecard.md.j2")
-        .render(s=summary, links={}, lead=lead(summary, repeats_flag="--repeats {n}"), terms=README_TERMS)
+        .render(s=summary, links={}, lead=lead(summary, repeats_flag="--repeats {n}"), terms=SCORECARD_DOCS)
     )
 
 
@@ -263,14 +264,17 @@ def render_comment_markdown(
     report_url: str | None = None,
     artifacts_url: str | None = None,
     files_url: str | None = None,
+    max_runs: int | None = None,
 ) -> str:
-    """The same scorecard for a pull request: the plain-language lead and the tasks that
-    changed within one screen (SCREEN_LINES), then folded `<details>` (which the comment
+    """The same scorecard for a pull request: the glance (`report/glance.py`: verdict, what
+    changed, how sure, cost, next) and the tasks that changed within one screen
+    (SCREEN_LINES), then folded `<details>` (which the comment
     trimmer empties first when GitHub's size limit is near): the statistics, every task,
     a mermaid chart, usage, misses, instruction usage. `report_url`: where the HTML report
     opens in a browser, so task rows link into it (at `#task-<id>`); without it they link to
     `artifacts_url` (the run's artifacts, which hold report.html) and name the anchor in the
-    link's title. `files_url`: the PR's "Files changed" tab."""
+    link's title. `files_url`: the PR's "Files changed" tab. `max_runs`: the Action's cap on a
+    plan, which the next step's advice stays within."""
     return (
         environment()
         .get_template("comment.md.j2")
@@ -278,7 +282,8 @@ def render_comment_markdown(
             s=summary,
             links=dict(diff_links or {}),
             lead=lead(summary, diff_links=diff_links),
-            terms=README_TERMS,
+            glance=glance(summary, diff_links or {}, max_runs),
+            terms=SCORECARD_DOCS,
             report_url=report_url,
             artifacts_url=artifacts_url,
             files_url=files_url,
