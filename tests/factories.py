@@ -75,9 +75,13 @@ def result(
 
 
 def manifest(
-    tasks: Sequence[str], conditions: Sequence[str] = ("base", "head", "none"), repeats: int = 2
+    tasks: Sequence[str],
+    conditions: Sequence[str] = ("base", "head", "none"),
+    repeats: int = 2,
+    noise_band: float | None = None,
 ) -> Manifest:
     return Manifest(
+        noise_band=noise_band,
         repo="demo",
         base_sha="b" * 40,
         head_sha="h" * 40,

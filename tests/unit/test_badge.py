@@ -19,7 +19,7 @@ def test_improvement_badge_message_and_color() -> None:
     ]
     runs += [*arm("b", "base", [1.0, 1.0]), *arm("b", "head", [0.98, 0.98])]  # -0.02: noise, not worse
     runs += [*arm("c", "base", [1.0, 1.0]), *arm("c", "head", [0.7, 0.7])]  # -0.3: worse
-    data = badge(summary_of(runs))
+    data = badge(summary_of(runs, noise_band=0.05))  # a band the +0.06 lies outside
     # score: mean of +0.5, -0.02, -0.3 = +0.06; tokens: pooled medians are 150 in both arms
     assert data["schemaVersion"] == 1
     assert data["label"] == "agent docs"

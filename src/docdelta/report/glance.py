@@ -28,6 +28,8 @@ SURENESS = {
 }
 """How sure, per verdict, in words with one number: the false-call rate the gate holds,
 the band the effect lies in, or the p that fell short."""
+UNTESTABLE = "not at all — at this many runs no test can tell this change from chance."
+"""How sure when the design has no p (e.g. one repeat): said, not a number made up."""
 SETTLED_NEXT = {
     "improved": "**Next:** review the diff as usual; the transcripts (linked below) show what changed.",
     "no_change": "**Next:** nothing to fix: these tasks do not tell the two versions apart; "
@@ -100,6 +102,8 @@ def sureness(s: Summary) -> str:
     if v is None:
         why = s.verdict_refused or "no task has graded runs in both head and base"
         return f"**How sure:** no verdict — {why.rstrip('.')}."
+    if v.p_value is None:  # a degenerate design: no test could reject, so no p to quote
+        return f"**How sure:** {UNTESTABLE}"
     return SURENESS[v.kind].format(alpha=v.alpha, band=v.band, p=v.p_value)
 
 
