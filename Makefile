@@ -11,7 +11,7 @@ BIN    := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 SUITE := -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
-.PHONY: demo check test lint typecheck unit suite bench clean bwrap chromium
+.PHONY: demo check test lint typecheck unit suite bench clean bwrap chromium docs
 
 $(BIN)/docdelta: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,8 @@ demo: $(BIN)/docdelta bwrap
 	$(BIN)/docdelta demo --workdir docdelta-demo
 
 lint: $(BIN)/docdelta
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 
 typecheck: $(BIN)/docdelta
 	$(BIN)/mypy
@@ -55,3 +55,7 @@ bench: $(BIN)/docdelta
 
 clean:
 	rm -rf $(VENV) docdelta-demo .mypy_cache .ruff_cache .pytest_cache
+
+# The generated parts of docs/ (Action inputs, CLI reference, config fields, price table).
+docs: $(BIN)/docdelta
+	$(BIN)/python scripts/gen_docs.py

@@ -528,7 +528,7 @@ def _fork_approval(ctx: _Context, number: int) -> str | None:
     if event.event == "pull_request":
         reason = (
             "Pull requests from forks get no secrets on `pull_request`, so the agent cannot run here. "
-            "Use the fork-safe workflow (`pull_request_target` + an approval label), see the README."
+            "Use the fork-safe workflow (`pull_request_target` + an approval label), see https://github.com/docdelta/docdelta/blob/main/docs/action.md"
         )
     else:
         if event.action == "synchronize" and ctx.port.remove_label(number, label):

@@ -132,7 +132,7 @@ error names its index."""
 class InstructionsConfig(BaseModel):
     """Extend (`include`) or trim (`exclude`) the built-in instruction-file table."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     include: list[Glob] = []
     exclude: list[Glob] = []
@@ -147,7 +147,7 @@ class DockerImageConfig(BaseModel):
     Kept here (pydantic only) rather than in sandbox/images.py so reading the config
     never imports the Docker SDK."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base: str = Field(default=DEFAULT_IMAGE_BASE, description="base image (must hold the agent's runtime)")
     setup: list[str] = Field(
@@ -172,7 +172,7 @@ class WorkspaceConfig(BaseModel):
     task's command is the project's own (`pnpm --filter pkg exec vitest run`), not a set-up script.
     The manager runs from `sandbox.env.PATH`: the toolchain the sandbox shows is the one used."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     manager: WorkspaceManager = Field(description="the workspace's package manager")
     filter: list[str] = Field(
@@ -189,7 +189,7 @@ class SandboxConfig(BaseModel):
     host). The repository, the tasks directory and the workdir can never be named (see
     `check_exposure`): they hold the other conditions' instruction files and the gold."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     paths: list[str] = Field(default=[], description="host paths mounted read-only at the same path")
     env: dict[str, str] = Field(default={}, description="variables set in every exec, e.g. PATH")
@@ -234,7 +234,7 @@ def check_exposure(config: SandboxConfig, protected: dict[str, Path]) -> None:
 
 
 class ProjectConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     tasks: str = DEFAULT_TASKS_DIR
     """Task directory, relative to the repository root."""

@@ -76,7 +76,7 @@ at a time, one seed): (3, 10, 16, 24) spending (0, .5, .8, 1) 83% power at 65 ru
 spending (1/6, 1/2, 1) with every task running to each look 87% at 78. A/A false regression
 2-3% in all of them. With FUTILITY_P and the round loop's early stop, this design measured
 81.4% [78.9, 83.7] power at 56.3 runs per PR and an A/A false regression of 1.9% [1.2, 2.9]
-(1,000 PRs each, `bench/bench_gate.py --seed 5150`; the README's gate section has all cases)."""
+(1,000 PRs each, `bench/bench_gate.py --seed 5150`; docs/scorecard.md has all cases)."""
 FUTILITY_P = 0.2
 """Binding futility (`Design.futility`): after a look that spent alpha, before the cap, a
 direction whose one-sided mid-p (unweighted) is above this is closed for good. Chosen on

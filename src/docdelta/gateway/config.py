@@ -22,7 +22,7 @@ run (`--reserve-usd`, the Action's budget input) sets another: no run is unbound
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Upstream(_Model):

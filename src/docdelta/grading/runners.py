@@ -47,7 +47,7 @@ class Runner:
     kind: RunnerKind
     evidence: Evidence
     how: str
-    """What docdelta adds to the command (for the README and error messages)."""
+    """What docdelta adds to the command (for the docs and error messages)."""
     flags: Callable[[str], tuple[str, ...]] = _no_flags
     """Words inserted after the runner's own name (and subcommand), given the report path."""
     env: Callable[[str], dict[str, str]] = lambda _report: {}

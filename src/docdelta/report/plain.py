@@ -28,8 +28,8 @@ from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, Task
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
-README_TERMS = "https://github.com/docdelta/docdelta/blob/main/README.md#reading-the-scorecard"
-"""Where the scorecard's terms are defined: one README section, linked from every comment."""
+README_TERMS = "https://github.com/docdelta/docdelta/blob/main/docs/scorecard.md#reading-the-scorecard"
+"""Where the scorecard's terms are defined: one docs section, linked from every comment."""
 MARK_WORDS = {
     Certainty.significant: "significant",
     Certainty.not_significant: "not significant",

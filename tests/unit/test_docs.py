@@ -1,0 +1,79 @@
+"""The documentation a newcomer reads: the README stays a front page, the generated reference
+pages match their sources, and every link between pages lands on a file and a heading."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~)")
+README_MAX_LINES = 200
+
+
+def _gen_docs() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _prose(path: Path) -> list[str]:
+    """The lines outside code blocks: links and headings in examples are not the page's."""
+    out, fenced = [], False
+    for line in path.read_text().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            out.append(line)
+    return out
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    return {_anchor(line.lstrip("#")) for line in _prose(path) if re.match(r"^#{1,6} ", line)}
+
+
+def test_the_generated_reference_pages_match_action_yml_the_cli_parser_and_the_config_schema() -> None:
+    assert _gen_docs().main(["--check"]) == 0, "run: python scripts/gen_docs.py"
+
+
+def test_a_new_cli_flag_makes_the_cli_page_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _gen_docs()
+    reference = gen.cli_reference()
+    assert "#### `docdelta run`" in reference and "| 2 | `BAD_INPUT` |" in reference
+    monkeypatch.setitem(gen.PARTS, "cli-reference", ("cli.md", lambda: reference + "\n--new-flag"))
+    assert gen.main(["--check"]) == 1
+
+
+def test_the_readme_is_a_front_page() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail to docs/"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_between_pages_lands_on_a_file_and_a_heading(page: Path) -> None:
+    broken = []
+    for line in _prose(page):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (page.parent / file).resolve() if file else page
+            if not dest.exists():
+                broken.append(f"{target}: no file {dest.relative_to(ROOT)}")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                broken.append(f"{target}: no heading #{anchor} in {dest.relative_to(ROOT)}")
+    assert not broken, "\n".join(broken)
