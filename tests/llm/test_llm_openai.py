@@ -9,7 +9,7 @@ the token counts in the result equal llama-server's own counters, the transcript
 result are stored, and nothing the run started outlives it. What the loop does with a
 particular reply (tool calls run and answered, the turn cap, a reply cut at the output
 cap) is asserted deterministically against the scripted model server in
-tests/unit/test_agent_openai.py and tests/in_docker/test_docker_agent_openai.py.
+tests/integration/test_agent_openai.py and tests/in_docker/test_docker_agent_openai.py.
 
 SmolLM2's own template has no tool support, so llama-server drops `tools` (its `/props`
 says `supports_tools: false`); with the repository's tool-aware template
