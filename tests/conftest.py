@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -58,12 +58,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> TestReport:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, TestReport, TestReport]:
     """Under DOCDELTA_NO_SKIPS=1 a skip fails the test: CI that skips a tier has not passed it."""
     report: TestReport = yield
     if report.skipped and not hasattr(report, "wasxfail") and os.environ.get(NO_SKIPS) == "1":
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
-        report.longrepr = f"{NO_SKIPS}=1 but this test skipped: {report.longrepr}"
+        report.longrepr = f"{NO_SKIPS}=1 but this test skipped: {why}"
     return report
 
 
