@@ -40,7 +40,7 @@ from typing import TextIO
 import certifi
 from pydantic import ValidationError
 
-from docdelta import stats
+from docdelta import stats, thresholds
 from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
 from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
@@ -93,6 +93,7 @@ from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
+from docdelta.report.render import inline
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
@@ -239,10 +240,8 @@ def action(
         ctx.say(f"docdelta: {activity}: {why}")
         if activity is Activity.evaluate:
             result = _receipt_check(ctx) if settings.receipt else _evaluate(ctx)
-        elif activity is Activity.refresh:
-            result = _refresh(ctx)
-        elif activity is Activity.ablate:
-            result = _ablate(ctx)
+        elif activity in (Activity.refresh, Activity.ablate):
+            result = _on_commit(ctx, activity)
         else:
             result = ActionResult(activity=Activity.skip, title=why)
     except ApiError as exc:
@@ -396,8 +395,20 @@ def _evaluate(ctx: _Context) -> ActionResult:
             f"`{head_sha[:12]}` and laid on the base commit; evaluation approved by @{approval}."
         )
     else:
+        approver = _actor_approval(ctx, number)
+        if approver is None:
+            return ActionResult(
+                Activity.awaiting_approval,
+                Conclusion.action_required,
+                _ACTOR_WAITING,
+                {Output.verdict: "pending"},
+            )
         head = _local(repo, head_sha, HEAD)
-        provenance = ""
+        provenance = (
+            ""
+            if approver == event.sender
+            else f"Evaluation of @{event.sender}'s event approved by @{approver}."
+        )
     if settings.plan:
         return _plan(ctx, repo, base_sha)
     if settings.options.shard is None:  # a shard's in-progress check is the plan job's
@@ -548,6 +559,50 @@ def _fork_approval(ctx: _Context, number: int) -> str | None:
     return None
 
 
+_ACTOR_WAITING = "waiting for a maintainer: the event's actor has no write access"
+
+
+def _on_commit(ctx: _Context, activity: Activity) -> ActionResult:
+    """`refresh` or `ablate`, when the event's actor is trusted (no approval label: no PR)."""
+    if not trusted_actor(ctx):
+        why = f"@{ctx.event.sender} has no write access and is not in `allowed-actors`: no agent runs"
+        ctx.say(f"docdelta: skip: {why}")
+        return ActionResult(Activity.skip, title=why, outputs={Output.error: why})
+    return _refresh(ctx) if activity is Activity.refresh else _ablate(ctx)
+
+
+def trusted_actor(ctx: _Context) -> bool:
+    """Whether the event's sender may start a run that holds the key: write access (asked
+    through the collaborator permission API), or named in `allowed-actors` (`*`: anyone).
+    Anyone who can read a repository can open a pull request from one of its branches, and
+    the runner hands its job the secrets."""
+    allowed = ctx.settings.allowed_actors
+    return "*" in allowed or ctx.event.sender in allowed or ctx.port.can_write(ctx.event.sender)
+
+
+def _actor_approval(ctx: _Context, number: int) -> str | None:
+    """Who let this same-repository pull request's evaluation run: its sender when trusted,
+    else a maintainer's approve-label; None after publishing `action_required`."""
+    if trusted_actor(ctx):
+        return ctx.event.sender
+    label = ctx.settings.approve_label
+    approver = ctx.port.label_approver(number, label)
+    if approver is not None:
+        ctx.say(f"docdelta: evaluation approved by @{approver}")
+        return approver
+    sender = inline(ctx.event.sender)
+    ctx.publish(
+        Conclusion.action_required,
+        _ACTOR_WAITING,
+        f"@{sender} has no write access to this repository, and an evaluation runs agents that hold "
+        f"the model API key. A maintainer with write access should read the changed instruction files "
+        f"and then apply the label `{label}`, or list trusted actors (a bot) in the `allowed-actors` "
+        "input.",
+    )
+    ctx.say(f"docdelta: {_ACTOR_WAITING} (@{ctx.event.sender})")
+    return None
+
+
 def _fork_head(ctx: _Context, repo: Repo, base_sha: str, detection: Detection) -> str:
     """Base commit + the fork's instruction files, read through the API as bytes."""
     changes: dict[str, bytes | None] = {}
@@ -688,6 +743,7 @@ def _run_matrix(
         skip_base_from=None if refresh else settings.skip_base_from,
         refresh=refresh,
         config_arms=True,
+        pass_threshold=settings.default_threshold,
     )
     deps = Deps(
         repo=repo,
@@ -846,6 +902,7 @@ def _run_and_report(
         title = f"shard {settings.options.shard} done"
         return ActionResult(Activity.evaluate, None, title, {Output.results_path: str(settings.results_path)})
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
+    decision = thresholds.with_thresholds(decision, summary)
     conclusion = Conclusion(decision.conclusion)
     notes = [
         f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {decision.reason}",

@@ -25,14 +25,15 @@ from docdelta import __version__, validate
 from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.models_core import DEFAULT_CONDITIONS, HEAD
+from docdelta.models_core import DEFAULT_CONDITIONS, HEAD, NearMiss
 from docdelta.sandbox import provider_names
+from docdelta.text import listing
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
     from docdelta.history import History
-    from docdelta.models import ArmSpec, Manifest, RunResult, Summary, Task
+    from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
     from docdelta.store import ResultStore
     from docdelta.suggest import Suggestion
@@ -91,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--head", required=True)
     r.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
     r.add_argument("--workdir", type=Path, required=True)
+    r.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a .docdelta.yml to use instead of the base commit's (e.g. to evaluate a past PR)",
+    )
     _add_run_options(r, history=True)
 
     _add_workdir_commands(sub)
@@ -137,8 +144,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
+    _add_agent_check_command(sub)
+    _add_init_command(sub)
+
     s = sub.add_parser("schema", help="print a JSON Schema, for editors")
-    s.add_argument("what", choices=("task",))
+    s.add_argument("what", choices=("task", "answer"), help="task: task files; answer: an agent's final JSON")
 
     sub.add_parser("action", help="the GitHub Action entry point (reads INPUT_* and GITHUB_* variables)")
     return p
@@ -182,6 +192,71 @@ def _add_tasks_commands(sub: Any) -> None:
         help="a past run's workdir (repeatable): tasks saturated in every arm are candidates to drop",
     )
     au.add_argument("--json", action="store_true", help="print the audit as JSON")
+
+
+def _add_init_command(sub: Any) -> None:
+    ini = sub.add_parser(
+        "init", help="adopt docdelta: write .docdelta.yml, the workflow and drafted tasks; print what to run"
+    )
+    ini.add_argument("--repo", type=Path, default=Path())
+    ini.add_argument("--ref", default="HEAD", help="the commit whose instruction files are drafted from")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from docdelta.project_init import init_project, next_commands
+
+    repo = Repo(args.repo)
+    result = init_project(repo, args.ref)
+    for path in result.written:
+        print(f"wrote     {path.relative_to(repo.root)}")
+    for path in result.kept:
+        print(f"kept      {path.relative_to(repo.root)} (exists; not overwritten)")
+    drafted = len(result.drafts.drafts) if result.drafts else 0
+    print(
+        f"drafted {drafted} task(s) from {', '.join(result.sources)}: "
+        "each is `reviewed: false` until you check it"
+    )
+    print("next:")
+    for n, command in enumerate(next_commands(repo, result), 1):
+        print(f"  {n}. {command}")
+    return ExitCode.OK
+
+
+def _add_agent_check_command(sub: Any) -> None:
+    ac = sub.add_parser(
+        "agent-check",
+        help="run the agent once on one task in the sandbox; show what it received and what was parsed",
+    )
+    ac.add_argument("--repo", type=Path, default=Path())
+    ac.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    ac.add_argument("--task", help="the task's id (default: the first task file)")
+    ac.add_argument(
+        "--ref", default="HEAD", help="the commit whose files and instruction files the agent sees"
+    )
+    ac.add_argument("--agent", default="command", help="the agent, as for `run` (default: command)")
+    ac.add_argument("--agent-cmd", help="the command agent's executable and arguments")
+    ac.add_argument("--model", help="the model the agent uses (agents that call a model API)")
+    ac.add_argument("--timeout", type=float, default=600.0, help="wall-clock seconds for the run")
+    ac.add_argument("--sandbox", default="local", choices=("local", "docker"), help="default: local")
+
+
+def _agent_check(args: argparse.Namespace) -> int:
+    from docdelta.agent_check import check_agent, passed, render
+    from docdelta.wiring import AgentChoice, SandboxChoice, build_agent
+
+    agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
+    check = check_agent(
+        Repo(args.repo),
+        args.tasks,
+        agent,
+        ref=args.ref,
+        task_id=args.task,
+        sandbox=SandboxChoice(args.sandbox),
+        timeout_s=args.timeout,
+        environ=os.environ,
+    )
+    render(check)
+    return ExitCode.OK if passed(check) else ExitCode.BAD_INPUT
 
 
 def _add_loop_commands(sub: Any) -> None:
@@ -357,6 +432,26 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
         "(tasks x conditions x repeats)",
     )
     r.add_argument("--source", default=HEAD, help="source commit: head, base or a SHA (default head)")
+    r.add_argument(
+        "--task",
+        action="append",
+        dest="only_tasks",
+        metavar="ID",
+        default=[],
+        help="run only the task with this id (repeatable), while iterating; default: every task",
+    )
+    r.add_argument(
+        "--pass-threshold",
+        type=_arg(validate.fraction),
+        help="share of a task's head runs that must score 1.0 (e.g. 0.8) for tasks that set no "
+        "pass_threshold; reported per arm, and a miss where base met it is flagged (default: none)",
+    )
+    r.add_argument(
+        "--pass-k",
+        type=_at_least(1),
+        default=1,
+        help="with --pass-threshold: judge pass^k (the chance k runs all pass), not the pass rate",
+    )
     _add_agent_options(r)
 
 
@@ -365,7 +460,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--agent",
         default="fake",
-        help="fake | command | openai | claude_code | codex | opencode | gemini "
+        help="fake | command | openai | claude_code | codex | opencode | gemini | copilot "
         "(agents that call a model need --sandbox docker)",
     )
     r.add_argument("--agent-cmd", help="the command agent's executable and arguments")
@@ -409,6 +504,12 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         "minutes first (logged in <workdir>/ratelimit.log)",
     )
 
+    r.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="FILE",
+        help="read API keys from this dotenv file (KEY=value lines); variables already set win",
+    )
     r.add_argument("--jobs", type=_at_least(1), default=1, help="cells run at once (default 1)")
     r.add_argument(
         "--shard",
@@ -476,6 +577,11 @@ def _reader_went_away() -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if getattr(args, "env_file", None) is not None:
+        from docdelta.envfile import load_env_file
+
+        names = load_env_file(args.env_file)
+        print(f"docdelta: --env-file set {', '.join(names) or 'nothing new'}", file=sys.stderr)
     return COMMANDS[args.command](args)
 
 
@@ -486,9 +592,10 @@ def _action(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from docdelta.agents.prompt import answer_json_schema
     from docdelta.tasks import task_json_schema
 
-    print(json.dumps(task_json_schema(), indent=2))
+    print(json.dumps(answer_json_schema() if args.what == "answer" else task_json_schema(), indent=2))
     return ExitCode.OK
 
 
@@ -515,13 +622,23 @@ def _detect(args: argparse.Namespace) -> int:
         link = f" [symlink -> {f.link_target}]" if f.link_target else " [symlink]" if f.symlink else ""
         via = f" (imported by {', '.join(f.imported_by)})" if f.imported_by else ""
         print(f"{f.status.value:<9} {f.path}{moved}{link}{via}  read by: {f.loading_text() or '-'}")
-    for n in detection.near_misses:
-        print(f"note      {n.path}: {n.reason}")
+    for reason, paths in _grouped(detection.near_misses).items():
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} files ({listing(paths)})"
+        print(f"note      {where}: {reason}")
     if detection.other_changed and not detection.empty:
         print(
             f"note      {len(detection.other_changed)} other file(s) changed in the range (code, tests, docs)"
         )
     return ExitCode.OK
+
+
+def _grouped(near_misses: Sequence[NearMiss]) -> dict[str, list[str]]:
+    """Near misses with the same reason as one line: a docs site's six translated `agents.md`
+    pages are one finding, not six."""
+    grouped: dict[str, list[str]] = {}
+    for n in near_misses:
+        grouped.setdefault(n.reason, []).append(n.path)
+    return grouped
 
 
 def _project_matcher(repo: Repo, sha: str) -> InstructionMatcher:
@@ -574,8 +691,21 @@ def _run(args: argparse.Namespace) -> int:
         patch=args.patch,
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
+        pass_threshold=_pass_threshold(args),
+        only_tasks=args.only_tasks,
     )
-    return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history)
+    return _execute(Repo(args.repo), request, run_options(args), args.workdir, args.history, args.config)
+
+
+def _pass_threshold(args: argparse.Namespace) -> PassThreshold | None:
+    """`--pass-threshold` / `--pass-k` as the default bar (`docdelta.thresholds`)."""
+    from docdelta.models import PassThreshold
+
+    if args.pass_threshold is None:
+        if args.pass_k != 1:
+            raise ConfigError("--pass-k needs --pass-threshold", hint="e.g. --pass-threshold 0.8 --pass-k 3")
+        return None
+    return PassThreshold(fraction=args.pass_threshold, k=args.pass_k)
 
 
 RUN_FLAGS = {
@@ -608,16 +738,23 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _execute(
-    repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path, history: Path | None = None
+    repo: Repo,
+    request: ExperimentRequest,
+    options: RunOptions,
+    workdir: Path,
+    history: Path | None = None,
+    config: Path | None = None,
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
+    from docdelta.config import load_config_file
     from docdelta.evaluation import Deps, evaluate
     from docdelta.history import History, record_of
     from docdelta.planning import PlanTooLarge
     from docdelta.report import render_markdown
 
     try:
-        done = evaluate(request, options, Deps(repo=repo, workdir=workdir))
+        project = None if config is None else load_config_file(config)
+        done = evaluate(request, options, Deps(repo=repo, workdir=workdir, config=project))
     except PlanTooLarge as exc:
         raise ConfigError(exc.message, hint=_plan_cost(exc.planned, options) + exc.hint) from None
     if done is None:
@@ -1158,6 +1295,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "judge": _judge,
     "calibrate": _judge,
     "schema": _schema,
+    "agent-check": _agent_check,
+    "init": _init,
     "action": _action,
 }
 """Subcommand -> handler; every subparser of `_parser` has one (a test holds them equal)."""

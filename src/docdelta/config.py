@@ -23,6 +23,13 @@ from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.globs import check_glob
 from docdelta.models import ArmSpec
+from docdelta.sandbox.base import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_PIDS,
+    DEFAULT_WORKSPACE_MB,
+    NetworkMode,
+    SandboxSpec,
+)
 
 if TYPE_CHECKING:
     import yaml
@@ -181,7 +188,8 @@ class WorkspaceConfig(BaseModel):
 
 
 class SandboxConfig(BaseModel):
-    """The `sandbox:` section: toolchains the agent and the hidden tests may use.
+    """The `sandbox:` section: toolchains the agent and the hidden tests may use, and the
+    bounds of every run (memory, processes, disk; see `docdelta.sandbox.limits`).
 
     Every sandbox is an allowlist, so a project's virtualenv, uv cache or Node install
     is invisible unless named here; each path appears read-only at the same path inside
@@ -196,6 +204,18 @@ class SandboxConfig(BaseModel):
     workspace: WorkspaceConfig | None = Field(
         default=None, description="a package-manager workspace installed once and shown in each checkout"
     )
+    memory_mb: int = Field(default=DEFAULT_MEMORY_MB, ge=64, description="memory of one run (MiB)")
+    pids: int = Field(default=DEFAULT_PIDS, ge=16, description="processes one run may have at once")
+    workspace_mb: int = Field(
+        default=DEFAULT_WORKSPACE_MB, ge=16, description="disk one run may write (MiB), and its largest file"
+    )
+
+    def spec(self, network: NetworkMode) -> SandboxSpec:
+        """A run's sandbox request under these limits (a hit ends the run as `oom`,
+        `pids_limit` or `disk_full`, never a pass)."""
+        return SandboxSpec(
+            network=network, memory_mb=self.memory_mb, pids=self.pids, workspace_mb=self.workspace_mb
+        )
 
     @field_validator("paths")
     @classmethod
@@ -245,7 +265,8 @@ class ProjectConfig(BaseModel):
     gateway: GatewayConfig = GatewayConfig()
     """Which model APIs the gateway may reach, per-run budget, price table."""
     sandbox: SandboxConfig = SandboxConfig()
-    """Read-only toolchain paths and environment for the agent and the hidden tests."""
+    """Read-only toolchain paths, environment and the bounds of each run (memory, processes,
+    disk) for the agent and the hidden tests."""
     arms: list[ArmSpec] = []
     """Arms added to every evaluation's conditions (`docdelta run` without --arms, the Action's PRs)."""
 
@@ -286,6 +307,20 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source} is not UTF-8 text", hint=hint) from exc
     return load_model(text, ProjectConfig, source=source, error=ConfigError, hint=hint)
+
+
+def load_config_file(path: Path) -> ProjectConfig:
+    """A project config given on the command line (`--config FILE`), in `.docdelta.yml`'s format."""
+    hint = (
+        "pass a YAML file in .docdelta.yml's format (fields: " + ", ".join(ProjectConfig.model_fields) + ")"
+    )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file", hint=hint) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--config {path}: cannot read it as UTF-8 text ({exc})", hint=hint) from None
+    return load_model(text, ProjectConfig, source=f"--config {path}", error=ConfigError, hint=hint)
 
 
 def matcher(config: ProjectConfig) -> InstructionMatcher:

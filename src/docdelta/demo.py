@@ -37,17 +37,18 @@ class DemoRepo:
         return self.path / ".docdelta" / "tasks"
 
 
-def examples_dir() -> Path:
-    """The demo's files: inside an installed wheel, else at the editable checkout's root."""
-    installed = Path(str(files("docdelta").joinpath("_examples", "demo")))
+def examples_dir(part: str = "demo") -> Path:
+    """`examples/<part>` (the demo's files, the example workflows): inside an installed wheel,
+    else at the editable checkout's root."""
+    installed = Path(str(files("docdelta").joinpath("_examples", part)))
     if installed.is_dir():
         return installed
-    checkout = Path(__file__).resolve().parents[2] / "examples" / "demo"
+    checkout = Path(__file__).resolve().parents[2] / "examples" / part
     if checkout.is_dir():
         return checkout
     raise InfraError(
-        f"the demo files are missing (looked in {installed} and {checkout})",
-        hint="reinstall docdelta; the wheel ships them as docdelta/_examples/demo",
+        f"the {part} files are missing (looked in {installed} and {checkout})",
+        hint=f"reinstall docdelta; the wheel ships them as docdelta/_examples/{part}",
     )
 
 

@@ -115,8 +115,12 @@ class InstructionMatcher:
         canonical = _KNOWN_NAMES.get(name.lower())
         if canonical is None:
             return None
-        if canonical != name:
-            return f"differs only in case from {canonical}; may be loaded by case-insensitive lookups"
+        readers = sorted(self._builtin_families(posixpath.join(posixpath.dirname(path), canonical)))
+        if canonical != name and readers:
+            return (
+                f"differs only in case from {canonical}: where file names are case-insensitive (macOS, "
+                f"Windows) {', '.join(readers)} would load it as its folder's {canonical}"
+            )
         return f"named like the instruction file {canonical} but outside where agents look for it"
 
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from docdelta.agents.base import Agent
 from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.cache import ArmStore, Reuse, pool, restore, save
-from docdelta.config import ProjectConfig, load_project_config
+from docdelta.config import ProjectConfig, SandboxConfig, load_project_config
 from docdelta.detect import CONFIG_PATH
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.forecast import forecast
@@ -40,7 +40,7 @@ from docdelta.progress import LineProgress, Progress, progress_for
 from docdelta.report.summary import design_of
 from docdelta.rounds import run_matrix
 from docdelta.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
-from docdelta.sandbox.base import SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import SandboxProvider
 from docdelta.scorecard import scorecard, write_pooled
 from docdelta.shard import Shard
 from docdelta.store import ResultStore
@@ -141,6 +141,10 @@ class Deps:
     a GitHub runner can pull); None keeps the config's default."""
     job_summary: Callable[[str], object] | None = None
     """Where the forecast goes as markdown before the matrix starts (the Action's job summary)."""
+    config: ProjectConfig | None = None
+    """`docdelta run --config FILE`: the project config instead of the base commit's (a past PR's
+    base predates the `.docdelta.yml` it needs). The Action never sets it: there the config
+    comes from the trusted base, never from anything the PR could steer."""
 
 
 @dataclass(frozen=True)
@@ -257,14 +261,13 @@ def _column(
     provider: SandboxProvider,
     options: RunOptions,
     provider_for: Callable[[Agent], tuple[SandboxProvider, str | None]],
+    sandbox: SandboxConfig,
 ) -> Column:
     """An arm's agent in the run's sandbox provider, or in one of its own under Docker when it
     is another agent or model: a container's image holds one agent CLI and its gateway pins
     one model."""
     own = options.sandbox == "docker" and (arm_agent.name, arm_agent.model) != (agent.name, agent.model)
-    return Column(
-        arm_agent, provider_for(arm_agent)[0] if own else provider, SandboxSpec(network=arm_agent.network)
-    )
+    return Column(arm_agent, provider_for(arm_agent)[0] if own else provider, sandbox.spec(arm_agent.network))
 
 
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
@@ -280,7 +283,7 @@ def _evaluate(
 ) -> Evaluation | None:
     repo = deps.repo
     base_sha = repo.resolve(request.base)
-    config = load_project_config(repo, base_sha).with_image_base(deps.image_base)
+    config = (deps.config or load_project_config(repo, base_sha)).with_image_base(deps.image_base)
     agent = build_agent(
         AgentChoice(
             options.agent,
@@ -312,7 +315,10 @@ def _evaluate(
 
     provider, image_digest = provider_for(agent)
     try:  # nothing between the provider's birth and this: its close must run on every path
-        columns = {a.spec.name: _column(a.agent, agent, provider, options, provider_for) for a in arms}
+        columns = {
+            a.spec.name: _column(a.agent, agent, provider, options, provider_for, config.sandbox)
+            for a in arms
+        }
         exp = prepare(
             repo,
             request,
@@ -334,7 +340,7 @@ def _evaluate(
         runner = Runner(
             store,
             provider,
-            SandboxSpec(network=agent.network),
+            config.sandbox.spec(agent.network),
             agent,
             options.limits(),
             _progress(options, deps),

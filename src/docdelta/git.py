@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -188,6 +189,14 @@ class Repo:
             )
         return proc.stdout.decode().strip()
 
+    def tree_id(self, sha: str) -> str:
+        """The id of commit `sha`'s root tree: equal for two commits with the same files."""
+        return (
+            self._git("rev-parse", "--verify", f"{sha}^{{tree}}", what=f"read the tree of {sha}")
+            .decode()
+            .strip()
+        )
+
     def tree(self, sha: str, paths: Sequence[str] = ()) -> list[TreeEntry]:
         """Every blob and gitlink at commit `sha`, recursively (optionally under `paths`)."""
         out = self._git("ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--", *paths, what=f"list {sha}")
@@ -197,6 +206,8 @@ class Repo:
                 continue
             meta, _, path = record.partition(b"\t")
             mode, _kind, oid, size = meta.decode().split()
+            if size == _MISSING_SIZE:
+                raise missing_object(oid, f"{path.decode(errors='replace')} at {sha[:12]}", self.root)
             entries.append(TreeEntry(path.decode(), mode, oid, None if size == "-" else int(size)))
         return entries
 
@@ -231,6 +242,8 @@ class Repo:
         try:
             for oid in oids:
                 header = stdout.readline().split()
+                if header[1:] == [b"missing"]:
+                    raise missing_object(oid, "an instruction or source file", self.root)
                 if len(header) != 3:
                     raise InfraError(f"git could not read object {oid}", hint="run `git fsck`")
                 data = stdout.read(int(header[2]))
@@ -268,8 +281,30 @@ class Repo:
         )  # fmt: skip
         return out.decode(errors="surrogateescape")
 
+    def last_change(self, ref: str, paths: Sequence[str]) -> str | None:
+        """The newest commit at or before `ref` that changed one of `paths` and has a parent
+        (a pair to evaluate), or None."""
+        out = self._git("log", "-1", "--format=%H", "--min-parents=1", ref, "--", *paths, what=f"log {ref}")
+        return out.decode().strip() or None
+
 
 _REPO_HINT = "pass --repo with the path of a git work tree (the directory that holds .git)"
+_MISSING_SIZE = "BAD"
+"""What `git ls-tree -l` prints as the size of a blob the repository does not have."""
+
+
+def missing_object(oid: str, what: str, root: Path) -> ConfigError:
+    """A blob the commit names is not in the repository: a partial (`--filter=blob:none`)
+    or shallow clone, or a damaged one. Input to fix, not our failure: say which object
+    and how to get it."""
+    return ConfigError(
+        f"the repository {root} does not have git object {oid} ({what}): it is a partial or "
+        "shallow clone, or damaged",
+        hint="fetch the full objects: `git fetch --refetch` (a partial clone) or `git fetch --unshallow`, "
+        "or clone again without --filter/--depth; in GitHub Actions: actions/checkout with fetch-depth: 0 "
+        "and no filter; `git fsck` lists what else is missing",
+    )
+
 
 SNAPSHOT_BRANCH = "main"
 
@@ -280,8 +315,7 @@ def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: st
     Author, committer, date and message are fixed by the caller and the repository
     gets no template (no sample hooks, no description), so the same files always
     give the same commit id. Ignored files are added too: the snapshot must hold
-    exactly what is on disk. Sealed checkouts call it once on a fresh directory;
-    the demo calls it once per commit of its history.
+    exactly what is on disk. The demo calls it once per commit of its history.
     """
     ident = {
         "GIT_AUTHOR_NAME": name,
@@ -308,17 +342,83 @@ def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: st
     return proc.stdout.decode().strip()
 
 
-def pack_objects(path: Path) -> None:
-    """Pack the loose objects of the repository at `path` into one pack.
+def _step(
+    path: Path, args: Sequence[str], *, input: bytes | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    proc = _run(args, path, input=input, env=env)
+    if proc.returncode != 0:
+        raise _failed(proc, f"{args[0]} the sealed checkout at {path}")
+    return proc.stdout.decode().strip()
 
-    A sealed checkout is copied into a sandbox and deleted again for every cell;
-    one pack instead of a directory per object prefix makes both several times
-    cheaper (see bench/bench_cell.py).
+
+def _init(path: Path) -> None:
+    """A fresh repository without a template (no sample hooks, no description), so the same
+    files always give the same repository."""
+    _step(path, ["init", "-q", "--template=", f"--initial-branch={SNAPSHOT_BRANCH}", "."])
+
+
+def pack_snapshot(path: Path, repo: Repo, entries: Sequence[TreeEntry], added: Sequence[str]) -> str:
+    """Make `path` a repository whose index and one pack hold exactly `entries` (blobs of
+    `repo`, already written at `path`) and `added` (files or links on disk at `path` that
+    `repo` does not hold), with no commit and no ref; return the tree id.
+
+    This is the part of a sealed checkout every condition shares: `commit_overlay` adds a
+    condition's few files to a copy of the index and commits. The index is written from
+    the ids `repo` already knows and the pack copied out of `repo`'s own (its deltas
+    reused), reading `repo` as an alternate through the environment only, so nothing in
+    `path` points back at it and nothing is written into it: no file is hashed again and
+    no object is compressed twice. One pack instead of a directory per object prefix keeps
+    each per-cell copy cheap (see bench/bench_cell.py); with no commit it holds nothing but
+    this tree's objects.
     """
-    for step in (["repack", "-a", "-d", "-q"], ["prune-packed", "-q"]):
-        proc = _run(step, path)
-        if proc.returncode != 0:
-            raise _failed(proc, f"{step[0]} the sealed checkout at {path}")
+    _init(path)
+    objects = Path(_output(repo.root, "rev-parse", "--path-format=absolute", "--git-common-dir"), "objects")
+    env = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
+    listed = "".join(f"{e.mode} {e.oid}\t{e.path}\0" for e in entries).encode()
+    _step(path, ["update-index", "-z", "--index-info"], input=listed, env=env)
+    if added:
+        paths = "".join(f"{p}\0" for p in added).encode()
+        _step(path, ["update-index", "--add", "-z", "--stdin"], input=paths, env=env)
+    tree = _step(path, ["write-tree"], env=env)
+    reachable = _step(path, ["rev-list", "--objects", "--no-object-names", tree], env=env)
+    pack = str(Path(".git", "objects", "pack", "pack"))
+    _step(path, ["pack-objects", "-q", pack], input=f"{reachable}\n".encode(), env=env)
+    _step(path, ["prune-packed", "-q"])
+    return tree
+
+
+def commit_overlay(
+    path: Path, shared: Path, paths: Sequence[str], *, message: str, name: str, email: str, date: str
+) -> str:
+    """Commit at `path` the files `pack_snapshot` indexed at `shared` plus `paths` (files or
+    links already on disk at `path`, added or replacing), as the one commit of a fresh
+    repository; return its id.
+
+    `shared`'s pack is hard-linked, not copied (git never rewrites a pack in place) and its
+    index copied, so only `paths` are hashed: the cost does not grow with the tree. The new
+    objects stay loose in `path`'s own object store, which therefore holds `shared`'s
+    objects and its own, never another overlay's.
+    """
+    _init(path)
+    packs = shared / ".git" / "objects" / "pack"
+    for part in sorted(packs.iterdir()):
+        os.link(part, path / ".git" / "objects" / "pack" / part.name)
+    shutil.copyfile(shared / ".git" / "index", path / ".git" / "index")
+    if paths:
+        listed = b"".join(f"{p}\0".encode() for p in sorted(paths))
+        _step(path, ["update-index", "--add", "--remove", "-z", "--stdin"], input=listed)
+    tree = _step(path, ["write-tree"])
+    ident = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": date,
+    }
+    commit = _step(path, ["commit-tree", tree, "-m", message], env=ident)
+    _step(path, ["update-ref", f"refs/heads/{SNAPSHOT_BRANCH}", commit])
+    return commit
 
 
 def apply_patch(directory: Path, patch: bytes) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from docdelta import stats
+from docdelta import stats, thresholds
 from docdelta.cache import ArmStore, DirectoryStore
 from docdelta.models import (
     BASE,
@@ -87,6 +87,9 @@ class HistoryRecord(Frozen):
     verdict_refused: str | None = None
     cost_usd: float | None
     pr: int | None = Field(default=None, description="the pull request the Action evaluated")
+    threshold_failures: list[str] = Field(
+        default=[], description="tasks whose head arm missed its pass threshold where base met it"
+    )
 
     @property
     def key(self) -> str:
@@ -117,9 +120,12 @@ class ReceiptEntry(Frozen):
     verdict_refused: str | None = None
     path: str | None = Field(default=None, description="the file's path in that evaluation")
     pr: int | None = None
+    threshold_failures: list[str] = Field(default=[], description="as the evaluation's record")
 
     def gate(self, policy: GatePolicy) -> stats.GateDecision:
-        return stats.gate(self.verdict, policy, refused=self.verdict_refused)
+        """The check the evaluation got: a missed pass threshold fails it, as it failed the PR."""
+        decision = stats.gate(self.verdict, policy, refused=self.verdict_refused)
+        return thresholds.with_failures(decision, self.threshold_failures)
 
 
 class Receipt(Frozen):
@@ -171,6 +177,7 @@ def record_of(
         verdict_refused=summary.verdict_refused or summary.broken,
         cost_usd=sum(costs) if costs else None,
         pr=pr,
+        threshold_failures=summary.threshold_failures,
     )
 
 
@@ -230,6 +237,7 @@ class History:
                 verdict_refused=record.verdict_refused,
                 path=path,
                 pr=record.pr,
+                threshold_failures=record.threshold_failures,
             )
             files[self._path(RECEIPTS_DIR, digest, name)] = entry.model_dump_json().encode() + b"\n"
         self.backend.add(files, f"docdelta history: {record.head_sha[:12]}")
@@ -323,7 +331,9 @@ def _receipt_line(
         )
     if not saved:
         return f"Head's content {short} has no earlier passing evaluation, and this one was not recorded."
-    now = stats.gate(current.verdict, policy, refused=current.verdict_refused)
+    now = thresholds.with_failures(
+        stats.gate(current.verdict, policy, refused=current.verdict_refused), current.threshold_failures
+    )
     if now.conclusion == "success":
         return f"Head's content {short} had no passing evaluation; this one passed: it is its receipt."
     return f"Head's content {short} has no passing evaluation yet: this one did not pass `fail-on: {policy}`."

@@ -125,6 +125,15 @@ class _Side:
                 yield InstructionRef(file=path, line=i + 1, change=change, text=text, kind=kind, ref=ref)
 
 
+_LIST_NUMBER = re.compile(r"^(\s*)\d{1,9}([.)])(?=\s)")
+
+
+def _unnumbered(line: str) -> str:
+    """A line as the diff compares it: an ordered list item without its number, so a rule
+    renumbered by an item inserted above it ("2. Run `make check`" -> "3. ...") is unchanged."""
+    return _LIST_NUMBER.sub(r"\1#\2", line)
+
+
 def docs_diff(files: Iterable[tuple[str, str, str]]) -> list[InstructionRef]:
     """Every reference on an added or removed line of `(path, base text, head text)` files.
 
@@ -133,7 +142,8 @@ def docs_diff(files: Iterable[tuple[str, str, str]]) -> list[InstructionRef]:
     out: list[InstructionRef] = []
     for path, old_text, new_text in files:
         old, new = _Side.of(old_text), _Side.of(new_text)
-        matcher = difflib.SequenceMatcher(None, old.lines, new.lines, autojunk=False)
+        keys = [_unnumbered(line) for line in old.lines], [_unnumbered(line) for line in new.lines]
+        matcher = difflib.SequenceMatcher(None, *keys, autojunk=False)
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op in ("replace", "delete"):
                 out.extend(old.refs(path, "removed", i1, i2))

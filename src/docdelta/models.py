@@ -231,6 +231,15 @@ class Gold(Frozen):
     )
 
 
+class PassThreshold(Frozen):
+    """A task's own bar, beside the statistical verdict: pass^k of an arm's graded runs (the
+    chance that k of them drawn at random all score 1.0; k = 1 is the pass rate) must reach
+    `fraction`. Users gate on "passes in at least 80 % of runs" as well as on a mean difference."""
+
+    fraction: float = Field(gt=0, le=1, description="the share pass^k must reach, e.g. 0.8")
+    k: int = Field(default=1, ge=1, description="runs that must all pass; 1: the plain pass rate")
+
+
 class Task(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     prompt: str = Field(min_length=1)
@@ -243,6 +252,31 @@ class Task(Frozen):
         description="run and counted in the aggregate, but its own results are never shown, so the "
         "instructions are not tuned to the visible tasks",
     )
+    pass_threshold: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="share of runs (of pass^k with pass_k) that must score 1.0 in the head arm, or the "
+        "check fails when base reached it; overrides the pass-threshold input / --pass-threshold",
+    )
+    pass_k: int | None = Field(
+        default=None,
+        ge=1,
+        description="with pass_threshold: gate on pass^k, the chance that k runs all pass, not the pass rate",
+    )
+
+    @property
+    def threshold(self) -> PassThreshold | None:
+        """The task's own bar, when it sets one."""
+        if self.pass_threshold is None:
+            return None
+        return PassThreshold(fraction=self.pass_threshold, k=self.pass_k or 1)
+
+    @model_validator(mode="after")
+    def _k_needs_threshold(self) -> Task:
+        if self.pass_k is not None and self.pass_threshold is None:
+            raise ValueError("pass_k needs pass_threshold (the share of pass^k to reach, e.g. 0.8)")
+        return self
 
     @model_validator(mode="after")
     def _change_needs_validation(self) -> Task:
@@ -284,6 +318,7 @@ class RunStatus(StrEnum):
     timeout = "timeout"
     oom = "oom"
     disk_full = "disk_full"
+    pids_limit = "pids_limit"
     budget = "budget"
     max_turns = "max_turns"
     rate_limited = "rate_limited"
@@ -580,6 +615,11 @@ class Manifest(Frozen):
     unreviewed: list[str] = Field(
         default=[], description="task ids run with `reviewed: false` gold (--allow-unreviewed)"
     )
+    skipped: dict[str, str] = Field(
+        default={},
+        description="task id -> the gold quote that stands in no condition: the task cannot apply "
+        "to this PR (e.g. a past PR's, written before the rule) and is not run",
+    )
     pooled_only: list[str] = Field(
         default=[],
         description="conditions this plan runs none of: their control is the pooled earlier batches",
@@ -588,15 +628,21 @@ class Manifest(Frozen):
         default={},
         description="column name -> the arm it runs (agent, model, overlay); conditions are not here",
     )
+    thresholds: dict[str, PassThreshold] = Field(
+        default={},
+        description="task id -> its pass threshold (its own, else the run's default); read by the report",
+    )
     created_at: datetime
 
     def identity(self) -> str:
         """sha256 of everything that makes two runs comparable (not the time it was made).
-        `arms`, `pooled_only` and `unreviewed` count only when set, so a plan without them keeps
-        its identity."""
-        unset = {"created_at"} | ({"arms"} if not self.arms else set())
+        `arms`, `pooled_only`, `unreviewed` and `skipped` count only when set, so a plan without
+        them keeps its identity. `thresholds` never count: they judge runs, they do not change
+        them (a task's own is in its file's hash anyway)."""
+        unset = {"created_at", "thresholds"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
+        unset |= {"skipped"} if not self.skipped else set()
         return sha256_hex(self.model_dump_json(exclude=unset).encode())
 
     def agent_of(self, column: str) -> AgentInfo:
@@ -700,6 +746,24 @@ class JudgedTally(Frozen):
     runs: int = Field(description="graded runs that carry at least one ruling")
 
 
+class ArmPass(Frozen):
+    """One arm of one task against the task's pass threshold."""
+
+    passes: int
+    runs: int
+    value: float | None = Field(description="pass^k (k = 1: the pass rate); None with fewer than k runs")
+    met: bool | None = Field(description="value >= the threshold's fraction; None when there is no value")
+
+
+class ThresholdSummary(Frozen):
+    """A task's pass threshold per arm, and whether it fails the check: the head arm missed it
+    and the base arm did not (a miss base already had is not this PR's doing)."""
+
+    threshold: PassThreshold
+    arms: dict[str, ArmPass]
+    blocks: bool
+
+
 class TaskSummary(Frozen):
     task: str
     conditions: dict[str, ConditionStats]
@@ -711,6 +775,7 @@ class TaskSummary(Frozen):
     decision: TaskDecisionSummary | None = Field(
         default=None, description="head vs base: this task's call; None when an arm has no graded run"
     )
+    threshold: ThresholdSummary | None = Field(default=None, description="when the task has a pass threshold")
 
 
 class AANoise(Frozen):
@@ -759,6 +824,14 @@ class Confounds(Frozen):
     source: Literal["base", "head", "other"] = Field(default="head", description="which commit's code ran")
     task_sources: dict[str, str] = Field(
         default={}, description="task id -> the commit whose code its runs got instead (its own source)"
+    )
+    unguarded: list[str] = Field(
+        default=[],
+        description="change tasks whose hidden tests passed in a run graded without docdelta's pytest "
+        "guard: only the runner's own report says they passed",
+    )
+    skipped: dict[str, str] = Field(
+        default={}, description="task id -> the gold quote that stands in no condition (the task was not run)"
     )
 
 
@@ -897,6 +970,9 @@ class Summary(Frozen):
     arms: list[ArmComparison] = Field(
         default=[], description="each declared arm against the column it is compared with"
     )
+    threshold_failures: list[str] = Field(
+        default=[], description="shown tasks whose head arm missed its pass threshold where base met it"
+    )
 
     @property
     def unreviewed_note(self) -> str:
@@ -1028,6 +1104,11 @@ class HiddenTestResult(Frozen):
     duration_s: float = 0.0
     output_tail: str = ""
     runner: RunnerKind | None = Field(default=None, description="the test runner the command started")
+    guarded: bool = Field(
+        default=False,
+        description="docdelta's pytest guard checked the runner (pytest without a declared report); "
+        "otherwise the runner's own report is all the evidence",
+    )
 
     @property
     def no_test_ran(self) -> bool:

@@ -15,16 +15,16 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-from docdelta import __version__, envs
+from docdelta import __version__, envs, thresholds
 from docdelta.agents.base import Agent
 from docdelta.arms import Arm, agent_info
 from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
-from docdelta.detect import Overlay, detect_refs
+from docdelta.detect import InstructionMatcher, Overlay, detect_refs
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
@@ -36,14 +36,15 @@ from docdelta.models import (
     Cell,
     Detection,
     Manifest,
+    PassThreshold,
     PooledControl,
     RunBounds,
     sha256_hex,
 )
 from docdelta.store import ResultStore, checkout_dir
-from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed
+from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
-from docdelta.workspace import SealedCheckout, build_overlays, seal_once
+from docdelta.workspace import SealedCheckout, build_overlays, seal_conditions
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ class ExperimentRequest:
     skip_base_from: int | None = None
     """Plan no base runs when the results store pools at least this many earlier base runs of
     every task (None: always run the base arm)."""
+    pass_threshold: PassThreshold | None = None
+    """The bar of tasks that set no `pass_threshold` of their own (`docdelta.thresholds`)."""
+    only_tasks: Sequence[str] = ()
+    """Run only these task ids (`--task`, while iterating); empty: every task."""
     refresh: bool = False
     """The base arm alone, stored for later PRs (the Action on a push to the default branch):
     a gold quote may stand only in the head such a PR brings, so citations are checked by each
@@ -174,7 +179,7 @@ def prepare(
     if detection.empty and request.require_change:
         return None
 
-    loaded = load_tasks(request.tasks_dir)
+    loaded = select_tasks(load_tasks(request.tasks_dir), request.only_tasks, request.tasks_dir)
     columns = [*request.conditions, *(a.spec.name for a in arms)]
     planned = len(loaded) * len(columns) * request.repeats
     if request.max_runs is not None and planned > request.max_runs:
@@ -198,21 +203,22 @@ def prepare(
     # Hidden tests that live in the source commit never reach the agent's checkout.
     arm_dirs = [glob for a in arms for glob in a.strip]
     strip = [*config.checkout_strip, *strip_inside(repo.root, request.tasks_dir), *hidden_paths, *arm_dirs]
-    checkouts: dict[str, SealedCheckout] = {}
     # The workspace is installed for a commit only if some task runs on it (minutes each).
     runs_here = any(lt.task.id not in task_sources for lt in loaded)
     env_links = envs.links(envs.install(repo, source_sha, config.sandbox)) if runs_here else {}
-    for name, overlay in overlays.items():
-        dest = checkout_dir(store.workdir, overlay.sha256)
-        checkouts[name] = seal_once(repo, source_sha, overlay, dest, match, strip, env_links)
-    if not request.refresh:
-        check_citations(loaded, {name: c.path for name, c in checkouts.items()}, source_sha)
+    seal = partial(_seal, repo, store, overlays, match, strip)
+    checkouts = seal(source_sha, env_links, own=False)
+    skipped = (
+        {}
+        if request.refresh
+        else check_citations(loaded, {n: c.path for n, c in checkouts.items()}, source_sha)
+    )
+    loaded = [lt for lt in loaded if lt.task.id not in skipped]
+    assets = {tid: a for tid, a in assets.items() if tid not in skipped}
+    task_sources = {tid: sha for tid, sha in task_sources.items() if tid not in skipped}
     by_source: dict[str, dict[str, SealedCheckout]] = {}
     for sha in sorted(set(task_sources.values())):
-        own_links = envs.links(envs.install(repo, sha, config.sandbox))
-        for name, overlay in overlays.items():
-            dest = checkout_dir(store.workdir, overlay.sha256, sha)
-            by_source.setdefault(sha, {})[name] = seal_once(repo, sha, overlay, dest, match, strip, own_links)
+        by_source[sha] = seal(sha, envs.links(envs.install(repo, sha, config.sandbox)), own=True)
 
     tasks = {lt.task.id: lt for lt in loaded}
     manifest = Manifest(
@@ -235,7 +241,9 @@ def prepare(
         order=plan_order(sorted(tasks), columns, request.repeats, request.seed),
         holdout=sorted(tid for tid, lt in tasks.items() if lt.task.holdout),
         unreviewed=sorted(tid for tid, lt in tasks.items() if not lt.task.reviewed),
+        skipped=dict(sorted(skipped.items())),
         arms={a.spec.name: a.record() for a in arms},
+        thresholds=thresholds.effective({t: lt.task for t, lt in tasks.items()}, request.pass_threshold),
         created_at=datetime.now(UTC),
     )
     task_checkouts = {tid: by_source[sha] for tid, sha in task_sources.items()}
@@ -245,6 +253,28 @@ def prepare(
     store.write_manifest(exp.manifest)
     store.write_detection(detection)
     return exp
+
+
+def _seal(
+    repo: Repo,
+    store: ResultStore,
+    overlays: Mapping[str, Overlay],
+    match: InstructionMatcher,
+    strip: Sequence[str],
+    sha: str,
+    env_links: Mapping[str, str],
+    *,
+    own: bool,
+) -> dict[str, SealedCheckout]:
+    """One sealed checkout per condition of source commit `sha` (the conditions share its
+    stripped source, sealed once). `own`: a task's own source commit, whose checkouts are
+    named by it too."""
+    dests = {
+        name: checkout_dir(store.workdir, o.sha256, sha) if own else checkout_dir(store.workdir, o.sha256)
+        for name, o in overlays.items()
+    }
+    made = seal_conditions(repo, sha, {dests[n]: o for n, o in overlays.items()}, match, strip, env_links)
+    return {name: made[dest] for name, dest in dests.items()}
 
 
 def skip_pooled_arm(

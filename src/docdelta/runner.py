@@ -405,6 +405,7 @@ class Runner:
                         exp.assets[cell.task].hidden,
                         self.provider,
                         spec=self.spec,
+                        instructions=sorted({p for c in exp.manifest.conditions for p in c.files}),
                     )
                     if hidden.status == "infra_error":
                         raise InfraError("the hidden-test grader failed: " + "; ".join(hidden.notes))

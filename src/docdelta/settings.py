@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
-from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider
+from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider, PassThreshold
 from docdelta.shard import GITHUB_MAX_JOBS
 from docdelta.validate import (
     DEFAULT_MAX_PARALLEL,
@@ -108,7 +108,18 @@ class ActionSettings(BaseModel):
     source: str = Field(default=HEAD, min_length=1, description="source commit: head, base or a SHA")
     patch: Path | None = Field(default=None, description="diff applied to head's instruction files (patched)")
     fail_on: GatePolicy = "regression"
+    pass_threshold: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="share of a task's head runs that must pass, for tasks that set none",
+    )
+    pass_k: int = Field(default=1, ge=1, description="with pass_threshold: judge pass^k, not the pass rate")
     comment: bool = True
+    allowed_actors: tuple[str, ...] = Field(
+        default=(),
+        description="logins besides writers whose events may start an evaluation; '*': anyone",
+    )
     check_name: str = Field(default=DEFAULT_CHECK_NAME, min_length=1, max_length=100)
     report_url: str | None = Field(
         default=None,
@@ -194,6 +205,13 @@ class ActionSettings(BaseModel):
         return value
 
     @property
+    def default_threshold(self) -> PassThreshold | None:
+        """The `pass-threshold` / `pass-k` inputs as the bar of tasks that set none."""
+        if self.pass_threshold is None:
+            return None
+        return PassThreshold(fraction=self.pass_threshold, k=self.pass_k)
+
+    @property
     def config_id(self) -> str:
         """The sticky comment's marker id: the check name as a slug, so each config has its own."""
         name = re.sub(r"\s*/\s*", "/", self.check_name.strip())
@@ -246,6 +264,17 @@ class ActionSettings(BaseModel):
                 f"input 'suggest-model' = {raw['suggest-model']!r} is set, but 'suggest' is not true",
                 hint="set `suggest: true` too (the draft is proven by a head,patched run: more runs)",
             )
+        if raw["sandbox"] == "none":
+            raise ConfigError(
+                "input 'sandbox' = 'none': the Action never runs an agent unsandboxed: it would run as "
+                "the Action's own user, which can read the API key and the GitHub token from /proc",
+                hint="use `sandbox: docker` (the default) or `sandbox: local`",
+            )
+        if raw["pass-k"] and not raw["pass-threshold"]:
+            raise ConfigError(
+                f"input 'pass-k' = {raw['pass-k']!r} is set, but 'pass-threshold' is not",
+                hint="set `pass-threshold:` too (e.g. 0.8: pass^k must reach 80 %)",
+            )
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -281,9 +310,12 @@ INPUTS: dict[str, str] = {
     "infra-retries": "options.infra_retries",
     "rate-limit": "options.rate_limit",
     "fail-on": "fail_on",
+    "pass-threshold": "pass_threshold",
+    "pass-k": "pass_k",
     "noise-band": "options.noise_band",
     "alpha": "options.alpha",
     "comment": "comment",
+    "allowed-actors": "allowed_actors",
     "check-name": "check_name",
     "report-url": "report_url",
     "approve-label": "approve_label",
@@ -344,7 +376,7 @@ def input_variable(name: str) -> str:
 
 def _convert(name: str, text: str, workspace: Path) -> Any:
     """The few inputs whose text form is not what pydantic parses."""
-    if name == "conditions":
+    if name in ("conditions", "allowed-actors"):
         return tuple(c.strip() for c in text.split(",") if c.strip())
     if name in ("comment", "allow-network", "plan", "suggest", "audit", "receipt"):
         lowered = text.lower()

@@ -184,7 +184,8 @@ def _copy_checkouts(src: Path, dest: Path) -> None:
             continue
         if checkout.is_dir():
             shutil.copytree(checkout, target, symlinks=True)
-        else:  # the record `workspace.seal_once` keeps beside a checkout
+        else:  # a record `workspace.seal_once` keeps beside a checkout, or the checkouts' key
+            target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(checkout, target)
 
 

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import socket
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -35,6 +36,7 @@ from docdelta.models import (
     RunResult,
     SelftestRecord,
     SelftestReport,
+    sha256_hex,
 )
 
 M = TypeVar("M", bound=BaseModel)
@@ -49,6 +51,8 @@ DETECTION_FILE = "detection.json"
 LOCK_FILE = ".lock"
 CHECKOUTS = "checkouts"
 """The sealed checkouts' directory in a workdir."""
+CHECKOUT_KEY = ".key"
+"""In `CHECKOUTS`: the key that names its checkouts (`checkout_dir`)."""
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -67,11 +71,38 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def checkout_dir(workdir: Path, overlay_sha256: str, source_sha: str | None = None) -> Path:
-    """Where a condition's sealed checkout lives: named by its overlay's content, never by
-    the condition's name (two conditions with equal docs share one). A change task that
-    names its own source commit gets checkouts of that commit, named by it too."""
-    name = overlay_sha256[:16] if source_sha is None else f"{source_sha[:12]}-{overlay_sha256[:16]}"
+    """Where a condition's sealed checkout lives: named by a keyed hash of its overlay's
+    content, never by the condition's name (two conditions with equal docs share one). A
+    change task that names its own source commit gets checkouts of that commit, keyed by it
+    too. The key is the workdir's own (`CHECKOUT_KEY`), so reruns, shards merged into it and
+    readers of its results find the same names, while a run whose sandbox mounts the sealed
+    checkout directly (its path readable in /proc/mounts) learns nothing from the name: a
+    bare overlay hash would name `none`, whose overlay is a known constant."""
+    key = _checkout_key(workdir / CHECKOUTS)
+    name = sha256_hex(f"{key}\0{overlay_sha256}\0{source_sha or ''}".encode())[:16]
     return workdir / CHECKOUTS / name
+
+
+def _checkout_key(directory: Path) -> str:
+    """The workdir's random checkout key, made on first use: written whole beside, then
+    linked into place, so racing makers agree on the first and no reader sees half of it.
+    A workdir that has none and cannot get one (a report read from a read-only copy) holds
+    no checkout either: "" then names none that exists."""
+    path = directory / CHECKOUT_KEY
+    if not path.is_file():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f"{CHECKOUT_KEY}.", dir=directory)
+        except OSError:
+            return ""
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(16))
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    return path.read_text().strip()
 
 
 def _safe_segment(name: str) -> str:

@@ -19,6 +19,7 @@ listed so the user sees which results the scorecard shows only in aggregate.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from docdelta.models import Frozen, RunStatus, Task
 from docdelta.quotes import locate, normalize
 from docdelta.store import ResultStore
 from docdelta.tasks import LoadedTask
+from docdelta.text import listing
 
 MAX_SCANNED_BYTES = 1_000_000
 """Larger blobs (data, vendored bundles) are not prose an agent reads for a rule: skipped."""
@@ -79,12 +81,32 @@ class Saturation(Frozen):
     tokens: int | None = None
 
 
+class Flaw(StrEnum):
+    """What makes a task a poor measure of its rule, whatever its label."""
+
+    recites = "recites"
+    """The prompt repeats the rule's own words: it tests finding a sentence, not applying it."""
+    common_sense = "common-sense"
+    """Every run without instruction files passed: agents know it without the file."""
+    lost_condition = "lost-condition"
+    """A quoted prohibition whose sentence has a condition (`when`, `unless`, ...) the quote
+    leaves out: "never edit gen/" is wrong where the rule said "when you change the schema"."""
+    unresolved_reference = "unresolved-reference"
+    """The rule or the prompt starts with `it`/`this`/`they`: what it means is elsewhere."""
+
+
+class TaskFlaw(Frozen):
+    kind: Flaw
+    detail: str
+
+
 class TaskAuditEntry(Frozen):
     task: str
     label: Label
     holdout: bool
     items: list[ItemAudit]
     saturated: Saturation | None = None
+    flaws: list[TaskFlaw] = Field(default=[], description="why the task may not measure its rule")
 
 
 class SuiteAudit(Frozen):
@@ -209,6 +231,77 @@ def audit_items(task: Task, source: SourceText) -> list[ItemAudit]:
     return items
 
 
+RECITED_WORDS = 6
+"""Consecutive words of an instruction file a prompt may share before it recites the rule."""
+_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|except|only|while)\b", re.IGNORECASE)
+_PROHIBITION = re.compile(r"\b(?:never|not|don't|avoid|no)\b", re.IGNORECASE)
+_BLANK = re.compile(r"\[blank\]|\bfill in the blank", re.IGNORECASE)
+"""How `tasks draft`'s quiz prompts (and hand-written ones like them) ask for a rule's missing words."""
+_PRONOUN = re.compile(r"^(?:it|this|that|these|those|they|them)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\s[-*+]\s|\s#+\s|\s\d+[.)]\s")
+
+
+def task_flaws(task: Task, source: SourceText, tally: _Tally | None = None) -> list[TaskFlaw]:
+    """What reading (and past runs, when given) shows about how `task` is put, beside where
+    its gold stands: a quiz that recites its rule, a rule every agent knows without the file
+    (measured: the `none` arm's runs), a quote cut from its condition, a rule that starts
+    with a pronoun whose referent the task does not carry."""
+    flaws: list[TaskFlaw] = []
+    instructions = [(p, text.lower()) for p, (k, text) in source.files.items() if k is FileKind.instructions]
+    if _BLANK.search(task.prompt):
+        flaws.append(
+            TaskFlaw(kind=Flaw.recites, detail="the prompt asks to fill in a blank of the rule's sentence")
+        )
+    words = normalize(task.prompt).lower().split()
+    for start in range(len(words) - RECITED_WORDS + 1):
+        window = " ".join(words[start : start + RECITED_WORDS])
+        held = next((p for p, text in instructions if window in text), None)
+        if held is not None and not flaws:
+            flaws.append(TaskFlaw(kind=Flaw.recites, detail=f'the prompt repeats {held}\'s words "{window}"'))
+            break
+    none_scores = tally.scores.get("none", []) if tally else []
+    if none_scores and all(score == 1.0 for score in none_scores):
+        flaws.append(
+            TaskFlaw(
+                kind=Flaw.common_sense,
+                detail=f"all {len(none_scores)} run(s) without instruction files passed: "
+                "agents know this anyway",
+            )
+        )
+    for cite in task.gold_citations:
+        cited = source.files.get(cite.path)
+        at = cited[1].find(normalize(cite.quote)) if cited else -1
+        if cited is not None and at >= 0:
+            sentence = _sentence(cited[1], at, at + len(normalize(cite.quote)))
+            condition = _CONDITION.search(sentence.replace(normalize(cite.quote), " "))
+            if condition and _PROHIBITION.search(cite.quote) and not _CONDITION.search(cite.quote):
+                flaws.append(
+                    TaskFlaw(
+                        kind=Flaw.lost_condition,
+                        detail=f'{cite.path} says "{sentence}"; the quote leaves out its '
+                        f"`{condition.group(0)}`: check the gold holds without it",
+                    )
+                )
+    texts = [*((c.quote, f"the quote of {c.path}") for c in task.gold_citations), (task.prompt, "the prompt")]
+    for text, what in texts:
+        pronoun = _PRONOUN.match(text.strip())
+        if pronoun:
+            flaws.append(
+                TaskFlaw(
+                    kind=Flaw.unresolved_reference,
+                    detail=f"{what} starts with `{pronoun.group(0)}`: what it means is not in the task",
+                )
+            )
+    return list({f.detail: f for f in flaws}.values())
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence (or list item) of normalised `text` that holds `text[start:end]`."""
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
+    after = _SENTENCE_END.search(text, end)
+    return text[before[-1] if before else 0 : after.end() if after else len(text)].strip()
+
+
 def task_label(items: Sequence[ItemAudit]) -> Label:
     """Target when an unleaked item is only in the instruction files; control when every
     unleaked item is in the human docs too; else unattainable (or unlabelled: nothing to go on)."""
@@ -286,6 +379,7 @@ def audit_suite(
                 holdout=loaded.task.holdout,
                 items=items,
                 saturated=_saturation(tally) if tally else None,
+                flaws=task_flaws(loaded.task, source, tally),
             )
         )
     return SuiteAudit(source_sha=source_sha, tasks=entries, results_read=read, stale_runs=stale)
@@ -298,9 +392,16 @@ def render(audit: SuiteAudit) -> str:
         holdout = "  [holdout: aggregate only]" if entry.holdout else ""
         lines.append(f"{entry.label.value:<13} {entry.task}{holdout}")
         for item in entry.items:
-            where = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in item.found_in.items()) or "nowhere"
+            where = "; ".join(f"{k.value}: {listing(v)}" for k, v in item.found_in.items()) or "nowhere"
             leak = "  LEAKED by the prompt" if item.leaked else ""
             lines.append(f"    {item.label.value:<13} {item.kind} `{item.expected}` in {where}{leak}")
+        lines.extend(f"    ! {flaw.kind.value}: {flaw.detail}" for flaw in entry.flaws)
+    flawed = [e for e in audit.tasks if e.flaws]
+    if flawed:
+        lines.append("")
+        lines.append(
+            f"tasks that may not measure their rule (`!` above): {len(flawed)} of {len(audit.tasks)}"
+        )
     leaked = [(e.task, i) for e in audit.tasks for i in e.items if i.leaked]
     lines.append("")
     lines.append(f"leaked answers: {len(leaked)}")

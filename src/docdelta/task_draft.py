@@ -321,6 +321,37 @@ def _first_word(plain: str) -> str:
     return first
 
 
+_CLAUSE = r"(?P<clause>[^;:,()]+?)\s*(?=[.;:,(](?:\s|$)|$)"
+"""Up to the end of the clause: a period inside a path (`pricebook/currencies.py`) does not end it."""
+_TRIGGERS = (
+    re.compile(rf"\b(?P<when>before|after|when|whenever|once)\s+{_CLAUSE}", re.I),
+    re.compile(rf"\b(?P<when>to)\s+{_CLAUSE}", re.I),
+)
+"""A rule's trigger (`before you push`), else its purpose (`to build the docs`)."""
+_LEAD_INS = frozenset({"always", "remember", "please", "to"})
+_SECOND_PERSON = {"you": "I", "your": "my", "yours": "mine", "you're": "I'm", "you've": "I've"}
+
+
+def _situation(plain: str, verb: str, what: str, section: str, gold: Sequence[str]) -> str | None:
+    """A rule with a trigger ("Run `make check` before you push") as the situation an agent
+    meets, to act on rather than recite: "Which command do I run before I push?". None when
+    the rule names no trigger, or the trigger itself states a gold string."""
+    found = (t.search(plain) for t in _TRIGGERS)
+    trigger = next((m for m in found if m and not any(g.lower() in m.group(0).lower() for g in gold)), None)
+    words = [w.lower().strip("*_,") for w in plain.split()]
+    if verb in _LEAD_INS:  # "Always run ...", "Remember to run ...": the action is the next verb
+        verb = next((w for w in words[1:] if w not in _LEAD_INS), "")
+    if trigger is None or verb not in _IMPERATIVES or verb in _LEAD_INS:
+        return None
+    clause = " ".join(_SECOND_PERSON.get(w.lower(), w) for w in trigger.group("clause").split())
+    if not clause or clause.count("`") % 2 or any(g.lower() in clause.lower() for g in gold):
+        return None
+    return (
+        f"In this repository ({section}): which {what} do I {verb} {trigger.group('when').lower()} "
+        f"{clause}? Answer with the exact {what}."
+    )
+
+
 def _sentence_rule(
     sentence: str, spans: Sequence[Span], line: int, section: str, paths: _Paths
 ) -> _Found | None:
@@ -342,10 +373,12 @@ def _sentence_rule(
         return None
     guardrails = [s.text for s in spans if s.start >= cut and _is_command(s.text)]
     what = ("command" if commands else "path") + ("s" if len(gold) > 1 else "")
-    rule = _blanked(sentence, spans, gold)
-    blanks = "blanks" if rule.count(BLANK) > 1 else "blank"
-    prompt = f'Fill in the {blanks} of this rule of the repository ({section}): "{rule}" '
-    prompt += f"Answer with the exact {what}."
+    prompt = _situation(plain, first, what, section, gold)
+    if prompt is None:
+        rule = _blanked(sentence, spans, gold)
+        blanks = "blanks" if rule.count(BLANK) > 1 else "blank"
+        prompt = f'Fill in the {blanks} of this rule of the repository ({section}): "{rule}" '
+        prompt += f"Answer with the exact {what}."
     last = max(s.end for s in spans if s.text in gold or s.text in guardrails)
     return _Found(
         RuleKind.rule,

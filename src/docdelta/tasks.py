@@ -71,6 +71,23 @@ def load_tasks(directory: Path) -> list[LoadedTask]:
     return loaded
 
 
+def select_tasks(loaded: Sequence[LoadedTask], ids: Sequence[str], directory: Path) -> list[LoadedTask]:
+    """Only the tasks named by `ids` (`--task`, repeatable), in file order; every task when
+    `ids` is empty. A name that is no task's id is refused with the ids there are: a typo
+    must not run nothing, or everything."""
+    if not ids:
+        return list(loaded)
+    known = {item.task.id for item in loaded}
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        raise TaskError(
+            f"--task {', '.join(unknown)}: no task file in {directory} has that id",
+            hint=f"the task ids there are: {', '.join(sorted(known))}",
+        )
+    wanted = set(ids)
+    return [item for item in loaded if item.task.id in wanted]
+
+
 def citation_holders(cite: GoldCitation, checkouts: Mapping[str, Path]) -> list[str]:
     """The conditions in whose checkout some choice of `cite` stands (its quote is in that file)."""
 
@@ -81,22 +98,33 @@ def citation_holders(cite: GoldCitation, checkouts: Mapping[str, Path]) -> list[
     return [name for name, checkout in checkouts.items() if stands(checkout)]
 
 
-def check_citations(tasks: Sequence[LoadedTask], checkouts: Mapping[str, Path], source_sha: str) -> None:
-    """Every gold citation must stand in at least one condition's checkout: a quote found in
-    none (the docs moved on, or `--source` names a commit whose files no condition holds)
-    would score every correct answer as a miss. A condition without it is fine: there the
-    item is unattainable, and the scorecard shows so."""
+def check_citations(
+    tasks: Sequence[LoadedTask], checkouts: Mapping[str, Path], source_sha: str
+) -> dict[str, str]:
+    """The tasks that cannot apply, by id, with why: a gold citation whose quote stands in no
+    condition's checkout (a past PR's conditions predate a rule written later, or `--source`
+    names a commit whose files no condition holds) would score every correct answer as a
+    miss, so such a task is skipped and listed in the scorecard. When no task applies the
+    run is refused, naming the first. A condition without a quote is fine: there the item
+    is unattainable, and the scorecard shows so."""
+    inapplicable: dict[str, str] = {}
     for item in tasks:
         for i, cite in enumerate(item.task.gold_citations):
             if citation_holders(cite, checkouts):
                 continue
             choices = " or ".join(f"{c.path}: {c.quote!r}" for c in cite.choices())
-            raise TaskError(
-                f"task {item.task.id!r} ({item.path}): gold_citations[{i}] quotes {choices}, but the "
-                f"quote stands in no condition ({', '.join(checkouts)}) of source {source_sha[:12]}",
-                hint="fix the quote to match the instruction files (and re-review the gold answer), "
-                "or pick a --source whose files hold it",
-            )
+            inapplicable[item.task.id] = f"gold_citations[{i}] quotes {choices}"
+            break
+    if tasks and len(inapplicable) == len(tasks):
+        first = tasks[0]
+        raise TaskError(
+            f"task {first.task.id!r} ({first.path}): {inapplicable[first.task.id]}, but the quote stands "
+            f"in no condition ({', '.join(checkouts)}) of source {source_sha[:12]}"
+            + (f", and neither do those of the other {len(tasks) - 1} task(s)" if len(tasks) > 1 else ""),
+            hint="fix the quote to match the instruction files (and re-review the gold answer), "
+            "or pick a --source whose files hold it",
+        )
+    return inapplicable
 
 
 def require_reviewed(tasks: Sequence[LoadedTask], allow_unreviewed: bool) -> None:

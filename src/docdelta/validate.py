@@ -77,6 +77,17 @@ def repeats(text: str) -> int | str:
     return number
 
 
+def fraction(text: str) -> float:
+    """A share in (0, 1], e.g. a pass threshold of 0.8."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected a share between 0 and 1 like 0.8, got {text!r}") from None
+    if not 0 < number <= 1:  # also refuses NaN
+        raise ValueError(f"expected a share above 0 and at most 1 like 0.8, got {text!r}")
+    return number
+
+
 def condition_list(text: str) -> list[str]:
     """Comma-separated condition names, each once (a repeated name would run duplicate cells)."""
     names = [c.strip() for c in text.split(",") if c.strip()]

@@ -89,8 +89,11 @@ def build_provider(
     selftest`): the same paths and env as a run's, no gateway, and the image of a run of the
     agent whose npm layer is `image_npm` (`agents.agent_npm`), so the tests are graded in
     the very image a run grades them in."""
-    check_exposure(config.sandbox, {"repository": repo.root, **private})
-    shown = [*config.sandbox.host_paths(), *toolchain_paths(config.sandbox)]
+    hidden = {"repository": repo.root, **private}
+    check_exposure(config.sandbox, hidden)
+    named = [*config.sandbox.host_paths(), *toolchain_paths(config.sandbox)]
+    own = agent.show_user_files(hidden, visible=named) if agent is not None else []
+    shown = [*named, *own]
     ro_paths, env = [str(p) for p in shown], sandbox_env(config.sandbox)
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415

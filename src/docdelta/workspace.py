@@ -7,14 +7,22 @@ hidden tests), plus the condition's overlay, committed as a fresh one-commit
 repository with a fixed identity. Nothing in it names the condition: `seal` is
 never told the name, and identical overlays give byte-identical commits.
 
+The part every condition shares is sealed once (`seal_source`: the stripped files,
+indexed and packed, never committed) and each condition is an overlay on it
+(`overlay_checkout`): hard links to the shared files, the shared pack linked in, and
+only the condition's own files hashed and committed. So sealing costs one tree per
+source commit, not one per condition, and a condition's `.git` holds the shared
+objects and its own, never another condition's instruction files.
+
 Files come straight from the object database (`ls-tree` + one `cat-file --batch`)
 rather than `git archive | tar -x`: archive honours `export-ignore`/`export-subst`
 attributes (the agent would see a different tree than the commit) and would write
 files that must then be deleted.
 
 A checkout is sealed once per seal key (source commit, overlay, instruction matcher,
-strip list): `seal_once` reuses the checkout a record beside it vouches for, after git
-confirms it is unchanged, so a rerun with every result reused seals nothing (issue 12).
+strip list) and a source once per source key (its tree, matcher, strip list):
+`seal_once` and `source_once` reuse what a record beside it vouches for, after git
+confirms it is unchanged, so a rerun with every result reused seals nothing.
 """
 
 from __future__ import annotations
@@ -38,13 +46,23 @@ from docdelta.detect import (
     instruction_files,
 )
 from docdelta.errors import ConfigError
-from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_snapshot, pack_objects, run_git
+from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_overlay, pack_snapshot, run_git
 from docdelta.globs import GlobSet
 from docdelta.instructions import GitTree, instruction_links
 from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, Frozen, sha256_hex
 from docdelta.store import atomic_write
 
-__all__ = ["CONDITIONS", "Overlay", "SealedCheckout", "build_overlays", "seal", "seal_once"]
+__all__ = [
+    "CONDITIONS",
+    "Overlay",
+    "SealedCheckout",
+    "SealedSource",
+    "build_overlays",
+    "seal",
+    "seal_conditions",
+    "seal_once",
+    "seal_source",
+]
 
 CONDITIONS = BUILTIN_CONDITIONS
 
@@ -52,9 +70,11 @@ CONDITIONS = BUILTIN_CONDITIONS
 # agent can read says which condition it is in.
 _IDENT = {"name": "docdelta", "email": "docdelta@localhost", "date": "2000-01-01T00:00:00+0000"}
 _MESSAGE = "snapshot"
-SEAL_FORMAT = 1
+SEAL_FORMAT = 2
 """Part of every seal key: raise it when `seal` lays out the same inputs differently."""
 RECORD_SUFFIX = ".sealed.json"
+SOURCE_PREFIX = "source-"
+"""A sealed source's directory beside its checkouts; a checkout's name is a hash, never this."""
 
 
 # ------------------------------------------------------------------ overlays
@@ -196,6 +216,116 @@ def _tree_hash(digests: dict[str, str]) -> str:
     return sha256_hex("".join(f"{p}\0{d}\n" for p, d in sorted(digests.items())).encode())
 
 
+@dataclass(frozen=True)
+class SealedSource:
+    """The source commit's files without any instruction file or anything stripped, indexed
+    and packed but never committed (`git.pack_snapshot`): what every condition shares."""
+
+    path: Path
+    tree: str
+    """The git tree id of these files."""
+    digests: Mapping[str, str]
+    """Path -> `F:`/`X:`/`L:` digest of every file and link, for `SealedCheckout.tree_sha256`."""
+
+    @property
+    def sha256(self) -> str:
+        return _tree_hash(dict(self.digests))
+
+
+def seal_source(
+    repo: Repo,
+    source_sha: str,
+    dest: Path,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
+) -> SealedSource:
+    """Write `source_sha`'s files at `dest` (new or empty) minus every instruction file, every
+    link through which instruction files are seen and everything `strip` names, then index
+    and pack them. `env_links` (`envs.links`: the workspace install's node_modules) are added
+    where the tree has nothing, and are part of every hash, like the tree's own links."""
+    _fresh(dest)
+    stripped = GlobSet(strip)
+    # A link through which agents see instruction files (`.cursor/rules -> ../docs/rules`) is
+    # the condition's, like the files: stripped here, put back by the overlay that holds it.
+    links_in = instruction_links(GitTree(repo, source_sha), matcher.families)
+    entries = [
+        e
+        for e in repo.tree(source_sha)
+        if e.is_blob
+        and not matcher.matches(e.path)
+        and e.path not in links_in
+        and not stripped.matches(_safe_path(e.path, source_sha))
+    ]
+    by_oid: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        by_oid.setdefault(e.oid, []).append(i)
+    digests: dict[str, str] = {}
+    links: dict[str, str] = {}
+    made: set[Path] = set()
+    # Regular files first and links last, so no write can pass through a link.
+    for oid, data in repo.read_blobs(list(by_oid)):
+        for i in by_oid[oid]:
+            e = entries[i]
+            if e.is_symlink:
+                links[e.path] = data.decode(errors="surrogateescape")
+                continue
+            target = dest / e.path
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
+            target.write_bytes(data)
+            if e.mode == EXECUTABLE_MODE:
+                target.chmod(0o755)
+            digests[e.path] = f"{'X' if e.mode == EXECUTABLE_MODE else 'F'}:{sha256_hex(data)}"
+    links.update({p: t for p, t in (env_links or {}).items() if p not in digests and p not in links})
+    digests.update({p: f"L:{t}" for p, t in links.items()})
+    _make_links(dest, links, source_sha)
+    added = sorted(set(links) - {e.path for e in entries})  # the workspace install's links
+    return SealedSource(path=dest, tree=pack_snapshot(dest, repo, entries, added), digests=digests)
+
+
+def overlay_checkout(
+    source: SealedSource, overlay: Overlay, dest: Path, strip: Sequence[str], source_sha: str
+) -> SealedCheckout:
+    """The sealed checkout of `source` with `overlay` at `dest` (new or empty), committed as a
+    one-commit repository; its cost does not grow with the tree.
+
+    Files are hard links to `source`'s (nothing writes a sealed checkout in place: runs get
+    copy-on-write views or copies) and git objects come from `source`'s pack plus the
+    overlay's own (`git.commit_overlay`), so a checkout holds no byte of another condition's
+    instruction files. An overlay file is never written through an existing inode or a
+    link, which would reach `source` and every other condition."""
+    _fresh(dest)
+    shutil.copytree(
+        source.path,
+        dest,
+        symlinks=True,
+        copy_function=_link_or_copy,
+        ignore=lambda where, _names: [".git"] if Path(where) == source.path else [],
+        dirs_exist_ok=True,
+    )
+    stripped = GlobSet(strip)
+    files = {p: d for p, d in overlay.files.items() if not stripped.matches(_safe_path(p, source_sha))}
+    links = {p: t for p, t in overlay.symlinks.items() if not stripped.matches(_safe_path(p, source_sha))}
+    digests = dict(source.digests)
+    for path, data in sorted(files.items()):
+        _place(dest, path, source_sha).write_bytes(data)
+        digests[path] = f"F:{sha256_hex(data)}"
+    for path in links:
+        _place(dest, path, source_sha)
+    _make_links(dest, links, source_sha)
+    digests.update({p: f"L:{t}" for p, t in links.items()})
+    commit = commit_overlay(dest, source.path, [*files, *links], message=_MESSAGE, **_IDENT)
+    return SealedCheckout(
+        path=dest,
+        commit=commit,
+        tree_sha256=_tree_hash(digests),
+        overlay_sha256=overlay.sha256,
+        source_sha256=source.sha256,
+    )
+
+
 def seal(
     repo: Repo,
     source_sha: str,
@@ -205,63 +335,50 @@ def seal(
     strip: Sequence[str],
     env_links: Mapping[str, str] | None = None,
 ) -> SealedCheckout:
-    """Build the sealed checkout of `source_sha` with `overlay` at `dest` (new or empty).
-    `env_links` (`envs.links`: the workspace install's node_modules) are added where the
-    tree has nothing, and are part of every hash, like the tree's own links."""
+    """Build the sealed checkout of `source_sha` with `overlay` at `dest` (new or empty), for a
+    single use (`docdelta selftest`); a matrix shares one `seal_source` between its
+    conditions through `seal_once`."""
+    _fresh(dest)
+    with tempfile.TemporaryDirectory(prefix="docdelta-source-", dir=dest.parent) as tmp:
+        source = seal_source(repo, source_sha, Path(tmp, "source"), matcher, strip, env_links)
+        return overlay_checkout(source, overlay, dest, strip, source_sha)
+
+
+def _fresh(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     if any(dest.iterdir()):
         raise ConfigError(f"{dest} is not empty", hint="seal into a fresh directory")
-    stripped = GlobSet(strip)
 
-    def kept(path: str) -> bool:
-        return not stripped.matches(_safe_path(path, source_sha))
 
-    # A link through which agents see instruction files (`.cursor/rules -> ../docs/rules`) is
-    # the condition's, like the files: stripped here, put back by the overlay that holds it.
-    links_in = instruction_links(GitTree(repo, source_sha), matcher.families)
-    entries = [
-        e
-        for e in repo.tree(source_sha)
-        if e.is_blob and not matcher.matches(e.path) and e.path not in links_in and kept(e.path)
-    ]
-    by_oid: dict[str, list[int]] = {}
-    for i, e in enumerate(entries):
-        by_oid.setdefault(e.oid, []).append(i)
-    digests: dict[str, str] = {}
-    links: dict[str, str] = {}
-    # Regular files first and links last, so no write can pass through a link.
-    for oid, data in repo.read_blobs(list(by_oid)):
-        for i in by_oid[oid]:
-            e = entries[i]
-            if e.is_symlink:
-                links[e.path] = data.decode(errors="surrogateescape")
-                continue
-            target = dest / e.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            if e.mode == EXECUTABLE_MODE:
-                target.chmod(0o755)
-            digests[e.path] = f"{'X' if e.mode == EXECUTABLE_MODE else 'F'}:{sha256_hex(data)}"
-    links.update({p: t for p, t in (env_links or {}).items() if p not in digests and p not in links})
-    digests.update({p: f"L:{t}" for p, t in links.items()})
-    source_sha256 = _tree_hash(digests)
-    for path, data in overlay.files.items():
-        if kept(path):
-            (dest / path).parent.mkdir(parents=True, exist_ok=True)
-            (dest / path).write_bytes(data)
-            digests[path] = f"F:{sha256_hex(data)}"
-    links.update({p: t for p, t in overlay.symlinks.items() if kept(p)})
-    digests.update({p: f"L:{links[p]}" for p in links})
-    _make_links(dest, links, source_sha)
-    commit = commit_snapshot(dest, message=_MESSAGE, **_IDENT)
-    pack_objects(dest)
-    return SealedCheckout(
-        path=dest,
-        commit=commit,
-        tree_sha256=_tree_hash(digests),
-        overlay_sha256=overlay.sha256,
-        source_sha256=source_sha256,
-    )
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link (no bytes copied), or a copy where links cannot be made (another file system)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _place(dest: Path, path: str, source_sha: str) -> Path:
+    """Where an overlay's `path` goes in `dest`: its parents made as plain directories inside
+    the checkout, and whatever the source had there removed (never written through)."""
+    target = dest / path
+    parent = dest
+    for part in Path(path).parts[:-1]:
+        parent = parent / part
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            raise ConfigError(
+                f"{path} from {source_sha[:12]} would be written through {parent.relative_to(dest)}, "
+                "which is a symlink or a file in the checkout",
+                hint="the overlay and the source commit disagree about which paths are directories",
+            )
+        parent.mkdir(exist_ok=True)
+    if target.is_dir() and not target.is_symlink():
+        raise ConfigError(
+            f"{path} is both a file and a directory in the checkout of {source_sha[:12]}",
+            hint="the overlay and the source commit disagree about which paths are directories",
+        )
+    target.unlink(missing_ok=True)
+    return target
 
 
 def _make_links(dest: Path, links: dict[str, str], source_sha: str) -> None:
@@ -313,6 +430,59 @@ def record_path(dest: Path) -> Path:
     return dest.with_name(dest.name + RECORD_SUFFIX)
 
 
+class SourceRecord(Frozen):
+    """What `seal_source` made at a path, written beside it once complete."""
+
+    key: str
+    tree: str
+    digests: dict[str, str]
+
+
+def source_key(
+    repo: Repo,
+    source_sha: str,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
+) -> str:
+    """Everything `seal_source`'s output depends on: the source's tree, not its commit, so
+    two commits with the same files share one."""
+    parts = [SEAL_FORMAT, repo.tree_id(source_sha), [list(g) for g in matcher.globs], sorted(strip)]
+    parts.append(sorted((env_links or {}).items()))
+    return sha256_hex(json.dumps(parts).encode())
+
+
+def source_once(
+    repo: Repo,
+    source_sha: str,
+    parent: Path,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
+) -> SealedSource:
+    """The sealed source under `parent`, named by its key: the one already there when its
+    record says so and git finds its files as indexed, else sealed afresh (beside, moved
+    into place, then recorded, like `seal_once`). Checking is what keeps an edit made by hand
+    through one checkout's hard link from reaching the next checkout made from it."""
+    key = source_key(repo, source_sha, matcher, strip, env_links)
+    dest = parent / f"{SOURCE_PREFIX}{key[:16]}"
+    try:
+        record: SourceRecord | None = SourceRecord.model_validate_json(record_path(dest).read_bytes())
+    except (OSError, ValidationError):
+        record = None
+    if record is not None and record.key == key and _as_indexed(dest, record.tree):
+        return SealedSource(path=dest, tree=record.tree, digests=record.digests)
+    record_path(dest).unlink(missing_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    for stale in (dest, partial):
+        shutil.rmtree(stale, ignore_errors=True)
+    source = seal_source(repo, source_sha, partial, matcher, strip, env_links)
+    partial.rename(dest)
+    made = SourceRecord(key=key, tree=source.tree, digests=dict(source.digests))
+    atomic_write(record_path(dest), made.model_dump_json().encode())
+    return replace(source, path=dest)
+
+
 def seal_once(
     repo: Repo,
     source_sha: str,
@@ -324,8 +494,45 @@ def seal_once(
 ) -> SealedCheckout:
     """The sealed checkout at `dest`: the one already there when its record has this seal
     key and git finds it unchanged (same commit, nothing modified, added or removed), else
-    sealed afresh. A half-built checkout is never reused: it is built beside `dest`, moved
+    made afresh as an overlay on the source `source_once` seals once for every condition
+    beside `dest`. A half-built checkout is never reused: it is built beside `dest`, moved
     into place, and only then recorded."""
+    return seal_conditions(repo, source_sha, {dest: overlay}, matcher, strip, env_links)[dest]
+
+
+def seal_conditions(
+    repo: Repo,
+    source_sha: str,
+    overlays: Mapping[Path, Overlay],
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None = None,
+) -> dict[Path, SealedCheckout]:
+    """`seal_once` for each destination -> overlay of one source commit, back to back: the
+    source is sealed, or checked, at most once for all of them."""
+    sources: list[SealedSource] = []
+
+    def source(parent: Path) -> SealedSource:
+        if not sources or sources[0].path.parent != parent:
+            sources[:] = [source_once(repo, source_sha, parent, matcher, strip, env_links)]
+        return sources[0]
+
+    return {
+        dest: _seal_once(repo, source_sha, overlay, dest, matcher, strip, env_links, source)
+        for dest, overlay in overlays.items()
+    }
+
+
+def _seal_once(
+    repo: Repo,
+    source_sha: str,
+    overlay: Overlay,
+    dest: Path,
+    matcher: InstructionMatcher,
+    strip: Sequence[str],
+    env_links: Mapping[str, str] | None,
+    source_of: Callable[[Path], SealedSource],
+) -> SealedCheckout:
     key = seal_key(source_sha, overlay, matcher, strip, env_links)
     record = _read_record(record_path(dest))
     if record is not None and record.key == key and _unchanged(dest, record.commit):
@@ -340,7 +547,7 @@ def seal_once(
     partial = dest.with_name(dest.name + ".partial")
     for stale in (dest, partial):
         shutil.rmtree(stale, ignore_errors=True)
-    sealed = seal(repo, source_sha, overlay, partial, matcher, strip, env_links)
+    sealed = overlay_checkout(source_of(dest.parent), overlay, partial, strip, source_sha)
     partial.rename(dest)
     made = SealRecord(
         key=key,
@@ -351,6 +558,23 @@ def seal_once(
     )
     atomic_write(record_path(dest), made.model_dump_json().encode())
     return replace(sealed, path=dest)
+
+
+def _as_indexed(dest: Path, tree: str) -> bool:
+    """git's own check on a sealed source: its index is still `tree` and the files on disk
+    are exactly the indexed ones (none modified, none added, ignored ones included)."""
+    if not (dest / ".git").is_dir():
+        return False
+    written = run_git(dest, "write-tree")
+    if written.returncode != 0 or written.stdout.decode().strip() != tree:
+        return False
+    # Each checkout made from it links its files, which changes their ctime: refresh first
+    # (it rewrites only this index's stat data, which no checkout shares) or every file
+    # would look modified.
+    refreshed = run_git(dest, "update-index", "-q", "--refresh")
+    same = run_git(dest, "diff-files", "--quiet") if refreshed.returncode == 0 else refreshed
+    others = run_git(dest, "ls-files", "--others", "-z")
+    return same.returncode == 0 and others.returncode == 0 and not others.stdout
 
 
 def _read_record(path: Path) -> SealRecord | None:

@@ -8,8 +8,10 @@ It prints one JSON object saying what it managed; the tests check that and the h
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import platform
 import socket
 import stat
 import sys
@@ -141,7 +143,121 @@ def daemon(args: dict[str, Any]) -> dict[str, Any]:
     return {"daemon": pid}
 
 
-ATTACKS = {"write": write, "connect": connect, "read": read, "daemon": daemon}
+KEYRING_CALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}
+"""(add_key, keyctl) by machine: the calls have no libc wrapper without libkeyutils."""
+KEYRINGS = {"session": -3, "user": -4, "user-session": -5}
+"""The keyrings a process reaches by special id: its session's, its uid's, its uid's default session."""
+_KEYCTL_SEARCH, _KEYCTL_READ, _KEYCTL_INVALIDATE = 10, 11, 21
+
+
+def _syscall(number: int, *args: Any) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return int(libc.syscall(ctypes.c_long(number), *args))
+
+
+def add_key(description: str, payload: str, keyring: int) -> bool:
+    """Store a `user` key in a keyring; False when the kernel refused."""
+    add, _ = KEYRING_CALLS[platform.machine()]
+    data = payload.encode()
+    return (
+        _syscall(add, b"user", description.encode(), data, ctypes.c_size_t(len(data)), ctypes.c_int(keyring))
+        > 0
+    )
+
+
+def find_key(description: str) -> list[str]:
+    """The payloads of `user` keys so named in every keyring this process reaches."""
+    _, keyctl = KEYRING_CALLS[platform.machine()]
+    found = []
+    for ring in KEYRINGS.values():
+        key = _syscall(keyctl, _KEYCTL_SEARCH, ctypes.c_int(ring), b"user", description.encode(), 0)
+        if key > 0:
+            buf = ctypes.create_string_buffer(4096)
+            size = _syscall(keyctl, _KEYCTL_READ, ctypes.c_int(key), buf, ctypes.c_size_t(4096))
+            if size > 0:
+                found.append(buf.raw[:size].decode(errors="replace"))
+    return found
+
+
+def forget_key(description: str) -> None:
+    """Invalidate every `user` key so named that this process reaches (test clean-up)."""
+    _, keyctl = KEYRING_CALLS[platform.machine()]
+    for ring in KEYRINGS.values():
+        key = _syscall(keyctl, _KEYCTL_SEARCH, ctypes.c_int(ring), b"user", description.encode(), 0)
+        if key > 0:
+            _syscall(keyctl, _KEYCTL_INVALIDATE, ctypes.c_int(key))
+
+
+def keyring(args: dict[str, Any]) -> dict[str, Any]:
+    """Leave a note in every keyring this run reaches (`store`, `payload`), then read every
+    key named in `find`: what a later run (or docdelta's own keyring) gives away."""
+    stored = [
+        name
+        for name, ring in KEYRINGS.items()
+        if args.get("store") and add_key(args["store"], args["payload"], ring)
+    ]
+    return {"stored": stored, "found": {name: find_key(name) for name in args.get("find", [])}}
+
+
+def fork(args: dict[str, Any]) -> dict[str, Any]:
+    """Fork until the kernel refuses (at most `max`), each child waiting on a pipe; then let
+    them all go. How many it got."""
+    read_end, write_end = os.pipe()
+    children: list[int] = []
+    refused = False
+    while len(children) < args["max"]:
+        try:
+            pid = os.fork()
+        except OSError:
+            refused = True
+            break
+        if pid == 0:
+            os.close(write_end)
+            os.read(read_end, 1)
+            os._exit(0)
+        children.append(pid)
+    os.close(write_end)
+    for pid in children:
+        os.waitpid(pid, 0)
+    return {"forked": len(children), "refused": refused}
+
+
+def allocate(args: dict[str, Any]) -> dict[str, Any]:
+    """Allocate (and touch) `mb` MiB at once."""
+    try:
+        held = bytearray(args["mb"] * 1024 * 1024)
+    except MemoryError:
+        return {"allocated": 0}
+    return {"allocated": len(held)}
+
+
+def fill(args: dict[str, Any]) -> dict[str, Any]:
+    """Write a `mb` MiB file at `path`, a MiB at a time; how much the kernel took."""
+    chunk = b"x" * (1024 * 1024)
+    written = 0
+    try:
+        with open(args["path"], "wb") as out:
+            for _ in range(args["mb"]):
+                out.write(chunk)
+                out.flush()
+                written += len(chunk)
+    except OSError as exc:
+        print(json.dumps({"written": written, "error": exc.errno}), flush=True)
+        sys.exit(1)
+    return {"written": written}
+
+
+ATTACKS = {
+    "write": write,
+    "connect": connect,
+    "read": read,
+    "daemon": daemon,
+    "keyring": keyring,
+    "fork": fork,
+    "allocate": allocate,
+    "fill": fill,
+}
 
 if __name__ == "__main__":
     print(json.dumps(ATTACKS[sys.argv[1]](json.loads(sys.stdin.read()))), flush=True)

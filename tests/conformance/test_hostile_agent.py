@@ -4,7 +4,7 @@ An instruction file from a pull request can make the agent do anything inside it
 so each test here is an attack (tests/conformance/hostile_agent.py, run in the sandbox)
 followed by a check, on the host, that it failed: writes outside the checkout, host Unix
 sockets and TCP ports, the gold answers and other runs' files, secrets in the environment,
-daemons that outlive the run, notes left in /tmp for the next run.
+daemons that outlive the run, notes left in /tmp or in a kernel keyring for the next run.
 
 Each attack is also run once without a sandbox (the explicit `none` provider) where it
 must succeed: that proves the probe can see what it looks for, so a pass is not a blind
@@ -33,8 +33,12 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import CheckoutFactory
 
+from conformance import hostile_agent
 from conformance.providers import ProviderFactory
+from docdelta.agents.base import classify
+from docdelta.models import RunStatus
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec, get_provider
+from docdelta.sandbox.base import ExecResult
 
 AGENT = Path(__file__).with_name("hostile_agent.py").read_bytes()
 SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DOCDELTA_GATEWAY_KEY")
@@ -372,3 +376,191 @@ def test_control_unsandboxed_daemon_survives(
     unsandboxed: SandboxProvider, checkout: Path, marker: str
 ) -> None:
     assert len(_daemon(unsandboxed, checkout, marker, hang=False)) == 1, "the probe sees a surviving daemon"
+
+
+# --------------------------------------------------------------- kernel keyrings
+NORMAL_USER = 64123
+"""A uid with no account here: docdelta run by a normal user (via setpriv, as root)."""
+KEYRING_RUNS = """
+import json, sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[1]]
+from conformance import hostile_agent
+from docdelta.sandbox import SandboxSpec, get_provider
+
+root, checkout, note, secret = (sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5])
+if sys.argv[6] == "session":  # what a login shell or a container gives a process
+    hostile_agent._syscall(hostile_agent.KEYRING_CALLS[hostile_agent.platform.machine()][1], 1, None)
+assert hostile_agent.add_key(secret, "canary-" + secret, hostile_agent.KEYRINGS["session"])
+agent = Path(sys.argv[1], "conformance", "hostile_agent.py").read_bytes()
+provider = get_provider("local", root=Path(root))
+reports = []
+for args in ({"store": note, "payload": "canary-" + note}, {"find": [note, secret]}):
+    with provider.create(checkout, SandboxSpec()) as sb:
+        sb.write_file(f"{sb.tools_dir}/agent.py", agent)
+        done = sb.exec(["python3", f"{sb.tools_dir}/agent.py", "keyring"], stdin=json.dumps(args).encode())
+        assert done.exit_code == 0, done.stderr
+        reports.append(json.loads(done.stdout.decode().splitlines()[-1]))
+provider.close()
+print(json.dumps(reports))
+"""
+
+
+@pytest.fixture
+def key_names() -> Iterator[tuple[str, str]]:
+    """(the note a head run leaves, a secret in docdelta's own session keyring); both
+    forgotten afterwards wherever this process can reach them."""
+    note, secret = (f"docdelta-hostile-{what}-{uuid.uuid4().hex[:12]}" for what in ("note", "secret"))
+    assert hostile_agent.add_key(secret, f"canary-{secret}", hostile_agent.KEYRINGS["session"])
+    yield note, secret
+    for name in (note, secret):
+        hostile_agent.forget_key(name)
+
+
+def _keyring(
+    provider: SandboxProvider, checkout: Path, note: str, secret: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A head run leaves a note in every keyring it reaches; what a later base run reads."""
+    with provider.create(checkout, SandboxSpec()) as head:
+        left = attack(head, "keyring", {"store": note, "payload": f"canary-{note}"})
+    with provider.create(checkout, SandboxSpec()) as base:
+        seen = attack(base, "keyring", {"find": [note, secret]})
+    return left, seen
+
+
+def test_runs_share_no_kernel_keyring(
+    provider: SandboxProvider, checkout: Path, key_names: tuple[str, str]
+) -> None:
+    note, secret = key_names
+    left, seen = _keyring(provider, checkout, note, secret)
+    assert left["stored"] == [], f"a run stored a key in its {left['stored']} keyring"
+    assert seen["found"] == {note: [], secret: []}, f"a later run read {seen['found']}"
+
+
+def test_control_unsandboxed_runs_share_the_keyring(
+    unsandboxed: SandboxProvider, checkout: Path, key_names: tuple[str, str]
+) -> None:
+    note, secret = key_names
+    left, seen = _keyring(unsandboxed, checkout, note, secret)
+    assert "session" in left["stored"], "the probe can store a key"
+    assert seen["found"][note] and seen["found"][secret] == [f"canary-{secret}"], "the probe sees the keys"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs docdelta as another user, which takes root")
+@pytest.mark.parametrize("keyring", ["session", "inherited"], ids=["own-session-keyring", "inherited"])
+def test_as_a_normal_user_runs_share_no_kernel_keyring(
+    checkout: Path, key_names: tuple[str, str], keyring: str
+) -> None:
+    """docdelta run by a normal user (bwrap then builds a user namespace of its own), in a
+    session keyring of its own or the one it inherits: neither its secret nor a head run's
+    note reaches a later run."""
+    with tempfile.TemporaryDirectory(prefix="docdelta-normal-user-") as made:  # pytest's tmp is root's
+        home = Path(made)
+        shutil.copytree(checkout, home / "checkout", symlinks=True)
+        for path in [home, *home.rglob("*")]:
+            os.lchown(path, NORMAL_USER, NORMAL_USER)
+        left, seen = _keyring_as(NORMAL_USER, home, *key_names, keyring)
+    assert left["stored"] == [], f"a run stored a key in its {left['stored']} keyring"
+    assert seen["found"] == {name: [] for name in key_names}, f"a later run read {seen['found']}"
+
+
+def _keyring_as(
+    uid: int, home: Path, note: str, secret: str, keyring: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    ids = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    argv = [sys.executable, "-c", KEYRING_RUNS, str(Path(__file__).parents[1]), str(home / "sandboxes")]
+    argv += [str(home / "checkout"), note, secret, keyring]
+    done = subprocess.run(
+        ["setpriv", *ids, "--", *argv],
+        capture_output=True,
+        check=False,
+        env={"PATH": os.environ["PATH"], "HOME": str(home)},
+        cwd=home,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    left, seen = json.loads(done.stdout)
+    return left, seen
+
+
+def test_what_agents_run_still_works_under_the_filter(provider: SandboxProvider, checkout: Path) -> None:
+    """The refused calls are ones agents have no use for: git, python, node and npm run."""
+    script = (
+        "git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x && "
+        "python3 -c 'import subprocess, threading; threading.Thread().start(); subprocess.run(\"true\")' && "
+        'node -e \'require("child_process").execSync("true"); console.log("node")\' && '
+        "npm --version >/dev/null && echo npm"
+    )
+    with provider.create(checkout, SandboxSpec()) as sb:
+        if sb.exec(["sh", "-c", "command -v node"]).exit_code != 0:
+            pytest.skip("this sandbox has no node")
+        done = sb.exec(["sh", "-c", script], timeout=120)
+    assert done.exit_code == 0, done.stderr.decode(errors="replace")
+    assert done.stdout.decode().split() == ["node", "npm"]
+
+
+# --------------------------------------------------------------- resource bounds
+SMALL = SandboxSpec(memory_mb=256, pids=64, workspace_mb=100)
+"""Limits small enough that each attack below hits its own in seconds on a shared machine."""
+
+
+def _bounded(provider: SandboxProvider, checkout: Path, name: str, args: dict[str, Any]) -> ExecResult:
+    """Run one resource attack under SMALL; then check that the next run is unaffected."""
+    with provider.create(checkout, SMALL) as sb:
+        sb.write_file(f"{sb.tools_dir}/hostile_agent.py", AGENT)
+        argv = ["python3", f"{sb.tools_dir}/hostile_agent.py", name]
+        result = sb.exec(argv, stdin=json.dumps(args).encode(), timeout=120)
+    with provider.create(checkout, SMALL) as after:
+        next_run = after.exec(["sh", "-c", "echo ok > f && cat f && ls"], timeout=60)
+    assert (next_run.exit_code, next_run.stdout) == (0, b"ok\nREADME.md\nf\n"), next_run.stderr
+    return result
+
+
+def test_a_fork_bomb_hits_the_process_limit(provider: SandboxProvider, checkout: Path) -> None:
+    result = _bounded(provider, checkout, "fork", {"max": 5000})
+    report = json.loads(result.stdout.decode().splitlines()[-1])
+    assert report["refused"] and report["forked"] < SMALL.pids, report
+    if provider.name == "local":  # Docker caps the count but keeps no record of a hit
+        assert classify(result, None) is RunStatus.pids_limit
+
+
+def test_a_3_gb_allocation_ends_the_run_out_of_memory(provider: SandboxProvider, checkout: Path) -> None:
+    result = _bounded(provider, checkout, "allocate", {"mb": 3072})
+    assert classify(result, None) is RunStatus.oom, result
+
+
+def test_a_2_gb_file_fills_the_workspace_quota(provider: SandboxProvider, checkout: Path) -> None:
+    result = _bounded(provider, checkout, "fill", {"path": "big.bin", "mb": 2048})
+    report = json.loads(result.stdout.decode().splitlines()[-1])
+    assert report["written"] <= SMALL.workspace_mb * 1024 * 1024, report
+    assert classify(result, None) is RunStatus.disk_full, result
+
+
+def test_a_sandbox_left_by_a_killed_run_is_removed_with_its_mounts(
+    provider_factory: ProviderFactory, checkout: Path, tmp_path: Path
+) -> None:
+    """A run whose docdelta died leaves its sandbox (as root, a mounted tmpfs); the next
+    provider on that root removes it and starts its own."""
+    first, second = provider_factory(tmp_path / "a"), None
+    try:
+        first.create(checkout, SMALL).exec(["sh", "-c", "echo left > note"])
+        second = provider_factory(tmp_path / "a")
+        with second.create(checkout, SMALL) as sb:
+            assert sb.exec(["ls"]).stdout == b"README.md\n"
+    finally:
+        for made in (second, first):
+            if made is not None:
+                made.close()
+
+
+def test_control_unsandboxed_runs_are_unbounded(unsandboxed: SandboxProvider, checkout: Path) -> None:
+    """Past each SMALL limit, but not far past it: the probes see an attack that succeeds."""
+    forks = _bounded(unsandboxed, checkout, "fork", {"max": 2 * SMALL.pids})
+    memory = _bounded(unsandboxed, checkout, "allocate", {"mb": 2 * SMALL.memory_mb})
+    disk = _bounded(unsandboxed, checkout, "fill", {"path": "big.bin", "mb": 2 * SMALL.workspace_mb})
+    reports = [json.loads(r.stdout.decode().splitlines()[-1]) for r in (forks, memory, disk)]
+    assert reports == [
+        {"forked": 2 * SMALL.pids, "refused": False},
+        {"allocated": 2 * SMALL.memory_mb * 1024 * 1024},
+        {"written": 2 * SMALL.workspace_mb * 1024 * 1024},
+    ]
+    assert all(classify(r, None) is RunStatus.no_answer for r in (forks, memory, disk))

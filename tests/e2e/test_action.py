@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -220,6 +221,33 @@ def test_a_matrix_of_agent_errors_gives_no_verdict_and_no_green_check(
     assert check["output"]["title"].startswith("no verdict: the evaluation is broken")
     assert "This evaluation is broken, so there is no verdict." in check["output"]["summary"]
     assert _outputs(tmp_path)["verdict"] == "none"
+
+
+def test_an_agent_that_crashes_only_in_head_fails_the_check(
+    tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
+) -> None:
+    """Head's docs make the agent exit 1 in every head run: a third of the runs fail, which
+    once made the evaluation "broken" and the check neutral (a pass for a required check).
+    Failures in one arm only are that arm's result: the check fails and says why."""
+    fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
+    show = ["git", "-c", "safe.directory=*", "show"]
+    base_docs = subprocess.run(
+        [*show, f"{demo.base_sha}:AGENTS.md"], cwd=demo.path, capture_output=True, text=True, check=True
+    )
+    head_docs = subprocess.run(
+        [*show, f"{demo.head_sha}:AGENTS.md"], cwd=demo.path, capture_output=True, text=True, check=True
+    )
+    mark = next(
+        line for line in head_docs.stdout.splitlines() if line.strip() and line not in base_docs.stdout
+    )
+    script = f'grep -qF -- {shlex.quote(mark)} AGENTS.md && exit 1; echo \'{{"answer": "no idea"}}\''
+    crashes_in_head = shlex.join(["sh", "-c", script])
+    env = _env(tmp_path, demo, fake, _event(tmp_path, demo), agent="command", agent_command=crashes_in_head)
+    result, _ = _run(env, fake)
+    check = _latest_check(fake)
+    assert check["conclusion"] == result.conclusion == "failure", check["output"]["title"]
+    assert check["output"]["title"].startswith("regressed")
+    assert "head runs against 0 of" in check["output"]["summary"]
 
 
 def test_no_instruction_file_changed_gives_a_neutral_check_and_no_comment(

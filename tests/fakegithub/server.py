@@ -110,7 +110,8 @@ class FakeGitHub:
         self.check_runs: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
         self._annotations: dict[int, list[dict[str, Any]]] = {}
-        self.permissions: dict[str, str] = {}
+        self.permissions: dict[str, str] = {repo.split("/", maxsplit=1)[0]: "admin"}
+        """login -> permission; the owner of a user's repository is its admin, as on GitHub."""
         self.identity: dict[str, Any] = dict(BOT)
         self.deny_checks = False
         self.deny_review_comments = False

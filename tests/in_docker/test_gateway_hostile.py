@@ -324,3 +324,213 @@ def test_half_open_connections_are_capped(upstream: ScriptedModelServer) -> None
             for sock in idle:
                 sock.close()
         assert raw(url, request_bytes("POST", "/openai/chat/completions", CHAT))[0] == 200
+
+
+PIXEL = "data:image/png;base64,iVBORw0KGgo="
+SIDE_DOORS = [
+    # OpenAI Chat Completions: a URL the provider fetches, stored completions, audio.
+    (
+        CHAT_PATH,
+        MODEL,
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": EVIL}}]}]},
+    ),
+    (
+        CHAT_PATH,
+        MODEL,
+        {"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}]},
+    ),
+    (CHAT_PATH, MODEL, {"store": True}),
+    (CHAT_PATH, MODEL, {"metadata": {"leak": "x"}}),
+    (CHAT_PATH, MODEL, {"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}}),
+    (CHAT_PATH, MODEL, {"audio": {"voice": "alloy", "format": "wav"}}),
+    # OpenAI Responses: URL inputs, stored responses, conversations, prompts and items.
+    (RESPONSES, MODEL, {"input": [{"role": "user", "content": [{"type": "input_file", "file_url": EVIL}]}]}),
+    (
+        RESPONSES,
+        MODEL,
+        {"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "file-1"}]}]},
+    ),
+    (
+        RESPONSES,
+        MODEL,
+        {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": EVIL}]}]},
+    ),
+    (RESPONSES, MODEL, {"input": [{"type": "item_reference", "id": "msg_1"}]}),
+    (RESPONSES, MODEL, {"previous_response_id": "resp_1"}),
+    (RESPONSES, MODEL, {"conversation": "conv_1"}),
+    (RESPONSES, MODEL, {"prompt": {"id": "pmpt_1"}}),
+    (RESPONSES, MODEL, {"store": True}),
+    (RESPONSES, MODEL, {"store": False, "metadata": {"leak": "x"}}),
+    (RESPONSES, MODEL, {"store": False, "include": ["file_search_call.results"]}),
+    # Anthropic: URL and Files API sources, also inside a tool result.
+    (
+        MESSAGES,
+        CLAUDE,
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": EVIL}}]}
+            ]
+        },
+    ),
+    (
+        MESSAGES,
+        CLAUDE,
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "document", "source": {"type": "url", "url": EVIL}}]}
+            ]
+        },
+    ),
+    (
+        MESSAGES,
+        CLAUDE,
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "document", "source": {"type": "file", "file_id": "file_1"}}],
+                }
+            ]
+        },
+    ),
+    (
+        MESSAGES,
+        CLAUDE,
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "content": [{"type": "image", "source": {"type": "url", "url": EVIL}}],
+                        }
+                    ],
+                }
+            ]
+        },
+    ),
+    # Gemini: files and URIs the provider fetches, cached contents.
+    (
+        GENERATE,
+        None,
+        {"contents": [{"role": "user", "parts": [{"fileData": {"fileUri": EVIL, "mimeType": "text/html"}}]}]},
+    ),
+    (GENERATE, None, {"contents": [{"role": "user", "parts": [{"file_data": {"file_uri": EVIL}}]}]}),
+    (GENERATE, None, {"systemInstruction": {"parts": [{"fileData": {"fileUri": EVIL}}]}}),
+    (GENERATE, None, {"cachedContent": "cachedContents/abc"}),
+]
+
+
+@pytest.mark.parametrize(("target", "model", "extra"), SIDE_DOORS)
+def test_side_doors_to_urls_and_stored_objects_are_refused_and_logged(
+    upstream: ScriptedModelServer, target: str, model: str | None, extra: dict[str, Any]
+) -> None:
+    base: dict[str, Any] = {"max_tokens": 100, "messages": [{"role": "user", "content": "hi"}], "input": "hi"}
+    body = {**base, **({"model": model} if model else {}), **extra}
+    config = config_for(upstream.url, model=model or GEMINI_MODEL)
+    with gateway_on_loopback(config, KEYS) as (url, _, log):
+        status, reply = raw(url, request_bytes("POST", target, body, {**ANTHROPIC_AUTH, **GEMINI_AUTH}))
+    assert status == 403, reply
+    error = json.loads(reply)["error"]
+    assert error["type"] == "docdelta_gateway_refused"
+    assert "not allowed" in error["message"], error["message"]
+    assert upstream.requests == []
+    [call] = calls(log)
+    assert (call.status, call.error) == (403, "refused")
+
+
+INLINE_INPUTS = [
+    (
+        CHAT_PATH,
+        MODEL,
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": PIXEL}}]}]},
+    ),
+    (CHAT_PATH, MODEL, {"store": False, "n": 1}),
+    (
+        RESPONSES,
+        MODEL,
+        {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": PIXEL}]}]},
+    ),
+    (RESPONSES, MODEL, {"store": False, "include": ["reasoning.encrypted_content"]}),
+    (
+        MESSAGES,
+        CLAUDE,
+        {
+            "metadata": {"user_id": "u"},
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                        }
+                    ],
+                }
+            ],
+        },
+    ),
+    (
+        GENERATE,
+        None,
+        {
+            "contents": [
+                {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBO"}}]}
+            ]
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "model", "extra"), INLINE_INPUTS)
+def test_inline_data_and_what_agents_send_still_pass(
+    upstream: ScriptedModelServer, target: str, model: str | None, extra: dict[str, Any]
+) -> None:
+    base: dict[str, Any] = {"max_tokens": 100, "messages": [{"role": "user", "content": "hi"}], "input": "hi"}
+    body = {**base, **({"model": model} if model else {}), **extra}
+    config = config_for(upstream.url, model=model or GEMINI_MODEL)
+    with gateway_on_loopback(config, KEYS) as (url, _, _log):
+        status, reply = raw(url, request_bytes("POST", target, body, {**ANTHROPIC_AUTH, **GEMINI_AUTH}))
+    assert status == 200, reply
+    assert len(upstream.requests) == 1
+
+
+def test_a_responses_call_is_never_stored_by_default(upstream: ScriptedModelServer) -> None:
+    body = {"model": MODEL, "input": "hi", "max_output_tokens": 100}
+    with gateway_on_loopback(config_for(upstream.url, model=MODEL), KEYS) as (url, _, _log):
+        status, _ = raw(url, request_bytes("POST", RESPONSES, body))
+    assert status == 200
+    [seen] = upstream.requests
+    assert seen["body"]["store"] is False  # the Responses API stores by default
+
+
+@pytest.mark.parametrize(
+    ("target", "model", "extra"),
+    [
+        (CHAT_PATH, MODEL, {"n": 128}),
+        (GENERATE, None, {"generationConfig": {"candidateCount": 128, "maxOutputTokens": 100}}),
+    ],
+)
+def test_thirty_parallel_calls_asking_for_many_answers_cannot_overspend(
+    upstream: ScriptedModelServer, target: str, model: str | None, extra: dict[str, Any]
+) -> None:
+    # A provider bills every one of n answers: the budget's worst case is counted for one.
+    # More than one answer per call is refused, so none of the thirty reaches the upstream.
+    per_call = (20 * 0.15 + 100 * 0.60) / 1e6
+    budget = Budget(max_cost_usd=10 * per_call)
+    body = {**CHAT, **({"model": model} if model else {}), **extra}
+    if model is None:
+        del body["model"]
+    config = config_for(upstream.url, model=model or GEMINI_MODEL, budget=budget)
+    with (
+        gateway_on_loopback(config, KEYS) as (url, _, log),
+        concurrent.futures.ThreadPoolExecutor(30) as pool,
+    ):
+        request = request_bytes("POST", target, body, GEMINI_AUTH)
+        replies = list(pool.map(lambda _: raw(url, request), range(30)))
+    assert {status for status, _ in replies} == {403}
+    assert "one answer per call" in json.loads(replies[0][1])["error"]["message"]
+    assert upstream.requests == []
+    assert sum(c.cost_usd or 0.0 for c in calls(log)) == 0.0

@@ -175,5 +175,6 @@ def test_a_saved_selftest_is_not_reused_once_the_toolchain_it_ran_with_is_gone(
     err = capsys.readouterr().err
     assert "task 'fix-add' failed its selftest" in err
     assert "pytest: not found" in err or "No such file" in err, err
+    assert "`pytest` is not in the sandbox: name the folder that holds it in `sandbox.paths`" in err, err
     assert not list(workdir.glob("runs/*/*/*/r1/result.json"))  # no agent ran on the broken toolchain
     assert record.read_text() != saved  # the failed report is kept, for the scorecard

@@ -123,3 +123,19 @@ def test_past_runs_show_a_saturated_task_and_holdout_tasks_stay_out_of_the_score
     assert main(["tasks", "audit", "--repo", str(repo.path), "--tasks", str(tasks_dir)]) == 0
     text = capsys.readouterr().out
     assert "holdout tasks (run, shown only in aggregate): 1\n  tests" in text
+
+
+def test_a_gold_item_found_in_many_files_names_ten_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    files = {f"scripts/s{n:03}.sh": "make check\n" for n in range(150)}
+    repo.commit({"AGENTS.md": "Run `make check`.\n", **files})
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "t.yaml").write_text(
+        TASK.format(id="t", prompt="How to test?", holdout="false", command="make check")
+    )
+    assert main(["tasks", "audit", "--repo", str(repo.path), "--tasks", str(tasks)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "`make check` in" in x]
+    assert "scripts/s009.sh and 140 more" in line and "scripts/s010.sh" not in line

@@ -59,6 +59,7 @@ def test_config_is_read_at_the_given_commit_not_the_work_tree(tmp_path: Path) ->
         ("sandbox:\n  paths: [/opt/ok, relative/venv]\n", r":2: field 'sandbox\.paths': .*absolute path"),
         ("sandbox:\n  env: {'BAD NAME': x}\n", r":2: field 'sandbox\.env': .*not an environment variable"),
         ("sandbox:\n  mounts: [/opt]\n", r":2: field 'sandbox\.mounts': unknown"),
+        ("sandbox:\n  pids: 2\n", r":2: field 'sandbox\.pids': .*greater than or equal to 16"),
     ],
 )
 def test_malformed_config_names_file_field_and_line(tmp_path: Path, text: str, message: str) -> None:
@@ -91,3 +92,14 @@ def test_sandbox_paths_expand_home_and_may_not_show_protected_directories(tmp_pa
         with pytest.raises(ConfigError, match=r"field 'sandbox\.paths\[1\]' .* the workdir") as err:
             check_exposure(config, {"workdir": protected})
         assert "outside the repository" in err.value.hint
+
+
+def test_sandbox_limits_reach_every_runs_spec(tmp_path: Path) -> None:
+    g = GitRepo.init(tmp_path / "p")
+    sha = g.commit({".docdelta.yml": "sandbox:\n  memory_mb: 256\n  pids: 64\n  workspace_mb: 100\n"})
+    spec = load_project_config(Repo(g.path), sha).sandbox.spec("gateway")
+    assert (spec.network, spec.memory_mb, spec.pids, spec.workspace_mb) == ("gateway", 256, 64, 100)
+    default = load_project_config(Repo(g.path), g.commit({".docdelta.yml": "tasks: t\n"})).sandbox.spec(
+        "none"
+    )
+    assert (default.memory_mb, default.pids, default.workspace_mb) == (2048, 512, 1024)

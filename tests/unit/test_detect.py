@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo, Link
 
+from docdelta.cli import main
 from docdelta.detect import (
     MAX_INSTRUCTION_BYTES,
     DiffFile,
@@ -77,7 +78,15 @@ def test_config_globs_extend_and_exclude() -> None:
     [
         ("agents.md", "differs only in case from AGENTS.md"),
         ("docs/agents.md", "differs only in case from AGENTS.md"),
-        ("Claude.md", "case-insensitive lookups"),
+        # Which agent would load it, and where: a case-insensitive file system's lookup.
+        (
+            "docs/agents.md",
+            "(macOS, Windows) codex, copilot, cursor, opencode would load it as its folder's AGENTS.md",
+        ),
+        (
+            "Claude.md",
+            "(macOS, Windows) claude_code, copilot, opencode, zed would load it as its folder's CLAUDE.md",
+        ),
         ("docs/copilot-instructions.md", "outside where agents look"),
     ],
 )
@@ -210,3 +219,20 @@ def test_overlay_hash_is_stable_and_sees_links_and_contents() -> None:
     spec = a.spec("head")
     assert spec.name == "head" and spec.overlay_sha256 == a.sha256
     assert list(spec.files) == ["AGENTS.md", "CLAUDE.md", "GEMINI.md"]
+
+
+def test_detect_prints_near_misses_with_one_reason_as_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    g = GitRepo.init(tmp_path / "proj")
+    g.commit(
+        {f"docs/{lang}/agents.md": "# API: agents\n" for lang in ("en", "ja", "ko")} | {"AGENTS.md": "a\n"}
+    )
+    g.commit({"AGENTS.md": "b\n"})
+    assert main(["detect", "--repo", str(g.path), "--base", "HEAD~1", "--head", "HEAD"]) == 0
+    notes = [x for x in capsys.readouterr().out.splitlines() if x.startswith("note")]
+    assert notes == [
+        "note      3 files (docs/en/agents.md, docs/ja/agents.md, docs/ko/agents.md): "
+        "differs only in case from AGENTS.md: where file names are case-insensitive (macOS, Windows) "
+        "codex, copilot, cursor, opencode would load it as its folder's AGENTS.md"
+    ]

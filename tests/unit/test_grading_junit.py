@@ -103,3 +103,28 @@ def test_every_fake_or_empty_pass_fails(run: ExecResult, report: bytes | None, n
     passed, _counts, _summary, notes = judge_run(VALIDATION, run, report, HIDDEN)
     assert not passed
     assert any(n.startswith(note) for n in notes), notes
+
+
+@pytest.mark.parametrize(
+    ("stderr", "program"),
+    [
+        ("setpriv: failed to execute uv: No such file or directory", "uv"),  # the Docker sandbox
+        ("bwrap: execvp pnpm: No such file or directory", "pnpm"),  # the local sandbox
+        ("sh: 1: .venv/bin/pytest: not found", ".venv/bin/pytest"),
+        ("bash: line 1: tox: command not found", "tox"),
+    ],
+)
+def test_a_program_missing_from_the_sandbox_names_the_settings_to_change(stderr: str, program: str) -> None:
+    run = ExecResult(exit_code=127, stdout=b"", stderr=stderr.encode(), duration_s=0.1)
+    passed, _counts, _summary, notes = judge_run(VALIDATION, run, None, HIDDEN)
+    assert not passed
+    (note,) = [n for n in notes if "is not in the sandbox" in n]
+    assert note.startswith(
+        f"`{program}` is not in the sandbox: name the folder that holds it in `sandbox.paths`"
+    )
+    assert "sandbox.env.PATH" in note and ".docdelta.yml" in note
+
+
+def test_a_program_name_with_markdown_in_it_is_not_quoted_into_the_note() -> None:
+    run = ExecResult(exit_code=127, stdout=b"sh: 1: a`b: not found", stderr=b"", duration_s=0.1)
+    assert not [n for n in judge_run(VALIDATION, run, None, HIDDEN)[3] if "is not in the sandbox" in n]

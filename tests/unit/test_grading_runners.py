@@ -11,13 +11,14 @@ import pytest
 
 from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import parse_go_json, parse_libtest
-from docdelta.grading.runners import NEXTEST_PROFILE, RUNNERS, invocation, recognise
+from docdelta.grading.runners import GUARD_PATH_SH, NEXTEST_PROFILE, RUNNERS, invocation, recognise
 from docdelta.models import TAIL_NOTE, RunnerKind, TestCounts, Validation
 from docdelta.sandbox.base import ExecResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runners"
 REPORT = "/workspace/tools/junit-0123.xml"
-JX = f"--junitxml={REPORT}"
+JX = f"--junitxml={REPORT} -pdocdelta_guard_junit_0123"
+"""What the grader adds to pytest: its private JUnit report and its guard plugin (pytest_guard.py)."""
 
 
 @pytest.mark.parametrize(
@@ -69,7 +70,8 @@ def test_real_commands_are_recognised_and_instrumented(
 ) -> None:
     run = invocation(shlex.split(command), private_report=REPORT, declared=None)
     assert run.kind is kind
-    assert run.argv == shlex.split(instrumented)
+    guard = ["sh", "-c", GUARD_PATH_SH, "/workspace/tools"] if kind is RunnerKind.pytest else []
+    assert run.argv == [*guard, *shlex.split(instrumented)]
     assert run.report == (REPORT if RUNNERS[kind].writes_report else None)
 
 

@@ -225,3 +225,15 @@ def test_scorecard_has_no_usage_section_without_docs(sealed: tuple[ResultStore, 
     manifest, detection = store.read_manifest(), store.read_detection()
     assert manifest is not None and detection is not None
     assert "Instruction usage" not in render_markdown(summarize(manifest, detection, [run("head", 1)]))
+
+
+def test_a_renumbered_list_item_is_unchanged() -> None:
+    """An item inserted at the top of a numbered list renumbers every item below it: those
+    rules did not change, and only the new one is added."""
+    base = "# Rules\n1. Run `make check`.\n2) Never edit `gen/`.\n"
+    head = "# Rules\n1. Run `make lint` first.\n2. Run `make check`.\n3) Never edit `gen/`.\n"
+    refs = docs_diff([("AGENTS.md", base, head)])
+    assert {(r.change, r.line, r.ref) for r in refs} == {("added", 2, "make lint")}
+    # a list item whose text changed is still a change
+    edited = docs_diff([("AGENTS.md", base, base.replace("make check", "make test"))])
+    assert {(r.change, r.ref) for r in edited} == {("removed", "make check"), ("added", "make test")}

@@ -84,3 +84,21 @@ def test_test_case_names_in_four_languages() -> None:
         "TestLoopLocals",
         "test_escape_filter",
     ]
+
+
+@pytest.mark.parametrize(
+    ("doc", "command"),
+    [
+        ("Run one test: `uv run pytest -s -k <pattern>`", "uv run pytest -s"),
+        ("```bash\nuv run pytest tests/{module}.py -x\n```", "uv run pytest -x"),
+        ("Run `npm test -- <file name>`", "npm test"),
+        ("Run `cargo test [options]`", "cargo test"),
+        ("Run `pytest -k 'a or b' < cases.txt`", "pytest -k 'a or b' < cases.txt"),  # a real redirection
+    ],
+)
+def test_a_docs_placeholder_never_reaches_the_command(doc: str, command: str) -> None:
+    hidden = (
+        ["src/a.test.ts"] if "npm" in doc else ["tests/test_a.rs"] if "cargo" in doc else ["tests/test_a.py"]
+    )
+    found = find_command(_reader({"AGENTS.md": doc}), hidden)
+    assert found is not None and found.command == command

@@ -119,7 +119,7 @@ def test_missed_most_often_counts_runs_per_condition() -> None:
     ]
     assert s.missed["head"] == []
     md = render_markdown(s)
-    assert "  - a · command `make test` missed in 2/2 runs — never gave `make test`" in md
+    assert "  - a · command `make test` missed in 2/2 runs — never gave \\`make test\\`" in md
 
 
 def test_confounds_isolation_near_misses_unscored_points_missing_runs() -> None:
@@ -140,6 +140,22 @@ def test_confounds_isolation_near_misses_unscored_points_missing_runs() -> None:
     assert "- 2 key points unscored: judge not configured" in md
     assert "- ⚠ `docs/agents.md` may be loaded by some agents" in md
     assert "- ⚠ 1 planned run without a result: rerun to resume the matrix" in md
+
+
+def test_near_misses_with_one_reason_are_one_line_with_a_count() -> None:
+    """A docs site's translated `agents.md` pages are one finding, not a line each."""
+    runs = [result("a", "base", 1.0, 1), result("a", "head", 1.0, 1)]
+    case = "differs only in case from AGENTS.md: where file names are case-insensitive ..."
+    pages = [NearMiss(path=f"docs/{lang}/agents.md", reason=case) for lang in "abcdefghijkl"]
+    near = [*pages, NearMiss(path="docs/copilot-instructions.md", reason="named like the instruction file")]
+    md = render_markdown(summarize(manifest(["a"], ("base", "head")), detection(near), runs))
+    (line,) = [x for x in md.splitlines() if "12 files" in x]
+    assert line.startswith(
+        "- ⚠ 12 files may be loaded by some agents although they are not instruction files"
+    )
+    assert "`docs/j/agents.md` and 2 more): differs only in case from AGENTS.md" in line
+    assert "docs/k/agents.md" not in md
+    assert "- ⚠ `docs/copilot-instructions.md` may be loaded by some agents" in md
 
 
 # ---------------------------------------------------------------- rendering

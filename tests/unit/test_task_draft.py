@@ -3,6 +3,7 @@ and expects: pure functions over Markdown text."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,22 @@ def test_an_existing_task_covers_a_rule_it_cites_or_whose_commands_it_expects() 
     assert covers(citing, rule, GUIDE) and covers(same_commands, rule, GUIDE)
     assert not covers(elsewhere, rule, GUIDE)
     assert not covers(citing, drafts["tool-uv"], GUIDE)
+
+
+@pytest.mark.parametrize(
+    ("rule", "prompt"),
+    [
+        ("Run `make check` before you push.", "which command do I run before I push?"),
+        ("Always run `make lint` after you edit `src/`.", "which command do I run after I edit `src/`?"),
+        (
+            "Remember to run `make gen` when you change the schema.",
+            "which command do I run when I change the schema?",
+        ),
+        ("Run `make docs` to build the docs.", "which command do I run to build the docs?"),
+    ],
+)
+def test_a_rule_with_a_trigger_is_asked_as_the_situation_to_act_in(rule: str, prompt: str) -> None:
+    """The agent meets the situation and must act, rather than fill in the rule's sentence."""
+    (draft,) = draft_from_text(f"# Rules\n\n- {rule}\n", "AGENTS.md")
+    assert draft.task.prompt == f"In this repository (Rules): {prompt} Answer with the exact command."
+    assert BLANK not in draft.task.prompt and _leaked(draft.task) == []

@@ -14,7 +14,16 @@ from docdelta.config import ProjectConfig
 from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
-from docdelta.workspace import RECORD_SUFFIX, SealedCheckout, build_overlays, seal, seal_once
+from docdelta.store import checkout_dir
+from docdelta.workspace import (
+    RECORD_SUFFIX,
+    SealedCheckout,
+    build_overlays,
+    overlay_checkout,
+    seal,
+    seal_once,
+    seal_source,
+)
 
 MATCH = InstructionMatcher()
 STRIP = [*ProjectConfig(strip=["hidden/**"]).checkout_strip]
@@ -222,18 +231,18 @@ def test_seal_refuses_a_used_directory(proj: tuple[Repo, str, str], tmp_path: Pa
 def test_seal_once_reuses_an_unchanged_checkout_and_reseals_a_changed_one(
     proj: tuple[Repo, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A rerun seals nothing (issue 12: a reused rerun re-sealed every checkout), but only a
-    checkout git confirms untouched is reused, and only under the same seal key. The real
-    `seal` is counted, not replaced: a file's inode cannot tell a reuse from a rebuild, since
-    the filesystem hands a deleted file's inode to the next one created."""
+    """A rerun seals nothing, but only a checkout git confirms untouched is reused, and only
+    under the same seal key. The real `overlay_checkout` is counted, not replaced: a file's
+    inode cannot tell a reuse from a rebuild, since the filesystem hands a deleted file's
+    inode to the next one created."""
     repo, base, head = proj
     sealings: list[Path] = []
 
     def counted(*args: Any, **kwargs: Any) -> SealedCheckout:
-        sealings.append(args[3])
-        return seal(*args, **kwargs)
+        sealings.append(args[2])
+        return overlay_checkout(*args, **kwargs)
 
-    monkeypatch.setattr(workspace, "seal", counted)
+    monkeypatch.setattr(workspace, "overlay_checkout", counted)
     overlay = build_overlays(repo, base, head, ["head"], MATCH, None)["head"]
     dest = tmp_path / "checkouts" / "head"
     first = seal_once(repo, head, overlay, dest, MATCH, STRIP)
@@ -251,3 +260,77 @@ def test_seal_once_reuses_an_unchanged_checkout_and_reseals_a_changed_one(
 
     other = seal_once(repo, head, overlay, dest, MATCH, [*STRIP, "/run.sh"])
     assert other.tree_sha256 != first.tree_sha256 and not (dest / "run.sh").exists()
+
+
+def test_conditions_share_one_sealed_source_and_none_reaches_another_conditions_files(
+    proj: tuple[Repo, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stripped source is sealed once for every condition, yet each checkout (files and
+    every git object, loose or packed) holds its own instruction files and no other's, and is
+    the same commit a checkout sealed on its own would be."""
+    repo, base, head = proj
+    sources: list[Path] = []
+
+    def counted(*args: Any, **kwargs: Any) -> workspace.SealedSource:
+        sources.append(args[2])
+        return seal_source(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "seal_source", counted)
+    overlays = build_overlays(repo, base, head, ["base", "head", "none"], MATCH, None)
+    made = {
+        n: seal_once(repo, head, o, tmp_path / "checkouts" / n, MATCH, STRIP) for n, o in overlays.items()
+    }
+    assert len(sources) == 1, "one sealed source for three conditions"
+    own = {"base": b"Use make test.", "head": b"Use tox -e py.", "none": None}
+    for name, checkout in made.items():
+        reachable = all_bytes(checkout.path)
+        for other, text in own.items():
+            if text is not None:
+                assert (text in reachable) == (other == name), f"{name}'s checkout and {other}'s files"
+        assert git(checkout.path, "fsck", "--strict", "--no-dangling").strip() == ""
+        assert git(checkout.path, "status", "--porcelain", "--ignored").strip() == ""
+        assert git(checkout.path, "rev-list", "--all", "--count").strip() == "1"
+        alone = seal(repo, head, overlays[name], tmp_path / "alone" / name, MATCH, STRIP)
+        assert (alone.commit, alone.tree_sha256) == (checkout.commit, checkout.tree_sha256)
+        assert checkout.source_sha256 == made["none"].source_sha256
+    assert made["none"].tree_sha256 == made["none"].source_sha256
+    assert "AGENTS.md" not in files_of(made["none"].path)
+    assert files_of(made["head"].path)["CLAUDE.md"] == "-> AGENTS.md"
+
+
+def test_an_edit_through_one_checkout_never_reaches_the_next_one_made(
+    proj: tuple[Repo, str, str], tmp_path: Path
+) -> None:
+    """Checkouts share the source's files by hard link: a file written in place in one
+    (by hand; runs never do) changes the source too, which is then sealed again."""
+    repo, base, head = proj
+    overlays = build_overlays(repo, base, head, ["base", "head"], MATCH, None)
+    one = seal_once(repo, head, overlays["base"], tmp_path / "checkouts" / "a", MATCH, STRIP)
+    with (one.path / "README.md").open("r+") as f:
+        f.write("EDITED")
+    two = seal_once(repo, head, overlays["head"], tmp_path / "checkouts" / "b", MATCH, STRIP)
+    assert (two.path / "README.md").read_text() == "Readme for humans.\n"
+    assert git(two.path, "status", "--porcelain").strip() == ""
+    again = seal_once(repo, head, overlays["base"], tmp_path / "checkouts" / "a", MATCH, STRIP)
+    assert again == one and (one.path / "README.md").read_text() == "Readme for humans.\n"
+
+
+def test_an_overlay_file_is_never_written_through_a_link_of_the_source(
+    proj: tuple[Repo, str, str], tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=r"AGENTS\.md .* would be written through link\.txt") as info:
+        sealed(proj, Overlay(files={"link.txt/AGENTS.md": b"x\n"}), tmp_path / "c")
+    assert "disagree about which paths are directories" in info.value.hint
+    assert (proj[0].root / "README.md").read_text() == "Readme for humans.\n"
+
+
+def test_checkout_names_are_stable_in_a_workdir_and_say_nothing_elsewhere(tmp_path: Path) -> None:
+    """`none`'s overlay hash is a constant anyone can compute: a checkout's name, which a run
+    may read in /proc/mounts, must not be it, yet a rerun must find the same checkout."""
+    none = Overlay().sha256
+    one, again = checkout_dir(tmp_path / "w1", none), checkout_dir(tmp_path / "w1", none)
+    other = checkout_dir(tmp_path / "w2", none)
+    assert one == again and one.name != other.name
+    assert none[:8] not in one.name and none[:8] not in other.name
+    assert checkout_dir(tmp_path / "w1", none, "a" * 40) != one
+    assert oct((tmp_path / "w1" / "checkouts" / ".key").stat().st_mode & 0o777) == "0o600"

@@ -32,6 +32,7 @@ _AGENTS: dict[str, str] = {
     "codex": "docdelta.agents.codex:CodexAgent",
     "opencode": "docdelta.agents.opencode:OpenCodeAgent",
     "gemini": "docdelta.agents.gemini:GeminiAgent",
+    "copilot": "docdelta.agents.copilot:CopilotAgent",
 }
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -87,6 +88,8 @@ def classify(result: ExecResult, answer: AgentAnswer | None) -> RunStatus:
         return RunStatus.oom
     if result.disk_full:
         return RunStatus.disk_full
+    if result.pids_limit:
+        return RunStatus.pids_limit
     if answer is None:
         return RunStatus.no_answer if result.exit_code == 0 else RunStatus.agent_error
     return RunStatus.ok
@@ -173,6 +176,11 @@ class Agent(ABC):
         `agents.command.preflight`); None when the adapter ships its own."""
         return None
 
+    def show_user_files(self, hidden: Mapping[str, Path], visible: Sequence[Path] = ()) -> list[Path]:
+        """Host files the user's command names that the sandbox must show read-only (none
+        for adapters that ship their own program); see `CommandAgent.show_user_files`."""
+        return []
+
     @property
     def network(self) -> NetworkMode:
         """What the agent needs to reach: "none" for self-contained agents (fake, command),
@@ -229,7 +237,7 @@ class Agent(ABC):
         result = sandbox.exec(inv.argv, stdin=inv.stdin, env=inv.env, timeout=ctx.timeout_s)
         outcome = self.parse(result, sandbox, ctx)
         update: dict[str, Any] = {}
-        if result.timed_out or result.oom or result.disk_full:
+        if result.timed_out or result.oom or result.disk_full or result.pids_limit:
             update["status"] = classify(result, outcome.answer)
         if not outcome.metrics.duration_s:
             update["metrics"] = outcome.metrics.model_copy(update={"duration_s": result.duration_s})

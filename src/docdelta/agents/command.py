@@ -15,15 +15,20 @@ manifest and every result like any agent's.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import AgentError, SandboxError
 from docdelta.models import AgentMetrics, AgentOutcome, RunStatus, sha256_hex
 from docdelta.sandbox.base import ExecResult, Sandbox
+from docdelta.sandbox.local import SYSTEM_DIRS
 
 METRICS_ENV = "DOCDELTA_METRICS"
 MODEL_ENV = "DOCDELTA_MODEL"
@@ -66,6 +71,49 @@ class CommandAgent(Agent):
         it (fake, openai) ship their own script."""
         return self.argv[0] if self.name == CommandAgent.name else None
 
+    def show_user_files(self, hidden: Mapping[str, Path], visible: Sequence[Path] = ()) -> list[Path]:
+        """The host files the command names (`python3 ~/agent.py`, `./agent.sh`), to be shown
+        read-only at the same absolute path in the sandbox: each file alone, never its folder,
+        so nothing else of the host comes with it. A word is a file when it names an existing
+        regular file from docdelta's working directory (the program itself only when it is a
+        path, else it is looked up on PATH; options never). The command is rewritten to the
+        absolute path, since the agent's working directory is the checkout. Left as they are:
+        files the sandbox shows anyway (the system directories, `visible`: `sandbox.paths`),
+        which a virtualenv's interpreter needs beside it, and files inside the repository,
+        which become their path in the checkout (the working directory). A file in another of
+        `hidden` (name -> directory: the tasks with their gold, the workdir), or one that
+        links there, is refused, as the agent may never see it."""
+        if self.name != CommandAgent.name:
+            return []
+        shown: list[Path] = []
+        for index, word in enumerate(self.argv):
+            if word.startswith("-") or (index == 0 and "/" not in word):
+                continue
+            path = Path(os.path.abspath(Path(word).expanduser()))
+            try:
+                if not path.is_file():
+                    continue
+            except (OSError, ValueError):  # no file name: a `-c` program's source, a NUL
+                continue
+            real = path.resolve()
+            inside = {what: d.resolve() for what, d in hidden.items() if real.is_relative_to(d.resolve())}
+            if "repository" in inside:
+                self.argv[index] = real.relative_to(inside["repository"]).as_posix()
+            elif inside:
+                what, directory = next(iter(inside.items()))
+                raise AgentError(
+                    f"the agent command names {word}, which is in the {what} {directory}: the agent "
+                    "may never see it",
+                    hint="move the agent's files to a folder outside the repository, the tasks "
+                    "directory and the workdir",
+                )
+            elif any(path.is_relative_to(d) or real.is_relative_to(d) for d in _shown_anyway(visible)):
+                self.argv[index] = str(path)
+            else:
+                self.argv[index] = str(path)
+                shown.append(path)
+        return shown
+
     def command(self, sandbox: Sandbox, ctx: AgentContext) -> list[str]:
         """The argv to run; subclasses wrap a fixed program here."""
         return list(self.argv)
@@ -101,6 +149,11 @@ class CommandAgent(Agent):
             exit_code=result.exit_code,
             error="; ".join(errors) or None,
         )
+
+
+def _shown_anyway(visible: Sequence[Path]) -> list[Path]:
+    """Where a host file is already in every sandbox: the system directories and `visible`."""
+    return [*(Path(d) for d in SYSTEM_DIRS), *visible]
 
 
 def metrics_data(sandbox: Sandbox) -> dict[str, Any]:
@@ -148,8 +201,10 @@ def preflight(agent: Agent, sandbox: Sandbox) -> None:
     if result.exit_code == NOT_FOUND:
         raise AgentError(
             f"the agent command's program {program!r} is not an executable the sandbox can run",
-            hint="give an absolute path to an executable file, a program on the system PATH, "
-            "or a path relative to the repository root (the agent's working directory)",
+            hint="give a path to an executable file (docdelta shows the files the command names "
+            "to the sandbox read-only), a program on the system PATH, or a path relative to the "
+            f"repository root (the agent's working directory); a program's folder goes in sandbox.paths "
+            f"in {CONFIG_PATH}",
         )
     raise SandboxError(
         f"the sandbox could not check the agent command's program {program!r} "

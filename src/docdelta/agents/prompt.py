@@ -10,8 +10,9 @@ the grader needs. The task text sits under a `## Task` heading and the format un
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from docdelta.models import Task
+from docdelta.models import AgentAnswer, Task
 
 ANSWER_SHAPE: dict[str, str] = {
     "answer": "your answer in a few sentences",
@@ -50,3 +51,16 @@ def build_prompt(task: Task) -> str:
         f"{fields}\n\n"
         f"For example:\n```json\n{json.dumps(_EXAMPLE, indent=2)}\n```\n"
     )
+
+
+def answer_json_schema() -> dict[str, Any]:
+    """JSON Schema of the answer (`docdelta schema answer`): what a command agent prints last.
+    The descriptions are the prompt's own, so the schema and what agents are told never differ."""
+    schema = AgentAnswer.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["description"] = (
+        "The last JSON object an agent prints on stdout; unknown keys are ignored, missing ones are empty."
+    )
+    for key, meaning in ANSWER_SHAPE.items():
+        schema["properties"][key]["description"] = meaning
+    return schema

@@ -12,7 +12,13 @@ scripted model server's request logs of their real CLIs show):
   headers), and of `anthropic-beta` only the feature flags on `ANTHROPIC_BETAS`;
 - **bodies**: no provider-side tools (MCP servers, web fetch/search, code execution,
   file/container tools, background jobs) unless the project enables one, and the model
-  pinned to the run's.
+  pinned to the run's;
+- **side doors**: no input the provider fetches from a URL (an egress channel out of a
+  sandbox that has no network), no reference to a stored object (files, responses,
+  conversations, prompts, caches: the organisation's state, not this run's), nothing
+  stored or tagged for later, no audio out, and one answer per call (the budget holds a
+  call's worst case for one answer; a provider bills each of `n`). Inline (base64, `data:`)
+  inputs pass.
 
 Stdlib only: this module runs inside the gateway container.
 """
@@ -70,6 +76,14 @@ CLIENT_TOOL_TYPES = {
 }
 """Tools the agent runs itself; any other tool type runs on the provider's side."""
 _GEMINI_CLIENT_TOOLS = frozenset({"functionDeclarations", "function_declarations"})
+
+RESPONSES_INCLUDES = frozenset({"reasoning.encrypted_content", "message.output_text.logprobs"})
+"""`include` values that return only what this call computes (Codex asks for the first, to
+carry reasoning across calls without storing it); the rest return provider-side tool
+results or stored inputs."""
+ANTHROPIC_SOURCES = frozenset({"base64", "text", "content"})
+"""Anthropic image/document sources held in the request itself; `url` makes the provider
+fetch and `file` reads the organisation's Files API."""
 
 
 class Api(Enum):
@@ -214,7 +228,11 @@ def check_body(
     if pinned is not None and model != pinned:
         raise Denied(f"model {model[:80]!r} is not this run's model {pinned!r}")
     _check_tools(api, parsed, enabled)
+    _check_side_doors(api, parsed)
     rewritten = None
+    if api is Api.responses and "store" not in parsed:
+        parsed["store"] = False  # the Responses API stores every call unless told not to
+        rewritten = json.dumps(parsed).encode()
     if api is Api.chat and parsed.get("stream") is True:
         options = parsed.get("stream_options")
         if not isinstance(options, dict) or options.get("include_usage") is not True:
@@ -263,6 +281,134 @@ def _check_server_fields(api: Api, body: Mapping[str, Any], enabled: Sequence[st
             _refuse_tool("mcp", enabled)
         if body.get("container"):
             _refuse_tool("code_execution", enabled)
+
+
+def _side_door(what: str) -> Denied:
+    return Denied(
+        f"{what} is not allowed: the gateway forwards only inline inputs and calls that leave "
+        "nothing stored (see docs/security.md)"
+    )
+
+
+def _check_side_doors(api: Api, body: Mapping[str, Any]) -> None:
+    """Refuse fields that make the provider fetch a URL, read or write stored objects, or
+    bill more than one answer per call."""
+    checks = {
+        Api.chat: _check_chat,
+        Api.responses: _check_responses,
+        Api.anthropic: _check_anthropic,
+        Api.gemini: _check_gemini,
+    }
+    if api in checks:
+        checks[api](body)
+
+
+def _check_chat(body: Mapping[str, Any]) -> None:
+    _check_openai_top(body, "chat")
+    if body.get("audio") or "audio" in _strings(body.get("modalities")):
+        raise _side_door("audio output (`audio`, `modalities: [audio]`)")
+    if body.get("n") not in (None, 1):
+        raise _many_answers("`n`")
+    for message in _dicts(body.get("messages")):
+        for part in _dicts(message.get("content")):
+            _check_chat_part(part)
+
+
+def _check_responses(body: Mapping[str, Any]) -> None:
+    _check_openai_top(body, "responses")
+    for name in ("previous_response_id", "conversation", "prompt"):
+        if body.get(name) is not None:
+            raise _side_door(f"`{name}` (a stored object)")
+    unknown = [v for v in _strings(body.get("include")) if v not in RESPONSES_INCLUDES]
+    if unknown or not isinstance(body.get("include", []), list):
+        raise _side_door(f"`include` of {str(unknown)[:80]}")
+    for item in _dicts(body.get("input")):
+        _check_responses_item(item)
+
+
+def _check_anthropic(body: Mapping[str, Any]) -> None:
+    for message in _dicts(body.get("messages")):
+        _check_anthropic_blocks(message.get("content"))
+
+
+def _check_gemini(body: Mapping[str, Any]) -> None:
+    for name in ("cachedContent", "cached_content"):
+        if body.get(name) is not None:
+            raise _side_door(f"`{name}` (a stored cache)")
+    config = body.get("generationConfig") or body.get("generation_config")
+    counts = (
+        [config.get(k) for k in ("candidateCount", "candidate_count")] if isinstance(config, dict) else []
+    )
+    if any(count not in (None, 1) for count in counts):
+        raise _many_answers("`candidateCount`")
+    holders = [*_dicts(body.get("contents"))]
+    holders += _dicts([body.get("systemInstruction"), body.get("system_instruction")])
+    for holder in holders:
+        for part in _dicts(holder.get("parts")):
+            if "fileData" in part or "file_data" in part:
+                raise _side_door("`fileData` (a file or URI the provider fetches)")
+
+
+def _many_answers(field: str) -> Denied:
+    return Denied(
+        f"{field} above 1 is not allowed: the gateway allows one answer per call, since the "
+        "provider bills every answer and the budget holds a call's worst case for one"
+    )
+
+
+def _check_openai_top(body: Mapping[str, Any], kind: str) -> None:
+    if body.get("store") not in (None, False):
+        raise _side_door(f"`store` in {kind} calls (a stored completion)")
+    if body.get("metadata") is not None:
+        raise _side_door(f"`metadata` in {kind} calls (tags on stored objects)")
+
+
+def _check_chat_part(part: Mapping[str, Any]) -> None:
+    image = part.get("image_url")
+    if image is not None:
+        url = image.get("url") if isinstance(image, dict) else image
+        if not _inline(url):
+            raise _side_door("an `image_url` that is not a data: URL")
+    file = part.get("file")
+    if isinstance(file, dict) and file.get("file_id") is not None:
+        raise _side_door("a `file_id` (a stored file)")
+
+
+def _check_responses_item(item: Mapping[str, Any]) -> None:
+    if item.get("type") == "item_reference":
+        raise _side_door("an `item_reference` (a stored item)")
+    for key in ("content", "output"):
+        for part in _dicts(item.get(key)):
+            if part.get("file_id") is not None:
+                raise _side_door("a `file_id` (a stored file)")
+            if part.get("file_url") is not None:
+                raise _side_door("a `file_url` (a URL the provider fetches)")
+            if "image_url" in part and not _inline(part["image_url"]):
+                raise _side_door("an `image_url` that is not a data: URL")
+
+
+def _check_anthropic_blocks(content: Any) -> None:
+    for block in _dicts(content):
+        source = block.get("source")
+        if isinstance(source, dict) and source.get("type") not in ANTHROPIC_SOURCES:
+            raise _side_door(f"a {str(source.get('type'))[:20]!r} source (fetched or stored by the provider)")
+        if block.get("type") == "tool_result":
+            _check_anthropic_blocks(block.get("content"))
+        if block.get("type") == "document" and isinstance(source, dict):
+            _check_anthropic_blocks(source.get("content"))
+
+
+def _inline(url: Any) -> bool:
+    return isinstance(url, str) and url[:5].lower() == "data:"
+
+
+def _dicts(value: Any) -> list[Mapping[str, Any]]:
+    """The objects of a JSON list (a string or anything else holds none)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _check_client_tools(tools: list[Any], api: Api, enabled: Sequence[str]) -> None:

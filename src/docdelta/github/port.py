@@ -162,6 +162,10 @@ class GitHubPort(Protocol):
         """The names of the labels currently on the PR."""
         ...
 
+    def can_write(self, login: str) -> bool:
+        """Whether `login` has write access (write, maintain or admin) to the repository."""
+        ...
+
     def label_approver(self, number: int, label: str) -> str | None:
         """Login of the user with write access who last applied `label`, if it is on the PR."""
         ...

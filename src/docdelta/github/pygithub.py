@@ -431,16 +431,18 @@ class PyGithubPort:
         )
         if not actors:
             return None
-        actor = actors[-1]
+        return actors[-1] if self.can_write(actors[-1]) else None
+
+    def can_write(self, login: str) -> bool:
         try:
             permission = self._call(
-                f"read {actor}'s permission", lambda: self._repo.get_collaborator_permission(actor)
+                f"read {login}'s permission", lambda: self._repo.get_collaborator_permission(login)
             )
         except ApiError as exc:
-            if exc.status == 404:
-                return None
+            if exc.status == 404:  # not a collaborator (or a bot GitHub does not list)
+                return False
             raise
-        return actor if permission in _WRITERS else None
+        return permission in _WRITERS
 
     def remove_label(self, number: int, label: str) -> bool:
         issue = self._repo.get_issue(number)

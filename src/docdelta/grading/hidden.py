@@ -22,8 +22,11 @@ Failures of the grader itself (no sandbox, a checkout that cannot be built) are
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import secrets
 import shlex
+import shutil
 import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from docdelta.detect import CONFIG_PATH
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError, TaskError
 from docdelta.git import Repo, apply_patch
 from docdelta.globs import GlobSet
@@ -43,7 +47,7 @@ from docdelta.grading.junit import (
     parse_libtest,
     parse_pytest_summary,
 )
-from docdelta.grading.runners import RUNNERS, Evidence, invocation, recognise
+from docdelta.grading.runners import RUNNERS, Evidence, guard_record, invocation, recognise
 from docdelta.models import (
     TAIL_NOTE,
     DroppedEdit,
@@ -237,9 +241,19 @@ def _restore_pyproject(checkout: Path, rel: str, original: bytes | None) -> str 
     return "changes pyproject's test configuration"
 
 
-def _reason(edit: FileDiff, protect: GlobSet) -> str | None:
+def _strip_condition(dest: Path, instructions: Sequence[str]) -> None:
+    """Remove what tells the conditions apart: their instruction files and `.git`."""
+    shutil.rmtree(dest / ".git", ignore_errors=True)
+    for rel in instructions:
+        if (dest / rel).is_symlink() or (dest / rel).is_file():
+            (dest / rel).unlink()
+
+
+def _reason(edit: FileDiff, protect: GlobSet, instructions: frozenset[str] = frozenset()) -> str | None:
     if edit.symlink:
         return "symlinks are not applied"
+    if instructions.intersection(edit.paths):
+        return "an instruction file: the grader's tree holds none, in every condition"
     hit = next((p for p in edit.paths if protect.matches(p)), None)
     return f"{hit} is a test or build file" if hit else None
 
@@ -252,20 +266,25 @@ def build_checkout(
     *,
     protect: Sequence[str] = (),
     remove: Sequence[str] = (),
+    instructions: Sequence[str] = (),
 ) -> tuple[list[str], list[DroppedEdit]]:
     """The grading checkout at `dest`: sealed original + permitted agent edits + hidden files.
 
     Returns (applied paths, dropped edits). `remove` lists workspace paths deleted
     afterwards (a declared report path, so a committed fake report cannot count).
+    `instructions`: every condition's instruction files, which the grading tree never holds
+    (nor `.git`, whose commit holds them), so code under test sees the same tree in every
+    condition and cannot grade one arm differently; the agent's edits to them are dropped.
     Raises InfraError when the permitted edits do not apply (they were taken
     against this very commit, so that is the grader's fault, not the agent's).
     """
     sealed.copy_to(dest)
+    _strip_condition(dest, instructions)
     globs = GlobSet([*TEST_FILES, *BUILD_FILES, *protect, *(f"/{p}" for p in hidden)])
     kept: list[FileDiff] = []
     dropped: list[DroppedEdit] = []
     for edit in parse_diff(agent_diff):
-        why = _reason(edit, globs)
+        why = _reason(edit, globs, frozenset(instructions))
         if why:
             dropped.append(DroppedEdit(path=edit.path, reason=why))
         else:
@@ -344,12 +363,47 @@ def _evidence(
 _NO_TESTS = "the output shows no test that ran: no evidence that any test ran"
 
 
+def guard_problems(record: bytes | None, counts: TestCounts | None, hidden: Sequence[str]) -> list[str]:
+    """What the trusted pytest plugin's record (grading/pytest_guard.py) says against a pass:
+    it is missing (the plugin never finished), pytest's own test-running code was replaced
+    during the run, a test the JUnit report counts as passed is not one it saw pass, or no
+    test of a hidden test file passed by its account."""
+    if record is None:
+        return ["docdelta's pytest guard left no record: the run did not load it or did not finish"]
+    try:
+        data = json.loads(record)
+        tampered: dict[str, str] = dict(data["tampered"])
+        outcomes: dict[str, str] = dict(data["outcomes"])
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"docdelta's pytest guard left an unreadable record: {exc}"]
+    notes = [
+        f"pytest's own {what} was replaced during the run (seen at {where}): the tests' outcomes "
+        "cannot be trusted"
+        for what, where in sorted(tampered.items())
+    ]
+    passed = sorted(n for n, outcome in outcomes.items() if outcome == "passed")
+    if counts is not None and counts.passed != len(passed):
+        notes.append(
+            f"the JUnit report counts {counts.passed} passed test case(s), docdelta's pytest guard saw "
+            f"{len(passed)} pass"
+        )
+    for path in hidden:
+        name = PurePosixPath(path).name
+        ran = any(n == path or n.startswith(f"{path}::") for n in passed)
+        if GlobSet(["test_*.py", "*_test.py"]).matches(name) and not ran:
+            notes.append(f"docdelta's pytest guard saw no test of the hidden test {path} pass")
+    return notes
+
+
 def judge_run(
     validation: Validation,
     result: ExecResult,
     report: bytes | None,
     hidden: Sequence[str],
     kind: RunnerKind = RunnerKind.pytest,
+    guard: bytes | None = None,
+    *,
+    guarded: bool = False,
 ) -> tuple[bool, TestCounts | None, TestCounts | None, list[str]]:
     """(passed, counts, the runner's printed counts, notes): the exit code cross-checked
     with the runner's evidence (see grading/runners.py).
@@ -368,10 +422,40 @@ def judge_run(
     if counts is not None:
         python = kind is RunnerKind.pytest
         notes += _count_problems(validation, counts, summary, names, hidden if python else ())
+    if guarded and validation.exit_code == 0:  # docdelta loaded its pytest guard
+        notes += guard_problems(guard, counts, hidden)
     if notes:
         tail = output_tail(result)
+        notes += [missing_program_note(program) for program in missing_programs(tail)]
         notes.append(f"{TAIL_NOTE}\n{tail}" if tail else f"{TAIL_NOTE} (none: the command printed nothing)")
     return not notes, counts, summary, notes
+
+
+_MISSING_PROGRAM = re.compile(
+    r"setpriv: failed to execute (?P<a>[\w.+/-]+)"  # the Docker sandbox's exec
+    r"|bwrap: execvp (?P<b>[\w.+/-]+)"  # the local sandbox's exec
+    r"|\b(?:sh|bash|dash|exec)(?:: line \d+| \d+)?:(?: \d+:)? (?P<c>[\w.+/-]+): (?:command )?not found"
+)
+"""How a program that is not on the sandbox's PATH shows in the output of the command that ran it."""
+
+
+def missing_programs(output: str) -> list[str]:
+    """The programs `output` says could not be started, once each, in order."""
+    found = (next(g for g in m.groups() if g) for m in _MISSING_PROGRAM.finditer(output))
+    return list(dict.fromkeys(found))
+
+
+def missing_program_note(program: str) -> str:
+    """The fix for a program the sandbox cannot find: the sandbox shows only its read-only
+    system root and what `.docdelta.yml` names, so a project tool (uv, pnpm, a virtualenv's
+    pytest) needs its folder named there; the error alone (`setpriv: failed to execute uv`)
+    does not say so."""
+    return (
+        f"`{program}` is not in the sandbox: name the folder that holds it in `sandbox.paths` and put "
+        f"that folder on `sandbox.env.PATH` in {CONFIG_PATH} (e.g. paths: [/opt/uv/bin], env: "
+        "{PATH: /opt/uv/bin:/usr/bin:/bin}), or install the project's dependencies with "
+        "`sandbox.workspace`; docs/sandboxes.md shows each"
+    )
 
 
 def _count_problems(
@@ -420,12 +504,15 @@ def grade_change(
     *,
     spec: SandboxSpec | None = None,
     workdir: Path | None = None,
+    instructions: Sequence[str] = (),
 ) -> HiddenTestResult:
     """Run `task`'s hidden tests on `sealed` + the agent's permitted edits, in a new offline sandbox.
 
     `provider` must be free to create a sandbox (for the local provider: a slot no
     live sandbox holds). `spec` supplies limits and env (e.g. PATH to an interpreter);
     its network is always forced to "none". `workdir` holds the temporary checkout.
+    `instructions`: every condition's instruction files, kept out of the grading tree
+    (`build_checkout`).
     """
     validation = _validation(task)
     argv = shlex.split(validation.command)
@@ -435,7 +522,13 @@ def grade_change(
     with tempfile.TemporaryDirectory(prefix="docdelta-grade-", dir=workdir) as tmp:
         try:
             applied, dropped = build_checkout(
-                sealed, agent_diff, hidden, Path(tmp, "repo"), protect=validation.protect, remove=remove
+                sealed,
+                agent_diff,
+                hidden,
+                Path(tmp, "repo"),
+                protect=validation.protect,
+                remove=remove,
+                instructions=instructions,
             )
         except (InfraError, OSError) as exc:
             return _infra(f"could not build the grading checkout: {exc}", validation)
@@ -448,10 +541,14 @@ def grade_change(
                     sandbox.write_file(path, text.encode())
                 result = sandbox.exec(run.argv, env=run.env or None, timeout=validation.timeout_s)
                 report = _read_report(sandbox, run.report) if run.report else None
+                guarded = run.kind is RunnerKind.pytest and validation.report is None
+                guard = _read_report(sandbox, guard_record(private)) if guarded else None
                 isolation = sandbox.isolation
         except (DocdeltaError, OSError) as exc:
             return _infra(f"the grading sandbox failed: {exc}", validation, runner=kind, **edits)
-    passed, counts, summary, notes = judge_run(validation, result, report, list(hidden), run.kind)
+    passed, counts, summary, notes = judge_run(
+        validation, result, report, list(hidden), run.kind, guard, guarded=guarded
+    )
     tail = (result.stdout + result.stderr).decode(errors="replace")[-_TAIL_CHARS:]
     return HiddenTestResult(
         status="pass" if passed else "fail",
@@ -465,6 +562,7 @@ def grade_change(
         duration_s=result.duration_s,
         output_tail=tail,
         runner=run.kind,
+        guarded=guarded,
         **edits,
     )
 

@@ -75,9 +75,33 @@ def _commands(text: str) -> Iterator[str]:
             continue
         pieces = [line] if fenced else _SPAN.findall(line)
         for piece in pieces:
-            command = re.sub(r"\s+#.*$", "", piece.strip().removeprefix("$ ")).strip()
+            command = without_placeholders(re.sub(r"\s+#.*$", "", piece.strip().removeprefix("$ ")).strip())
             if command:
                 yield command
+
+
+_PLACEHOLDER = r"<[^<>\s](?:[^<>\n]*[^<>\s])?>|\{[^{}\s]+\}|\[[^\[\]\s]+\]|\.\.\."
+"""What a doc's example command leaves for the reader to fill in: `<pattern>`, `<file name>`,
+`{test}`, `[options]`, `...` (never a redirection: `< in.txt` has a space after the `<`)."""
+_WORD_WITH_PLACEHOLDERS = re.compile(rf"(?:{_PLACEHOLDER}|\S)+")
+
+
+def without_placeholders(command: str) -> str:
+    """`uv run pytest -k <pattern>` -> `uv run pytest`: a doc's example shows where the
+    reader's own words go, and a drafted validation command must never run the placeholder
+    (the shell reads `<pattern>` as a redirection from a file named `pattern`). A word holding
+    one goes (`tests/{module}.py`), and so does an option or `--` that takes it."""
+    words = _WORD_WITH_PLACEHOLDERS.findall(command)
+    if not any(re.search(_PLACEHOLDER, w) for w in words):
+        return command
+    kept: list[str] = []
+    for word in words:
+        if re.search(_PLACEHOLDER, word):
+            if kept and kept[-1].startswith("-") and "=" not in kept[-1]:
+                kept.pop()
+            continue
+        kept.append(word)
+    return " ".join(kept)
 
 
 def _through_make(

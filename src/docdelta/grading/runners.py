@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from importlib import resources
 from pathlib import PurePosixPath
 
 from docdelta.models import RunnerKind
@@ -60,6 +61,40 @@ class Runner:
         return self.evidence is Evidence.junit and self.kind is not RunnerKind.declared
 
 
+GUARD_PREFIX = "docdelta_guard_"
+"""How the trusted pytest plugin's module is named in the tools dir (then the report's token)."""
+
+
+def guard_module(report: str) -> str:
+    """The module name of the pytest guard (grading/pytest_guard.py) for the private `report`:
+    unguessable like the report, so the checkout cannot shadow it on `python -m pytest`'s path."""
+    return GUARD_PREFIX + re.sub(r"\W", "_", PurePosixPath(report).stem)
+
+
+def guard_record(report: str) -> str:
+    """Where the pytest guard writes its JSON record: beside its module."""
+    return str(PurePosixPath(report).with_name(guard_module(report) + ".json"))
+
+
+GUARD_PATH_SH = (
+    'PYTHONPATH="$0${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; '
+    'command -v "$1" >/dev/null || { echo "$1: No such file or directory" >&2; exit 127; }; exec "$@"'
+)
+"""`sh -c` script that puts its $0 (the tools dir) first on PYTHONPATH, before whatever the
+toolchain's environment (or the image) already holds there, and runs the command, whose
+words no shell parses; a missing command is named as plainly as without the shell."""
+
+
+def with_guard_path(argv: Sequence[str], report: str) -> list[str]:
+    """`argv` run with the guard's directory (the report's) first on PYTHONPATH."""
+    return ["sh", "-c", GUARD_PATH_SH, str(PurePosixPath(report).parent), *argv]
+
+
+def _guard_files(report: str) -> dict[str, str]:
+    source = (resources.files("docdelta.grading") / "pytest_guard.py").read_text(encoding="utf-8")
+    return {str(PurePosixPath(report).with_name(guard_module(report) + ".py")): source}
+
+
 NEXTEST_PROFILE = "docdelta-junit"
 """The nextest profile docdelta defines in its tool config (not `default-*`, which nextest
 reserves); repository profiles of other names keep their own settings."""
@@ -70,8 +105,10 @@ RUNNERS: dict[RunnerKind, Runner] = {
         Runner(
             RunnerKind.pytest,
             Evidence.junit,
-            "adds --junitxml=<private path>",
-            flags=lambda report: (f"--junitxml={report}",),
+            "adds --junitxml=<private path> and -p <docdelta's guard plugin>, with the tools dir "
+            "first on PYTHONPATH",
+            flags=lambda report: (f"--junitxml={report}", f"-p{guard_module(report)}"),
+            files=_guard_files,
         ),
         Runner(  # also Vite+'s `vp test`, which is Vitest with its options
             RunnerKind.vitest,
@@ -327,9 +364,10 @@ def invocation(argv: Sequence[str], *, private_report: str, declared: str | None
         return Invocation(found.kind, words, report=declared)
     runner = RUNNERS[found.kind]
     flags = [f for f in runner.flags(private_report) if f not in words]  # `go test -json` stays one
+    words = [*words[: found.at], *flags, *words[found.at :]]
     return Invocation(
         found.kind,
-        [*words[: found.at], *flags, *words[found.at :]],
+        with_guard_path(words, private_report) if found.kind is RunnerKind.pytest else words,
         env=runner.env(private_report),
         report=private_report if runner.writes_report else None,
         files=runner.files(private_report),

@@ -5,8 +5,9 @@ Templates live in `report/templates/` and are loaded from the installed package
 from partials (`_verdict`, `_table`, `_usage`, `_missed`, `_confounds`, `_changed`) that the
 GitHub comment wraps with its own marker and header, so both always show the same
 numbers. The environment is sandboxed and strict: a template typo fails loudly
-instead of printing an empty cell, and text that came from agents or task files
-passes through the `cell`/`inline`/`code` filters so it cannot break the table.
+instead of printing an empty cell, and text that came from agents, commands or task files
+passes through the `text` (escaped prose) or `code` filters, so it cannot add markup,
+close a section or break the table; `cell`/`inline` only keep a line one line.
 The HTML report (`report/html.py`) shares this environment; its `*.html.j2`
 templates are autoescaped.
 """
@@ -23,8 +24,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from docdelta import thresholds
 from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.report.plain import README_TERMS, lead, mark
+from docdelta.text import LISTED
 
 NO_VALUE = "—"
 VERDICT_TITLES = {
@@ -141,6 +144,28 @@ def cell(text: object) -> str:
     return inline(text).replace("|", "\\|")
 
 
+_MARKUP_RE = re.compile(r"([\\`*_\[\]()<>#!|~&])")
+"""Punctuation that opens markup anywhere in a line: emphasis, code, links and images, raw
+HTML and entities, table cells, strikethrough. CommonMark lets each be backslash-escaped."""
+_BLOCK_START_RE = re.compile(r"^(\d+)([.)])|^([-+=])")
+"""What opens a block only at the start of a line: an ordered or bullet list, a setext rule."""
+_MENTION_RE = re.compile(r"@(?=[A-Za-z0-9])")
+WORD_JOINER = "\u2060"
+"""Put after an `@` that starts a name: GitHub links and notifies `@name` even when it is
+backslash-escaped, but not `@\u2060name`, which reads the same."""
+
+
+def text(value: object) -> str:
+    """Outside text (an agent's words, command output, file names, PR text) as one line of
+    markdown that renders as exactly those characters: every mark that could open markup is
+    escaped (other punctuation, such as a path's dots, stays as typed) and mentions are
+    broken, so nothing in it can open markup, HTML, an image or a notification. This and
+    `code` are the only ways such text enters markdown; grading writes plain text."""
+    escaped = _MARKUP_RE.sub(r"\\\1", inline(value))
+    escaped = _BLOCK_START_RE.sub(lambda m: f"{m[1] or ''}\\{m[2] or m[3]}", escaped)
+    return _MENTION_RE.sub("@" + WORD_JOINER, escaped)
+
+
 def code(text: object) -> str:
     """An inline code span whose fence is longer than any backtick run inside it."""
     s = inline(text)
@@ -185,13 +210,17 @@ def environment() -> SandboxedEnvironment:
         inline=inline,
         cell=cell,
         code=code,
+        text=text,
         fence=fence,
         mermaid_label=mermaid_label,
         mark=mark,
         vs=fmt_vs,
         lead_html=lead_html,
         anchor=task_anchor,
+        bar=lambda found: thresholds.describe_bar(found.threshold),
+        arm_pass=lambda arm, found: thresholds.describe_arm(arm, found.threshold),
     )
+    env.globals["listed"] = LISTED
     return env
 
 

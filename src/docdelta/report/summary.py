@@ -12,7 +12,8 @@ what a hung agent printed before its deadline).
 
 A broken evaluation is not a result: when more than MAX_FAULT_RATE of all runs are
 FAULTS (infra_error, agent_error, timeout), `Summary.broken` says so, the scorecard
-leads with it, no verdict is given, and the gate is not green.
+leads with it, no verdict is given, and the gate is not green. Unless the agent's own
+failures concentrate in head (`arm_failures`): then they are the result, and head regressed.
 
 The verdict is `decision.decide` on head vs base (and vs none): per-task and overall
 hypotheses under Holm, equivalence against the noise band, the manifest's design
@@ -37,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from docdelta import arms, audit, decision, instruction_usage, stats
+from docdelta import arms, audit, decision, instruction_usage, stats, thresholds
 from docdelta.detect import KNOWN_FAMILIES
 from docdelta.models import (
     BASE,
@@ -413,7 +414,15 @@ def _confounds(
         code_changes=len(detection.other_changed),
         source=_source_side(manifest),
         task_sources=dict(manifest.task_sources),
+        unguarded=sorted({r.cell.task for r in graded if _unguarded_pass(r)} - set(manifest.holdout)),
+        skipped=dict(manifest.skipped),
     )
+
+
+def _unguarded_pass(run: RunResult) -> bool:
+    """A hidden-test pass that only the runner's own report vouches for (no pytest guard)."""
+    hidden = run.hidden_tests
+    return hidden is not None and hidden.status == "pass" and not hidden.guarded
 
 
 def _source_side(manifest: Manifest) -> Literal["base", "head", "other"]:
@@ -449,6 +458,49 @@ SELFTEST = "selftest: "
 """Prefixes a `GradingFailure.where` that is a selftest leg (else it is a run, `base r1`)."""
 
 
+AGENT_FAULTS = (RunStatus.agent_error, RunStatus.timeout)
+"""Faults docdelta sees in the agent itself (it exited with an error, crashed or hung), as
+opposed to `infra_error` (sandbox, gateway, grader) and hidden tests that never ran: the
+condition's instruction files reach the agent, so a PR can cause these in one arm only."""
+
+
+def arm_failures(results: Sequence[RunResult], alpha: float) -> tuple[str, float] | None:
+    """The regression shown by failures alone: the agent failed (AGENT_FAULTS) in more of
+    head's runs than of base's, with a two-sided Fisher exact p below `alpha`. Such runs
+    are evidence about head's docs, not harness noise, so they give a verdict where a broken
+    evaluation would give none (and a `neutral` check, which a required check lets pass)."""
+
+    def tally(condition: str) -> tuple[int, int]:
+        runs = [r for r in results if r.cell.condition == condition and r.status is not RunStatus.infra_error]
+        return sum(r.status in AGENT_FAULTS for r in runs), len(runs)
+
+    (fh, nh), (fb, nb) = tally(HEAD), tally(BASE)
+    if not nh or not nb or fh / nh <= fb / nb:
+        return None
+    p = stats.fisher_two_sided(fh, nh - fh, fb, nb - fb)
+    if p >= alpha:
+        return None
+    why = (
+        f"the agent failed (agent_error or timeout) in {fh} of {nh} head runs against {fb} of {nb} "
+        f"base runs (Fisher exact p = {p:.2g} < {alpha:g}): head's instruction files make the agent fail"
+    )
+    return why, p
+
+
+FAILURES = "agent failures"
+"""`VerdictSummary.decided_by` of a regression that `arm_failures` decided."""
+
+
+def _crashed_in_head(
+    broken: str | None, results: Sequence[RunResult], failures: Sequence[GradingFailure], alpha: float
+) -> tuple[str, float] | None:
+    """`arm_failures` for an evaluation broken by its faults (not by a failed selftest, after
+    which no run is trusted); None otherwise."""
+    if broken is None or _failed_selftests(failures):
+        return None
+    return arm_failures(results, alpha)
+
+
 NO_TEST_RAN = "no_test_ran"
 """The fault of a graded run whose hidden tests never ran (`HiddenTestResult.no_test_ran`)."""
 
@@ -467,11 +519,14 @@ def _faults(results: Sequence[RunResult]) -> dict[str, int]:
     return faults
 
 
+def _failed_selftests(failures: Sequence[GradingFailure]) -> list[str]:
+    return sorted({f.task for f in failures if any(w.startswith(SELFTEST) for w in f.where)})
+
+
 def _broken(faults: Mapping[str, int], total: int, failures: Sequence[GradingFailure]) -> str | None:
     """The scorecard's lead when more than MAX_FAULT_RATE of the runs are faults, or when a
     change task's selftest found that its hidden tests cannot run (then no run is trusted)."""
-    selftests = sorted({f.task for f in failures if any(w.startswith(SELFTEST) for w in f.where)})
-    if selftests:
+    if selftests := _failed_selftests(failures):
         return (
             f"the hidden tests of {', '.join(selftests)} could not be graded: the selftest ran no test "
             "(see *Grading failures* for the command's last lines). Fix the environment "
@@ -577,6 +632,8 @@ def summarize(
     faults = _faults(results)
     failures = grading_failures(results, selftests)
     broken = _broken(faults, len(results), failures)
+    crashed = None if decisions[BASE] is None else _crashed_in_head(broken, results, failures, alpha)
+    broken = None if crashed else broken  # failures concentrated in head are the result
     refused = broken
     if infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
         refused = (
@@ -586,6 +643,16 @@ def summarize(
     verdicts: list[VerdictSummary | None] = [
         None if refused else _verdict(decisions[c], HEAD, c, frozenset(holdout)) for c in (BASE, NONE)
     ]
+    if crashed is not None and verdicts[0] is not None:
+        why, p = crashed
+        update = {
+            "kind": "regressed",
+            "reason": why,
+            "p_value": p,
+            "threshold": alpha,
+            "decided_by": [FAILURES],
+        }
+        verdicts[0] = verdicts[0].model_copy(update=update)
     overall: dict[str, Delta] = {}
     for c in (BASE, NONE):
         value = stats.mean_delta([(t.head_vs_base if c == BASE else t.head_vs_none).value for t in tasks])
@@ -594,6 +661,8 @@ def summarize(
     if refused:  # no verdict, so no mark may speak for one
         overall = {c: d.model_copy(update={"certainty": None}) for c, d in overall.items()}
         tasks = [_unmarked(t) for t in tasks]
+    gated = {t: not refused and t not in holdout for t in task_ids}
+    tasks = [_with_threshold(t, manifest, grid[t.task], gate=gated[t.task]) for t in tasks]
 
     return Summary(
         repo=manifest.repo,
@@ -628,4 +697,16 @@ def summarize(
         grading_failures=failures,
         aa_noise=aa,
         arms=[] if refused else arms.compare(manifest, grid, band=noise),
+        threshold_failures=[t.task for t in tasks if t.threshold is not None and t.threshold.blocks],
     )
+
+
+def _with_threshold(
+    task: TaskSummary, manifest: Manifest, by_condition: Mapping[str, Sequence[RunResult]], *, gate: bool
+) -> TaskSummary:
+    """The task with its pass threshold per arm, when the plan gave it one."""
+    bar = manifest.thresholds.get(task.task)
+    if bar is None:
+        return task
+    scores = {c: _scores(runs) for c, runs in by_condition.items()}
+    return task.model_copy(update={"threshold": thresholds.summarize(bar, scores, gate=gate)})

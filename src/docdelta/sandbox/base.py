@@ -27,6 +27,11 @@ NetworkMode = Literal["none", "gateway", "open"]
 open: unrestricted (only with an explicit --allow-network, and recorded)."""
 
 DEFAULT_MAX_OUTPUT = 4 * 1024 * 1024
+DEFAULT_MEMORY_MB = 2048
+DEFAULT_PIDS = 512
+DEFAULT_WORKSPACE_MB = 1024
+DISK_FULL_MARGIN = 1024 * 1024
+"""Less than this left of the workspace quota after a failed exec counts as a full disk."""
 AGENT_UID = 1000
 """The agent's uid inside every sandbox: the user every container runs as (the base image
 names it `agent`), and the uid bubblewrap maps the agent to in its user namespace."""
@@ -39,12 +44,13 @@ class SandboxSpec:
 
     network: NetworkMode = "none"
     max_output_bytes: int = DEFAULT_MAX_OUTPUT
-    memory_mb: int = 2048
+    memory_mb: int = DEFAULT_MEMORY_MB
     cpus: float = 1.0
-    pids: int = 512
-    workspace_mb: int = 1024
+    pids: int = DEFAULT_PIDS
+    workspace_mb: int = DEFAULT_WORKSPACE_MB
     """Size quota of the writable workspace (Docker: a size-limited tmpfs volume, which
-    also counts against `memory_mb` as the agent fills it); a full one is `disk_full`."""
+    also counts against `memory_mb` as the agent fills it; local: see `sandbox.limits`);
+    a full one is `disk_full`."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Base environment for every exec, merged under the per-exec env. Nothing is
     inherited from the host: the environment is built from scratch."""
@@ -67,6 +73,8 @@ class ExecResult:
     """True when stdout or stderr exceeded the spec's cap and was cut."""
     disk_full: bool = False
     """True when the process failed with the workspace quota used up."""
+    pids_limit: bool = False
+    """True when the kernel refused the process a new process (the `pids` limit)."""
 
 
 class ModelTelemetry(Protocol):

@@ -44,6 +44,7 @@ from docdelta.gateway.runtime import Gateway, RunningGateway
 from docdelta.interrupts import deferred_signals
 from docdelta.sandbox.base import (
     AGENT_UID,
+    DISK_FULL_MARGIN,
     ExecResult,
     Sandbox,
     SandboxProvider,
@@ -80,7 +81,6 @@ WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
 LOG_MAX_BYTES = 1024 * 1024
 """The agent container's log: nothing of ours writes it, so only a process writing to
 /proc/1/fd/1 would, and it gets this much of the daemon's disk."""
-DISK_FULL_MARGIN = 1024 * 1024
 MAX_READ_BYTES = 16 * 1024 * 1024
 """The largest file docdelta reads back from a sandbox (metrics, answers, reports)."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits

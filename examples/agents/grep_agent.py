@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""A complete docdelta command agent in the standard library: no model, no key.
+
+Run it with `docdelta run --agent command --agent-cmd "python3 examples/agents/grep_agent.py" ...`
+(docdelta shows the file to the sandbox read-only). The protocol it follows:
+
+- the prompt arrives on stdin; its question is under `## Task`;
+- the working directory is the repository's sealed checkout (one condition's instruction files);
+- the last JSON object printed on stdout is the answer (`docdelta schema answer`);
+- optional telemetry goes, as one JSON object, to the file named by `$DOCDELTA_METRICS`.
+
+Its "reasoning" is a word match: it answers with the instruction-file line that shares the
+most words with the question, and offers the line's `code spans` as commands. Replace
+`best_line` with a call to your own agent; keep the input and output as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md")
+WORD = re.compile(r"[a-z0-9_]{3,}")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def question(prompt: str) -> str:
+    """The task's text: what stands between `## Task` and `## Answer format`."""
+    after = prompt.split("## Task", 1)[-1]
+    return after.split("## Answer format", 1)[0].strip()
+
+
+def best_line(text: str) -> tuple[str, int, str] | None:
+    """(path, line number, line) of the instruction line sharing most words with `text`."""
+    wanted = set(WORD.findall(text.lower()))
+    best: tuple[int, str, int, str] | None = None
+    for name in INSTRUCTION_FILES:
+        path = Path(name)
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            score = len(wanted & set(WORD.findall(line.lower())))
+            if score and (best is None or score > best[0]):
+                best = (score, name, number, line.strip())
+    return None if best is None else best[1:]
+
+
+def main() -> int:
+    found = best_line(question(sys.stdin.read()))
+    if found is None:
+        answer = {"answer": "The repository's instruction files do not say.", "commands": [], "files": []}
+    else:
+        path, number, line = found
+        answer = {
+            "answer": line,
+            "commands": CODE_SPAN.findall(line),
+            "files": [path],
+            "citations": [{"path": path, "lines": f"{number}-{number}"}],
+            "verdict": None,
+        }
+    metrics = os.environ.get("DOCDELTA_METRICS")
+    if metrics:
+        read = [name for name in INSTRUCTION_FILES if Path(name).is_file()]
+        Path(metrics).write_text(json.dumps({"turns": 1, "files_read": read}))
+    print(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""`docdelta init`: adopt docdelta in a repository in one command.
+
+A new user's first hour went to finding which files docdelta needs and where (the config,
+the workflow, reviewed tasks). `init` writes each where it belongs, from what the repository
+already holds: `.docdelta.yml`, the pull-request workflow (the shipped example, unchanged),
+and answer tasks drafted from the always-loaded instruction files for review. It never
+overwrites a file, so running it again only adds what is missing, and it ends by printing the
+next three commands: review, check the agent, run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docdelta.demo import examples_dir
+from docdelta.detect import CONFIG_PATH, InstructionMatcher, instruction_files
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.instructions import rules_for
+from docdelta.models import LoadMode
+from docdelta.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
+
+TASKS_DIR = ".docdelta/tasks"
+WORKFLOW = ".github/workflows/docdelta.yml"
+EXAMPLE_WORKFLOW = "docdelta-pr.yml"
+"""The shipped example the workflow is copied from (examples/workflows/)."""
+EXAMPLE_AGENT = "grep_agent.py"
+"""The bundled command agent (examples/agents/) the printed commands run: no key, no model."""
+CONFIG_TEXT = f"""\
+# docdelta's project config (docs/configuration.md). A pull request is evaluated with the
+# config of its base commit, so commit this file before the PRs it should apply to.
+tasks: {TASKS_DIR}
+# Toolchains the agent and the hidden tests may use (docs/sandboxes.md): the sandbox shows
+# only its system root and what is named here, read-only.
+# sandbox:
+#   paths: [/opt/venv]
+#   env: {{PATH: "/opt/venv/bin:/usr/bin:/bin"}}
+"""
+
+
+@dataclass
+class InitResult:
+    written: list[Path] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    drafts: DraftSet | None = None
+
+
+def always_loaded(repo: Repo, ref: str) -> list[str]:
+    """The instruction files at `ref` that some agent loads into every prompt: the rules a
+    task suite should measure first (nested and on-demand files come later, by hand)."""
+    overlay = instruction_files(repo, repo.resolve(ref), InstructionMatcher())
+    return sorted(p for p in overlay.files if any(r.mode is LoadMode.always for r in rules_for(p)))
+
+
+def init_project(repo: Repo, ref: str = "HEAD") -> InitResult:
+    """Write the config, the workflow and the drafted tasks into `repo`'s work tree; keep
+    every file that exists. Raises ConfigError when no instruction file is there to test."""
+    sources = always_loaded(repo, ref)
+    if not sources:
+        raise ConfigError(
+            f"no instruction file at {ref} in {repo.root}: nothing for docdelta to test",
+            hint="commit an AGENTS.md (or CLAUDE.md, GEMINI.md, .github/copilot-instructions.md) "
+            "with the rules agents should follow, then run `docdelta init` again",
+        )
+    result = InitResult(sources=sources)
+    example = (examples_dir("workflows") / EXAMPLE_WORKFLOW).read_text(encoding="utf-8")
+    for rel, text in ((CONFIG_PATH, CONFIG_TEXT), (WORKFLOW, example)):
+        target = repo.root / rel
+        if target.exists():
+            result.kept.append(target)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        result.written.append(target)
+    tasks = repo.root / TASKS_DIR
+    result.drafts = draft_tasks(repo, ref, sources, existing_tasks(tasks))
+    written, kept = write_drafts(result.drafts, tasks)
+    result.written += written
+    result.kept += kept
+    return result
+
+
+def next_commands(repo: Repo, result: InitResult) -> list[str]:
+    """What to type next, in order, each runnable as printed: review the drafts, see an agent
+    (the bundled example) run once, and evaluate the last commit that changed the files."""
+    where = "" if repo.root.resolve() == Path.cwd().resolve() else f" --repo {repo.root}"
+    tasks = TASKS_DIR if not where else repo.root / TASKS_DIR
+    agent = f'--agent command --agent-cmd "python3 {examples_dir("agents") / EXAMPLE_AGENT}"'
+    changed = repo.last_change("HEAD", result.sources)
+    refs = f"--base {changed[:12]}~1 --head {changed[:12]}" if changed else "--base HEAD~1 --head HEAD"
+    return [
+        f"docdelta tasks audit{where} --tasks {tasks}   # review each draft, then set `reviewed: true`",
+        f"docdelta agent-check{where} --tasks {tasks} {agent}",
+        f"docdelta run{where} {refs} --tasks {tasks} --workdir .docdelta-results {agent}",
+    ]

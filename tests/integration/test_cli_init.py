@@ -1,0 +1,76 @@
+"""`docdelta init` adopts docdelta in a repository: it writes the config, the workflow and
+drafted tasks, keeps what exists, and the three commands it prints run as printed."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+from gitrepo import GitRepo
+
+from docdelta.cli import main
+from docdelta.config import load_config_file
+from docdelta.demo import examples_dir
+
+AGENTS = "# Agents\n\n- Run `make check` before you push.\n- Use `uv sync` to install dependencies.\n"
+
+
+def _repo(tmp_path: Path) -> GitRepo:
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\n"})
+    repo.commit({"AGENTS.md": AGENTS})
+    repo.commit({"README.md": "# proj\nA later commit that changes no instruction file.\n"})
+    return repo
+
+
+def test_init_writes_the_files_and_its_next_commands_run_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _repo(tmp_path)
+    monkeypatch.chdir(repo.path)
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote     .docdelta.yml" in out and "wrote     .github/workflows/docdelta.yml" in out
+    load_config_file(repo.path / ".docdelta.yml")  # a valid config, not just text
+    workflow = (repo.path / ".github/workflows/docdelta.yml").read_text()
+    assert workflow == (examples_dir("workflows") / "docdelta-pr.yml").read_text()
+    drafts = sorted((repo.path / ".docdelta/tasks").glob("*.yaml"))
+    assert drafts and all("reviewed: false" in d.read_text() for d in drafts)
+    commands = [
+        line.split(". ", 1)[1] for line in out.splitlines() if line.startswith(("  1.", "  2.", "  3."))
+    ]
+    assert [c.split()[1] for c in commands] == ["tasks", "agent-check", "run"]
+    for draft in drafts:  # the review the first command asks for
+        draft.write_text(draft.read_text().replace("reviewed: false", "reviewed: true"))
+    for command in commands:
+        argv = shlex.split(command, comments=True)
+        assert argv[0] == "docdelta"
+        assert main(argv[1:]) == 0, command
+    report = capsys.readouterr().out
+    assert "docdelta scorecard" in report  # the run evaluated the commit that changed AGENTS.md
+
+
+def test_init_again_keeps_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _repo(tmp_path)
+    (repo.path / ".docdelta.yml").write_text("tasks: my/tasks\n")
+    assert main(["init", "--repo", str(repo.path)]) == 0
+    assert "kept      .docdelta.yml (exists; not overwritten)" in capsys.readouterr().out
+    assert (repo.path / ".docdelta.yml").read_text() == "tasks: my/tasks\n"
+    drafts = {p: p.read_text() + "# edited\n" for p in (repo.path / ".docdelta/tasks").glob("*.yaml")}
+    for path, text in drafts.items():
+        path.write_text(text)
+    assert main(["init", "--repo", str(repo.path)]) == 0
+    assert "wrote" not in capsys.readouterr().out
+    assert {p: p.read_text() for p in drafts} == drafts
+
+
+def test_init_without_an_instruction_file_says_what_to_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({"README.md": "# proj\n"})
+    assert main(["init", "--repo", str(repo.path)]) == 2
+    err = capsys.readouterr().err
+    assert "no instruction file at HEAD" in err and "commit an AGENTS.md" in err
+    assert not (repo.path / ".docdelta.yml").exists()

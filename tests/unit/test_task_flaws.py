@@ -1,0 +1,80 @@
+"""`tasks audit` flags tasks that may not measure their rule: a prompt that recites it, a rule
+agents know anyway (every `none` run passed), a quote cut from its condition, a rule or prompt
+that starts with a pronoun."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import yaml
+
+from docdelta.models import Task
+from docdelta.quotes import normalize
+from docdelta.task_audit import FileKind, Flaw, SourceText, _Tally, task_flaws
+
+AGENTS = """\
+# Rules
+
+- Run `make check` before you push to the remote branch.
+- When you change the schema, never edit `gen/` by hand.
+- It must pass before merging.
+"""
+SOURCE = SourceText({"AGENTS.md": (FileKind.instructions, normalize(AGENTS))})
+
+
+def _task(prompt: str, quote: str) -> Task:
+    return Task.model_validate(
+        yaml.safe_load(
+            f"id: t\nprompt: {prompt!r}\ngold:\n  commands: [make check]\n"
+            f"gold_citations:\n  - path: AGENTS.md\n    quote: {quote!r}\nreviewed: true\n"
+        )
+    )
+
+
+def _kinds(task: Task, tally: _Tally | None = None) -> set[Flaw]:
+    return {f.kind for f in task_flaws(task, SOURCE, tally)}
+
+
+def test_a_task_that_asks_to_act_has_no_flaw() -> None:
+    assert _kinds(_task("I fixed a typo in src/app.py. What do I do before pushing?", "make check")) == set()
+
+
+def test_a_prompt_that_repeats_the_rule_recites_it() -> None:
+    task = _task(
+        "The rules say to run make check before you push to the remote branch. Which command?", "make check"
+    )
+    (flaw,) = task_flaws(task, SOURCE)
+    assert flaw.kind is Flaw.recites and "AGENTS.md" in flaw.detail
+
+
+def test_a_quote_without_its_condition_is_flagged() -> None:
+    (flaw,) = task_flaws(
+        _task("May I edit gen/models.py to fix a typo?", "never edit `gen/` by hand"), SOURCE
+    )
+    assert flaw.kind is Flaw.lost_condition
+    assert "`When`" in flaw.detail and "When you change the schema" in flaw.detail
+    assert _kinds(_task("May I edit gen/?", "When you change the schema, never edit `gen/` by hand")) == set()
+
+
+def test_a_rule_or_prompt_starting_with_a_pronoun_is_unresolved() -> None:
+    assert _kinds(_task("What must happen before merging?", "It must pass before merging.")) == {
+        Flaw.unresolved_reference
+    }
+    assert Flaw.unresolved_reference in _kinds(_task("It fails. What now?", "make check"))
+
+
+def test_a_rule_every_run_without_the_file_passes_is_common_sense() -> None:
+    task = _task("I fixed a typo in src/app.py. What do I do before pushing?", "make check")
+    knows = _Tally(defaultdict(list, {"none": [1.0, 1.0, 1.0], "head": [1.0, 1.0, 1.0]}), runs=6)
+    assert _kinds(task, knows) == {Flaw.common_sense}
+    learns = _Tally(defaultdict(list, {"none": [1.0, 0.0, 1.0], "head": [1.0, 1.0, 1.0]}), runs=6)
+    assert _kinds(task, learns) == set()
+
+
+def test_a_fill_in_the_blank_quiz_recites_its_rule() -> None:
+    task = _task(
+        'Fill in the blank of this rule: "Run [blank] before you push." Answer with the command.',
+        "make check",
+    )
+    (flaw,) = task_flaws(task, SOURCE)
+    assert flaw.kind is Flaw.recites and "fill in a blank" in flaw.detail
