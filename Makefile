@@ -1,10 +1,17 @@
 # Two set-up commands on a fresh machine: `make demo` and `make test`.
 # Each creates its own virtual environment in .venv on first use.
+# `make check` is the loop to run before every commit: lint, types and the unit tier, which
+# needs nothing external. `make test` is everything CI holds a submission to (tests/README.md).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit docker-tests bench clean bwrap chromium docs
+# The whole suite runs on PYTEST_WORKERS processes (pytest-xdist), a test file per worker so
+# a file's module fixtures (servers, images) are built once; CI prints the slowest 25 tests.
+PYTEST_WORKERS ?= 2
+SUITE := -n $(PYTEST_WORKERS) --dist loadfile --durations=25
+
+.PHONY: demo check test lint typecheck unit suite bench clean bwrap chromium docs
 
 $(BIN)/docdelta: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +37,18 @@ lint: $(BIN)/docdelta
 typecheck: $(BIN)/docdelta
 	$(BIN)/mypy
 
-unit: $(BIN)/docdelta bwrap chromium
-	$(BIN)/pytest -q
+# The unit tier: nothing external (no sandbox, no Docker, no network beyond loopback).
+unit: $(BIN)/docdelta
+	$(BIN)/pytest -q tests/unit
+
+check: lint typecheck unit
+
+# Every tier (CI: .ci/run provisions what each needs and turns any skip into a failure).
+suite: $(BIN)/docdelta bwrap chromium
+	$(BIN)/pytest -q $(SUITE)
 
 # Everything CI holds a submission to: lint, strict types, the whole test suite.
-test: lint typecheck unit
+test: lint typecheck suite
 
 bench: $(BIN)/docdelta
 	$(BIN)/python bench/bench_cell.py

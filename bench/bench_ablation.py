@@ -20,6 +20,9 @@ from datetime import UTC, datetime
 from docdelta.ablation import Design, Section, analyse, make_plan, single_runs
 from docdelta.models import AgentMetrics, AgentOutcome, Cell, RunResult, RunStatus, Score
 
+SMOKE_ARGS = ["--trials", "2"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 

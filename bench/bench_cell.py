@@ -32,6 +32,9 @@ from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.store import ResultStore
 
+SMOKE_ARGS = ["--cells", "2"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 NOOP_AGENT = 'printf \'{"answer": "", "commands": []}\''
 
 

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import docdelta as docdelta_package
 
+SMOKE_ARGS = ["--runs", "1"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 DIFF = "diff --git a/AGENTS.md b/AGENTS.md\n--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-a\n+b\n"
 
 

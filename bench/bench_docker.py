@@ -21,6 +21,9 @@ import docker
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 
+SMOKE_ARGS = ["docdelta-base:latest", "1"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 
 def floor(image: str) -> float:
     started = time.monotonic()

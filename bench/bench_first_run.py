@@ -37,6 +37,9 @@ from pathlib import Path
 import docdelta as docdelta_package
 from docdelta.demo import build_demo_repo
 
+SMOKE_ARGS = ["--smoke"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "real"
 MINIJINJA = ("53e2787985f0", "eb17be5752d2")
 """A minijinja PR that changes AGENTS.md and CLAUDE.md (tests/real/test_real_tasks.py's)."""

@@ -31,6 +31,9 @@ from docdelta.power import Scenario, Simulation, drop_scenario, interval_coverag
 from docdelta.stats import DEFAULT_ALPHA
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
+SMOKE_ARGS = ["--prs", "2", "--jobs", "1"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 RATES = (0.3, 0.5, 0.8)
 DROPPED, DROP_TO = 2, 0.3
 POOLED_BASE = 30

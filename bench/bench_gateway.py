@@ -48,6 +48,9 @@ from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
+SMOKE_ARGS = ["1"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 EVENTS = 40
 INTERVAL_S = 0.025
 UNPACED_PER_PACED = 4

@@ -35,6 +35,9 @@ from docdelta.models import Gold, Task, Validation
 from docdelta.sandbox.local import LocalProvider
 from docdelta.workspace import seal
 
+SMOKE_ARGS = ["--smoke"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 HIDDEN = "tests/test_hidden.py"
 HIDDEN_TEST = b"from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 FILES = {

@@ -28,6 +28,9 @@ from typing import Any
 from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
 
+SMOKE_ARGS = ["--smoke"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 WAITS = """sleep 1; echo '{"answer": "make check", "commands": []}'"""
 """The agent: /bin/sh, which every sandbox can see (the virtualenv's python may not be)."""
 CLOCK = ("created_at", "started_at", "finished_at", "median_duration_s", "duration_s")

@@ -43,6 +43,10 @@ from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.store import ResultStore
 
+SMOKE_ARGS = ["--cells", "1"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+SMOKE_NEEDS_ENV = ["DOCDELTA_REAL_REPOS"]
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "real"
 MINIJINJA = ("53e2787985f0", "eb17be5752d2")
 """A minijinja PR that changes AGENTS.md and CLAUDE.md (tests/real/test_real_tasks.py's)."""

@@ -20,6 +20,9 @@ from docdelta import thresholds
 from docdelta.models import BASE, HEAD, PassThreshold
 from docdelta.power import wilson
 
+SMOKE_ARGS = ["--smoke"]
+"""The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
+
 SCENARIOS = (
     # (true pass rate of every task, tasks, repeats per arm, bar)
     (1.0, 3, 5, PassThreshold(fraction=0.8)),

@@ -20,6 +20,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from buildonce import build_lock
 from fakegithub import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +35,14 @@ LABEL = "org.docdelta.test=action-base"
 
 
 def build_action_image() -> str:
-    """`docker build` of the repository's Dockerfile on `local_base()`; returns the tag."""
-    proc = subprocess.run(
-        ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={local_base()}", str(ROOT)],
-        capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
+    """`docker build` of the repository's Dockerfile on `local_base()`; returns the tag.
+    One worker at a time: the next one's build is then served from the layer cache."""
+    base = local_base()
+    with build_lock(IMAGE):
+        proc = subprocess.run(
+            ["docker", "build", "-q", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={base}", str(ROOT)],
+            capture_output=True, text=True, timeout=840, check=False,
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return IMAGE
 
@@ -62,8 +66,9 @@ def local_base() -> str:
     ).encode()
     base_id = docker("image", "inspect", BASE_IMAGE, "--format", "{{.Id}}")
     tag = f"docdelta-action-base:{hashlib.sha256(base_id.encode() + dockerfile + certs).hexdigest()[:16]}"
-    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
-        docker("build", "-q", "-t", tag, "-", stdin=_tar({"Dockerfile": dockerfile, "extra.crt": certs}))
+    with build_lock(tag):
+        if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
+            docker("build", "-q", "-t", tag, "-", stdin=_tar({"Dockerfile": dockerfile, "extra.crt": certs}))
     return tag
 
 
@@ -78,8 +83,9 @@ def node_job_base() -> str:
     ).encode()
     base_id = docker("image", "inspect", local_base(), "--format", "{{.Id}}")
     tag = f"docdelta-act-job:{hashlib.sha256(base_id.encode() + dockerfile).hexdigest()[:16]}"
-    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
-        docker("build", "-q", "-t", tag, "-", stdin=_tar({"Dockerfile": dockerfile}))
+    with build_lock(tag):
+        if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
+            docker("build", "-q", "-t", tag, "-", stdin=_tar({"Dockerfile": dockerfile}))
     return tag
 
 

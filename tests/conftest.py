@@ -1,14 +1,20 @@
-"""Shared fixtures and the docker-marker rule for the whole suite."""
+"""Shared fixtures, the tier markers and the docker-marker rule for the whole suite.
+
+A test's folder says what it costs (tests/README.md has the table): each test gets its
+folder's tier marker, so `pytest -m unit` is the loop a contributor runs before every
+commit and `pytest -m "not llm"` leaves out the slowest tier.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from functools import cache
 from pathlib import Path
 
 import pytest
+from _pytest.reports import TestReport
 from actionimage import ACT
 from gitrepo import GitRepo
 from hypothesis import HealthCheck, settings
@@ -19,6 +25,49 @@ from toolchain import CheckoutFactory
 # comparison did). The suite synchronises on events, never on time, so neither applies.
 settings.register_profile("docdelta", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("docdelta")
+
+
+TIERS = {
+    "unit": "unit",
+    "integration": "integration",
+    "conformance": "docker",
+    "in_docker": "docker",
+    "e2e": "act",
+    "real": "real",
+    "llm": "llm",
+    "browser": "browser",
+}
+"""Folder under tests/ -> the tier marker every test in it gets (tests/README.md)."""
+TESTS = Path(__file__).resolve().parent
+NO_SKIPS = "DOCDELTA_NO_SKIPS"
+"""Set to 1 by .ci/run: there a skipped test is a failed one, whatever made it skip."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its folder's tier; a test outside every tier folder is refused,
+    so no new folder can slip past the table in tests/README.md."""
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        tier = TIERS.get(parts[0]) if len(parts) > 1 else None
+        if tier is None:
+            raise pytest.UsageError(
+                f"{item.nodeid}: tests live in one of the tier folders tests/{{{','.join(TIERS)}}}/ "
+                "(tests/README.md says which one fits)"
+            )
+        item.add_marker(tier)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, TestReport, TestReport]:
+    """Under DOCDELTA_NO_SKIPS=1 a skip fails the test: CI that skips a tier has not passed it."""
+    report: TestReport = yield
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get(NO_SKIPS) == "1":
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"{NO_SKIPS}=1 but this test skipped: {why}"
+    return report
 
 
 @pytest.fixture

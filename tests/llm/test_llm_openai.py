@@ -1,13 +1,23 @@
 """The real-local-model tier: the built-in `openai` agent against llama.cpp's llama-server
 serving SmolLM2-135M-Instruct, THROUGH the gateway, in the Docker sandbox.
 
-The model is far too small to solve anything; these tests prove the plumbing with a real
-server (its chat template, tool-call parsing, usage blocks and counters), not quality.
+These tests assert the harness, never the model. What a 135M model answers depends on the
+machine (thread count, float paths, seed): it may call a tool or not, answer or run into
+its output cap. So every assertion here holds whatever it says: the run ends with a status
+from the closed set (never `infra_error`), every model request went through the gateway,
+the token counts in the result equal llama-server's own counters, the transcript and the
+result are stored, and nothing the run started outlives it. What the loop does with a
+particular reply (tool calls run and answered, the turn cap, a reply cut at the output
+cap) is asserted deterministically against the scripted model server in
+tests/integration/test_agent_openai.py and tests/in_docker/test_docker_agent_openai.py.
+
 SmolLM2's own template has no tool support, so llama-server drops `tools` (its `/props`
 says `supports_tools: false`); with the repository's tool-aware template
 (`--chat-template-file`) it keeps them, and `docdelta run` records that template's hash in
-the experiment's identity, and a tool call makes the whole round trip: parsed by the server,
-run in the sandbox, its output sent back, tokens matching the server's counters.
+the experiment's identity.
+
+The server's `--threads` and the sampling seed come from DOCDELTA_LLAMA_THREADS and
+DOCDELTA_LLAMA_SEED, so the tier can be proven on several server settings (tests/README.md).
 The first run builds llama-server from source (minutes); after that it is a cache hit.
 Run this tier alone with `pytest -m llm`.
 """
@@ -22,10 +32,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_helpers import leftovers
 from gitrepo import GitRepo
 from llamacpp import MODEL_FILE, PORT, TOOLS_TEMPLATE, TOOLS_TEMPLATE_PATH, llama_image
 from toolchain import CheckoutFactory
@@ -40,11 +52,14 @@ from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunResult, Ru
 from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
+from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker, pytest.mark.timeout(3600)]
 
 ALIAS = "smollm2-135m"
+THREADS = int(os.environ.get("DOCDELTA_LLAMA_THREADS", "2"))
+SEED = int(os.environ.get("DOCDELTA_LLAMA_SEED", "1"))
+"""The server's sampling seed, and the first run's request seed (the next run takes SEED + 1)."""
 SERVE = [
     "--alias",
     ALIAS,
@@ -53,10 +68,15 @@ SERVE = [
     "--ctx-size",
     "8192",
     "--threads",
-    "2",
+    str(THREADS),
+    "--seed",
+    str(SEED),
     "--metrics",
     "--no-webui",
 ]
+MODEL_ENDINGS = {RunStatus.ok, RunStatus.no_answer, RunStatus.max_turns}
+"""How a run may end whatever the model says: an answer (JSON or not), a reply cut at the
+output cap, or the turn cap. The loop, the gateway and the server add no other ending."""
 SERVED_TEMPLATE_SHA256 = hashlib.sha256(TOOLS_TEMPLATE.rstrip("\n").encode()).hexdigest()
 """The tool-aware template as llama-server reports it (it drops the file's final newline)."""
 README = "# tiny\n\nRun the tests with `make check`.\n"
@@ -164,7 +184,7 @@ def provider_for(served: Served) -> DockerProvider:
     return DockerProvider(served.client, served.base_image, gateway=gateway)
 
 
-def test_the_openai_agent_completes_runs_against_llama_server_through_the_gateway(
+def test_runs_against_llama_server_end_in_a_closed_status_with_the_servers_own_token_counts(
     served: Served, tmp_checkout: CheckoutFactory
 ) -> None:
     # SmolLM2's own template has no tool support: llama-server says so, and drops `tools`.
@@ -175,30 +195,38 @@ def test_the_openai_agent_completes_runs_against_llama_server_through_the_gatewa
     cached = []
     # Two runs: the second one's prompt starts like the first, so the server serves part
     # of it from its prompt cache, and the cached tokens must be accounted for too.
-    for seed in (1, 2):
-        before = served.counters()
-        with provider.create(checkout, SandboxSpec(network=agent.network)) as sandbox:
-            outcome = agent.run(PROMPT, sandbox, AgentContext(seed=seed, timeout_s=600, max_turns=3))
-            assert sandbox.gateway is not None
-            calls = sandbox.gateway.calls()
-        after = served.counters()
-        served_tokens = {name: after[name] - before.get(name, 0.0) for name in after}
-
-        # The loop ended on its own terms: an answer (JSON or not) or its turn cap.
-        assert outcome.status in {RunStatus.ok, RunStatus.no_answer, RunStatus.max_turns}, outcome.error
-        assert outcome.final_text.strip() or outcome.status is RunStatus.max_turns
-        own = outcome.metrics
-        assert own.turns is not None and 1 <= own.turns <= 3
-        assert own.tool_calls is not None and own.tool_calls >= len(own.commands)
-
-        # Every model call went through the gateway, whose log agrees with the usage the
-        # server reported to the agent...
-        assert len(calls) == own.turns
-        assert all(c.status == 200 and c.error is None and c.model == ALIAS for c in calls)
+    for seed in (SEED, SEED + 1):
+        outcome, calls, served_tokens = run_once(agent, provider, served, checkout, seed)
         measured = _tokens_agree(outcome, calls, served_tokens)
-        assert measured.tokens_in and measured.tokens_out and measured.cache_read_tokens is not None
+        assert measured.tokens_in and measured.cache_read_tokens is not None
         cached.append(measured.cache_read_tokens)
+    # The system prompt and the task are the same in both runs: that prefix is the server's
+    # prompt cache at work (its slot keeps the last prompt), whatever the model answered.
     assert cached[1] > 0, "the second run reused the server's prompt cache"
+
+
+def run_once(
+    agent: OpenAIAgent, provider: DockerProvider, served: Served, checkout: Path, seed: int
+) -> tuple[AgentOutcome, list[ModelCall], dict[str, float]]:
+    """One run of `agent`, checked for what holds whatever the model said; returns its
+    outcome, the gateway's log and what the server's counters moved by meanwhile."""
+    before = served.counters()
+    with provider.create(checkout, SandboxSpec(network=agent.network)) as sandbox:
+        run_id = sandbox.run_id
+        outcome = agent.run(PROMPT, sandbox, AgentContext(seed=seed, timeout_s=600, max_turns=3))
+        assert sandbox.gateway is not None
+        calls = sandbox.gateway.calls()
+    after = served.counters()
+    assert leftovers(served.client, run_id) == [], "the sandbox and its gateway are gone"
+
+    assert outcome.status in MODEL_ENDINGS, (outcome.status, outcome.error)
+    own = outcome.metrics
+    assert own.turns is not None and 1 <= own.turns <= 3
+    assert own.tool_calls is not None and own.tool_calls >= len(own.commands)
+    # Every model request went through the gateway, one per turn, and reached the server.
+    assert len(calls) == own.turns
+    assert all(c.status == 200 and c.error is None and c.model == ALIAS for c in calls), calls
+    return outcome, calls, {name: after[name] - before.get(name, 0.0) for name in after}
 
 
 def _tokens_agree(outcome: AgentOutcome, calls: list[ModelCall], served: dict[str, float]) -> AgentMetrics:
@@ -227,41 +255,25 @@ ROUND_TRIP_CHECKOUT = {
 a command's output back to the model shows in the size of its next prompt."""
 
 
-def test_a_tool_call_round_trips_through_llama_server_the_sandbox_and_the_gateway(
+def test_a_tool_aware_run_accounts_every_turn_and_runs_each_call_in_the_sandbox(
     served_with_tools: Served, tmp_checkout: CheckoutFactory
 ) -> None:
     served = served_with_tools
     agent = OpenAIAgent(model=ALIAS, max_output_tokens=128)
-    provider = provider_for(served)
-    checkout = tmp_checkout(ROUND_TRIP_CHECKOUT)
-    before = served.counters()
-    with provider.create(checkout, SandboxSpec(network=agent.network)) as sandbox:
-        outcome = agent.run(PROMPT, sandbox, AgentContext(seed=1, timeout_s=600, max_turns=3))
-        assert sandbox.gateway is not None
-        calls = sandbox.gateway.calls()
-    after = served.counters()
-    served_tokens = {name: after[name] - before.get(name, 0.0) for name in after}
+    outcome, calls, served_tokens = run_once(
+        agent, provider_for(served), served, tmp_checkout(ROUND_TRIP_CHECKOUT), SEED
+    )
     own = outcome.metrics
-
-    # llama-server parsed the model's <tool_call> block into `tool_calls`; the loop ran the
-    # call in the sandbox, where the checkout's README.md is, and asked again with its result.
-    assert outcome.status in {RunStatus.ok, RunStatus.no_answer, RunStatus.max_turns}, outcome.error
-    assert own.tool_calls is not None and own.tool_calls >= 1
-    # Which command the model picks is its business; that each one ran is the loop's.
-    assert own.commands and all(run.exit_code == 0 for run in own.commands), own.commands
-    assert own.turns is not None and own.turns >= 2 and len(calls) == own.turns
-    assert all(c.status == 200 and c.error is None and c.model == ALIAS for c in calls)
-    first, second = calls[0], calls[1]
-    assert first.tokens_in and first.tokens_out and second.tokens_in
-    # The second prompt is the first, the model's call and the tool's output: the listing or
-    # the README (well over 100 tokens either way) went back, not just a result's framing.
-    assert second.tokens_in - (first.tokens_in + first.tokens_out) > 100
-
+    # Whether the model calls a tool is its business; each call it makes runs in the sandbox
+    # and its result is sent back, so every later prompt holds the whole conversation.
+    assert len(own.commands) <= (own.tool_calls or 0)
+    prompts = [call.tokens_in or 0 for call in calls]
+    assert all(later > earlier > 0 for earlier, later in pairwise(prompts)), prompts
     # The tokens are the server's own: gateway log == agent's usage == llama-server /metrics.
     _tokens_agree(outcome, calls, served_tokens)
 
 
-def test_docdelta_run_records_the_servers_identity_and_the_transcripts_show_the_tool_calls(
+def test_docdelta_run_records_the_servers_identity_stores_the_run_and_leaves_nothing_behind(
     served_with_tools: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served = served_with_tools
@@ -304,8 +316,13 @@ gateway:
     assert server["local.supports_tools"] == "true"
     (result_file,) = workdir.glob("runs/*/*/head/r1/result.json")
     result = RunResult.model_validate_json(result_file.read_text())
-    assert result.status is not RunStatus.infra_error, result.outcome.error
+    assert result.status in MODEL_ENDINGS, (result.status, result.outcome.error)
     assert result.outcome.served_by.get("model") == ALIAS
     # The transcript beside the result shows each turn as the loop saw it.
     transcript = (result_file.parent / "transcript.txt").read_text()
     assert "--- turn 1 (finish: " in transcript
+    # Every sandbox, gateway, network and volume this process started is gone.
+    mine = {"label": f"{OWNER_LABEL}={owner_id()}"}
+    client = served.client
+    left = [*client.containers.list(all=True, filters=mine), *client.networks.list(filters=mine)]
+    assert [*left, *client.volumes.list(filters=mine)] == []
