@@ -436,7 +436,10 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
         help="runs per arm and task, or auto (rounds until decided, up to --max-repeats; the default)",
     )
     r.add_argument(
-        "--max-repeats", type=_at_least(2), default=DEFAULT_MAX_REPEATS, help="the cap of --repeats auto"
+        "--max-repeats",
+        type=_at_least(2),
+        default=DEFAULT_MAX_REPEATS,
+        help="the cap of --repeats auto (default: %(default)s)",
     )
     r.add_argument("--seed", type=int, default=0)
     _add_band(r)

@@ -271,14 +271,18 @@ def _file_items(gold: Sequence[str | list[str]], answer: AgentAnswer) -> list[Sc
     return items
 
 
+def _at(where: LineRange) -> str:
+    return f"line {where.start}" if where.start == where.end else f"lines {where}"
+
+
 def _citation_problem(cited: AnswerCitation, path: str, where: LineRange, lines: int) -> str | None:
     """Why `cited` does not cite `path` at `where` (the quote's place in this checkout), or None."""
     if cited.lines is None:
-        return f"cited {path} without line numbers (the quote is at lines {where})"
+        return f"cited {path} without line numbers (the quote is at {_at(where)})"
     if cited.lines.end > lines:
         return f"cited {path}:{cited.lines}, but the file has only {lines} lines"
     if not cited.lines.overlaps(where):
-        return f"cited {path}:{cited.lines}, the quote is at lines {where}"
+        return f"cited {path}:{cited.lines}, the quote is at {_at(where)}"
     return None
 
 

@@ -140,7 +140,7 @@ def certainty_line(s: Summary) -> str:
         )
     if v.p_value is None:
         return "**No test possible** (inconclusive): an arm has too few runs for any test to reject."
-    return f"**Not significant** (inconclusive): {numbers}; no task changed beyond ±{v.band:.2f} either."
+    return f"**Not significant** (inconclusive): {numbers}; no task changed significantly either."
 
 
 def _verdict_numbers(v: VerdictSummary) -> str:
