@@ -71,7 +71,7 @@ ABLATE_TASKS = ".docdelta/ablate-tasks"
 """The repository of the recorded payloads."""
 # The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
 ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
-ACTION_DIRS = ("src", "examples/demo")
+ACTION_DIRS = ("src", "examples/demo", "examples/workflows", "examples/agents")
 
 pytestmark = [pytest.mark.docker, pytest.mark.act, pytest.mark.timeout(1500)]
 
