@@ -41,6 +41,8 @@ from docdelta.models import DEFAULT_NOISE_BAND, Summary
 from docdelta.power import Scenario, drop_scenario, simulate, wilson
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
+SMOKE_ARGS = ["--smoke"]
+"""What CI runs (tests/in_docker/test_bench_smoke.py): one PR per case at a cap of 2."""
 RATES = (0.3, 0.5, 0.8)
 """The three tasks' success rates (as bench/bench_gate.py); the drop takes the last to 0.3."""
 DROPPED, DROP_TO = 2, 0.3

@@ -63,7 +63,7 @@ _VALUE = "|".join((
 _FLAG = re.compile(
     r"(?P<verb>\b(?:pass|use) )?(?P<tick>`?)(?P<flag>"
     + "|".join(re.escape(f) for f in sorted(FLAG_INPUTS, key=len, reverse=True))
-    + rf")(?![\w-])(?: (?P<value>{_VALUE})(?![\w,-]))?(?P=tick)"
+    + rf")(?![\w-])(?: (?P<value>{_VALUE})(?![\w-])(?!,[\w.-]))?(?P=tick)"
 )
 _REDUNDANT = re.compile(r" \(Action input: [a-z-]+\)")
 

@@ -405,7 +405,7 @@ class LocalProvider(SandboxProvider):
         of hard links to it, or as root a copy given to the agent's uid (module docstring).
         Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
         if record_path(checkout).is_file():
-            return _sealed_lower(checkout)
+            return _sealed_lower(checkout.resolve())  # bwrap resolves a relative source elsewhere
         for key, lower in list(self._lowers.items()):
             if not os.path.isdir(key[0]):
                 _drop(lower)
