@@ -894,11 +894,12 @@ def _run_and_report(
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     decision = thresholds.with_thresholds(decision, summary)
     conclusion = Conclusion(decision.conclusion)
-    notes = [
-        # the verdict's statistical reason is in the comment's statistics fold, not here
-        f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {fmt_verdict(summary.verdict)}",
-        *matrix.notes,
-    ]
+    # the verdict's statistical reason is in the comment's statistics fold, not here; a
+    # blocking pass threshold is not, so the Gate line names it
+    gate = f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {fmt_verdict(summary.verdict)}"
+    if blocked := thresholds.gate_reason(summary):
+        gate += f"; {blocked}"
+    notes = [gate, *matrix.notes]
     if provenance:
         notes.append(provenance)
     if matrix.stopped:

@@ -650,9 +650,14 @@ def test_without_checks_write_the_advice_is_one_warning_annotation(
     assert len(said) == 1 and said[0].startswith("::warning title=docdelta::")
 
 
+CAPPED_MAX_RUNS = "50"
+"""A `max-runs` input below the plan that `_inconclusive_at_2_repeats`'s Next advises (the
+default cap, 1000, is above it since `repeats: auto`)."""
+
+
 def _inconclusive_at_2_repeats(tasks: list[str]) -> Summary:
     """Every task passes every other run in both arms: inconclusive, and the spread asks for
-    far more repeats than the Action's default `max-runs` allows."""
+    more repeats than `CAPPED_MAX_RUNS` allows."""
     runs: list[RunResult] = []
     for t in tasks:
         runs += [*arm(t, "base", [1.0, 0.0]), *arm(t, "head", [0.0, 1.0]), *arm(t, "none", [1.0, 0.0])]
@@ -663,13 +668,15 @@ def test_following_an_inconclusive_comments_next_step_gives_a_plan_the_action_ac
     tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
 ) -> None:
     tasks = sorted(p.stem for p in (demo.path / ".docdelta" / "tasks").glob("*.yaml"))
-    defaults = ActionSettings.from_env(_env(tmp_path, demo, fake, _event(tmp_path, demo)))
+    capped = ActionSettings.from_env(
+        _env(tmp_path, demo, fake, _event(tmp_path, demo), max_runs=CAPPED_MAX_RUNS)
+    )
     summary = _inconclusive_at_2_repeats(tasks)
     assert summary.verdict is not None and summary.verdict.kind == "inconclusive"
-    body = render.render_comment_markdown(summary, max_runs=defaults.max_runs)
+    body = render.render_comment_markdown(summary, max_runs=capped.max_runs)
     (step,) = [line for line in body.splitlines() if line.startswith("- **Next:**")]
     advised = dict(re.findall(r"`(repeats|max-runs): (\d+)`", step))
-    assert int(advised["repeats"]) * len(tasks) * 3 > defaults.max_runs  # the cap had to be raised
+    assert int(advised["repeats"]) * len(tasks) * 3 > capped.max_runs  # the cap had to be raised
     fake.add_pull(2, demo.base_sha, demo.head_sha, _changed(demo))
 
     followed, _ = _run(_env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", **{
@@ -678,6 +685,7 @@ def test_following_an_inconclusive_comments_next_step_gives_a_plan_the_action_ac
     assert json.loads(_outputs(tmp_path)["plan"])["cells"] == int(advised["repeats"]) * len(tasks) * 3
 
     refused, _ = _run(
-        _env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", repeats=advised["repeats"]), fake
-    )
+        _env(tmp_path, demo, fake, _event(tmp_path, demo), plan="true", repeats=advised["repeats"],
+             max_runs=CAPPED_MAX_RUNS), fake
+    )  # fmt: skip
     assert refused.activity == "error" and "max-runs" in _outputs(tmp_path)["error"]

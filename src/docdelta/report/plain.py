@@ -240,7 +240,9 @@ def next_line(s: Summary, repeats_flag: str = "repeats: {n}", *, max_runs: int |
     if v is None:
         return ""
     if v.kind == "regressed":
-        worse = [k for k in v.decided_by if k != "overall"]
+        # in the order the change line lists them (decided_by leads with the deciding task)
+        order = {t.task: i for i, t in enumerate(s.tasks)}
+        worse = sorted((k for k in v.decided_by if k != "overall"), key=lambda k: order.get(k, len(order)))
         which = _italic_list(worse) if worse else "the tasks that dropped"
         return f"**Next:** open the transcripts of {which} (linked below) before merging."
     if v.kind != "inconclusive":
