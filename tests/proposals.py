@@ -9,6 +9,7 @@ from clirun import saved_results
 from gitrepo import GitRepo
 
 from docdelta.redaction import REDACTED
+from docdelta.report.render import text
 
 TASK = """\
 id: run-tests
@@ -51,7 +52,8 @@ def check_fake_run(workdir: Path, out: str) -> None:
     note = base.score.items[0].note
     assert note.startswith("given, but it failed in a fresh offline sandbox of the checkout:")
     assert "run-tests · command `python3 -m unittest` missed in 1/1 runs — given, but it failed" in out
-    assert "ImportError: Failed to import test module: test_ops" in out
+    # notes are plain text, escaped where the scorecard renders them (report/render.py `text`)
+    assert text("ImportError: Failed to import test module: test_ops") in out
 
 
 SNOOP_AGENT = """\

@@ -112,6 +112,7 @@ def test_every_fake_or_empty_pass_fails(run: ExecResult, report: bytes | None, n
         ("bwrap: execvp pnpm: No such file or directory", "pnpm"),  # the local sandbox
         ("sh: 1: .venv/bin/pytest: not found", ".venv/bin/pytest"),
         ("bash: line 1: tox: command not found", "tox"),
+        ("pytest: No such file or directory", "pytest"),  # the pytest guard's launcher
     ],
 )
 def test_a_program_missing_from_the_sandbox_names_the_settings_to_change(stderr: str, program: str) -> None:

@@ -435,6 +435,8 @@ _MISSING_PROGRAM = re.compile(
     r"setpriv: failed to execute (?P<a>[\w.+/-]+)"  # the Docker sandbox's exec
     r"|bwrap: execvp (?P<b>[\w.+/-]+)"  # the local sandbox's exec
     r"|\b(?:sh|bash|dash|exec)(?:: line \d+| \d+)?:(?: \d+:)? (?P<c>[\w.+/-]+): (?:command )?not found"
+    r"|^(?P<d>[\w.+/-]+): No such file or directory$",  # the pytest guard's launcher (runners.py)
+    re.MULTILINE,
 )
 """How a program that is not on the sandbox's PATH shows in the output of the command that ran it."""
 
