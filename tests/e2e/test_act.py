@@ -334,7 +334,10 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     (comment,) = (c for c in fake.comments if c["issue"] == 4)
     assert "read as data" in comment["body"] and "approved by @maintainer" in comment["body"]
     assert "**From cache:** the `base` arm" in comment["body"]
-    (check,) = (r for r in fake.check_runs if r["head_sha"] == fork_head)
+    # Each evaluation completes a check run of its own (never reopens a completed one): the
+    # approval's run stays `action_required`, the evaluation's is the newest, which GitHub shows.
+    waited, check = (r for r in fake.check_runs if r["head_sha"] == fork_head)
+    assert waited["id"] == waiting["id"] and waited["conclusion"] == "action_required"
     assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral", "failure")
     assert float(_outputs(log)["head-vs-base"]) > 0  # the fork's AGENTS.md reached the head arm
     assert git(stage.remote, "rev-parse", "refs/heads/docdelta-results") == tip
