@@ -272,10 +272,8 @@ def _seal(
     """One sealed checkout per condition of source commit `sha` (the conditions share its
     stripped source, sealed once). `own`: a task's own source commit, whose checkouts are
     named by it too."""
-    dests = {
-        name: checkout_dir(store.workdir, o.sha256, sha) if own else checkout_dir(store.workdir, o.sha256)
-        for name, o in overlays.items()
-    }
+    named_by = sha if own else None
+    dests = {name: checkout_dir(store.workdir, o.sha256, named_by) for name, o in overlays.items()}
     made = seal_conditions(repo, sha, {dests[n]: o for n, o in overlays.items()}, match, strip, env_links)
     return {name: made[dest] for name, dest in dests.items()}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from docdelta import stats
 from docdelta.models import BASE, HEAD, Summary, TaskSummary
-from docdelta.report.plain import MAX_NAMED, cost_line, next_line
+from docdelta.report.plain import MAX_NAMED, cost_line, next_line, no_verdict_reason
 
 _CONFIDENT = "**How sure:** confident — identical docs give a call like this in at most {alpha:.0%} of PRs."
 SURENESS = {
@@ -100,8 +100,7 @@ def sureness(s: Summary) -> str:
     if s.broken:
         return ""
     if v is None:
-        why = s.verdict_refused or "no task has graded runs in both head and base"
-        return f"**How sure:** no verdict — {why.rstrip('.')}."
+        return f"**How sure:** no verdict — {no_verdict_reason(s)}."
     if v.p_value is None:  # a degenerate design: no test could reject, so no p to quote
         return f"**How sure:** {UNTESTABLE}"
     return SURENESS[v.kind].format(alpha=v.alpha, band=v.band, p=v.p_value)

@@ -115,14 +115,18 @@ def changed_line(s: Summary, diff_links: Mapping[str, str]) -> str:
     return f"With {docs} (head against base, runs passed): {'; '.join(p for p in parts if p)}."
 
 
+def no_verdict_reason(s: Summary) -> str:
+    """Why a summary has no verdict, as a clause (no final stop)."""
+    return (s.verdict_refused or "no task has graded runs in both head and base").rstrip(".")
+
+
 def certainty_line(s: Summary) -> str:
     """One phrase of certainty, the decision's own: who decided, with which p, under which rule."""
     v = s.verdict
     if s.broken:
         return "**No verdict:** the evaluation is broken (see the warning above)."
     if v is None:
-        why = s.verdict_refused or "no task has graded runs in both head and base"
-        return f"**No verdict:** {why.rstrip('.')}."
+        return f"**No verdict:** {no_verdict_reason(s)}."
     numbers = _verdict_numbers(v)
     if v.kind in ("improved", "regressed"):
         who = ", ".join("all tasks together" if k == "overall" else f"*{k}*" for k in v.decided_by)
