@@ -8,7 +8,6 @@ import json
 import os
 import socket
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,11 +63,9 @@ def requests_seen(client: Any, image: str, network: str) -> list[dict[str, Any]]
     return log
 
 
-def wait_gone(client: Any, run_id: str, timeout: float = 10.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while (left := leftovers(client, run_id)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
+async def _drain(gateway: Gateway) -> None:
+    if gateway.active:
+        await asyncio.wait(set(gateway.active))
 
 
 @contextmanager
@@ -85,6 +82,8 @@ def gateway_on_loopback(
     try:
         yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", gateway, log
     finally:
+        # As the gateway program does when stopped: every call in flight finishes and is logged.
+        asyncio.run_coroutine_threadsafe(_drain(gateway), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         server.close()

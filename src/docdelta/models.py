@@ -383,7 +383,8 @@ class ModelCall(Frozen):
     error: str | None = Field(
         default=None,
         description="None, or why the gateway did not complete it: 'budget', 'refused', "
-        "'unauthorized', 'too_large', 'timeout', 'busy', 'upstream', 'unfinished'",
+        "'unauthorized', 'too_large', 'timeout', 'busy', 'upstream', 'unfinished', "
+        "'client_gone' (the agent hung up mid-reply; the call is still booked)",
     )
     count: int = Field(
         default=1, ge=1, description="refusals past the first few are logged as one entry with their count"
@@ -393,6 +394,11 @@ class ModelCall(Frozen):
         description="audit fingerprint id -> how that file's text reached this request: in the "
         "prompt the agent built ('injected') or only in a tool's output ('tool')",
     )
+
+    @property
+    def answered(self) -> bool:
+        """The upstream answered in full and billed it (even if the agent hung up meanwhile)."""
+        return self.error in (None, "client_gone")
 
 
 # -------------------------------------------------------------------- audit

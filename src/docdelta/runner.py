@@ -87,7 +87,7 @@ def with_gateway_telemetry(
     """Tokens and cost as the gateway saw them, so every agent is measured the same way;
     a run whose call was refused for budget is `budget`, and a failed run whose last model
     call was answered 429 is `rate_limited`, whatever the agent made of either."""
-    forwarded = [c for c in calls if c.error is None]
+    forwarded = [c for c in calls if c.answered]
     metrics = outcome.metrics.model_copy(
         update={
             "tokens_in": _total(c.tokens_in for c in forwarded),

@@ -47,7 +47,10 @@ except OSError as error:
     print(json.dumps({"connect": type(error).__name__})); raise SystemExit
 auth = ("authorization: Bearer " + token + "\\r\\n") if token else ""
 s.sendall(("GET /openai/models HTTP/1.1\\r\\nhost: x\\r\\n" + auth + "\\r\\n").encode())
-print(json.dumps({"status": s.recv(100).split(b"\\r\\n")[0].decode()}))
+reply = b""
+while chunk := s.recv(65536):  # to the end (the gateway closes): a served call, not a hang-up
+    reply += chunk
+print(json.dumps({"status": reply.split(b"\\r\\n")[0].decode()}))
 """
 
 

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import socket
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,3 +141,29 @@ def test_an_unreachable_upstream_is_a_502_without_the_key() -> None:
     assert response.json()["error"]["type"] == "docdelta_gateway_upstream"
     assert KEY not in response.text and KEY not in log.getvalue()
     assert [c.error for c in calls(log)] == ["upstream"]
+
+
+def test_an_agent_that_hangs_up_mid_reply_is_logged_as_gone_and_still_billed() -> None:
+    # A reply far larger than the loopback socket buffers, so the gateway is still writing
+    # when the client resets the connection after reading the status line.
+    big = TextTurn(text="x" * (12 * 1024 * 1024), usage=PLAIN)
+    with (
+        ScriptedModelServer(Script(name="gateway", model=MODEL, turns=[big])) as scripted,
+        gateway_on_loopback(config_for(scripted.url), {"openai": KEY}) as (url, _, log),
+    ):
+        host, port = httpx.URL(url).host, httpx.URL(url).port
+        assert port is not None
+        body = json.dumps(CALL).encode()
+        with socket.create_connection((host, port)) as client:
+            client.sendall(
+                b"POST /openai/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                + f"authorization: Bearer {RUN_TOKEN}\r\ncontent-type: application/json\r\n".encode()
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            assert client.recv(12) == b"HTTP/1.1 200"
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    [call] = calls(log)
+    # The agent's hang-up is not the upstream's failure, and the upstream's work is booked.
+    assert (call.status, call.error) == (200, "client_gone")
+    assert (call.tokens_in, call.tokens_out) == (100, 20)

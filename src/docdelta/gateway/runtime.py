@@ -32,7 +32,14 @@ from docker.models.networks import Network
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import GatewayConfig, ModelCall
 from docdelta.gateway.server import DRAIN_S, READY, setup_message
-from docdelta.sandbox.dockerapi import AGENT_USER, ROLE_LABEL, bounded_log, close_stdin, raw_socket
+from docdelta.sandbox.dockerapi import (
+    AGENT_USER,
+    ROLE_LABEL,
+    bounded_log,
+    close_stdin,
+    raw_socket,
+    remove_container,
+)
 from docdelta.sandbox.images import BuiltImage, ensure_image
 
 SITE = "/opt/docdelta-gateway"
@@ -216,7 +223,7 @@ class RunningGateway:
         network, self._own_network = self._own_network, None
         if container is not None:
             with suppress(docker.errors.NotFound):
-                container.remove(force=True)
+                remove_container(container)
         if network is not None:
             with suppress(docker.errors.NotFound):
                 network.remove()

@@ -332,15 +332,18 @@ class Gateway:
             if "content-length" in response.headers:
                 head.append(f"content-length: {response.headers['content-length']}")
             head.append("connection: close")  # the body ends when the connection does
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+            client_gone = not await _send(writer, ("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
             tap = bytearray()
+            # An agent that hangs up mid-reply does not stop the upstream's work or its bill:
+            # the rest is still read, so usage is booked from what the upstream reported.
             async for chunk in response.aiter_raw():
-                writer.write(chunk)
-                await writer.drain()
+                client_gone = client_gone or not await _send(writer, chunk)
                 if len(tap) < MAX_TAP:
                     tap += chunk
         finally:
             await response.aclose()
+        if client_gone:
+            entry["error"] = "client_gone"
         model, usage = extract(bytes(tap), streamed=streamed)
         entry.update(usage)
         if template.free:
@@ -348,6 +351,20 @@ class Gateway:
         elif usage:  # priced as the model the run pinned and asked for, whatever the reply says
             entry["cost_usd"] = cost_usd(self.prices, entry.get("model") or model, usage)
         entry["model"] = model or entry.get("model")
+
+
+async def _send(writer: asyncio.StreamWriter, data: bytes) -> bool:
+    """Write to the client; False once it has hung up (a client's failure, never logged as
+    the upstream's)."""
+    if writer.is_closing():
+        return False
+    try:
+        writer.write(data)
+        await writer.drain()
+    except (ConnectionError, OSError):
+        writer.close()
+        return False
+    return True
 
 
 def _query_keys(target: str) -> list[str]:

@@ -62,6 +62,7 @@ from docdelta.sandbox.dockerapi import (
     owner_gone,
     owner_id,
     raw_socket,
+    remove_container,
 )
 
 VOLUME_ROOT = "/workspace"
@@ -260,7 +261,7 @@ class DockerSandbox(Sandbox):
             environment={},
             log_config=bounded_log(LOG_MAX_BYTES),
         )
-        self._cleanups.append(lambda: holder.remove(force=True, v=True))
+        self._cleanups.append(lambda: remove_container(holder))
         self._holder_watchdog = holder.attach_socket(params={"stdin": 1, "stream": 1})
         holder.start()
         container = self._client.containers.create(
@@ -289,7 +290,7 @@ class DockerSandbox(Sandbox):
             environment={},
             log_config=bounded_log(LOG_MAX_BYTES),
         )
-        self._cleanups.append(lambda: container.remove(force=True, v=True))
+        self._cleanups.append(lambda: remove_container(container))
         return container
 
     def _start(self) -> None:

@@ -9,6 +9,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, cast
 
+import docker.errors
 from docker.types import LogConfig
 
 from docdelta.sandbox.base import AGENT_UID
@@ -43,6 +44,22 @@ def close_stdin(stream: object) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     with suppress(OSError):
         sock.close()
+
+
+def remove_container(container: Any) -> None:
+    """Remove a container (and its anonymous volumes) and return only once it is gone.
+
+    With `force` the daemon answers 409 only when a removal of that container is already
+    under way (its own teardown after an exit, a concurrent `gc`): the container is still
+    listed and still holds its volume and network, so waiting for the daemon's `removed`
+    condition, not a timer, is what lets the caller remove those next and leave nothing."""
+    try:
+        container.remove(force=True, v=True)
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:
+            raise
+        with suppress(docker.errors.NotFound):
+            container.wait(condition="removed")
 
 
 def _start_ticks(pid: int) -> str | None:
