@@ -28,9 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, Task, Validation
 from docdelta.sandbox.local import LocalProvider
 from docdelta.workspace import seal

@@ -145,7 +145,7 @@ def run_scripted_agent(
     base_url may use `{server}` for that address) through a real gateway holding `key`,
     run `agent` in a gateway-mode sandbox of `image` (after the shell commands `prepare`)
     and return what it did, what the gateway logged and what the server received. With
-    `fingerprints` (docdelta.audit's, id -> line hashes) the gateway audits each request
+    `fingerprints` (docdelta.instructions.audit's, id -> line hashes) the gateway audits each request
     for them, as in a matrix run."""
     from docdelta.gateway.runtime import Gateway as RuntimeGateway  # noqa: PLC0415
     from docdelta.sandbox.docker import DockerProvider  # noqa: PLC0415

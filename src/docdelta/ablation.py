@@ -35,9 +35,9 @@ from pydantic import Field
 
 from docdelta import stats
 from docdelta.config import load_project_config, matcher
-from docdelta.detect import Overlay, instruction_files
 from docdelta.errors import ConfigError
 from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
+from docdelta.instructions.detect import Overlay, instruction_files
 from docdelta.models import DEFAULT_NOISE_BAND, HEAD, Frozen, RunResult, RunStatus
 from docdelta.planning import ExperimentRequest
 from docdelta.tasks import load_tasks

@@ -20,9 +20,9 @@ from docdelta.agents import Agent, AgentContext
 from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
 from docdelta.config import load_project_config, matcher
-from docdelta.detect import instruction_files
 from docdelta.errors import TaskError
 from docdelta.git import Repo
+from docdelta.instructions.detect import instruction_files
 from docdelta.models import AgentOutcome, RunStatus
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.tasks import load_tasks

@@ -47,7 +47,6 @@ from docdelta.activity import Activity
 from docdelta.agents import agent_upstream
 from docdelta.cache import ArmStore, open_store, token_auth
 from docdelta.config import ProjectConfig, load_project_config, matcher
-from docdelta.detect import InstructionMatcher, instruction_files
 from docdelta.errors import (
     ConfigError,
     DocdeltaError,
@@ -67,6 +66,7 @@ from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.github.wording import action_words
 from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
+from docdelta.instructions.detect import InstructionMatcher, instruction_files
 from docdelta.loop_comment import (
     Proven,
     Published,

@@ -25,9 +25,9 @@ from pydantic import ValidationError
 
 from docdelta import stats
 from docdelta.agents.base import Agent
-from docdelta.detect import MAX_INSTRUCTION_BYTES, Overlay
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.instructions.detect import MAX_INSTRUCTION_BYTES, Overlay
 from docdelta.models import (
     ARM_FACTORS,
     BUILTIN_CONDITIONS,

@@ -22,9 +22,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from docdelta import __version__, validate
-from docdelta.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
+from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
 from docdelta.models_core import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND, HEAD, NearMiss
 from docdelta.sandbox import provider_names
 from docdelta.text import listing

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from docdelta.detect import CONFIG_PATH, InstructionMatcher
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
-from docdelta.globs import check_glob
+from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher
+from docdelta.instructions.globs import check_glob
 from docdelta.models import ArmSpec
 from docdelta.sandbox.base import (
     DEFAULT_MEMORY_MB,
@@ -132,7 +132,7 @@ def _load_model(
 
 # -------------------------------------------------------------------- config
 Glob = Annotated[str, AfterValidator(check_glob)]
-"""A gitignore glob (see `docdelta.globs`), checked item by item so an
+"""A gitignore glob (see `docdelta.instructions.globs`), checked item by item so an
 error names its index."""
 
 

@@ -28,11 +28,11 @@ from docdelta.agents.base import Agent
 from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.cache import ArmStore, Reuse, pool, restore, save
 from docdelta.config import ProjectConfig, SandboxConfig, load_project_config
-from docdelta.detect import CONFIG_PATH
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.forecast import forecast
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
+from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.models import BASE, DEFAULT_NOISE_BAND, HEAD, ArmSpec, RunBounds, Summary
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line

@@ -147,7 +147,7 @@ class Validation(Frozen):
 
 
 class HardChecks(Frozen):
-    """Deterministic checks on the agent's diff; globs are gitignore-like (see docdelta.globs)."""
+    """Deterministic checks on the agent's diff; globs are gitignore-like (`instructions.globs`)."""
 
     require_changed: list[str] = Field(default=[], description="globs; each must match a changed path")
     forbid_changed: list[str] = Field(default=[], description="globs no changed path may match")
@@ -404,7 +404,7 @@ class ModelCall(Frozen):
 # -------------------------------------------------------------------- audit
 class InstructionAudit(Frozen):
     """Which instruction files' text reached the model in one run, as the gateway saw the
-    requests (see docdelta.audit). Files are named `path`, or `condition:path` /
+    requests (see docdelta.instructions.audit). Files are named `path`, or `condition:path` /
     `near-miss:path` for files that are not this condition's."""
 
     seen: list[str] = Field(default=[], description="this condition's instruction files that reached it")

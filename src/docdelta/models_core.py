@@ -58,7 +58,7 @@ class FileStatus(StrEnum):
 
 
 class LoadMode(StrEnum):
-    """How an agent family takes in an instruction file (`docdelta.instructions`)."""
+    """How an agent family takes in an instruction file (`docdelta.instructions.loading`)."""
 
     always = "always"
     """In the agent's context from the start of every run (root AGENTS.md, CLAUDE.md, its @imports)."""

@@ -22,12 +22,12 @@ from typing import Any
 from docdelta import __version__, envs, thresholds
 from docdelta.agents.base import Agent
 from docdelta.arms import Arm, agent_info
-from docdelta.audit import AuditIndex, build_index
 from docdelta.config import ProjectConfig, matcher
-from docdelta.detect import InstructionMatcher, Overlay, detect_refs
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
+from docdelta.instructions.audit import AuditIndex, build_index
+from docdelta.instructions.detect import InstructionMatcher, Overlay, detect_refs
 from docdelta.models import (
     BASE,
     DEFAULT_CONDITIONS,

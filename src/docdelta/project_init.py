@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docdelta.demo import examples_dir
-from docdelta.detect import CONFIG_PATH, InstructionMatcher, instruction_files
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
-from docdelta.instructions import rules_for
+from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, instruction_files
+from docdelta.instructions.loading import rules_for
 from docdelta.models import LoadMode
 from docdelta.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
 

@@ -13,7 +13,7 @@ after the waits of `rate_limit_waits` (`"wait"`, each logged in `<workdir>/ratel
 before it does; either way it is kept beside the cell as history, not as its result, so a
 rerun resumes with that cell. Behind a gateway the per-run dollar reserve becomes the
 gateway's cost budget, and every run is audited for which instruction files reached the
-model (`docdelta.audit`).
+model (`docdelta.instructions.audit`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from typing import Any, Literal, TypeVar
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
-from docdelta.audit import audit_run
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
@@ -39,6 +38,7 @@ from docdelta.grading.checks import run_checks
 from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
 from docdelta.grading.selftest import raise_for, selftest
+from docdelta.instructions.audit import audit_run
 from docdelta.interrupts import deferred_signals
 from docdelta.models import (
     AgentOutcome,

@@ -42,10 +42,10 @@ from pydantic import Field
 
 from docdelta import stats
 from docdelta.config import load_project_config, matcher
-from docdelta.detect import instruction_files
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.answer import command_label, command_tokens
+from docdelta.instructions.detect import instruction_files
 from docdelta.models import (
     DEFAULT_NOISE_BAND,
     HEAD,

@@ -28,12 +28,12 @@ import httpx
 from pydantic import Field, ValidationError
 
 from docdelta.config import load_project_config, matcher
-from docdelta.detect import InstructionMatcher, Overlay, diff_files, instruction_files
 from docdelta.errors import ConfigError, DraftRefused, InfraError
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
 from docdelta.git import Repo
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
+from docdelta.instructions.detect import InstructionMatcher, Overlay, diff_files, instruction_files
 from docdelta.models import (
     HEAD,
     PATCHED,

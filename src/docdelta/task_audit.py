@@ -30,8 +30,8 @@ from pydantic import Field
 
 from docdelta.config import ProjectConfig, matcher
 from docdelta.git import Repo
-from docdelta.globs import GlobSet
-from docdelta.instructions import GitTree, instruction_links
+from docdelta.instructions.globs import GlobSet
+from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.models import Frozen, RunStatus, Task
 from docdelta.quotes import locate, normalize
 from docdelta.store import ResultStore

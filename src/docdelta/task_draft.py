@@ -47,7 +47,7 @@ from markdown_it.token import Token
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.instruction_usage import SHELL_FENCES, path_like
-from docdelta.instructions import GitTree, read, visible_paths
+from docdelta.instructions.loading import GitTree, read, visible_paths
 from docdelta.models import Gold, GoldCitation, Task
 from docdelta.quotes import locate, normalize
 from docdelta.task_audit import SourceText, audit_items

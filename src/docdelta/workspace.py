@@ -37,7 +37,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from docdelta.detect import (
+from docdelta.errors import ConfigError
+from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_overlay, pack_snapshot, run_git
+from docdelta.instructions.detect import (
     InstructionMatcher,
     Overlay,
     check_content,
@@ -45,10 +47,8 @@ from docdelta.detect import (
     diff_files,
     instruction_files,
 )
-from docdelta.errors import ConfigError
-from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_overlay, pack_snapshot, run_git
-from docdelta.globs import GlobSet
-from docdelta.instructions import GitTree, instruction_links
+from docdelta.instructions.globs import GlobSet
+from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, Frozen, sha256_hex
 from docdelta.store import atomic_write
 

@@ -23,10 +23,10 @@ import pytest
 from gitrepo import GitRepo
 
 from conformance.providers import PROVIDERS, ProviderFactory
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
 from docdelta.grading.execute import REFUSED, execute_proposals
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import AgentAnswer, CommandsExecuted, Gold, Task
 from docdelta.redaction import REDACTED
 from docdelta.sandbox import SandboxProvider, get_provider

@@ -25,9 +25,9 @@ import pytest
 from gitrepo import GitRepo
 
 from conformance.providers import ProviderFactory
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, HiddenTestResult, Task, Validation
 from docdelta.sandbox import SandboxProvider
 from docdelta.workspace import SealedCheckout, seal

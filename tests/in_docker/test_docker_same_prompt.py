@@ -20,9 +20,9 @@ from modelserver.script import Script, TextTurn
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
-from docdelta.detect import InstructionMatcher
 from docdelta.gateway.config import Upstream
 from docdelta.git import Repo
+from docdelta.instructions.detect import InstructionMatcher
 from docdelta.models import RunStatus
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 from docdelta.workspace import build_overlays, seal

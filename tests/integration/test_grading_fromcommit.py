@@ -10,12 +10,12 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import PYTHON_TOOLCHAIN
 
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.grading.fromcommit import task_from_commit, write_task
 from docdelta.grading.hidden import load_assets
 from docdelta.grading.selftest import selftest
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, Task
 from docdelta.sandbox.local import LocalProvider
 from docdelta.tasks import load_tasks

@@ -21,11 +21,11 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import PYTHON_TOOLCHAIN
 
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import build_checkout, capture_agent_diff, grade_change
 from docdelta.grading.selftest import GREEN_CONFTEST, selftest
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, HiddenTestResult, Task, Validation
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.local import LocalProvider

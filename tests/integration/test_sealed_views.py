@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.git import Repo
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.sandbox import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 from docdelta.sandbox.pool import PerThreadProvider

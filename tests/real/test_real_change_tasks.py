@@ -21,9 +21,9 @@ from realenvs import CA_BUNDLE, NodeEnv, PythonEnv, adopt, config_yaml, node_too
 
 from docdelta.cli import main
 from docdelta.git import Repo
-from docdelta.globs import GlobSet
 from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES
+from docdelta.instructions.globs import GlobSet
 from docdelta.models import Manifest, RunResult, Summary
 
 pytestmark = pytest.mark.timeout(1800)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.detect import InstructionMatcher, detect_refs
 from docdelta.git import Repo
+from docdelta.instructions.detect import InstructionMatcher, detect_refs
 from docdelta.models import Detection, LoadMode
 
 RealRepo = Callable[[str], Path]

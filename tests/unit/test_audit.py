@@ -17,9 +17,9 @@ from factories import result, summary_of
 from modelserver import ScriptedModelServer
 from modelserver.script import Script, TextTurn, TurnUsage
 
-from docdelta.audit import AuditIndex, audit_run, build_index, flags
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.fingerprint import fingerprint, match, request_lines
+from docdelta.instructions.audit import AuditIndex, audit_run, build_index, flags
 from docdelta.models import (
     ChangedFile,
     ConditionSpec,

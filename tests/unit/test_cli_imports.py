@@ -65,7 +65,7 @@ def test_detect_on_a_diff_imports_no_heavy_package(tmp_path: Path) -> None:
         "diff --git a/AGENTS.md b/AGENTS.md\n--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-a\n+b\n"
     )
     modules = _imported("detect", "--diff", str(diff))
-    assert {"docdelta.cli", "docdelta.detect"} <= modules  # the probe really ran the CLI
+    assert {"docdelta.cli", "docdelta.instructions.detect"} <= modules  # the probe really ran the CLI
     unused = {*HEAVY, *UNUSED_BY_DETECT, *DOCDELTA_UNUSED_BY_DETECT}
     assert modules.isdisjoint(unused), sorted(modules & unused)
 

@@ -8,7 +8,9 @@ import pytest
 from gitrepo import GitRepo, Link
 
 from docdelta.cli import main
-from docdelta.detect import (
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.instructions.detect import (
     MAX_INSTRUCTION_BYTES,
     DiffFile,
     InstructionMatcher,
@@ -19,8 +21,6 @@ from docdelta.detect import (
     diff_files,
     instruction_files,
 )
-from docdelta.errors import ConfigError
-from docdelta.git import Repo
 from docdelta.models import FileStatus
 
 

@@ -16,10 +16,10 @@ from gitrepo import GitRepo
 
 from docdelta import envs
 from docdelta.config import SandboxConfig
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.hidden import build_checkout
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.workspace import SealedCheckout, seal, seal_key
 
 STORE = "node_modules/.pnpm/vitest@4.1.9/node_modules/vitest"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from docdelta.globs import GlobSet
 from docdelta.grading.hidden import BUILD_FILES, TEST_FILES
+from docdelta.instructions.globs import GlobSet
 
 
 def test_globs_anchor_when_they_contain_a_slash() -> None:

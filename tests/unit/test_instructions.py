@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo, Link
 
-from docdelta.audit import audit_run, build_index
-from docdelta.detect import InstructionMatcher, detect_refs
 from docdelta.errors import ConfigError
 from docdelta.gateway.fingerprint import match, request_lines
 from docdelta.git import Repo
-from docdelta.instructions import DirTree, GitTree, Graph, build, imports
+from docdelta.instructions.audit import audit_run, build_index
+from docdelta.instructions.detect import InstructionMatcher, detect_refs
+from docdelta.instructions.loading import DirTree, GitTree, Graph, build, imports
 from docdelta.models import FileStatus, LoadMode, ModelCall
 from docdelta.workspace import build_overlays, seal
 

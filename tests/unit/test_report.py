@@ -11,9 +11,9 @@ from gitrepo import GitRepo, Link
 from jinja2 import UndefinedError
 
 from docdelta import decision, stats
-from docdelta.detect import InstructionMatcher, detect_refs
 from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
+from docdelta.instructions.detect import InstructionMatcher, detect_refs
 from docdelta.models import (
     DEFAULT_NOISE_BAND,
     AgentInfo,

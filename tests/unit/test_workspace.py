@@ -11,9 +11,9 @@ from gitrepo import GitRepo, Link, git
 
 from docdelta import workspace
 from docdelta.config import ProjectConfig
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.store import checkout_dir
 from docdelta.workspace import (
     RECORD_SUFFIX,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from docdelta.errors import AgentError
-from docdelta.instructions import RULES
+from docdelta.instructions.loading import RULES
 from docdelta.models import AgentAnswer, AgentOutcome, LoadMode, RunStatus
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 

@@ -166,7 +166,7 @@ class GatewayConfig(_Model):
     fingerprints: dict[str, list[str]] = Field(
         default={},
         description="set per run, not in .docdelta.yml: audit id -> hashed distinctive lines of one "
-        "instruction file (docdelta.audit); the gateway logs which of them each request holds",
+        "instruction file (docdelta.instructions.audit); the gateway logs which of them each request holds",
     )
 
     @field_validator("prices", mode="after")

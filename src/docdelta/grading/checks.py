@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from docdelta.globs import GlobSet
+from docdelta.instructions.globs import GlobSet
 from docdelta.models import (
     AgentMetrics,
     CheckResult,

@@ -21,10 +21,10 @@ from pathlib import Path, PurePosixPath
 
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo, TreeEntry
-from docdelta.globs import GlobSet
 from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES, ChangeAssets, task_folder
 from docdelta.grading.projectcmd import ProjectCommand, find_command
+from docdelta.instructions.globs import GlobSet
 from docdelta.models import Gold, Task, Validation
 from docdelta.tasks import unreviewed_yaml
 

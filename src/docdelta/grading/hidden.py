@@ -34,10 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from docdelta.detect import CONFIG_PATH
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError, TaskError
 from docdelta.git import Repo, apply_patch
-from docdelta.globs import GlobSet
 from docdelta.grading.checks import FileDiff, parse_diff
 from docdelta.grading.junit import (
     ReportError,
@@ -48,6 +46,8 @@ from docdelta.grading.junit import (
     parse_pytest_summary,
 )
 from docdelta.grading.runners import RUNNERS, Evidence, guard_record, invocation, recognise
+from docdelta.instructions.detect import CONFIG_PATH
+from docdelta.instructions.globs import GlobSet
 from docdelta.models import (
     TAIL_NOTE,
     DroppedEdit,

@@ -13,10 +13,10 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from docdelta.detect import InstructionMatcher, Overlay
 from docdelta.errors import InfraError, SelftestFailed, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change, load_assets
+from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport, Task
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
 from docdelta.tasks import LoadedTask

@@ -38,8 +38,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from docdelta import arms, audit, decision, instruction_usage, stats, thresholds
-from docdelta.detect import KNOWN_FAMILIES
+from docdelta import arms, decision, instruction_usage, stats, thresholds
+from docdelta.instructions import audit
+from docdelta.instructions.detect import KNOWN_FAMILIES
 from docdelta.models import (
     BASE,
     BUILTIN_CONDITIONS,

@@ -57,7 +57,7 @@ class SandboxSpec:
     max_cost_usd: float | None = None
     """The run's dollar budget, enforced by the model gateway (gateway mode only)."""
     fingerprints: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    """Instruction-file fingerprints (docdelta.audit) the gateway matches requests against."""
+    """Instruction-file fingerprints (docdelta.instructions.audit) the gateway matches requests against."""
 
 
 @dataclass(frozen=True)

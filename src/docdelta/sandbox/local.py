@@ -67,8 +67,8 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
-from docdelta.detect import CONFIG_PATH
 from docdelta.errors import SandboxError
+from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.interrupts import deferred_signals
 from docdelta.sandbox import userns
 from docdelta.sandbox.base import (

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from docdelta.git import Repo, TreeEntry
-from docdelta.globs import GlobSet
+from docdelta.instructions.globs import GlobSet
 from docdelta.models_core import LoadMode, sha256_hex
 
 if TYPE_CHECKING:

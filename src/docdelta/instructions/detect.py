@@ -8,7 +8,7 @@ unless configured, so a PR that edits only AGENTS.md tells you nothing about the
 the report must be able to say so. `detect_refs` adds what only the instruction graph of
 each side knows: precedence, @imports, links, loading modes.
 
-Patterns are gitignore globs (`docdelta.globs`). Projects extend the table with
+Patterns are gitignore globs (`docdelta.instructions.globs`). Projects extend the table with
 `instructions.include` (family `custom`) and drop entries with `instructions.exclude`.
 """
 
@@ -24,8 +24,16 @@ from unidiff.patch import PatchSet
 
 from docdelta.errors import ConfigError
 from docdelta.git import SYMLINK_MODE, Repo
-from docdelta.globs import GlobSet
-from docdelta.instructions import CUSTOM_FAMILY, RULES, GitTree, Graph, build, instruction_links, rules_for
+from docdelta.instructions.globs import GlobSet
+from docdelta.instructions.loading import (
+    CUSTOM_FAMILY,
+    RULES,
+    GitTree,
+    Graph,
+    build,
+    instruction_links,
+    rules_for,
+)
 from docdelta.models_core import (
     ChangedFile,
     ConditionSpec,
