@@ -40,7 +40,7 @@ from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
 from docdelta.instructions.detect import Overlay, instruction_files
 from docdelta.models import DEFAULT_NOISE_BAND, HEAD, Frozen, RunResult, RunStatus
 from docdelta.planning import ExperimentRequest
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, AblationDesign, AblationUnit
 
 ABLATE_PREFIX = "ablate-"

@@ -25,7 +25,7 @@ from docdelta.git import Repo
 from docdelta.instructions.detect import instruction_files
 from docdelta.models import AgentOutcome, RunStatus
 from docdelta.sandbox.base import ExecResult, SandboxSpec
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 from docdelta.wiring import SandboxChoice, build_provider
 from docdelta.workspace import seal
 

@@ -101,7 +101,7 @@ from docdelta.shard import merge_workdirs, plan_matrix
 from docdelta.store import MANIFEST_FILE, ResultStore
 from docdelta.suggest import Suggestion
 from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")

@@ -611,7 +611,7 @@ def _action(args: argparse.Namespace) -> int:
 
 def _schema(args: argparse.Namespace) -> int:
     from docdelta.agents.prompt import answer_json_schema
-    from docdelta.tasks import task_json_schema
+    from docdelta.tasks.load import task_json_schema
 
     print(json.dumps(answer_json_schema() if args.what == "answer" else task_json_schema(), indent=2))
     return ExitCode.OK
@@ -951,7 +951,7 @@ def _ablate(args: argparse.Namespace) -> int:
 def _suggest(args: argparse.Namespace) -> int:
     from docdelta.suggest import adding, change, measure, measured_line, suggest
     from docdelta.suggest import write as write_suggestion
-    from docdelta.tasks import load_tasks
+    from docdelta.tasks.load import load_tasks
 
     _, manifest, results, _summary = _load_experiment(args.workdir)
     repo = Repo(args.repo)
@@ -1040,7 +1040,7 @@ def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
     from docdelta.config import load_project_config, matcher
     from docdelta.shard import plan_matrix
-    from docdelta.tasks import load_tasks
+    from docdelta.tasks.load import load_tasks
 
     repo = Repo(args.repo)
     base = repo.resolve(args.base)
@@ -1136,7 +1136,7 @@ def _tasks_audit(args: argparse.Namespace) -> int:
     from docdelta.planning import strip_inside
     from docdelta.task_audit import audit_suite, read_source
     from docdelta.task_audit import render as render_audit
-    from docdelta.tasks import load_tasks
+    from docdelta.tasks.load import load_tasks
 
     repo = Repo(args.repo)
     sha = repo.resolve(args.ref)
@@ -1188,7 +1188,7 @@ def _selftest(args: argparse.Namespace) -> int:
     from docdelta.agents import agent_npm
     from docdelta.config import load_project_config, matcher
     from docdelta.grading.selftest import selftest_tasks
-    from docdelta.tasks import load_tasks
+    from docdelta.tasks.load import load_tasks
 
     repo = Repo(args.repo)
     config = load_project_config(repo, repo.resolve(args.source))
@@ -1238,7 +1238,7 @@ def _judge(args: argparse.Namespace) -> int:
     from docdelta.grading.rubrics import rubric_of
     from docdelta.models import JudgeInfo
     from docdelta.store import ResultStore
-    from docdelta.tasks import load_tasks
+    from docdelta.tasks.load import load_tasks
 
     tasks = [t.task for t in load_tasks(args.tasks)]
     fixtures_dir, calibration_dir = default_dirs(args.tasks)

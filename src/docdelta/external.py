@@ -39,7 +39,7 @@ from docdelta.planning import ExperimentRequest, cell_seed, prepare
 from docdelta.runner import timed_out
 from docdelta.sandbox.base import ExecResult, Sandbox
 from docdelta.store import ResultStore, checkout_dir
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 
 TRIALS_DIR = "trials"
 TRIALS_INDEX = "trials.json"

@@ -44,7 +44,7 @@ from docdelta.suggest import write as write_suggestion
 from docdelta.suggest_model import ModelDraft, measured_as
 from docdelta.suggest_model import write as write_model_draft
 from docdelta.task_audit import FileKind, Label, SuiteAudit, audit_suite, read_source
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 
 SUGGESTED_PATCH = "suggested.patch"
 """In `results-path`, which the workflow uploads: the patch the section offers."""

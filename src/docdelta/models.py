@@ -91,7 +91,7 @@ class GoldQuote(Frozen):
 
 class GoldCitation(GoldQuote):
     """Where the gold answer stands: a quote in a file, located in each condition's files
-    (`docdelta.quotes`); `any_of` lists other quotes that serve as well (a rule stated in
+    (`docdelta.tasks.quotes`); `any_of` lists other quotes that serve as well (a rule stated in
     AGENTS.md and in CONTRIBUTING.md)."""
 
     any_of: list[GoldQuote] = Field(default=[], description="alternatives: citing any one of them counts")

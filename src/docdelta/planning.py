@@ -42,7 +42,7 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.store import ResultStore, checkout_dir
-from docdelta.tasks import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
+from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
 from docdelta.workspace import SealedCheckout, build_overlays, seal_conditions
 

@@ -58,8 +58,8 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.quotes import locate
 from docdelta.task_audit import FileKind, file_kind
+from docdelta.tasks.quotes import locate
 
 HEADING = "## Rules agents missed (drafted by docdelta suggest)"
 DEFAULT_TARGET = "AGENTS.md"

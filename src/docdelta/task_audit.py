@@ -33,9 +33,9 @@ from docdelta.git import Repo
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.models import Frozen, RunStatus, Task
-from docdelta.quotes import locate, normalize
 from docdelta.store import ResultStore
-from docdelta.tasks import LoadedTask
+from docdelta.tasks.load import LoadedTask
+from docdelta.tasks.quotes import locate, normalize
 from docdelta.text import listing
 
 MAX_SCANNED_BYTES = 1_000_000

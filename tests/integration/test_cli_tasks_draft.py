@@ -14,9 +14,9 @@ from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.models import Summary
-from docdelta.quotes import locate
 from docdelta.task_audit import Label, SuiteAudit
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
+from docdelta.tasks.quotes import locate
 
 DRAFTED: dict[str, dict[str, object]] = {
     # id: what the demo's head AGENTS.md says, as gold

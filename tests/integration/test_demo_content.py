@@ -18,9 +18,9 @@ from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ConfigError
 from docdelta.grading import score_answer
 from docdelta.models import AgentAnswer, RunStatus, Task
-from docdelta.quotes import locate
 from docdelta.sandbox import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
+from docdelta.tasks.quotes import locate
 
 CONDITIONS = ("base", "head", "none")
 CONTROL = "install-dev"

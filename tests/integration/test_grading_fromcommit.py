@@ -18,7 +18,7 @@ from docdelta.grading.selftest import selftest
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, Task
 from docdelta.sandbox.local import LocalProvider
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 from docdelta.workspace import seal
 
 TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -17,9 +17,9 @@ import pytest
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.models import Summary
-from docdelta.quotes import locate
 from docdelta.task_audit import SuiteAudit
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
+from docdelta.tasks.quotes import locate
 
 RealRepo = Callable[[str], Path]
 AGENT = Path(__file__).with_name("rule_agent.py")

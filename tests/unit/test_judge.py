@@ -27,7 +27,7 @@ from docdelta.models import (
     Task,
 )
 from docdelta.report import summarize
-from docdelta.tasks import load_tasks
+from docdelta.tasks.load import load_tasks
 
 POINT = "fix a bad commit on main with a revert pull request"
 RULE = "never recommend force-pushing to main"

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docdelta.models import Task
-from docdelta.quotes import locate
 from docdelta.task_audit import SourceText, audit_items
 from docdelta.task_draft import BLANK, Draft, RuleKind, covers, draft_from_text
+from docdelta.tasks.quotes import locate
 
 GUIDE = """\
 # Guide

@@ -9,8 +9,8 @@ from collections import defaultdict
 import yaml
 
 from docdelta.models import Task
-from docdelta.quotes import normalize
 from docdelta.task_audit import FileKind, Flaw, SourceText, _Tally, task_flaws
+from docdelta.tasks.quotes import normalize
 
 AGENTS = """\
 # Rules

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from docdelta.errors import TaskError
-from docdelta.tasks import check_citations, citation_holders, load_tasks, require_reviewed, task_json_schema
+from docdelta.tasks.load import (
+    check_citations,
+    citation_holders,
+    load_tasks,
+    require_reviewed,
+    task_json_schema,
+)
 
 GOOD_YAML = """\
 id: test-command

@@ -13,7 +13,7 @@ from docdelta import stats, thresholds
 from docdelta.history import History, record_of
 from docdelta.models import ConditionSpec, PassThreshold, RunResult, Summary, Task
 from docdelta.report import render_comment_markdown, render_markdown, summarize
-from docdelta.tasks import task_json_schema
+from docdelta.tasks.load import task_json_schema
 
 BAR = PassThreshold(fraction=0.8)
 

@@ -64,7 +64,7 @@ from docdelta.models import (
     ScoreItem,
     Task,
 )
-from docdelta.quotes import locate, read_inside
+from docdelta.tasks.quotes import locate, read_inside
 
 _OPERATORS = ("&&", "||", ";", "|")
 _OPERATOR_RE = re.compile(r"\s*(&&|\|\||;|\|)\s*")

@@ -19,7 +19,7 @@ from docdelta.grading.hidden import grade_change, load_assets
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport, Task
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
-from docdelta.tasks import LoadedTask
+from docdelta.tasks.load import LoadedTask
 from docdelta.workspace import SealedCheckout, seal
 
 GREEN_CONFTEST = """import pytest

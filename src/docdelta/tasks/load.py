@@ -1,7 +1,7 @@
 """Task files: load and validate them, check their gold citations, refuse unreviewed gold.
 
 A task's gold answer is only as good as its citations. A citation is a quote in a file,
-located in each condition's checkout (`docdelta.quotes`), so one standing in no condition
+located in each condition's checkout (`docdelta.tasks.quotes`), so one standing in no condition
 is refused before anything runs: the gold (or the docs) moved, and scoring against it
 would lie.
 """
@@ -19,7 +19,7 @@ import yaml
 from docdelta.config import MAX_INPUT_CHARS, load_model
 from docdelta.errors import TaskError
 from docdelta.models import GoldCitation, Task
-from docdelta.quotes import locate, read_inside
+from docdelta.tasks.quotes import locate, read_inside
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 _SCHEMA_HINT = "run `docdelta schema task` for the task file format"
