@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from docdelta.envs import cache_root
+from docdelta.checkout.envs import cache_root
 from docdelta.git import Repo
 
 UV_VERSION = "0.13.9"
@@ -207,7 +207,7 @@ class NodeEnv:
     """Node and pnpm (`root/bin`), and the workspace packages to install (`pnpm --filter`).
 
     Only the toolchain is built here: the workspace's dependencies are docdelta's to install
-    (`.docdelta.yml` `sandbox.workspace`, `docdelta.envs`), once per lock hash, and to show in
+    (`.docdelta.yml` `sandbox.workspace`, `docdelta.checkout.envs`), once per lock hash, and to show in
     each checkout, so the task's command is the project's own."""
 
     root: Path

@@ -19,6 +19,7 @@ from pathlib import Path
 from docdelta.agents import Agent, AgentContext
 from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
+from docdelta.checkout.seal import seal
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import TaskError
 from docdelta.git import Repo
@@ -27,7 +28,6 @@ from docdelta.models import AgentOutcome, RunStatus
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.tasks.load import load_tasks
 from docdelta.wiring import SandboxChoice, build_provider
-from docdelta.workspace import seal
 
 SHOWN_OUTPUT = 4000
 """Characters of the agent's stdout and stderr shown (their tails): the answer is at the end."""

@@ -1184,8 +1184,8 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from docdelta import envs
     from docdelta.agents import agent_npm
+    from docdelta.checkout import envs
     from docdelta.config import load_project_config, matcher
     from docdelta.grading.selftest import selftest_tasks
     from docdelta.tasks.load import load_tasks

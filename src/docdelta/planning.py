@@ -19,9 +19,11 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-from docdelta import __version__, envs, thresholds
+from docdelta import __version__, thresholds
 from docdelta.agents.base import Agent
 from docdelta.arms import Arm, agent_info
+from docdelta.checkout import envs
+from docdelta.checkout.seal import SealedCheckout, build_overlays, seal_conditions
 from docdelta.config import ProjectConfig, matcher
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
@@ -44,7 +46,6 @@ from docdelta.models import (
 from docdelta.store import ResultStore, checkout_dir
 from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
-from docdelta.workspace import SealedCheckout, build_overlays, seal_conditions
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
+from docdelta.checkout.seal import SealedCheckout
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
@@ -58,7 +59,6 @@ from docdelta.progress import Progress
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
 from docdelta.validate import valid_cost
-from docdelta.workspace import SealedCheckout
 
 
 def _transcript(printed: ExecResult) -> bytes:

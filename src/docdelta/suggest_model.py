@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 from pydantic import Field, ValidationError
 
+from docdelta.checkout.seal import apply_to_overlay
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError, DraftRefused, InfraError
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
@@ -46,7 +47,6 @@ from docdelta.models import (
     Task,
 )
 from docdelta.suggest import Suggestion
-from docdelta.workspace import apply_to_overlay
 
 REFUSED = "the model's draft was refused: "
 """How every refusal starts; the Action's comment says the rest after the model's name."""

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docdelta.agents import Agent, get_agent
+from docdelta.checkout.envs import sandbox_env, toolchain_paths
 from docdelta.config import ProjectConfig, check_exposure
-from docdelta.envs import sandbox_env, toolchain_paths
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.sandbox import get_provider

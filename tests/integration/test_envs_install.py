@@ -1,4 +1,4 @@
-"""A workspace install runs on the host from the source commit (`docdelta.envs`), usually the
+"""A workspace install runs on the host from the source commit (`docdelta.checkout.envs`), usually the
 pull request's head, so its tree is hostile: its root package's lifecycle scripts and its
 `.pnpmfile.cjs` are code the PR chose. Each attack here must fail: no script or pnpmfile runs,
 and what pnpm itself runs sees none of the host's secrets (the model key, the GitHub token)."""
@@ -13,7 +13,7 @@ import pytest
 from gitrepo import GitRepo
 from realenvs import node_toolchain
 
-from docdelta import envs
+from docdelta.checkout import envs
 from docdelta.config import SandboxConfig
 from docdelta.errors import ConfigError
 from docdelta.git import Repo

@@ -10,6 +10,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import PYTHON_TOOLCHAIN
 
+from docdelta.checkout.seal import seal
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.grading.fromcommit import task_from_commit, write_task
@@ -19,7 +20,6 @@ from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, Task
 from docdelta.sandbox.local import LocalProvider
 from docdelta.tasks.load import load_tasks
-from docdelta.workspace import seal
 
 TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 

@@ -21,6 +21,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import PYTHON_TOOLCHAIN
 
+from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.errors import TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import build_checkout, capture_agent_diff, grade_change
@@ -29,7 +30,6 @@ from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, HiddenTestResult, Task, Validation
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
-from docdelta.workspace import SealedCheckout, seal
 
 PYTHON = shlex.quote(sys.executable)
 HIDDEN = "tests/test_hidden.py"

@@ -1,4 +1,4 @@
-"""A workspace install shown in each checkout (`docdelta.envs`): which links a checkout gets,
+"""A workspace install shown in each checkout (`docdelta.checkout.envs`): which links a checkout gets,
 that they are part of the seal, and that an agent's edits to them never reach grading.
 
 The install here is laid out by hand in the shape pnpm writes (a `.pnpm` virtual store, links
@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta import envs
+from docdelta.checkout import envs
+from docdelta.checkout.seal import SealedCheckout, seal, seal_key
 from docdelta.config import SandboxConfig
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.hidden import build_checkout
 from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.workspace import SealedCheckout, seal, seal_key
 
 STORE = "node_modules/.pnpm/vitest@4.1.9/node_modules/vitest"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo, Link
 
+from docdelta.checkout.seal import build_overlays, seal
 from docdelta.errors import ConfigError
 from docdelta.gateway.fingerprint import match, request_lines
 from docdelta.git import Repo
@@ -18,7 +19,6 @@ from docdelta.instructions.audit import audit_run, build_index
 from docdelta.instructions.detect import InstructionMatcher, detect_refs
 from docdelta.instructions.loading import DirTree, GitTree, Graph, build, imports
 from docdelta.models import FileStatus, LoadMode, ModelCall
-from docdelta.workspace import build_overlays, seal
 
 MATCH = InstructionMatcher()
 AGENTS = "# Agents\nRun the tests with `uv run --frozen pytest` before every commit.\n"

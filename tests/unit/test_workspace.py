@@ -9,13 +9,8 @@ from typing import Any
 import pytest
 from gitrepo import GitRepo, Link, git
 
-from docdelta import workspace
-from docdelta.config import ProjectConfig
-from docdelta.errors import ConfigError
-from docdelta.git import Repo
-from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.store import checkout_dir
-from docdelta.workspace import (
+from docdelta.checkout import seal as workspace
+from docdelta.checkout.seal import (
     RECORD_SUFFIX,
     SealedCheckout,
     build_overlays,
@@ -24,6 +19,11 @@ from docdelta.workspace import (
     seal_once,
     seal_source,
 )
+from docdelta.config import ProjectConfig
+from docdelta.errors import ConfigError
+from docdelta.git import Repo
+from docdelta.instructions.detect import InstructionMatcher, Overlay
+from docdelta.store import checkout_dir
 
 MATCH = InstructionMatcher()
 STRIP = [*ProjectConfig(strip=["hidden/**"]).checkout_strip]

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from docdelta.checkout.seal import SealedCheckout
 from docdelta.errors import ConfigError, DocdeltaError, InfraError, SandboxError, TaskError
 from docdelta.git import Repo, apply_patch
 from docdelta.grading.checks import FileDiff, parse_diff
@@ -58,7 +59,6 @@ from docdelta.models import (
     Validation,
 )
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.workspace import SealedCheckout
 
 TEST_FILES = (
     "test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**", "**/testing/**",

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.errors import InfraError, SelftestFailed, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change, load_assets
@@ -20,7 +21,6 @@ from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport, Task
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
 from docdelta.tasks.load import LoadedTask
-from docdelta.workspace import SealedCheckout, seal
 
 GREEN_CONFTEST = """import pytest
 

@@ -67,6 +67,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
+from docdelta.checkout.seal import record_path
 from docdelta.errors import SandboxError
 from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.interrupts import deferred_signals
@@ -81,7 +82,6 @@ from docdelta.sandbox.base import (
 )
 from docdelta.sandbox.limits import Hits, Limits, unmount_under
 from docdelta.sandbox.seccomp import bpf_program
-from docdelta.workspace import record_path
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
