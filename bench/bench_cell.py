@@ -27,10 +27,10 @@ from docdelta.demo import build_demo_repo
 from docdelta.git import Repo
 from docdelta.planning import ExperimentRequest, prepare
 from docdelta.progress import LineProgress
+from docdelta.results.store import ResultStore
 from docdelta.runner import RunLimits, Runner
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
-from docdelta.store import ResultStore
 
 SMOKE_ARGS = ["--cells", "2"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""

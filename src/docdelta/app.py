@@ -95,10 +95,10 @@ from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.report.render import fmt_verdict, inline
+from docdelta.results.store import MANIFEST_FILE, ResultStore
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.shard import merge_workdirs, plan_matrix
-from docdelta.store import MANIFEST_FILE, ResultStore
 from docdelta.suggest import Suggestion
 from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.tasks.load import load_tasks

@@ -57,7 +57,7 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.planning import Experiment
-from docdelta.store import ResultStore, atomic_write
+from docdelta.results.store import ResultStore, atomic_write
 
 log = logging.getLogger("docdelta.cache")
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from docdelta.history import History
     from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
     from docdelta.planning import ExperimentRequest
-    from docdelta.store import ResultStore
+    from docdelta.results.store import ResultStore
     from docdelta.suggest import Suggestion
 
 # Each command imports what only it needs inside its handler (hence the PLC0415 per-file
@@ -1080,8 +1080,8 @@ def _load_summary(workdir: Path) -> Summary:
 
 def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
     """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
+    from docdelta.results.store import ResultStore
     from docdelta.scorecard import scorecard
-    from docdelta.store import ResultStore
 
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()
@@ -1237,7 +1237,7 @@ def _judge(args: argparse.Namespace) -> int:
     from docdelta.grading.judged import judge_workdir
     from docdelta.grading.rubrics import rubric_of
     from docdelta.models import JudgeInfo
-    from docdelta.store import ResultStore
+    from docdelta.results.store import ResultStore
     from docdelta.tasks.load import load_tasks
 
     tasks = [t.task for t in load_tasks(args.tasks)]

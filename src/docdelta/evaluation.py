@@ -38,12 +38,12 @@ from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line
 from docdelta.progress import LineProgress, Progress, progress_for
 from docdelta.report.summary import design_of
+from docdelta.results.store import ResultStore
 from docdelta.rounds import run_matrix
 from docdelta.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
 from docdelta.sandbox.base import SandboxProvider
 from docdelta.scorecard import scorecard, write_pooled
 from docdelta.shard import Shard
-from docdelta.store import ResultStore
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 SandboxName = Literal["local", "docker", "none"]

@@ -36,9 +36,9 @@ from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
 from docdelta.models import AgentMetrics, AgentOutcome, Cell, Frozen, RunResult, RunStatus, sha256_hex
 from docdelta.planning import ExperimentRequest, cell_seed, prepare
+from docdelta.results.store import ResultStore, checkout_dir
 from docdelta.runner import timed_out
 from docdelta.sandbox.base import ExecResult, Sandbox
-from docdelta.store import ResultStore, checkout_dir
 from docdelta.tasks.load import load_tasks
 
 TRIALS_DIR = "trials"

@@ -27,8 +27,8 @@ from pydantic import ValidationError
 from docdelta.cache import ArmStore, CachedArm
 from docdelta.models import Cell, RunResult
 from docdelta.planning import Experiment
+from docdelta.results.store import ResultStore
 from docdelta.runner import INCOMPLETE
-from docdelta.store import ResultStore
 
 log = logging.getLogger("docdelta.forecast")
 

@@ -29,7 +29,7 @@ from typing import Literal
 
 from docdelta import stats
 from docdelta.models import BASE, HEAD, ArmUse, Detection, InstructionRef, Manifest, RunResult
-from docdelta.store import checkout_dir
+from docdelta.results.store import checkout_dir
 
 RefKind = Literal["command", "path"]
 

@@ -43,7 +43,7 @@ from docdelta.models import (
     RunBounds,
     sha256_hex,
 )
-from docdelta.store import ResultStore, checkout_dir
+from docdelta.results.store import ResultStore, checkout_dir
 from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
 

@@ -21,8 +21,8 @@ import numpy as np
 from docdelta import stats
 from docdelta.decision import FUTILITY_P, MIN_ARM_RUNS, OVERALL, POOLED, Design, TaskRuns, decide, from_strata
 from docdelta.models import DEFAULT_NOISE_BAND, Cell, VerdictKind
+from docdelta.results.store import atomic_write
 from docdelta.rounds import run_rounds
-from docdelta.store import atomic_write
 
 TREATMENT, CONTROL = "head", "base"
 ScoreModel = Literal["bernoulli", "beta"]

@@ -56,8 +56,8 @@ from docdelta.models import (
 )
 from docdelta.planning import Experiment, cell_seed
 from docdelta.progress import Progress
+from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
-from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
 from docdelta.validate import valid_cost
 
 

@@ -19,7 +19,7 @@ from docdelta.models import Detection, Manifest, PooledControl, PowerSummary, Ru
 from docdelta.power import DROPS, POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.report import summarize
 from docdelta.report.summary import design_of
-from docdelta.store import ResultStore, atomic_write
+from docdelta.results.store import ResultStore, atomic_write
 
 POOLED_FILE = "pooled.json"
 """The workdir file holding the earlier base runs the run pooled, so a report decides alike."""

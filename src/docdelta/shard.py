@@ -32,8 +32,7 @@ from pydantic import Field
 from docdelta.errors import ConfigError
 from docdelta.models import Cell, Frozen, Manifest
 from docdelta.planning import differences
-from docdelta.runner import RATE_LIMIT_LOG
-from docdelta.store import (
+from docdelta.results.store import (
     CHECKOUTS,
     DETECTION_FILE,
     LOCK_FILE,
@@ -41,6 +40,7 @@ from docdelta.store import (
     RESULT_FILE,
     ResultStore,
 )
+from docdelta.runner import RATE_LIMIT_LOG
 from docdelta.validate import DEFAULT_MAX_PARALLEL
 
 GITHUB_MAX_JOBS = 256

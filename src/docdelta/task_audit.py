@@ -33,7 +33,7 @@ from docdelta.git import Repo
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.models import Frozen, RunStatus, Task
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 from docdelta.tasks.load import LoadedTask
 from docdelta.tasks.quotes import locate, normalize
 from docdelta.text import listing

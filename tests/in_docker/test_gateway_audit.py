@@ -27,10 +27,10 @@ from docdelta.models import AgentOutcome, Cell, InstructionAudit, RunStatus
 from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize
+from docdelta.results.store import ResultStore
 from docdelta.runner import RunLimits, Runner
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox, SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
-from docdelta.store import ResultStore
 
 pytestmark = pytest.mark.docker
 

@@ -39,7 +39,7 @@ from docdelta.errors import InfraError
 from docdelta.git import Repo, overlay_commit, run_git
 from docdelta.models import Manifest, RunResult
 from docdelta.planning import Experiment, ExperimentRequest, prepare
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 from docdelta.wiring import AgentChoice, build_agent
 
 pytestmark = pytest.mark.timeout(120)

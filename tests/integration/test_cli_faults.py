@@ -19,7 +19,7 @@ from toolchain import sandbox_config
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.models import RunResult, RunStatus, Summary
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 
 TASK = """\
 id: {id}
@@ -200,7 +200,7 @@ def test_a_second_run_on_a_held_workdir_is_refused_naming_the_holder(
 HOLD_LOCK = """\
 import sys
 from pathlib import Path
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 with ResultStore(Path(sys.argv[1])).lock():
     print("held", flush=True)
     sys.stdin.read()

@@ -28,7 +28,7 @@ from docdelta.models import (
     RunStatus,
     Task,
 )
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 
 KEY = "sk-docdelta-test-0123456789-secret"
 POINT = "fix a bad commit on main with a revert pull request"

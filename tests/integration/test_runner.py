@@ -24,10 +24,10 @@ from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunStatus
 from docdelta.planning import Experiment, ExperimentRequest, PlanTooLarge, prepare
 from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize
+from docdelta.results.store import ResultStore
 from docdelta.runner import RATE_LIMIT_LOG, MatrixReport, RunLimits, Runner, with_gateway_telemetry
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
-from docdelta.store import ResultStore
 
 TASK = """\
 id: test-cmd

@@ -15,10 +15,10 @@ from gitrepo import GitRepo
 from docdelta.checkout.seal import seal_once
 from docdelta.git import Repo
 from docdelta.instructions.detect import InstructionMatcher, Overlay
+from docdelta.results.store import checkout_dir
 from docdelta.sandbox import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 from docdelta.sandbox.pool import PerThreadProvider
-from docdelta.store import checkout_dir
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from docdelta.instruction_usage import docs_diff, read_docs, references, tally
 from docdelta.models import AgentAnswer, AgentMetrics, CommandRun, InstructionRef, RunResult, RunStatus
 from docdelta.planning import ExperimentRequest, prepare
 from docdelta.report import render_markdown, summarize
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 
 BASE_DOCS = """\
 # Agents

@@ -29,7 +29,7 @@ from docdelta.models import (
     TestCounts,
 )
 from docdelta.report.html import PLOT_W, render_html
-from docdelta.store import ResultStore
+from docdelta.results.store import ResultStore
 
 EVIL = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
 

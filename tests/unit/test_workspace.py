@@ -23,7 +23,7 @@ from docdelta.config import ProjectConfig
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.store import checkout_dir
+from docdelta.results.store import checkout_dir
 
 MATCH = InstructionMatcher()
 STRIP = [*ProjectConfig(strip=["hidden/**"]).checkout_strip]

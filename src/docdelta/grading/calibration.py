@@ -25,7 +25,7 @@ from docdelta.grading.judge import rubric_sha256, rule_answer
 from docdelta.grading.judge_api import JudgeAPI
 from docdelta.grading.rubrics import FixtureSet, Rubric, load_fixtures
 from docdelta.models import CalibrationFile, CalibrationRecord, JudgeInfo
-from docdelta.store import atomic_write
+from docdelta.results.store import atomic_write
 
 THRESHOLD = 0.9
 """Minimum accuracy on each class (pass-labeled and fail-labeled) separately."""

@@ -39,7 +39,7 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.store import ResultStore, atomic_write
+from docdelta.results.store import ResultStore, atomic_write
 
 JUDGED_FILE = "judged.json"
 Clock = Callable[[], datetime]

@@ -39,7 +39,7 @@ from docdelta.models import (
 )
 from docdelta.report.plain import lead
 from docdelta.report.render import environment
-from docdelta.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
+from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 
 RUN_FILES = (RESULT_FILE, JUDGED_FILE, TRANSCRIPT_FILE, DIFF_FILE)
 """Files of a cell directory the report links to, each only when it exists."""
