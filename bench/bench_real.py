@@ -35,11 +35,11 @@ import docdelta as docdelta_package
 from docdelta.agents import get_agent
 from docdelta.config import load_project_config
 from docdelta.demo import build_demo_repo
+from docdelta.experiment.plan import ExperimentRequest, prepare
+from docdelta.experiment.progress import LineProgress
+from docdelta.experiment.runner import RunLimits, Runner
 from docdelta.git import Repo
-from docdelta.planning import ExperimentRequest, prepare
-from docdelta.progress import LineProgress
 from docdelta.results.store import ResultStore
-from docdelta.runner import RunLimits, Runner
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxSpec
 

@@ -37,9 +37,9 @@ from docdelta import stats
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
+from docdelta.experiment.plan import ExperimentRequest
 from docdelta.instructions.detect import Overlay, instruction_files
 from docdelta.models import DEFAULT_NOISE_BAND, HEAD, Frozen, RunResult, RunStatus
-from docdelta.planning import ExperimentRequest
 from docdelta.tasks.load import load_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, AblationDesign, AblationUnit
 

@@ -45,7 +45,6 @@ from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
 from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
 from docdelta.agents import agent_upstream
-from docdelta.cache import ArmStore, open_store, token_auth
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.errors import (
     ConfigError,
@@ -57,6 +56,9 @@ from docdelta.errors import (
     SelftestFailed,
 )
 from docdelta.evaluation import Deps, evaluate
+from docdelta.experiment.plan import ExperimentRequest, PlanTooLarge
+from docdelta.experiment.reuse import ArmStore, open_store, token_auth
+from docdelta.experiment.shard import merge_workdirs, plan_matrix
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.annotations import added_lines, diff_hunks, line_annotations
@@ -90,7 +92,6 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.planning import ExperimentRequest, PlanTooLarge
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
@@ -98,7 +99,6 @@ from docdelta.report.render import fmt_verdict, inline
 from docdelta.results.store import MANIFEST_FILE, ResultStore
 from docdelta.scorecard import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
-from docdelta.shard import merge_workdirs, plan_matrix
 from docdelta.suggest import Suggestion
 from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.tasks.load import load_tasks

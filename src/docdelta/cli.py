@@ -32,9 +32,9 @@ from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARAL
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
+    from docdelta.experiment.plan import ExperimentRequest
     from docdelta.history import History
     from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
-    from docdelta.planning import ExperimentRequest
     from docdelta.results.store import ResultStore
     from docdelta.suggest import Suggestion
 
@@ -677,7 +677,7 @@ def _diff_text(stream: BinaryIO) -> str:
 
 
 def _parse_arms(text: str) -> list[ArmSpec]:
-    from docdelta.arms import parse_arms  # statistics are imported only when arms are given
+    from docdelta.experiment.arms import parse_arms  # statistics are imported only when arms are given
 
     return parse_arms(text)
 
@@ -690,7 +690,7 @@ def _conditions(args: argparse.Namespace) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from docdelta.planning import ExperimentRequest
+    from docdelta.experiment.plan import ExperimentRequest
 
     arms = args.arms or []
     conditions = _conditions(args)
@@ -767,8 +767,8 @@ def _execute(
     """Run the composition root, print the scorecard, and record a complete evaluation."""
     from docdelta.config import load_config_file
     from docdelta.evaluation import Deps, evaluate
+    from docdelta.experiment.plan import PlanTooLarge
     from docdelta.history import History, record_of
-    from docdelta.planning import PlanTooLarge
     from docdelta.report import render_markdown
 
     try:
@@ -805,7 +805,7 @@ def _execute(
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from docdelta.external import (
+    from docdelta.experiment.external import (
         ANSWER_FILE,
         PROMPT_FILE,
         STATUS_FILE,
@@ -814,7 +814,7 @@ def _prepare(args: argparse.Namespace) -> int:
         ExternalAgent,
         prepare_trials,
     )
-    from docdelta.planning import ExperimentRequest
+    from docdelta.experiment.plan import ExperimentRequest
 
     request = ExperimentRequest(
         base=args.base,
@@ -837,7 +837,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from docdelta.external import check_trial
+    from docdelta.experiment.external import check_trial
 
     for trial in args.trials:
         result, fresh = check_trial(trial, args.tasks)
@@ -848,7 +848,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _open_history(args: argparse.Namespace) -> History:
     """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
-    from docdelta.cache import open_store
+    from docdelta.experiment.reuse import open_store
     from docdelta.history import HISTORY_DIR, History
     from docdelta.settings import StoreSpec
 
@@ -919,7 +919,7 @@ def _ablate(args: argparse.Namespace) -> int:
     from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
     from docdelta.ablation import render as render_ablation
     from docdelta.evaluation import Deps
-    from docdelta.planning import PlanTooLarge
+    from docdelta.experiment.plan import PlanTooLarge
 
     request = AblationRequest(
         ref=args.ref,
@@ -1039,7 +1039,7 @@ def _plan_cost(planned: int, options: RunOptions) -> str:
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
     from docdelta.config import load_project_config, matcher
-    from docdelta.shard import plan_matrix
+    from docdelta.experiment.shard import plan_matrix
     from docdelta.tasks.load import load_tasks
 
     repo = Repo(args.repo)
@@ -1058,7 +1058,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from docdelta.shard import merge_workdirs
+    from docdelta.experiment.shard import merge_workdirs
 
     merged = merge_workdirs(args.shards, args.workdir)
     planned = len(merged.manifest.order)
@@ -1133,7 +1133,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 def _tasks_audit(args: argparse.Namespace) -> int:
     from docdelta.config import load_project_config
-    from docdelta.planning import strip_inside
+    from docdelta.experiment.plan import strip_inside
     from docdelta.task_audit import audit_suite, read_source
     from docdelta.task_audit import render as render_audit
     from docdelta.tasks.load import load_tasks
@@ -1280,7 +1280,7 @@ def _gc(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from docdelta.demo import build_demo_repo
     from docdelta.evaluation import RunOptions
-    from docdelta.planning import ExperimentRequest
+    from docdelta.experiment.plan import ExperimentRequest
 
     demo = build_demo_repo(args.workdir / "pricebook")
     request = ExperimentRequest(

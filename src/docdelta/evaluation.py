@@ -25,25 +25,25 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.agents.base import Agent
-from docdelta.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
-from docdelta.cache import ArmStore, Reuse, pool, restore, save
 from docdelta.config import ProjectConfig, SandboxConfig, load_project_config
 from docdelta.errors import ConfigError, DocdeltaError
-from docdelta.forecast import forecast
+from docdelta.experiment.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
+from docdelta.experiment.forecast import forecast
+from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
+from docdelta.experiment.progress import LineProgress, Progress, progress_for
+from docdelta.experiment.reuse import ArmStore, Reuse, pool, restore, save
+from docdelta.experiment.rounds import run_matrix
+from docdelta.experiment.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
+from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.models import BASE, DEFAULT_NOISE_BAND, HEAD, ArmSpec, RunBounds, Summary
-from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.power import POWER_CACHE, cached_drop, power_line
-from docdelta.progress import LineProgress, Progress, progress_for
 from docdelta.report.summary import design_of
 from docdelta.results.store import ResultStore
-from docdelta.rounds import run_matrix
-from docdelta.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
 from docdelta.sandbox.base import SandboxProvider
 from docdelta.scorecard import scorecard, write_pooled
-from docdelta.shard import Shard
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 SandboxName = Literal["local", "docker", "none"]

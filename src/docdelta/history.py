@@ -1,7 +1,7 @@
 """Receipts and history: every finished evaluation leaves one record, and every instruction
 file content it evaluated a receipt.
 
-A history lives in any results-store backend (`docdelta.cache`: a directory, or the data
+A history lives in any results-store backend (`docdelta.experiment.reuse`: a directory, or the data
 branch), under a prefix: `--history DIR` is a directory of its own (prefix ""); the Action
 keeps it in its `results-store` under `history/`, or in `<results-path>/history` without one.
 It holds, one file per record, never a file two writers rewrite:
@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from docdelta import stats, thresholds
-from docdelta.cache import ArmStore, DirectoryStore
+from docdelta.experiment.reuse import ArmStore, DirectoryStore
 from docdelta.models import (
     BASE,
     HEAD,

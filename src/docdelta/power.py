@@ -20,9 +20,9 @@ import numpy as np
 
 from docdelta import stats
 from docdelta.decision import FUTILITY_P, MIN_ARM_RUNS, OVERALL, POOLED, Design, TaskRuns, decide, from_strata
+from docdelta.experiment.rounds import run_rounds
 from docdelta.models import DEFAULT_NOISE_BAND, Cell, VerdictKind
 from docdelta.results.store import atomic_write
-from docdelta.rounds import run_rounds
 
 TREATMENT, CONTROL = "head", "base"
 ScoreModel = Literal["bernoulli", "beta"]

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
+from docdelta.experiment.shard import GITHUB_MAX_JOBS
 from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider, PassThreshold
-from docdelta.shard import GITHUB_MAX_JOBS
 from docdelta.validate import (
     ACTION_MAX_REPEATS,
     DEFAULT_MAX_PARALLEL,

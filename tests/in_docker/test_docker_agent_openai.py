@@ -17,9 +17,9 @@ from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
+from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import Upstream
 from docdelta.models import CommandRun, RunStatus
-from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

@@ -20,8 +20,8 @@ from docker_helpers import owned_by
 from gitrepo import GitRepo
 
 from docdelta.errors import ExitCode
+from docdelta.experiment.plan import plan_order
 from docdelta.models import RunStatus
-from docdelta.planning import plan_order
 
 pytestmark = pytest.mark.docker
 

@@ -20,15 +20,15 @@ from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
 from docdelta.config import ProjectConfig
+from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
+from docdelta.experiment.progress import LineProgress
+from docdelta.experiment.runner import RunLimits, Runner
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.runtime import Gateway
 from docdelta.git import Repo
 from docdelta.models import AgentOutcome, Cell, InstructionAudit, RunStatus
-from docdelta.planning import Experiment, ExperimentRequest, prepare
-from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize
 from docdelta.results.store import ResultStore
-from docdelta.runner import RunLimits, Runner
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox, SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 

@@ -23,7 +23,11 @@ from actionrun import pr_event as _pr_event
 from fakegithub import FakeGitHub, event_path
 
 import docdelta
-from docdelta.cache import (
+from docdelta.config import load_project_config
+from docdelta.demo import DemoRepo
+from docdelta.errors import InfraError
+from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
+from docdelta.experiment.reuse import (
     POOL_PREFIX,
     BranchStore,
     CachedArm,
@@ -33,12 +37,8 @@ from docdelta.cache import (
     save,
     token_auth,
 )
-from docdelta.config import load_project_config
-from docdelta.demo import DemoRepo
-from docdelta.errors import InfraError
 from docdelta.git import Repo, overlay_commit, run_git
 from docdelta.models import Manifest, RunResult
-from docdelta.planning import Experiment, ExperimentRequest, prepare
 from docdelta.results.store import ResultStore
 from docdelta.wiring import AgentChoice, build_agent
 

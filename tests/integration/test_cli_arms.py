@@ -17,18 +17,18 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 from docdelta import app
-from docdelta.arms import parse_arms
-from docdelta.cache import arm_key
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.evaluation import Deps, RunOptions, evaluate
+from docdelta.experiment.arms import parse_arms
+from docdelta.experiment.plan import ExperimentRequest
+from docdelta.experiment.reuse import arm_key
 from docdelta.git import Repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.history import History
 from docdelta.models import Manifest, Summary
-from docdelta.planning import ExperimentRequest
 from docdelta.settings import ActionSettings, input_variable
 
 TASK = """\

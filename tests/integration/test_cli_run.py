@@ -21,8 +21,8 @@ import docdelta
 from docdelta import power as power_module
 from docdelta.cli import main
 from docdelta.errors import ExitCode
+from docdelta.experiment.plan import plan_order
 from docdelta.models import RunStatus, Summary
-from docdelta.planning import plan_order
 
 TASK = """\
 id: {id}

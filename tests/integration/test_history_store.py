@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.cache import BranchStore, DirectoryStore
+from docdelta.experiment.reuse import BranchStore, DirectoryStore
 from docdelta.git import run_git
 from docdelta.history import HISTORY_DIR, ArmRecord, History, HistoryRecord, comment_section, content_digest
 from docdelta.models import VerdictSummary
@@ -112,7 +112,7 @@ def test_two_runs_recording_on_the_data_branch_at_once_both_keep_their_record_an
         threading.Thread(target=lambda s=s, r=r: added.append(History(s, HISTORY_DIR).append(r)))
         for s, r in zip((_HeldStore(one, barrier), _HeldStore(two, barrier)), records, strict=True)
     ]
-    with caplog.at_level(logging.WARNING, logger="docdelta.cache"):
+    with caplog.at_level(logging.WARNING, logger="docdelta.experiment.reuse"):
         for t in threads:
             t.start()
         for t in threads:

@@ -17,8 +17,8 @@ from toolchain import sandbox_config
 from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
+from docdelta.experiment.plan import plan_order
 from docdelta.models import Manifest, RunResult, RunStatus
-from docdelta.planning import plan_order
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,13 @@ from docdelta import stats
 from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
 from docdelta.config import ProjectConfig
 from docdelta.errors import ConfigError, InfraError
+from docdelta.experiment.plan import Experiment, ExperimentRequest, PlanTooLarge, prepare
+from docdelta.experiment.progress import LineProgress
+from docdelta.experiment.runner import RATE_LIMIT_LOG, MatrixReport, RunLimits, Runner, with_gateway_telemetry
 from docdelta.git import Repo
 from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunStatus
-from docdelta.planning import Experiment, ExperimentRequest, PlanTooLarge, prepare
-from docdelta.progress import LineProgress
 from docdelta.report import render_markdown, summarize
 from docdelta.results.store import ResultStore
-from docdelta.runner import RATE_LIMIT_LOG, MatrixReport, RunLimits, Runner, with_gateway_telemetry
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
 

@@ -13,8 +13,8 @@ import pytest
 from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
+from docdelta.experiment.shard import Shard
 from docdelta.models import Manifest
-from docdelta.shard import Shard
 
 CLOCK = ("created_at", "started_at", "finished_at", "median_duration_s", "duration_s")
 """Timestamps and measured durations: what the clock says, which no two runs share."""

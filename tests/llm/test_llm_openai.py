@@ -45,11 +45,11 @@ from toolchain import CheckoutFactory
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.cli import main
+from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
 from docdelta.gateway.runtime import Gateway, gateway_image
 from docdelta.gateway.servers import server_identity
 from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunResult, RunStatus
-from docdelta.runner import with_gateway_telemetry
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id

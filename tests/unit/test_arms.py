@@ -7,7 +7,7 @@ import json
 import pytest
 from factories import arm, detection, manifest
 
-from docdelta.arms import compare, differs_in, parse_arms
+from docdelta.experiment.arms import compare, differs_in, parse_arms
 from docdelta.models import AgentInfo, ArmRecord, ArmSpec, Manifest, sha256_hex
 from docdelta.report import render_markdown, summarize
 from docdelta.report.html import render_html

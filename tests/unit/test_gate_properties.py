@@ -12,8 +12,8 @@ from scipy.stats import binom
 
 from docdelta import decision
 from docdelta.decision import POOLED, Design, TaskRuns, decide, from_strata
+from docdelta.experiment.rounds import RoundsOutcome, run_rounds
 from docdelta.models import Cell
-from docdelta.rounds import RoundsOutcome, run_rounds
 
 EXACT = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -15,10 +15,10 @@ from unidiff.patch import PatchSet
 
 from docdelta.agents.fake import FakeAgent
 from docdelta.config import load_project_config
+from docdelta.experiment.plan import ExperimentRequest, prepare
 from docdelta.git import Repo
 from docdelta.instruction_usage import docs_diff, read_docs, references, tally
 from docdelta.models import AgentAnswer, AgentMetrics, CommandRun, InstructionRef, RunResult, RunStatus
-from docdelta.planning import ExperimentRequest, prepare
 from docdelta.report import render_markdown, summarize
 from docdelta.results.store import ResultStore
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from docdelta.shard import MatrixPlan
+from docdelta.experiment.shard import MatrixPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 

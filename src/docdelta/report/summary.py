@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from docdelta import arms, decision, instruction_usage, stats, thresholds
+from docdelta import decision, instruction_usage, stats, thresholds
+from docdelta.experiment import arms
 from docdelta.instructions import audit
 from docdelta.instructions.detect import KNOWN_FAMILIES
 from docdelta.models import (

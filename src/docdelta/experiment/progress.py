@@ -1,6 +1,6 @@
 """Progress of a matrix, as the runner reports it cell by cell.
 
-A `Progress` is injected into `docdelta.runner.Runner`, so the cell loop does not know
+A `Progress` is injected into `docdelta.experiment.runner.Runner`, so the cell loop does not know
 where its progress goes: plain lines for CI logs (`LineProgress`), a bar redrawn in place
 for terminals (`BarProgress`); `progress_for` picks one for a stream.
 """

@@ -32,12 +32,12 @@ from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
 from docdelta.agents.prompt import build_prompt
 from docdelta.config import load_project_config
 from docdelta.errors import ConfigError
+from docdelta.experiment.plan import ExperimentRequest, cell_seed, prepare
+from docdelta.experiment.runner import timed_out
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
 from docdelta.models import AgentMetrics, AgentOutcome, Cell, Frozen, RunResult, RunStatus, sha256_hex
-from docdelta.planning import ExperimentRequest, cell_seed, prepare
 from docdelta.results.store import ResultStore, checkout_dir
-from docdelta.runner import timed_out
 from docdelta.sandbox.base import ExecResult, Sandbox
 from docdelta.tasks.load import load_tasks
 

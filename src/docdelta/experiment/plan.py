@@ -2,7 +2,7 @@
 
 `prepare` resolves two refs, detects the changed instruction files, loads and checks the
 tasks, seals one checkout per condition and writes the manifest with its seeded
-interleaved order (`plan_order`). It is kept apart from the cell loop (`docdelta.runner`)
+interleaved order (`plan_order`). It is kept apart from the cell loop (`docdelta.experiment.runner`)
 because everything here is fixed before the first cell starts: a resumed or sharded
 matrix must find the same plan, and `_check_same_experiment` refuses a workdir that holds
 another one.
@@ -21,11 +21,11 @@ from typing import Any
 
 from docdelta import __version__, thresholds
 from docdelta.agents.base import Agent
-from docdelta.arms import Arm, agent_info
 from docdelta.checkout import envs
 from docdelta.checkout.seal import SealedCheckout, build_overlays, seal_conditions
 from docdelta.config import ProjectConfig, matcher
 from docdelta.errors import ConfigError, TaskError
+from docdelta.experiment.arms import Arm, agent_info
 from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
 from docdelta.instructions.audit import AuditIndex, build_index
@@ -87,7 +87,7 @@ class ExperimentRequest:
     conditions: Sequence[str] = DEFAULT_CONDITIONS
     repeats: int = 3
     adaptive: bool = False
-    """--repeats auto: `repeats` is the cap; `docdelta.rounds` runs the plan round by round."""
+    """--repeats auto: `repeats` is the cap; `docdelta.experiment.rounds` runs the plan round by round."""
     noise_band: float | None = None
     """The band the run is planned with, recorded in the manifest (None: the default)."""
     seed: int = 0
@@ -163,7 +163,7 @@ def prepare(
 ) -> Experiment | None:
     """Resolve refs, detect, load and check tasks, seal one checkout per condition and
     write the manifest. Returns None when no instruction file changed. Each of `arms` is
-    one more column after the conditions (`docdelta.arms`).
+    one more column after the conditions (`docdelta.experiment.arms`).
 
     `config` must come from the trusted base ref (`load_project_config(repo, base)`):
     the PR head, maybe a fork, must not steer its own evaluation. `control` finds the earlier

@@ -43,6 +43,7 @@ from pydantic import Field, ValidationError
 
 from docdelta import stats
 from docdelta.errors import InfraError
+from docdelta.experiment.plan import Experiment
 from docdelta.git import overlay_commit, run_git
 from docdelta.models import (
     SCHEMA_VERSION,
@@ -56,10 +57,9 @@ from docdelta.models import (
     RunStatus,
     sha256_hex,
 )
-from docdelta.planning import Experiment
 from docdelta.results.store import ResultStore, atomic_write
 
-log = logging.getLogger("docdelta.cache")
+log = logging.getLogger("docdelta.experiment.reuse")
 
 
 # ------------------------------------------------------------------- the key
@@ -106,7 +106,7 @@ def arm_key(exp: Experiment, condition: str) -> ArmKey:
         source_sha256=checkout.source_sha256,
         overlay_sha256=checkout.overlay_sha256,
         tasks=m.tasks,
-        agent=m.agent_of(condition),  # an arm's own agent and model (docdelta.arms)
+        agent=m.agent_of(condition),  # an arm's own agent and model (docdelta.experiment.arms)
         sandbox=m.sandbox,
         image_digest=m.image_digest,
         seed=m.seed,

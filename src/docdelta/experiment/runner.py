@@ -1,6 +1,6 @@
 """The matrix: tasks x conditions x repeats, in a seeded interleaved order, resumable.
 
-`docdelta.planning.prepare` turns two refs into an `Experiment` (sealed checkouts, tasks,
+`docdelta.experiment.plan.prepare` turns two refs into an `Experiment` (sealed checkouts, tasks,
 manifest); `Runner.run` executes a list of cells — by default the whole plan, but any round
 of cells is a callable unit (adaptive repeats and sharding will call it with
 subsets). The runner holds no global state: each cell writes its own directory,
@@ -33,6 +33,8 @@ from docdelta.agents.command import preflight
 from docdelta.agents.prompt import build_prompt
 from docdelta.checkout.seal import SealedCheckout
 from docdelta.errors import DocdeltaError, InfraError
+from docdelta.experiment.plan import Experiment, cell_seed
+from docdelta.experiment.progress import Progress
 from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
@@ -54,8 +56,6 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
-from docdelta.planning import Experiment, cell_seed
-from docdelta.progress import Progress
 from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.validate import valid_cost
@@ -159,7 +159,7 @@ class MatrixReport:
 @dataclass(frozen=True)
 class Column:
     """What runs the cells of one column of the plan: the experiment's agent, or an arm's
-    (`docdelta.arms`) in a sandbox built for it (a Docker gateway pins one model)."""
+    (`docdelta.experiment.arms`) in a sandbox built for it (a Docker gateway pins one model)."""
 
     agent: Agent
     provider: SandboxProvider

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 from docdelta import stats
 from docdelta.decision import Decision, Design, TaskRuns, decide
+from docdelta.experiment.plan import Experiment
+from docdelta.experiment.runner import MatrixReport, Runner
 from docdelta.models import DEFAULT_NOISE_BAND, Cell, PooledControl, RunResult
-from docdelta.planning import Experiment
 from docdelta.report.summary import design_of, task_runs
-from docdelta.runner import MatrixReport, Runner
 
 FOCUS_STEP = 1
 """Rounds the most suspect task runs before the suspects are ranked again. One round (two

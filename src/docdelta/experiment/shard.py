@@ -30,8 +30,9 @@ from pathlib import Path
 from pydantic import Field
 
 from docdelta.errors import ConfigError
+from docdelta.experiment.plan import differences
+from docdelta.experiment.runner import RATE_LIMIT_LOG
 from docdelta.models import Cell, Frozen, Manifest
-from docdelta.planning import differences
 from docdelta.results.store import (
     CHECKOUTS,
     DETECTION_FILE,
@@ -40,7 +41,6 @@ from docdelta.results.store import (
     RESULT_FILE,
     ResultStore,
 )
-from docdelta.runner import RATE_LIMIT_LOG
 from docdelta.validate import DEFAULT_MAX_PARALLEL
 
 GITHUB_MAX_JOBS = 256

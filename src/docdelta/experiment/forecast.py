@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from docdelta.cache import ArmStore, CachedArm
+from docdelta.experiment.plan import Experiment
+from docdelta.experiment.reuse import ArmStore, CachedArm
+from docdelta.experiment.runner import INCOMPLETE
 from docdelta.models import Cell, RunResult
-from docdelta.planning import Experiment
 from docdelta.results.store import ResultStore
-from docdelta.runner import INCOMPLETE
 
-log = logging.getLogger("docdelta.forecast")
+log = logging.getLogger("docdelta.experiment.forecast")
 
 HISTORY_ENTRIES = 20
 """Newest results-store entries read for samples: enough runs for a stable mean, few
