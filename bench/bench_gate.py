@@ -1,8 +1,8 @@
 """The gate's error rates, power and cost on simulated PRs, through the real round loop.
 
 Every simulated PR runs `docdelta.experiment.rounds.run_rounds` — the loop `docdelta run --repeats
-auto` runs — with `docdelta.power.Simulated` (fake agents of known per-task success
-rates) as its cell executor, and is decided by `docdelta.decision.decide`, the function
+auto` runs — with `docdelta.scorecard.power.Simulated` (fake agents of known per-task success
+rates) as its cell executor, and is decided by `docdelta.scorecard.decision.decide`, the function
 behind the scorecard and the check. Fixed designs go through the same loop with one look.
 
 Three tasks of success rates 0.3 / 0.5 / 0.8 (issue 13). A/A: head = base. Drop: the
@@ -25,10 +25,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from docdelta.decision import Design
 from docdelta.models import VerdictKind
-from docdelta.power import Scenario, Simulation, drop_scenario, interval_coverage, simulate, wilson
-from docdelta.stats import DEFAULT_ALPHA
+from docdelta.scorecard.decision import Design
+from docdelta.scorecard.power import Scenario, Simulation, drop_scenario, interval_coverage, simulate, wilson
+from docdelta.scorecard.stats import DEFAULT_ALPHA
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
 SMOKE_ARGS = ["--prs", "2", "--jobs", "1"]

@@ -6,7 +6,7 @@ answers right with the per-task rate its checkout's AGENTS.md states, and base a
 commits whose AGENTS.md differ. A/A: head states the same rates (the edit changes nothing
 the agent reads). Drop: head states task t3 at 0.3 instead of 0.8. Nothing else is set: the
 repeats, noise band, conditions and caps are the CLI's shipped defaults, so the figures are
-what a user who configures nothing gets. Beside each case, `docdelta.power.simulate` runs the
+what a user who configures nothing gets. Beside each case, `docdelta.scorecard.power.simulate` runs the
 same scenario, design and band in-process, so a divergence between the two shows.
 
     .venv/bin/python bench/bench_gate_cli.py [--prs 100] [--sim-prs 1000] [--jobs 2] [--seed 0]
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from docdelta.decision import Design
 from docdelta.models import DEFAULT_NOISE_BAND, Summary
-from docdelta.power import Scenario, drop_scenario, simulate, wilson
+from docdelta.scorecard.decision import Design
+from docdelta.scorecard.power import Scenario, drop_scenario, simulate, wilson
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
 SMOKE_ARGS = ["--smoke"]

@@ -1,7 +1,7 @@
 """The pass-threshold gate's false-alarm rate on identical docs (A/A), by simulation and exactly.
 
 Every simulated PR draws head and base runs of each task from the same pass rate and
-applies `docdelta.thresholds.summarize` — the rule the scorecard and the check apply: the
+applies `docdelta.scorecard.thresholds.summarize` — the rule the scorecard and the check apply: the
 check fails when a task's head arm misses its bar and its base arm met it. Beside each
 simulated rate (with its 95% Wilson interval) the exact rate from the binomial
 distribution, 1 - prod over tasks of (1 - P(head misses) P(base meets)), which the
@@ -16,9 +16,9 @@ import argparse
 import math
 import random
 
-from docdelta import thresholds
 from docdelta.models import BASE, HEAD, PassThreshold
-from docdelta.power import wilson
+from docdelta.scorecard import thresholds
+from docdelta.scorecard.power import wilson
 
 SMOKE_ARGS = ["--smoke"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""

@@ -30,7 +30,7 @@ from docdelta.models import (
     ScoreItem,
     Summary,
 )
-from docdelta.report import summarize
+from docdelta.scorecard.summarize import summarize
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

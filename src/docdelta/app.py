@@ -40,7 +40,6 @@ from typing import TextIO
 import certifi
 from pydantic import ValidationError
 
-from docdelta import stats, thresholds
 from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
 from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
@@ -67,7 +66,6 @@ from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.github.wording import action_words
-from docdelta.history import HISTORY_DIR, History, comment_section, content_digest, record_of
 from docdelta.instructions.detect import InstructionMatcher, instruction_files
 from docdelta.loop_comment import (
     Proven,
@@ -97,7 +95,9 @@ from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.report.render import fmt_verdict, inline
 from docdelta.results.store import MANIFEST_FILE, ResultStore
-from docdelta.scorecard import scorecard
+from docdelta.scorecard import stats, thresholds
+from docdelta.scorecard.history import HISTORY_DIR, History, comment_section, content_digest, record_of
+from docdelta.scorecard.workdir import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.suggest import Suggestion
 from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of

@@ -33,9 +33,9 @@ from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARAL
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
     from docdelta.experiment.plan import ExperimentRequest
-    from docdelta.history import History
     from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
     from docdelta.results.store import ResultStore
+    from docdelta.scorecard.history import History
     from docdelta.suggest import Suggestion
 
 # Each command imports what only it needs inside its handler (hence the PLC0415 per-file
@@ -716,7 +716,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _pass_threshold(args: argparse.Namespace) -> PassThreshold | None:
-    """`--pass-threshold` / `--pass-k` as the default bar (`docdelta.thresholds`)."""
+    """`--pass-threshold` / `--pass-k` as the default bar (`docdelta.scorecard.thresholds`)."""
     from docdelta.models import PassThreshold
 
     if args.pass_threshold is None:
@@ -768,8 +768,8 @@ def _execute(
     from docdelta.config import load_config_file
     from docdelta.evaluation import Deps, evaluate
     from docdelta.experiment.plan import PlanTooLarge
-    from docdelta.history import History, record_of
     from docdelta.report import render_markdown
+    from docdelta.scorecard.history import History, record_of
 
     try:
         project = None if config is None else load_config_file(config)
@@ -849,7 +849,7 @@ def _check(args: argparse.Namespace) -> int:
 def _open_history(args: argparse.Namespace) -> History:
     """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
     from docdelta.experiment.reuse import open_store
-    from docdelta.history import HISTORY_DIR, History
+    from docdelta.scorecard.history import HISTORY_DIR, History
     from docdelta.settings import StoreSpec
 
     if args.history is not None:
@@ -865,7 +865,7 @@ def _open_history(args: argparse.Namespace) -> History:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from docdelta.history import render as render_history
+    from docdelta.scorecard.history import render as render_history
 
     records, skipped = _open_history(args).records()
     if args.json:
@@ -892,7 +892,7 @@ def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
 
 def _receipt(args: argparse.Namespace) -> int:
     """The CI check: the file being merged, by content hash, against the receipts."""
-    from docdelta.history import content_digest
+    from docdelta.scorecard.history import content_digest
 
     history = _open_history(args)
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
@@ -1081,7 +1081,7 @@ def _load_summary(workdir: Path) -> Summary:
 def _load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
     """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
     from docdelta.results.store import ResultStore
-    from docdelta.scorecard import scorecard
+    from docdelta.scorecard.workdir import scorecard
 
     store = ResultStore(workdir)
     manifest, detection = store.read_manifest(), store.read_detection()

@@ -39,11 +39,11 @@ from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.models import BASE, DEFAULT_NOISE_BAND, HEAD, ArmSpec, RunBounds, Summary
-from docdelta.power import POWER_CACHE, cached_drop, power_line
-from docdelta.report.summary import design_of
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import SandboxProvider
-from docdelta.scorecard import scorecard, write_pooled
+from docdelta.scorecard.power import POWER_CACHE, cached_drop, power_line
+from docdelta.scorecard.summarize import design_of
+from docdelta.scorecard.workdir import scorecard, write_pooled
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 SandboxName = Literal["local", "docker", "none"]

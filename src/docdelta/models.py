@@ -1010,7 +1010,7 @@ class Summary(Frozen):
 
 
 class VerdictSummary(Frozen):
-    """The call on treatment vs control (`docdelta.decision`), with the numbers that justify it."""
+    """The call on treatment vs control (`docdelta.scorecard.decision`), with the numbers that justify it."""
 
     treatment: str
     control: str

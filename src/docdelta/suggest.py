@@ -40,7 +40,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from docdelta import stats
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
@@ -58,6 +57,7 @@ from docdelta.models import (
     Task,
     sha256_hex,
 )
+from docdelta.scorecard import stats
 from docdelta.task_audit import FileKind, file_kind
 from docdelta.tasks.quotes import locate
 

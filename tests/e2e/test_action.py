@@ -30,9 +30,9 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.history import HISTORY_DIR, History
 from docdelta.models import RunResult, Summary
 from docdelta.report import render
+from docdelta.scorecard.history import HISTORY_DIR, History
 from docdelta.settings import ActionSettings, input_variable
 
 API_KEY = "sk-test-SECRET-api-key-0123456789"

@@ -17,9 +17,9 @@ from clirun import run_args
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta import stats
 from docdelta.cli import main
 from docdelta.models import Summary
+from docdelta.scorecard import stats
 
 TASK = """\
 id: test-cmd

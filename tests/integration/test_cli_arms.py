@@ -27,8 +27,8 @@ from docdelta.git import Repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.history import History
 from docdelta.models import Manifest, Summary
+from docdelta.scorecard.history import History
 from docdelta.settings import ActionSettings, input_variable
 
 TASK = """\

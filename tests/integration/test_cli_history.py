@@ -14,7 +14,7 @@ from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.errors import ExitCode
-from docdelta.history import LEGACY_FILE, History, Receipt, ReceiptEntry, content_digest
+from docdelta.scorecard.history import LEGACY_FILE, History, Receipt, ReceiptEntry, content_digest
 
 AGENT = """\
 import json, os, sys

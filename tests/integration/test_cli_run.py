@@ -18,11 +18,11 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 import docdelta
-from docdelta import power as power_module
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.experiment.plan import plan_order
 from docdelta.models import RunStatus, Summary
+from docdelta.scorecard import power as power_module
 
 TASK = """\
 id: {id}

@@ -14,11 +14,12 @@ from docdelta.github.annotations import added_lines, line_annotations
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.port import CheckReport, Conclusion
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.instruction_usage import docs_diff
 from docdelta.models import CommandRun, RunResult, Summary
-from docdelta.report import render_comment_markdown, summarize
+from docdelta.report import render_comment_markdown
 from docdelta.report.plain import SCORECARD_DOCS
 from docdelta.report.render import SCREEN_LINES, TOP_TASKS
+from docdelta.scorecard.instruction_usage import docs_diff
+from docdelta.scorecard.summarize import summarize
 
 BASE_SHA, HEAD_SHA = "b" * 40, "h" * 40
 OLD_DOCS = "# Agents\n\nRun `python setup.py test`.\n"

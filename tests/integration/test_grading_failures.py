@@ -22,9 +22,9 @@ from docdelta.github.comment import render_comment
 from docdelta.models import RunResult, Summary
 from docdelta.report import render_markdown
 from docdelta.report.render import render_comment_markdown
-from docdelta.report.summary import NO_TEST_RAN
 from docdelta.results.store import ResultStore
-from docdelta.scorecard import scorecard
+from docdelta.scorecard.summarize import NO_TEST_RAN
+from docdelta.scorecard.workdir import scorecard
 
 HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 REFERENCE = """\

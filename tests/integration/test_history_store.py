@@ -16,8 +16,15 @@ import pytest
 
 from docdelta.experiment.reuse import BranchStore, DirectoryStore
 from docdelta.git import run_git
-from docdelta.history import HISTORY_DIR, ArmRecord, History, HistoryRecord, comment_section, content_digest
 from docdelta.models import VerdictSummary
+from docdelta.scorecard.history import (
+    HISTORY_DIR,
+    ArmRecord,
+    History,
+    HistoryRecord,
+    comment_section,
+    content_digest,
+)
 
 pytestmark = pytest.mark.timeout(120)
 

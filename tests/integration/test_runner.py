@@ -15,7 +15,6 @@ from typing import ClassVar
 import pytest
 from gitrepo import GitRepo
 
-from docdelta import stats
 from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
 from docdelta.config import ProjectConfig
 from docdelta.errors import ConfigError, InfraError
@@ -24,10 +23,12 @@ from docdelta.experiment.progress import LineProgress
 from docdelta.experiment.runner import RATE_LIMIT_LOG, MatrixReport, RunLimits, Runner, with_gateway_telemetry
 from docdelta.git import Repo
 from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunStatus
-from docdelta.report import render_markdown, summarize
+from docdelta.report import render_markdown
 from docdelta.results.store import ResultStore
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from docdelta.scorecard import stats
+from docdelta.scorecard.summarize import summarize
 
 TASK = """\
 id: test-cmd

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from docdelta import stats
+from docdelta.scorecard import stats
 
 ALPHA = stats.DEFAULT_ALPHA
 PRS = 1000

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from factories import arm, result, summary_of
 
-from docdelta import stats
 from docdelta.models import RunResult, RunStatus
 from docdelta.report import render_markdown
+from docdelta.scorecard import stats
 
 
 def _conclusion(runs: list[RunResult]) -> str:

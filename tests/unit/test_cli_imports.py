@@ -30,7 +30,7 @@ pydantic models of the vocabulary (it serializes only `docdelta.models_core`'s) 
 config's models (the gateway's, the sandbox's, the arms')."""
 SCORECARD_HEAVY = ("scipy", "httpx", "docker", "github")
 """What a scorecard (every `run`, every `report`) never needs: scipy (the usage rank test,
-Fisher's test and the normal tail are docdelta.stats' own), httpx (only a judge's client),
+Fisher's test and the normal tail are docdelta.scorecard.stats' own), httpx (only a judge's client),
 the Docker SDK and PyGithub (only their sandbox and the Action's comment)."""
 
 PROBE = """
@@ -97,9 +97,8 @@ def test_detect_with_a_project_config_still_reads_it_and_refuses_a_bad_one(tmp_p
 def test_the_run_and_report_modules_import_no_scipy_httpx_docker_or_pygithub() -> None:
     """The composition root and the scorecard at module level: a fully reused rerun paid
     seconds for scipy (the normal quantile, Fisher's test) and httpx (the judge's client)."""
-    probe = (
-        "import json, sys\nimport docdelta.cli, docdelta.evaluation, docdelta.scorecard, docdelta.ablation\n"
-    )
+    probe = "import json, sys\n"
+    probe += "import docdelta.cli, docdelta.evaluation, docdelta.scorecard.workdir, docdelta.ablation\n"
     probe += "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, norm
 
-from docdelta import decision, power
-from docdelta.decision import Design, decide, from_strata, holm
 from docdelta.experiment.rounds import round_cells, run_rounds
 from docdelta.models import Cell, VerdictKind
-from docdelta.power import Scenario, ScoreModel, simulate, wilson
+from docdelta.scorecard import decision, power
+from docdelta.scorecard.decision import Design, decide, from_strata, holm
+from docdelta.scorecard.power import Scenario, ScoreModel, simulate, wilson
 
 ALPHA = 0.05
 SLOW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

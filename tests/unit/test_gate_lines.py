@@ -11,10 +11,10 @@ from factories import arm, summary_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docdelta.decision import OVERALL, Design, Interval, decide, from_strata
 from docdelta.models import RunResult
-from docdelta.power import interval_coverage, power_line, wilson
 from docdelta.report import render_markdown
+from docdelta.scorecard.decision import OVERALL, Design, Interval, decide, from_strata
+from docdelta.scorecard.power import interval_coverage, power_line, wilson
 
 ALPHA = 0.05
 BAND = 0.2

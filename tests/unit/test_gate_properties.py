@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from docdelta import decision
-from docdelta.decision import POOLED, Design, TaskRuns, decide, from_strata
 from docdelta.experiment.rounds import RoundsOutcome, run_rounds
 from docdelta.models import Cell
+from docdelta.scorecard import decision
+from docdelta.scorecard.decision import POOLED, Design, TaskRuns, decide, from_strata
 
 EXACT = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -17,10 +17,11 @@ from docdelta.agents.fake import FakeAgent
 from docdelta.config import load_project_config
 from docdelta.experiment.plan import ExperimentRequest, prepare
 from docdelta.git import Repo
-from docdelta.instruction_usage import docs_diff, read_docs, references, tally
 from docdelta.models import AgentAnswer, AgentMetrics, CommandRun, InstructionRef, RunResult, RunStatus
-from docdelta.report import render_markdown, summarize
+from docdelta.report import render_markdown
 from docdelta.results.store import ResultStore
+from docdelta.scorecard.instruction_usage import docs_diff, read_docs, references, tally
+from docdelta.scorecard.summarize import summarize
 
 BASE_DOCS = """\
 # Agents

@@ -26,7 +26,7 @@ from docdelta.models import (
     ScoreItem,
     Task,
 )
-from docdelta.report import summarize
+from docdelta.scorecard.summarize import summarize
 from docdelta.tasks.load import load_tasks
 
 POINT = "fix a bad commit on main with a revert pull request"

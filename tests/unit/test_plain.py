@@ -7,8 +7,9 @@ from factories import arm, detection, manifest, summary_of
 from docdelta.github.annotations import added_lines, line_annotations
 from docdelta.github.port import AnnotationLevel, PrFile
 from docdelta.models import ArmUse, Certainty, FileStatus, InstructionRef, PowerSummary, RunResult
-from docdelta.report import render_comment_markdown, render_markdown, summarize
+from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.plain import lead
+from docdelta.scorecard.summarize import summarize
 
 
 def _issue_case() -> list[RunResult]:

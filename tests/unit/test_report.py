@@ -10,7 +10,6 @@ from factories import arm, detection, judged, manifest, result, ruling, summary_
 from gitrepo import GitRepo, Link
 from jinja2 import UndefinedError
 
-from docdelta import decision, stats
 from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
 from docdelta.instructions.detect import InstructionMatcher, detect_refs
@@ -23,8 +22,10 @@ from docdelta.models import (
     RunStatus,
     Summary,
 )
-from docdelta.report import render_comment_markdown, render_json, render_markdown, summarize
+from docdelta.report import render_comment_markdown, render_json, render_markdown
 from docdelta.report.render import cell, code, environment, mermaid_label
+from docdelta.scorecard import decision, stats
+from docdelta.scorecard.summarize import summarize
 
 
 # ------------------------------------------------------------------ summary

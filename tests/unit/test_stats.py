@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, fisher_exact, mannwhitneyu
 
-from docdelta import stats
-from docdelta.stats import ArmSample, compare
+from docdelta.scorecard import stats
+from docdelta.scorecard.stats import ArmSample, compare
 
 values = st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1, max_size=30)
 scores = st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=1, max_size=12)

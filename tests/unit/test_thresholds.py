@@ -9,10 +9,11 @@ import pytest
 from factories import arm, detection, manifest
 from pydantic import ValidationError
 
-from docdelta import stats, thresholds
-from docdelta.history import History, record_of
 from docdelta.models import ConditionSpec, PassThreshold, RunResult, Summary, Task
-from docdelta.report import render_comment_markdown, render_markdown, summarize
+from docdelta.report import render_comment_markdown, render_markdown
+from docdelta.scorecard import stats, thresholds
+from docdelta.scorecard.history import History, record_of
+from docdelta.scorecard.summarize import summarize
 from docdelta.tasks.load import task_json_schema
 
 BAR = PassThreshold(fraction=0.8)

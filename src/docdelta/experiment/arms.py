@@ -23,7 +23,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from docdelta import stats
 from docdelta.agents.base import Agent
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
@@ -40,6 +39,7 @@ from docdelta.models import (
     RunResult,
     RunStatus,
 )
+from docdelta.scorecard import stats
 
 ARMS_FLAG = "--arms"
 FIELDS = tuple(f for f in ArmSpec.model_fields if f != "name")

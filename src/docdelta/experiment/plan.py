@@ -19,7 +19,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-from docdelta import __version__, thresholds
+from docdelta import __version__
 from docdelta.agents.base import Agent
 from docdelta.checkout import envs
 from docdelta.checkout.seal import SealedCheckout, build_overlays, seal_conditions
@@ -44,6 +44,7 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.results.store import ResultStore, checkout_dir
+from docdelta.scorecard import thresholds
 from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
 
@@ -108,7 +109,7 @@ class ExperimentRequest:
     """Plan no base runs when the results store pools at least this many earlier base runs of
     every task (None: always run the base arm)."""
     pass_threshold: PassThreshold | None = None
-    """The bar of tasks that set no `pass_threshold` of their own (`docdelta.thresholds`)."""
+    """The bar of tasks that set no `pass_threshold` of their own (`docdelta.scorecard.thresholds`)."""
     only_tasks: Sequence[str] = ()
     """Run only these task ids (`--task`, while iterating); empty: every task."""
     refresh: bool = False

@@ -41,7 +41,6 @@ from typing import Protocol
 
 from pydantic import Field, ValidationError
 
-from docdelta import stats
 from docdelta.errors import InfraError
 from docdelta.experiment.plan import Experiment
 from docdelta.git import overlay_commit, run_git
@@ -58,6 +57,7 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.results.store import ResultStore, atomic_write
+from docdelta.scorecard import stats
 
 log = logging.getLogger("docdelta.experiment.reuse")
 
@@ -148,7 +148,7 @@ def member_name(pool_digest: str, digest: str) -> str:
 
 class ArmStore(Protocol):
     """Bytes by name; validation is the caller's (`restore`). The same backends keep files
-    by path (`read`, `paths`, `add`) for the history (`docdelta.history`)."""
+    by path (`read`, `paths`, `add`) for the history (`docdelta.scorecard.history`)."""
 
     def read(self, path: str) -> bytes | None: ...
     def paths(self, prefix: str) -> list[str]:

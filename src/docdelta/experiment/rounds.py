@@ -14,10 +14,10 @@ significant change, or equivalence inside the band), the whole experiment as soo
 regresses (the gate fails whatever the other tasks do) or no change is shown, and otherwise
 runs on up to the cap. Decisions are taken only at a task's looks, on its first n rounds, so
 the allocation may read anything: the decision's error rates hold however this loop
-chooses which task runs or when it stops (see `docdelta.decision`).
+chooses which task runs or when it stops (see `docdelta.scorecard.decision`).
 
 The loop only knows two callables: `execute(cells)` runs one batch of cells (the real
-`Runner.run`, or the simulated agents of `docdelta.power`) and `observe()` reads back the
+`Runner.run`, or the simulated agents of `docdelta.scorecard.power`) and `observe()` reads back the
 graded scores, so the CLI and the bench run one and the same loop.
 """
 
@@ -28,12 +28,12 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta import stats
-from docdelta.decision import Decision, Design, TaskRuns, decide
 from docdelta.experiment.plan import Experiment
 from docdelta.experiment.runner import MatrixReport, Runner
 from docdelta.models import DEFAULT_NOISE_BAND, Cell, PooledControl, RunResult
-from docdelta.report.summary import design_of, task_runs
+from docdelta.scorecard import stats
+from docdelta.scorecard.decision import Decision, Design, TaskRuns, decide
+from docdelta.scorecard.summarize import design_of, task_runs
 
 FOCUS_STEP = 1
 """Rounds the most suspect task runs before the suspects are ranked again. One round (two

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
-from docdelta.decision import holm
 from docdelta.github.port import Annotation, AnnotationLevel, PrFile
 from docdelta.models import BASE, HEAD, InstructionRef
+from docdelta.scorecard.decision import holm
 
 TITLE = "docdelta: what the runs did with this line"
 

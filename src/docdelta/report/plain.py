@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta import decision, stats
 from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
+from docdelta.scorecard import decision, stats
 from docdelta.validate import ACTION_MAX_REPEATS
 
 MAX_NAMED = 3

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from docdelta import stats
 from docdelta.models import BASE, HEAD, ArmPass, PassThreshold, Summary, Task, ThresholdSummary
+from docdelta.scorecard import stats
 
 
 def effective(tasks: Mapping[str, Task], default: PassThreshold | None) -> dict[str, PassThreshold]:

@@ -12,14 +12,13 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from docdelta import stats
 from docdelta.grading.judged import load_judged, with_judgements
-from docdelta.instruction_usage import read_docs
 from docdelta.models import Detection, Manifest, PooledControl, PowerSummary, RunResult, Summary
-from docdelta.power import DROPS, POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
-from docdelta.report import summarize
-from docdelta.report.summary import design_of
 from docdelta.results.store import ResultStore, atomic_write
+from docdelta.scorecard import stats
+from docdelta.scorecard.instruction_usage import read_docs
+from docdelta.scorecard.power import DROPS, POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
+from docdelta.scorecard.summarize import design_of, summarize
 
 POOLED_FILE = "pooled.json"
 """The workdir file holding the earlier base runs the run pooled, so a report decides alike."""

@@ -405,7 +405,7 @@ def directional_test(
     alpha (1.8% at 0.05 in the A/A calibration). Half the atom centres the p-value on the
     randomized exact test; its size is within a few tenths of a percent of alpha at the
     sizes docdelta runs (property-tested), and the decision rule's union bounds over looks
-    and tasks (`docdelta.decision`) sit on top of it. Same strata rules as `permutation_test`.
+    and tasks (`docdelta.scorecard.decision`) sit on top of it. Same strata rules as `permutation_test`.
 
     Memoised on the scores as given (`_directional`): the round loop re-ranks every task each
     round and `decide` re-takes every earlier look, mostly on runs already tested.

@@ -27,9 +27,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from docdelta import stats
 from docdelta.models import BASE, HEAD, ArmUse, Detection, InstructionRef, Manifest, RunResult
 from docdelta.results.store import checkout_dir
+from docdelta.scorecard import stats
 
 RefKind = Literal["command", "path"]
 

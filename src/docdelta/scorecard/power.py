@@ -18,11 +18,20 @@ from typing import Literal
 
 import numpy as np
 
-from docdelta import stats
-from docdelta.decision import FUTILITY_P, MIN_ARM_RUNS, OVERALL, POOLED, Design, TaskRuns, decide, from_strata
 from docdelta.experiment.rounds import run_rounds
 from docdelta.models import DEFAULT_NOISE_BAND, Cell, VerdictKind
 from docdelta.results.store import atomic_write
+from docdelta.scorecard import stats
+from docdelta.scorecard.decision import (
+    FUTILITY_P,
+    MIN_ARM_RUNS,
+    OVERALL,
+    POOLED,
+    Design,
+    TaskRuns,
+    decide,
+    from_strata,
+)
 
 TREATMENT, CONTROL = "head", "base"
 ScoreModel = Literal["bernoulli", "beta"]

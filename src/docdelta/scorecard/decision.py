@@ -1,7 +1,7 @@
 """The gate's decision: per task and overall, fixed or sequential, with its error budget.
 
 Pure numbers in, a `Decision` out; the summary, the check, the round loop
-(`docdelta.experiment.rounds`) and the power simulation (`docdelta.power`) all call `decide`, so the
+(`docdelta.experiment.rounds`) and the power simulation (`docdelta.scorecard.power`) all call `decide`, so the
 rule the bench measures is the rule the CLI and the Action apply.
 
 The procedure, and why this one:
@@ -61,8 +61,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from statistics import NormalDist
 
-from docdelta import stats
 from docdelta.models import DEFAULT_NOISE_BAND, VerdictKind
+from docdelta.scorecard import stats
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
 OVERALL = "overall"

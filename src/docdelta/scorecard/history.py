@@ -29,7 +29,6 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from docdelta import stats, thresholds
 from docdelta.experiment.reuse import ArmStore, DirectoryStore
 from docdelta.models import (
     BASE,
@@ -43,6 +42,7 @@ from docdelta.models import (
     VerdictSummary,
     sha256_hex,
 )
+from docdelta.scorecard import stats, thresholds
 
 HISTORY_DIR = "history"
 """The history's folder in the Action's results store, or in its results path without one."""

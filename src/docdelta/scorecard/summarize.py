@@ -1,6 +1,6 @@
 """From stored results to the scorecard's numbers (`Summary`), which every renderer shares.
 
-All arithmetic is delegated to `docdelta.stats`; this module only groups runs by
+All arithmetic is delegated to `docdelta.scorecard.stats`; this module only groups runs by
 task and condition, decides which runs count, and collects the confounds a reader
 must see before trusting a delta.
 
@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
-from docdelta import decision, instruction_usage, stats, thresholds
 from docdelta.experiment import arms
 from docdelta.instructions import audit
 from docdelta.instructions.detect import KNOWN_FAMILIES
@@ -72,6 +71,7 @@ from docdelta.models import (
     TaskSummary,
     VerdictSummary,
 )
+from docdelta.scorecard import decision, instruction_usage, stats, thresholds
 
 _CANONICAL_ORDER = BUILTIN_CONDITIONS
 FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})
