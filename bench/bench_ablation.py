@@ -1,7 +1,7 @@
 """Does the fractional factorial find the sections that matter, at what cost, against one at
 a time? A simulated agent whose pass rate on a task drops from `--p-kept` to `--p-removed`
 when the one section carrying that task is removed (other sections do nothing); each design
-is analysed by `docdelta.ablation.analyse`, the code `docdelta ablate` runs. Prints the runs
+is analysed by `docdelta.improve.ablation.analyse`, the code `docdelta ablate` runs. Prints the runs
 ratio, the rate at which each carrying section is found lowering its task (recall), and the
 rate at which an idle section is flagged as moving a task (false positives), with Wilson 95%
 intervals over `--trials` simulated ablations. Goal (issue 15): <= 50% of one at a time's runs
@@ -17,7 +17,7 @@ import math
 import random
 from datetime import UTC, datetime
 
-from docdelta.ablation import Design, Section, analyse, make_plan, single_runs
+from docdelta.improve.ablation import Design, Section, analyse, make_plan, single_runs
 from docdelta.models import AgentMetrics, AgentOutcome, Cell, RunResult, RunStatus, Score
 
 SMOKE_ARGS = ["--trials", "2"]

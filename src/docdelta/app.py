@@ -40,8 +40,6 @@ from typing import TextIO
 import certifi
 from pydantic import ValidationError
 
-from docdelta.ablation import ABLATION_FILE, AblationRequest, ablate
-from docdelta.ablation import render as render_ablation
 from docdelta.activity import Activity
 from docdelta.agents import agent_upstream
 from docdelta.config import ProjectConfig, load_project_config, matcher
@@ -66,6 +64,10 @@ from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.github.wording import action_words
+from docdelta.improve.ablation import ABLATION_FILE, AblationRequest, ablate
+from docdelta.improve.ablation import render as render_ablation
+from docdelta.improve.suggest import Suggestion
+from docdelta.improve.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.instructions.detect import InstructionMatcher, instruction_files
 from docdelta.loop_comment import (
     Proven,
@@ -99,8 +101,6 @@ from docdelta.scorecard import stats, thresholds
 from docdelta.scorecard.history import HISTORY_DIR, History, comment_section, content_digest, record_of
 from docdelta.scorecard.workdir import scorecard
 from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
-from docdelta.suggest import Suggestion
-from docdelta.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.tasks.load import load_tasks
 
 PR_EVENTS = ("pull_request", "pull_request_target")

@@ -33,10 +33,10 @@ from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARAL
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
     from docdelta.experiment.plan import ExperimentRequest
+    from docdelta.improve.suggest import Suggestion
     from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
     from docdelta.results.store import ResultStore
     from docdelta.scorecard.history import History
-    from docdelta.suggest import Suggestion
 
 # Each command imports what only it needs inside its handler (hence the PLC0415 per-file
 # ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
@@ -203,7 +203,7 @@ def _add_init_command(sub: Any) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from docdelta.project_init import init_project, next_commands
+    from docdelta.improve.project_init import init_project, next_commands
 
     repo = Repo(args.repo)
     result = init_project(repo, args.ref)
@@ -916,10 +916,10 @@ def _receipt(args: argparse.Namespace) -> int:
 
 
 def _ablate(args: argparse.Namespace) -> int:
-    from docdelta.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
-    from docdelta.ablation import render as render_ablation
     from docdelta.evaluation import Deps
     from docdelta.experiment.plan import PlanTooLarge
+    from docdelta.improve.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
+    from docdelta.improve.ablation import render as render_ablation
 
     request = AblationRequest(
         ref=args.ref,
@@ -949,8 +949,8 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
-    from docdelta.suggest import adding, change, measure, measured_line, suggest
-    from docdelta.suggest import write as write_suggestion
+    from docdelta.improve.suggest import adding, change, measure, measured_line, suggest
+    from docdelta.improve.suggest import write as write_suggestion
     from docdelta.tasks.load import load_tasks
 
     _, manifest, results, _summary = _load_experiment(args.workdir)
@@ -969,7 +969,7 @@ def _suggest(args: argparse.Namespace) -> int:
         print(f"replaces `{r.stale}` with `{r.command}` in {r.file}:{r.line}: {r.evidence}")
     model_patch = _model_draft(args, repo, manifest, results, tasks, drafted, out) if args.model else None
     if args.measured is not None:
-        from docdelta.suggest_model import measured_as
+        from docdelta.improve.suggest_model import measured_as
 
         _, proof_manifest, proof_results, _ = _load_experiment(args.measured)
         what = change(drafted)
@@ -1000,8 +1000,8 @@ def _model_draft(
     out: Path,
 ) -> Path | None:
     """The second, model-written patch beside `out` (its path); a refused draft is said, not kept."""
-    from docdelta.suggest_model import draft_for
-    from docdelta.suggest_model import write as write_model_draft
+    from docdelta.improve.suggest_model import draft_for
+    from docdelta.improve.suggest_model import write as write_model_draft
 
     try:
         got = draft_for(
@@ -1134,8 +1134,8 @@ def _tasks(args: argparse.Namespace) -> int:
 def _tasks_audit(args: argparse.Namespace) -> int:
     from docdelta.config import load_project_config
     from docdelta.experiment.plan import strip_inside
-    from docdelta.task_audit import audit_suite, read_source
-    from docdelta.task_audit import render as render_audit
+    from docdelta.improve.task_audit import audit_suite, read_source
+    from docdelta.improve.task_audit import render as render_audit
     from docdelta.tasks.load import load_tasks
 
     repo = Repo(args.repo)
@@ -1148,7 +1148,7 @@ def _tasks_audit(args: argparse.Namespace) -> int:
 
 
 def _tasks_draft(args: argparse.Namespace) -> int:
-    from docdelta.task_draft import draft_tasks, existing_tasks, gold_summary, write_drafts
+    from docdelta.improve.task_draft import draft_tasks, existing_tasks, gold_summary, write_drafts
 
     drafts = draft_tasks(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
     written, kept = write_drafts(drafts, args.out)
@@ -1172,7 +1172,7 @@ def _tasks_draft(args: argparse.Namespace) -> int:
 
 
 def _tasks_from_commit(args: argparse.Namespace) -> int:
-    from docdelta.grading.fromcommit import task_from_commit, write_task
+    from docdelta.improve.from_commits import task_from_commit, write_task
 
     draft = task_from_commit(Repo(args.repo), args.sha)
     path = write_task(draft, args.tasks)

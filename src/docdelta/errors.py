@@ -73,7 +73,7 @@ class AgentError(DocdeltaError):
 
 
 class DraftRefused(DocdeltaError):
-    """A model-written patch failed validation (docdelta.suggest_model): none of it is kept."""
+    """A model-written patch failed validation (docdelta.improve.suggest_model): none of it is kept."""
 
 
 class InfraError(DocdeltaError):

@@ -1,6 +1,6 @@
 """The Action's loop sections (issue 15), each one folded part of the PR comment.
 
-* `suggest: true`: what head missed is drafted into a patch (`docdelta.suggest`), the patch
+* `suggest: true`: what head missed is drafted into a patch (`docdelta.improve.suggest`), the patch
   is run as `head,patched` (the `prove` callback: the Action's own matrix), and it is offered
   with its measured effect only where that run raised a task past alpha and the noise band.
   Without the patched run nothing is offered: nothing is ever claimed unproven.
@@ -12,7 +12,7 @@
   deleted when this run proves no suggestion; the scorecard's section links to it. Where it
   cannot be placed, or GitHub refuses it (a token without `pull-requests: write`), the
   section holds the change itself and says why; a refusal is a warning, never a failure.
-  With `suggest-model`, the model's draft (`docdelta.suggest_model`, the `ask` callback) is the
+  With `suggest-model`, the model's draft (`docdelta.improve.suggest_model`, the `ask` callback) is the
   one proven and offered in its place; when it is refused or the call fails, the
   deterministic draft is, and the offer says why.
 * `audit: true`: `tasks audit` over base's and head's trees and this run's results, as a table of
@@ -38,12 +38,12 @@ from docdelta.errors import InfraError
 from docdelta.git import Repo
 from docdelta.github.port import GitHubPort, ReviewAnchor
 from docdelta.github.pygithub import ApiError
+from docdelta.improve.suggest import Measured, Suggestion, adding, change, measure, measured_line, suggest
+from docdelta.improve.suggest import write as write_suggestion
+from docdelta.improve.suggest_model import ModelDraft, measured_as
+from docdelta.improve.suggest_model import write as write_model_draft
+from docdelta.improve.task_audit import FileKind, Label, SuiteAudit, audit_suite, read_source
 from docdelta.models import HEAD, Frozen, Manifest, RunResult, Task
-from docdelta.suggest import Measured, Suggestion, adding, change, measure, measured_line, suggest
-from docdelta.suggest import write as write_suggestion
-from docdelta.suggest_model import ModelDraft, measured_as
-from docdelta.suggest_model import write as write_model_draft
-from docdelta.task_audit import FileKind, Label, SuiteAudit, audit_suite, read_source
 from docdelta.tasks.load import load_tasks
 
 SUGGESTED_PATCH = "suggested.patch"

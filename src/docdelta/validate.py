@@ -40,14 +40,14 @@ each job's start-up (checkout, image build) to the wall time."""
 
 
 class AblationUnit(StrEnum):
-    """`docdelta ablate --unit` (docdelta.ablation.Unit): here, so the parser needs no scipy."""
+    """`docdelta ablate --unit` (docdelta.improve.ablation.Unit): here, so the parser needs no scipy."""
 
     heading = "heading"
     bullets = "bullets"
 
 
 class AblationDesign(StrEnum):
-    """`docdelta ablate --design` (docdelta.ablation.Design)."""
+    """`docdelta ablate --design` (docdelta.improve.ablation.Design)."""
 
     factorial = "factorial"
     """Fractional factorial (resolution IV): each condition removes about half the units."""

@@ -60,8 +60,8 @@ from gitrepo import demo_repo, git
 from gitserver import GitServer
 from tlscert import make_pki
 
-from docdelta.ablation import ABLATION_FILE
 from docdelta.demo import DemoRepo
+from docdelta.improve.ablation import ABLATION_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"

@@ -18,9 +18,9 @@ from fakegithub import FakeGitHub, event_path
 from gitrepo import git
 
 from docdelta import app
-from docdelta.ablation import ABLATION_FILE, AblationReport
 from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.improve.ablation import ABLATION_FILE, AblationReport
 from docdelta.settings import input_variable
 
 pytestmark = pytest.mark.timeout(300)

@@ -31,10 +31,10 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.comment import suggestion_marker
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
+from docdelta.improve.suggest import HEADING
 from docdelta.loop_comment import NO_PERMISSION, NOT_IN_DIFF, QUOTES_A_KEY
 from docdelta.report.render import SCREEN_LINES
 from docdelta.settings import ActionSettings, input_variable
-from docdelta.suggest import HEADING
 
 pytestmark = pytest.mark.timeout(300)
 TASKS = ".docdelta/loop-tasks"

@@ -11,10 +11,10 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.ablation import ABLATION_FILE, AblationReport
 from docdelta.cli import main
 from docdelta.demo import build_demo_repo
 from docdelta.errors import ExitCode
+from docdelta.improve.ablation import ABLATION_FILE, AblationReport
 
 
 def _report(workdir: Path) -> AblationReport:

@@ -21,7 +21,7 @@ from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 from toolchain import sandbox_config
 
 from docdelta.cli import main
-from docdelta.suggest_model import MAX_DRAFT_BYTES
+from docdelta.improve.suggest_model import MAX_DRAFT_BYTES
 
 KEY = "sk-docdelta-suggest-test-key-0123456789"
 MODEL = "gpt-4o-mini"

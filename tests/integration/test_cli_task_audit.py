@@ -14,8 +14,8 @@ from toolchain import sandbox_config
 
 from docdelta.cli import main
 from docdelta.demo import build_demo_repo
+from docdelta.improve.task_audit import Label, SuiteAudit
 from docdelta.models import Summary
-from docdelta.task_audit import Label, SuiteAudit
 
 
 def _audit(capsys: pytest.CaptureFixture[str], *args: str) -> SuiteAudit:

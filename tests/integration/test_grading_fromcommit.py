@@ -13,9 +13,9 @@ from toolchain import PYTHON_TOOLCHAIN
 from docdelta.checkout.seal import seal
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
-from docdelta.grading.fromcommit import task_from_commit, write_task
 from docdelta.grading.hidden import load_assets
 from docdelta.grading.selftest import selftest
+from docdelta.improve.from_commits import task_from_commit, write_task
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.models import Gold, Task
 from docdelta.sandbox.local import LocalProvider

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.ablation import ABLATION_FILE, AblationReport
 from docdelta.cli import main
+from docdelta.improve.ablation import ABLATION_FILE, AblationReport
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"
 AGENT = Path(__file__).with_name("answer_agent.py")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docdelta.git import Repo
-from docdelta.grading.fromcommit import task_from_commit
+from docdelta.improve.from_commits import task_from_commit
 
 RealRepo = Callable[[str], Path]
 

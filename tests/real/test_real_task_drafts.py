@@ -16,8 +16,8 @@ import pytest
 
 from docdelta.cli import main
 from docdelta.errors import ExitCode
+from docdelta.improve.task_audit import SuiteAudit
 from docdelta.models import Summary
-from docdelta.task_audit import SuiteAudit
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.quotes import locate
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.linalg import hadamard
 
-from docdelta.ablation import Design, Unit, _negative, make_plan, single_runs, split, without
 from docdelta.errors import ConfigError
+from docdelta.improve.ablation import Design, Unit, _negative, make_plan, single_runs, split, without
 from docdelta.models import HEAD
 
 TEXT = """\

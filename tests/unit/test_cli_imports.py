@@ -98,7 +98,9 @@ def test_the_run_and_report_modules_import_no_scipy_httpx_docker_or_pygithub() -
     """The composition root and the scorecard at module level: a fully reused rerun paid
     seconds for scipy (the normal quantile, Fisher's test) and httpx (the judge's client)."""
     probe = "import json, sys\n"
-    probe += "import docdelta.cli, docdelta.evaluation, docdelta.scorecard.workdir, docdelta.ablation\n"
+    probe += (
+        "import docdelta.cli, docdelta.evaluation, docdelta.scorecard.workdir, docdelta.improve.ablation\n"
+    )
     probe += "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120

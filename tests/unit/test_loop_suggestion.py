@@ -7,8 +7,8 @@ from __future__ import annotations
 import difflib
 
 from docdelta.github.port import ReviewAnchor
+from docdelta.improve.suggest import HEADING, DraftedRule, Measured, Suggestion, _patch
 from docdelta.loop_comment import NOT_IN_DIFF, Placed, Proven, offer, place
-from docdelta.suggest import HEADING, DraftedRule, Measured, Suggestion, _patch
 
 OLD = "# Notes\n\nBe brief.\n"
 RULE = "Lint with `tox -e lint`."

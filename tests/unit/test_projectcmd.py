@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from docdelta.grading.fromcommit import case_names, problem_title
 from docdelta.grading.projectcmd import ProjectCommand, find_command
+from docdelta.improve.from_commits import case_names, problem_title
 
 MAKEFILE = ".PHONY: test\ntest: ## Run tests\n\tuv run coverage run -m pytest\n\t@uv run coverage report\n"
 

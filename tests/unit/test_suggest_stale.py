@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from factories import result
 
+from docdelta.improve.suggest import Measured, Suggestion, _patch, stale_commands
 from docdelta.loop_comment import Proven, offer, place
 from docdelta.models import CommandsExecuted, ExecutedCommand, RunResult, Task
-from docdelta.suggest import Measured, Suggestion, _patch, stale_commands
 
 DOCS = {"AGENTS.md": "# Agents\n\n- Run the tests with `make tests`.\n- Lint with `ruff check --fast`.\n"}
 NO_TARGET = "make: *** No rule to make target 'tests'.  Stop."

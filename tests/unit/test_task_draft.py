@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from docdelta.improve.task_audit import SourceText, audit_items
+from docdelta.improve.task_draft import BLANK, Draft, RuleKind, covers, draft_from_text
 from docdelta.models import Task
-from docdelta.task_audit import SourceText, audit_items
-from docdelta.task_draft import BLANK, Draft, RuleKind, covers, draft_from_text
 from docdelta.tasks.quotes import locate
 
 GUIDE = """\

@@ -37,7 +37,7 @@ class Endpoint:
     base_url: str
     key: str = field(repr=False)
     role: str = "judge"
-    """Who asks, in error messages: the judge, or suggest's model draft (`docdelta.suggest_model`)."""
+    """Who asks, in error messages: the judge, or suggest's model draft (`docdelta.improve.suggest_model`)."""
     hint: str = "check --base-url, the model name and the key; rerun to resume (judged runs are kept)"
 
 

@@ -1,6 +1,6 @@
 """The one Summary every surface shows: `docdelta run`, `docdelta report` and the Action.
 
-`report.summarize` is pure; this module gathers what it needs from the workdir — the
+`summarize` is pure; this module gathers what it needs from the workdir — the
 judge's rulings (`judged.json`, folded into scores) and the docs diff (for instruction
 usage) and the power line the run cached (`power.json`) — so the three surfaces cannot
 drift apart, and a report never re-runs a simulation.

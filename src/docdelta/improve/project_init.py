@@ -16,10 +16,10 @@ from pathlib import Path
 from docdelta.demo import examples_dir
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.improve.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
 from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, instruction_files
 from docdelta.instructions.loading import rules_for
 from docdelta.models import LoadMode
-from docdelta.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
 
 TASKS_DIR = ".docdelta/tasks"
 WORKFLOW = ".github/workflows/docdelta.yml"

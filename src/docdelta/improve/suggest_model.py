@@ -1,6 +1,6 @@
 """`docdelta suggest --model M`: a model-written draft beside the deterministic one.
 
-The deterministic draft (`docdelta.suggest`) can only quote what already stands somewhere;
+The deterministic draft (`docdelta.improve.suggest`) can only quote what already stands somewhere;
 a model can phrase a rule. It is asked once, through the same key-holding gateway the agents
 use, started on the host's loopback (`gateway.local`): this process's request carries a
 one-off run token, the gateway adds the key, pins the model, caps the call's budget and
@@ -34,6 +34,7 @@ from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
 from docdelta.git import Repo
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
+from docdelta.improve.suggest import Suggestion
 from docdelta.instructions.detect import InstructionMatcher, Overlay, diff_files, instruction_files
 from docdelta.models import (
     HEAD,
@@ -46,7 +47,6 @@ from docdelta.models import (
     RunStatus,
     Task,
 )
-from docdelta.suggest import Suggestion
 
 REFUSED = "the model's draft was refused: "
 """How every refusal starts; the Action's comment says the rest after the model's name."""

@@ -26,7 +26,7 @@ Nothing is claimed: the patch is a hypothesis, and the command it prints
 from a to b in n runs, p = ..." only where a one-sided permutation test (the scorecard's)
 clears alpha and the gain clears the noise band. In the Action (`suggest: true`)
 docdelta.loop_comment offers the draft and that claim on the PR, only after such a run.
-A model-written draft is docdelta.suggest_model's.
+A model-written draft is docdelta.improve.suggest_model's.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.answer import command_label, command_tokens
+from docdelta.improve.task_audit import FileKind, file_kind
 from docdelta.instructions.detect import instruction_files
 from docdelta.models import (
     DEFAULT_NOISE_BAND,
@@ -58,7 +59,6 @@ from docdelta.models import (
     sha256_hex,
 )
 from docdelta.scorecard import stats
-from docdelta.task_audit import FileKind, file_kind
 from docdelta.tasks.quotes import locate
 
 HEADING = "## Rules agents missed (drafted by docdelta suggest)"
