@@ -45,8 +45,8 @@ from modelserver.script import Script, TextTurn
 from modelserver.wire import CHUNK
 
 from docdelta.gateway.config import GatewayConfig, Upstream
-from docdelta.gateway.runtime import Gateway, gateway_image
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
+from docdelta.sandbox.gateway_container import Gateway, gateway_image
 
 SMOKE_ARGS = ["1"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""

@@ -147,8 +147,8 @@ def run_scripted_agent(
     and return what it did, what the gateway logged and what the server received. With
     `fingerprints` (docdelta.instructions.audit's, id -> line hashes) the gateway audits each request
     for them, as in a matrix run."""
-    from docdelta.gateway.runtime import Gateway as RuntimeGateway  # noqa: PLC0415
     from docdelta.sandbox.docker import DockerProvider  # noqa: PLC0415
+    from docdelta.sandbox.gateway_container import Gateway as RuntimeGateway  # noqa: PLC0415
 
     name = f"{network}-scripted"
     server = client.containers.run(

@@ -97,8 +97,8 @@ def build_provider(
     ro_paths, env = [str(p) for p in shown], sandbox_env(config.sandbox)
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
-        from docdelta.gateway.runtime import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
+        from docdelta.sandbox.gateway_container import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox.images import environment_image  # noqa: PLC0415
 
         client = docker_sandbox.engine()

@@ -34,7 +34,7 @@ def base_image() -> str:
 
 @pytest.fixture(scope="session")
 def gateway_image(client: Any, base_image: str) -> str:
-    from docdelta.gateway.runtime import gateway_image as build  # noqa: PLC0415
+    from docdelta.sandbox.gateway_container import gateway_image as build  # noqa: PLC0415
 
     return build(client, base_image).tag
 

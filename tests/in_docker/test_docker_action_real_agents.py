@@ -33,10 +33,10 @@ from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
-from docdelta.gateway.runtime import RUN_TOKEN_PREFIX
 from docdelta.models import RunResult, RunStatus
 from docdelta.report.render import fmt_count, fmt_usd
 from docdelta.sandbox.dockerapi import LABEL, ROLE_LABEL, RUN_LABEL
+from docdelta.sandbox.gateway_container import RUN_TOKEN_PREFIX
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 

@@ -19,11 +19,11 @@ from proposals import SNOOP_AGENT, check_fake_run, check_redacted, execute_proje
 
 from docdelta.cli import main
 from docdelta.gateway.config import OPENAI, GatewayConfig
-from docdelta.gateway.runtime import Gateway
 from docdelta.grading.execute import execute_proposals
 from docdelta.models import AgentAnswer, Gold, Task
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
+from docdelta.sandbox.gateway_container import Gateway
 
 pytestmark = pytest.mark.docker
 

@@ -15,9 +15,9 @@ from docker_helpers import UPSTREAM_PORT, control, leftovers, requests_seen
 from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
-from docdelta.gateway.runtime import Gateway
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
+from docdelta.sandbox.gateway_container import Gateway
 
 pytestmark = pytest.mark.docker
 

@@ -25,10 +25,10 @@ from modelserver.script import Script, TextTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import OPENAI, GatewayConfig
-from docdelta.gateway.runtime import Gateway
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 from docdelta.sandbox.dockerapi import LABEL
+from docdelta.sandbox.gateway_container import Gateway
 
 pytestmark = pytest.mark.docker
 
@@ -138,7 +138,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import docker
     from docdelta.gateway.config import OPENAI, GatewayConfig
-    from docdelta.gateway.runtime import Gateway
+    from docdelta.sandbox.gateway_container import Gateway
     from docdelta.sandbox.base import SandboxSpec
     from docdelta.sandbox.docker import DockerProvider
     image, checkout, egress, gateway_image, url = sys.argv[1:6]

@@ -24,13 +24,13 @@ from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
 from docdelta.experiment.progress import LineProgress
 from docdelta.experiment.runner import RunLimits, Runner
 from docdelta.gateway.config import GatewayConfig, Upstream
-from docdelta.gateway.runtime import Gateway
 from docdelta.git import Repo
 from docdelta.models import AgentOutcome, Cell, InstructionAudit, RunStatus
 from docdelta.report import render_markdown
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox, SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
+from docdelta.sandbox.gateway_container import Gateway
 from docdelta.scorecard.summarize import summarize
 
 pytestmark = pytest.mark.docker

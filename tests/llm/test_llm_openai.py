@@ -47,12 +47,12 @@ from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.cli import main
 from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
-from docdelta.gateway.runtime import Gateway, gateway_image
 from docdelta.gateway.servers import server_identity
 from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunResult, RunStatus
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id
+from docdelta.sandbox.gateway_container import Gateway, gateway_image
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker, pytest.mark.timeout(3600)]
 

@@ -40,7 +40,6 @@ import docker.errors
 from docker import DockerClient
 
 from docdelta.errors import InfraError, SandboxError
-from docdelta.gateway.runtime import Gateway, RunningGateway
 from docdelta.interrupts import deferred_signals
 from docdelta.sandbox.base import (
     AGENT_UID,
@@ -64,6 +63,7 @@ from docdelta.sandbox.dockerapi import (
     raw_socket,
     remove_container,
 )
+from docdelta.sandbox.gateway_container import Gateway, RunningGateway
 
 VOLUME_ROOT = "/workspace"
 WORKSPACE = f"{VOLUME_ROOT}/repo"
