@@ -1,4 +1,4 @@
-"""Drive the Action (`docdelta.app.action`) in-process with real PyGithub against the fake
+"""Drive the Action (`docdelta.action.main.action`) in-process with real PyGithub against the fake
 GitHub server, on a workspace checkout: the pull-request event and the run, for the tests
 of the results store and of the history kept in it."""
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 from fakegithub import FakeGitHub, event_path
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.git import run_git
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.settings import ActionSettings, input_variable
 
 
 def demo_workspace(tmp: Path) -> tuple[Path, DemoRepo]:

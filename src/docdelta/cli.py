@@ -604,9 +604,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _action(args: argparse.Namespace) -> int:
-    from docdelta import app  # PyGithub only for the Action
+    from docdelta.action import main  # PyGithub only for the Action
 
-    return app.main()
+    return main.main()
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -848,9 +848,9 @@ def _check(args: argparse.Namespace) -> int:
 
 def _open_history(args: argparse.Namespace) -> History:
     """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
+    from docdelta.action.settings import StoreSpec
     from docdelta.experiment.reuse import open_store
     from docdelta.scorecard.history import HISTORY_DIR, History
-    from docdelta.settings import StoreSpec
 
     if args.history is not None:
         return History.at(args.history)

@@ -1,6 +1,6 @@
 """The Action end to end: a real webhook payload -> comment, check run and outputs.
 
-Every test drives `docdelta.app` with the real PyGithub client against the fake GitHub
+Every test drives `docdelta.action.main` with the real PyGithub client against the fake GitHub
 server on loopback, the bundled demo repository as the runner's checkout, the fake
 agent and the local sandbox. Payloads are the recorded ones from tests/fakegithub/events,
 copied and edited in `_event` so each edit is visible here.
@@ -24,7 +24,8 @@ import pytest
 from factories import arm, summary_of
 from fakegithub import FakeGitHub, event_path
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.annotations import added_lines
@@ -33,7 +34,6 @@ from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import RunResult, Summary
 from docdelta.report import render
 from docdelta.scorecard.history import HISTORY_DIR, History
-from docdelta.settings import ActionSettings, input_variable
 
 API_KEY = "sk-test-SECRET-api-key-0123456789"
 pytestmark = pytest.mark.timeout(120)

@@ -17,11 +17,11 @@ import pytest
 from fakegithub import FakeGitHub, event_path
 from gitrepo import git
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import input_variable
 from docdelta.cli import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.improve.ablation import ABLATION_FILE, AblationReport
-from docdelta.settings import input_variable
 
 pytestmark = pytest.mark.timeout(300)
 TASKS = ".docdelta/ablate-tasks"

@@ -24,7 +24,9 @@ from gitrepo import GitRepo, git
 from modelserver import ScriptedModelServer
 from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import ActionSettings, input_variable
+from docdelta.action.suggest_loop import NO_PERMISSION, NOT_IN_DIFF, QUOTES_A_KEY
 from docdelta.cli import main
 from docdelta.demo import examples_dir
 from docdelta.github.actions import ActionsRuntime
@@ -32,9 +34,7 @@ from docdelta.github.comment import suggestion_marker
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.improve.suggest import HEADING
-from docdelta.loop_comment import NO_PERMISSION, NOT_IN_DIFF, QUOTES_A_KEY
 from docdelta.report.render import SCREEN_LINES
-from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(300)
 TASKS = ".docdelta/loop-tasks"

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from fakegithub import FakeGitHub, event_path
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(180)
 

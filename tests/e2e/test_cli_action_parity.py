@@ -1,5 +1,5 @@
 """The Action runs exactly what the CLI runs: one request, the same options spelled as
-flags and as inputs, through `docdelta run` and through `docdelta.app.action` (real
+flags and as inputs, through `docdelta run` and through `docdelta.action.main.action` (real
 PyGithub against the fake GitHub server) gives the same manifest and the same results.
 
 Both go through `evaluation.evaluate`; this test is what keeps a second composition path
@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, event_path
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.cli import _parser, main, run_options
 from docdelta.demo import build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import Manifest, RunResult
-from docdelta.settings import ActionSettings, input_variable
 
 pytestmark = pytest.mark.timeout(300)
 

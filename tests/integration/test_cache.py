@@ -1,6 +1,6 @@
 """Results across PRs: a push refreshes the base arm, later PRs on that base reuse it.
 
-Driven through the Action (`docdelta.app.action`) with real git: the data-branch backend
+Driven through the Action (`docdelta.action.main.action`) with real git: the data-branch backend
 pushes to a bare repository standing in for GitHub, the directory backend writes files.
 """
 

@@ -16,7 +16,8 @@ from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta import app
+from docdelta.action import main as app
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.cli import main
 from docdelta.errors import ExitCode
 from docdelta.evaluation import Deps, RunOptions, evaluate
@@ -29,7 +30,6 @@ from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
 from docdelta.models import Manifest, Summary
 from docdelta.scorecard.history import History
-from docdelta.settings import ActionSettings, input_variable
 
 TASK = """\
 id: {id}

@@ -20,7 +20,7 @@ import pytest
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 
-from docdelta import app
+from docdelta.action import main as app
 from docdelta.cli import main
 from docdelta.demo import build_demo_repo, examples_dir
 from docdelta.errors import ExitCode

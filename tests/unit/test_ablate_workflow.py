@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from docdelta.settings import ActionSettings, input_variable
+from docdelta.action.settings import ActionSettings, input_variable
 
 ROOT = Path(__file__).resolve().parents[2]
 

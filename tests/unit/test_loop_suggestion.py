@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import difflib
 
+from docdelta.action.suggest_loop import NOT_IN_DIFF, Placed, Proven, offer, place
 from docdelta.github.port import ReviewAnchor
 from docdelta.improve.suggest import HEADING, DraftedRule, Measured, Suggestion, _patch
-from docdelta.loop_comment import NOT_IN_DIFF, Placed, Proven, offer, place
 
 OLD = "# Notes\n\nBe brief.\n"
 RULE = "Lint with `tox -e lint`."

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from docdelta.activity import Activity
+from docdelta.action.activity import Activity
+from docdelta.action.settings import INPUTS, ActionSettings, Output, StoreSpec, input_variable
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
-from docdelta.settings import INPUTS, ActionSettings, Output, StoreSpec, input_variable
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.errors import ConfigError
-from docdelta.settings import ActionSettings, input_variable
 
 
 def _env(tmp_path: Path, **inputs: str) -> dict[str, str]:

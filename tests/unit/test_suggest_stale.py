@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from factories import result
 
+from docdelta.action.suggest_loop import Proven, offer, place
 from docdelta.improve.suggest import Measured, Suggestion, _patch, stale_commands
-from docdelta.loop_comment import Proven, offer, place
 from docdelta.models import CommandsExecuted, ExecutedCommand, RunResult, Task
 
 DOCS = {"AGENTS.md": "# Agents\n\n- Run the tests with `make tests`.\n- Lint with `ruff check --fast`.\n"}

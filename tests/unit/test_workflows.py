@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml
 
-from docdelta.app import ACTION_SANDBOX_BASE
+from docdelta.action.main import ACTION_SANDBOX_BASE
+from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.config import DEFAULT_IMAGE_BASE, DockerImageConfig, ProjectConfig
-from docdelta.settings import ActionSettings, input_variable
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"

@@ -25,7 +25,7 @@ Nothing is claimed: the patch is a hypothesis, and the command it prints
 `--measured WORKDIR` reads that run, checks it ran exactly this patch, and says "raised X
 from a to b in n runs, p = ..." only where a one-sided permutation test (the scorecard's)
 clears alpha and the gain clears the noise band. In the Action (`suggest: true`)
-docdelta.loop_comment offers the draft and that claim on the PR, only after such a run.
+docdelta.action.suggest_loop offers the draft and that claim on the PR, only after such a run.
 A model-written draft is docdelta.improve.suggest_model's.
 """
 

@@ -40,7 +40,16 @@ from typing import TextIO
 import certifi
 from pydantic import ValidationError
 
-from docdelta.activity import Activity
+from docdelta.action.activity import Activity
+from docdelta.action.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
+from docdelta.action.suggest_loop import (
+    Proven,
+    Published,
+    ReviewTarget,
+    audit_section,
+    prove_suggestion,
+    publish_suggestion,
+)
 from docdelta.agents import agent_upstream
 from docdelta.config import ProjectConfig, load_project_config, matcher
 from docdelta.errors import (
@@ -69,14 +78,6 @@ from docdelta.improve.ablation import render as render_ablation
 from docdelta.improve.suggest import Suggestion
 from docdelta.improve.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.instructions.detect import InstructionMatcher, instruction_files
-from docdelta.loop_comment import (
-    Proven,
-    Published,
-    ReviewTarget,
-    audit_section,
-    prove_suggestion,
-    publish_suggestion,
-)
 from docdelta.models import (
     BASE,
     HEAD,
@@ -100,7 +101,6 @@ from docdelta.results.store import MANIFEST_FILE, ResultStore
 from docdelta.scorecard import stats, thresholds
 from docdelta.scorecard.history import HISTORY_DIR, History, comment_section, content_digest, record_of
 from docdelta.scorecard.workdir import scorecard
-from docdelta.settings import DEFAULT_CHECK_NAME, SECRET_INPUTS, ActionSettings, Output, input_variable
 from docdelta.tasks.load import load_tasks
 
 PR_EVENTS = ("pull_request", "pull_request_target")
@@ -973,7 +973,7 @@ def _loop_sections(
     ctx: _Context, repo: Repo, base_sha: str, head: str, matrix: _Matrix, files: list[PrFile]
 ) -> tuple[list[str], float, Published]:
     """The `audit` input's folded section, what the patched run cost, and the `suggest`
-    input's section with its review comment still to post (docdelta.loop_comment.Published)."""
+    input's section with its review comment still to post (docdelta.action.suggest_loop.Published)."""
     settings = ctx.settings
     if not (settings.suggest or settings.audit):
         return [], 0.0, Published(None)
@@ -1055,7 +1055,7 @@ def _suggest_section(
     spent: list[float],
 ) -> Published:
     """`suggest: true`: draft, prove with a `head,patched` run (its cost appended to `spent`),
-    then the scorecard's section and the sticky review comment (docdelta.loop_comment)."""
+    then the scorecard's section and the sticky review comment (docdelta.action.suggest_loop)."""
     settings = ctx.settings
     assert matrix.tasks_dir is not None
     base_sha, head = refs
