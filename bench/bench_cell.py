@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from docdelta.agents import get_agent
-from docdelta.cli import main as cli_main
+from docdelta.cli.main import main as cli_main
 from docdelta.config import load_project_config
 from docdelta.demo import build_demo_repo
 from docdelta.experiment.plan import ExperimentRequest, prepare

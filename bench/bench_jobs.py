@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 
 SMOKE_ARGS = ["--smoke"]

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from docdelta.cli import _parser
+from docdelta.cli.main import _parser
 from docdelta.config import ProjectConfig
 from docdelta.errors import ExitCode
 from docdelta.gateway.config import DEFAULT_PRICES

@@ -19,7 +19,7 @@ from gitrepo import git
 
 from docdelta.action import main as app
 from docdelta.action.settings import input_variable
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.improve.ablation import ABLATION_FILE, AblationReport
 

@@ -27,7 +27,7 @@ from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 from docdelta.action import main as app
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.action.suggest_loop import NO_PERMISSION, NOT_IN_DIFF, QUOTES_A_KEY
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import examples_dir
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.comment import suggestion_marker

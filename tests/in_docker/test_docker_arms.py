@@ -13,7 +13,7 @@ from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, TurnUsage
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import Manifest, RunResult, RunStatus
 
 pytestmark = pytest.mark.docker

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import RunResult
 
 pytestmark = pytest.mark.docker

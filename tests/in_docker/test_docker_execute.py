@@ -17,7 +17,7 @@ from clirun import run_args
 from docker_helpers import UPSTREAM_PORT, control, owned_by, requests_seen
 from proposals import SNOOP_AGENT, check_fake_run, check_redacted, execute_project
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.gateway.config import OPENAI, GatewayConfig
 from docdelta.grading.execute import execute_proposals
 from docdelta.models import AgentAnswer, Gold, Task

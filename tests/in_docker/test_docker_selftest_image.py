@@ -19,7 +19,7 @@ from gitrepo import GitRepo, git
 
 from docdelta.agents.claude_code import ClaudeCodeAgent
 from docdelta.agents.images import CLI_PREFIX
-from docdelta.cli import main
+from docdelta.cli.main import main
 
 pytestmark = pytest.mark.docker
 

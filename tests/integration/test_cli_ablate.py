@@ -11,7 +11,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.improve.ablation import ABLATION_FILE, AblationReport

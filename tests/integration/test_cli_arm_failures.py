@@ -17,7 +17,7 @@ from clirun import run_args
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import Summary
 from docdelta.scorecard import stats
 

@@ -18,7 +18,7 @@ from toolchain import sandbox_config
 
 from docdelta.action import main as app
 from docdelta.action.settings import ActionSettings, input_variable
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.evaluation import Deps, RunOptions, evaluate
 from docdelta.experiment.arms import parse_arms

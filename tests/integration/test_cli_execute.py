@@ -18,7 +18,7 @@ from clirun import BlockingAgent, agent_processes, run_args, saved_results
 from proposals import SNOOP_AGENT, TASK, check_fake_run, check_redacted, execute_project
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from docdelta.agents.fake import SCRIPT
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.models import Summary

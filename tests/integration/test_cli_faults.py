@@ -16,7 +16,7 @@ from clirun import run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.models import RunResult, RunStatus, Summary
 from docdelta.results.store import ResultStore

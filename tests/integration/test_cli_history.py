@@ -12,7 +12,7 @@ from clirun import run_args
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.scorecard.history import LEGACY_FILE, History, Receipt, ReceiptEntry, content_digest
 

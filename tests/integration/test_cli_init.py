@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.config import load_config_file
 from docdelta.demo import examples_dir
 

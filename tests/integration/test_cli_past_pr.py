@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import Manifest, RunResult
 
 TASK = """\

@@ -18,7 +18,7 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 import docdelta
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.experiment.plan import plan_order
 from docdelta.models import RunStatus, Summary

@@ -13,7 +13,7 @@ from clirun import run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 
 TASK = """\
 id: review

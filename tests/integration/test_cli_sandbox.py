@@ -12,7 +12,7 @@ import pytest
 import yaml
 from gitrepo import GitRepo
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import RunResult
 
 TASK = """\

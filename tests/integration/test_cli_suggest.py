@@ -12,7 +12,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import examples_dir
 from docdelta.errors import ExitCode
 

@@ -20,7 +20,7 @@ from modelserver import ScriptedModelServer
 from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.improve.suggest_model import MAX_DRAFT_BYTES
 
 KEY = "sk-docdelta-suggest-test-key-0123456789"

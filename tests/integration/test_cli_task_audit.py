@@ -12,7 +12,7 @@ from clirun import run_args
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
 from docdelta.improve.task_audit import Label, SuiteAudit
 from docdelta.models import Summary

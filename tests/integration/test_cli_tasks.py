@@ -11,7 +11,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 
 TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import examples_dir
 from docdelta.errors import ExitCode
 from docdelta.models import Summary

@@ -12,7 +12,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import RunResult
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.github.comment import render_comment
 from docdelta.models import RunResult, Summary

@@ -15,7 +15,7 @@ import pytest
 from actionrun import act, demo_workspace, pr_event
 from fakegithub import FakeGitHub
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.git import overlay_commit, run_git
 

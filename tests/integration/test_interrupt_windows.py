@@ -32,7 +32,7 @@ from clirun import BlockingAgent, agent_processes, run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.sandbox.local import ROOT_PREFIX
 

@@ -16,7 +16,7 @@ import yaml
 from factories import detection, manifest
 from modelserver import ScriptedModelServer
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.grading.answer import score_answer
 from docdelta.models import (
     AgentAnswer,

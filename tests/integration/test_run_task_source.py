@@ -13,7 +13,7 @@ import yaml
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import Manifest, RunResult
 
 TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

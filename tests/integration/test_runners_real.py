@@ -28,7 +28,7 @@ import pytest
 import yaml
 from gitrepo import GitRepo, git
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNERS = Path(os.environ.get("DOCDELTA_RUNNERS", ROOT / ".runners"))

@@ -21,7 +21,7 @@ from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 
 from docdelta.action import main as app
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo, examples_dir
 from docdelta.errors import ExitCode
 from docdelta.sandbox import userns

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.experiment.shard import Shard

@@ -44,7 +44,7 @@ from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.openai_loop import OpenAIAgent
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
 from docdelta.gateway.servers import server_identity

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.improve.ablation import ABLATION_FILE, AblationReport
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"

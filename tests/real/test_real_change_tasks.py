@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from realenvs import CA_BUNDLE, NodeEnv, PythonEnv, adopt, config_yaml, node_toolchain, uv_env
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.git import Repo
 from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES

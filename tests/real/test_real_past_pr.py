@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import Manifest, RunResult
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.improve.task_audit import SuiteAudit
 from docdelta.models import Summary

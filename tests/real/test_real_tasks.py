@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from realenvs import adopt
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.models import RunResult, RunStatus, Summary
 
 RealRepo = Callable[[str], Path]

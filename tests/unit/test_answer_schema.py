@@ -8,7 +8,7 @@ import json
 import pytest
 
 from docdelta.agents.prompt import ANSWER_SHAPE
-from docdelta.cli import main
+from docdelta.cli.main import main
 
 
 def test_schema_answer_lists_every_field_with_the_prompts_description(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.models import Summary
 
@@ -35,7 +35,7 @@ the Docker SDK and PyGithub (only their sandbox and the Action's comment)."""
 
 PROBE = """
 import json, sys
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 code = main(sys.argv[1:])
 own = {m for m in sys.modules if m.startswith("docdelta")}
@@ -65,7 +65,7 @@ def test_detect_on_a_diff_imports_no_heavy_package(tmp_path: Path) -> None:
         "diff --git a/AGENTS.md b/AGENTS.md\n--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-a\n+b\n"
     )
     modules = _imported("detect", "--diff", str(diff))
-    assert {"docdelta.cli", "docdelta.instructions.detect"} <= modules  # the probe really ran the CLI
+    assert {"docdelta.cli.main", "docdelta.instructions.detect"} <= modules  # the probe really ran the CLI
     unused = {*HEAVY, *UNUSED_BY_DETECT, *DOCDELTA_UNUSED_BY_DETECT}
     assert modules.isdisjoint(unused), sorted(modules & unused)
 
@@ -98,9 +98,8 @@ def test_the_run_and_report_modules_import_no_scipy_httpx_docker_or_pygithub() -
     """The composition root and the scorecard at module level: a fully reused rerun paid
     seconds for scipy (the normal quantile, Fisher's test) and httpx (the judge's client)."""
     probe = "import json, sys\n"
-    probe += (
-        "import docdelta.cli, docdelta.evaluation, docdelta.scorecard.workdir, docdelta.improve.ablation\n"
-    )
+    probe += "import docdelta.cli.main, docdelta.evaluation\n"
+    probe += "import docdelta.scorecard.workdir, docdelta.improve.ablation\n"
     probe += "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120

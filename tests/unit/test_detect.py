@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo, Link
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.instructions.detect import (

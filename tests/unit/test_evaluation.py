@@ -7,7 +7,7 @@ import pytest
 from pydantic import SecretStr
 
 from docdelta.agents import get_agent
-from docdelta.cli import COMMANDS, RUN_FLAGS, _parser, run_options
+from docdelta.cli.main import COMMANDS, RUN_FLAGS, _parser, run_options
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions, gateway_environ, run_bounds
 from docdelta.gateway.config import GatewayConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from factories import arm, detection, judged, manifest, result, ruling, summary_of
 
-from docdelta.cli import main
+from docdelta.cli.main import main
 from docdelta.grading.judged import JUDGED_FILE
 from docdelta.models import (
     AgentAnswer,

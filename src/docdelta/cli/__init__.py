@@ -1,0 +1,2 @@
+"""The command line: `main` parses, dispatches and maps errors to exit codes
+(`docdelta.errors.ExitCode`)."""
