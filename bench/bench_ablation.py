@@ -17,8 +17,10 @@ import math
 import random
 from datetime import UTC, datetime
 
+from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
+from docdelta.grading.models import Score
 from docdelta.improve.ablation import Design, Section, analyse, make_plan, single_runs
-from docdelta.models import AgentMetrics, AgentOutcome, Cell, RunResult, RunStatus, Score
+from docdelta.results.models import Cell, RunResult
 
 SMOKE_ARGS = ["--trials", "2"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""

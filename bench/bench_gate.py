@@ -25,8 +25,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from docdelta.models import VerdictKind
 from docdelta.scorecard.decision import Design
+from docdelta.scorecard.models import VerdictKind
 from docdelta.scorecard.power import Scenario, Simulation, drop_scenario, interval_coverage, simulate, wilson
 from docdelta.scorecard.stats import DEFAULT_ALPHA
 from docdelta.validate import DEFAULT_MAX_REPEATS

@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from docdelta.models import DEFAULT_NOISE_BAND, Summary
 from docdelta.scorecard.decision import Design
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.power import Scenario, drop_scenario, simulate, wilson
 from docdelta.validate import DEFAULT_MAX_REPEATS
+from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 SMOKE_ARGS = ["--smoke"]
 """What CI runs (tests/in_docker/test_bench_smoke.py): one PR per case at a cap of 2."""

@@ -32,8 +32,8 @@ from docdelta.checkout.seal import seal
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change
 from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.models import Gold, Task, Validation
 from docdelta.sandbox.local import LocalProvider
+from docdelta.tasks.models import Gold, Task, Validation
 
 SMOKE_ARGS = ["--smoke"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""

@@ -16,9 +16,10 @@ import argparse
 import math
 import random
 
-from docdelta.models import BASE, HEAD, PassThreshold
 from docdelta.scorecard import thresholds
 from docdelta.scorecard.power import wilson
+from docdelta.tasks.models import PassThreshold
+from docdelta.vocabulary import BASE, HEAD
 
 SMOKE_ARGS = ["--smoke"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""

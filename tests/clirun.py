@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gitrepo import GitRepo
 
-from docdelta.models import RunResult
+from docdelta.results.models import RunResult
 
 
 def run_args(repo: GitRepo, workdir: Path, agent_cmd: str, *extra: str) -> list[str]:

@@ -17,9 +17,10 @@ from typing import Any
 from modelserver.script import Script
 
 from docdelta.agents.base import Agent, AgentContext
+from docdelta.agents.models import AgentOutcome
 from docdelta.gateway.config import GatewayConfig, Upstream
+from docdelta.gateway.models import ModelCall
 from docdelta.gateway.server import Gateway, build, setup_message
-from docdelta.models import AgentOutcome, ModelCall
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL
 

@@ -10,27 +10,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from docdelta.models import (
-    AgentInfo,
-    AgentMetrics,
-    AgentOutcome,
-    Cell,
-    ChangedFile,
-    ConditionSpec,
-    Detection,
-    FileStatus,
-    JudgedResult,
-    JudgeInfo,
-    JudgeRuling,
-    Manifest,
-    NearMiss,
-    RunResult,
-    RunStatus,
-    Score,
-    ScoreItem,
-    Summary,
-)
+from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
+from docdelta.grading.models import JudgeInfo, JudgeRuling, Score, ScoreItem
+from docdelta.instructions.models import ChangedFile, Detection, FileStatus, NearMiss
+from docdelta.results.models import AgentInfo, Cell, JudgedResult, Manifest, RunResult
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.summarize import summarize
+from docdelta.vocabulary import ConditionSpec
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

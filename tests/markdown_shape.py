@@ -11,16 +11,11 @@ from factories import result, summary_of
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from docdelta.agents.models import AgentAnswer
 from docdelta.grading.answer import score_answer
-from docdelta.models import (
-    AgentAnswer,
-    CommandsExecuted,
-    ExecutedCommand,
-    Gold,
-    GradingFailure,
-    Summary,
-    Task,
-)
+from docdelta.grading.models import CommandsExecuted, ExecutedCommand, GradingFailure
+from docdelta.scorecard.models import Summary
+from docdelta.tasks.models import Gold, Task
 
 HOSTILE_PIECES = [
     "`",

@@ -22,7 +22,7 @@ from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher
 from docdelta.instructions.globs import check_glob
-from docdelta.models import ArmSpec
+from docdelta.results.models import ArmSpec
 from docdelta.sandbox.base import (
     DEFAULT_MEMORY_MB,
     DEFAULT_PIDS,

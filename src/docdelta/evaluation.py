@@ -38,12 +38,14 @@ from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.instructions.detect import CONFIG_PATH
-from docdelta.models import BASE, DEFAULT_NOISE_BAND, HEAD, ArmSpec, RunBounds, Summary
+from docdelta.results.models import ArmSpec, RunBounds
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import SandboxProvider
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.power import POWER_CACHE, cached_drop, power_line
 from docdelta.scorecard.summarize import design_of
 from docdelta.scorecard.workdir import scorecard, write_pooled
+from docdelta.vocabulary import BASE, DEFAULT_NOISE_BAND, HEAD
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 SandboxName = Literal["local", "docker", "none"]

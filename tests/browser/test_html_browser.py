@@ -11,8 +11,8 @@ import pytest
 from factories import arm, detection, manifest
 from playwright.sync_api import sync_playwright
 
-from docdelta.models import RunResult
 from docdelta.report.html import render_html
+from docdelta.results.models import RunResult
 from docdelta.scorecard.summarize import summarize
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]

@@ -23,15 +23,17 @@ import pytest
 from gitrepo import GitRepo
 
 from conformance.providers import PROVIDERS, ProviderFactory
+from docdelta.agents.models import AgentAnswer
 from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
 from docdelta.grading.execute import REFUSED, execute_proposals
+from docdelta.grading.models import CommandsExecuted
 from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.models import AgentAnswer, CommandsExecuted, Gold, Task
 from docdelta.redaction import REDACTED
 from docdelta.sandbox import SandboxProvider, get_provider
 from docdelta.sandbox.base import SandboxSpec
+from docdelta.tasks.models import Gold, Task
 
 TEST_CALC = "import unittest\n\n\nclass Calc(unittest.TestCase):\n    def test_add(self):\n        pass\n"
 SECRET = "sk-planted-" + secrets.token_hex(12)

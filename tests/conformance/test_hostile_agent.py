@@ -36,7 +36,7 @@ from toolchain import CheckoutFactory
 from conformance import hostile_agent
 from conformance.providers import ProviderFactory
 from docdelta.agents.base import classify
-from docdelta.models import RunStatus
+from docdelta.agents.models import RunStatus
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec, get_provider
 from docdelta.sandbox.base import ExecResult
 

@@ -28,9 +28,10 @@ from conformance.providers import ProviderFactory
 from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change
+from docdelta.grading.models import HiddenTestResult
 from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.models import Gold, HiddenTestResult, Task, Validation
 from docdelta.sandbox import SandboxProvider
+from docdelta.tasks.models import Gold, Task, Validation
 
 HIDDEN = "tests/test_hidden.py"
 HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

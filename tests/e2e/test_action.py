@@ -31,9 +31,10 @@ from docdelta.github.actions import ActionsRuntime
 from docdelta.github.annotations import added_lines
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import RunResult, Summary
 from docdelta.report import render
+from docdelta.results.models import RunResult
 from docdelta.scorecard.history import HISTORY_DIR, History
+from docdelta.scorecard.models import Summary
 
 API_KEY = "sk-test-SECRET-api-key-0123456789"
 pytestmark = pytest.mark.timeout(120)

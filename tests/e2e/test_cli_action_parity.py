@@ -23,7 +23,7 @@ from docdelta.demo import build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import Manifest, RunResult
+from docdelta.results.models import Manifest, RunResult
 
 pytestmark = pytest.mark.timeout(300)
 

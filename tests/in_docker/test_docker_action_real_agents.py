@@ -33,8 +33,9 @@ from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
-from docdelta.models import RunResult, RunStatus
+from docdelta.agents.models import RunStatus
 from docdelta.report.render import fmt_count, fmt_usd
+from docdelta.results.models import RunResult
 from docdelta.sandbox.dockerapi import LABEL, ROLE_LABEL, RUN_LABEL
 from docdelta.sandbox.gateway_container import RUN_TOKEN_PREFIX
 

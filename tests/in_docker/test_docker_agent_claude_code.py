@@ -16,12 +16,13 @@ from modelserver.script import Script, TextTurn, ToolTurn
 
 from docdelta.agents.claude_code import ClaudeCodeAgent
 from docdelta.agents.images import agent_image
+from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.gateway.config import ANTHROPIC
 from docdelta.gateway.fingerprint import fingerprint
 from docdelta.instructions.audit import arrived
 from docdelta.instructions.detect import InstructionMatcher
 from docdelta.instructions.loading import DirTree, build
-from docdelta.models import CommandRun, LoadMode, RunStatus
+from docdelta.instructions.models import LoadMode
 
 pytestmark = pytest.mark.docker
 

@@ -16,8 +16,8 @@ from modelserver.script import Script, TextTurn, ToolTurn
 
 from docdelta.agents.codex import CodexAgent
 from docdelta.agents.images import agent_image
+from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.gateway.config import OPENAI
-from docdelta.models import CommandRun, RunStatus
 
 pytestmark = pytest.mark.docker
 

@@ -20,8 +20,8 @@ from toolchain import CheckoutFactory
 from docdelta.agents import AgentContext
 from docdelta.agents.copilot import CopilotAgent
 from docdelta.agents.images import agent_image
+from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.gateway.config import Upstream
-from docdelta.models import CommandRun, RunStatus
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

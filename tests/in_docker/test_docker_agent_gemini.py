@@ -22,8 +22,8 @@ from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from docdelta.agents import AgentContext
 from docdelta.agents.gemini import VERSION, GeminiAgent
 from docdelta.agents.images import agent_image
+from docdelta.agents.models import RunStatus
 from docdelta.gateway.config import GEMINI
-from docdelta.models import RunStatus
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

@@ -16,10 +16,10 @@ from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
+from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import Upstream
-from docdelta.models import CommandRun, RunStatus
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

@@ -18,9 +18,9 @@ from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
 from docdelta.agents.images import agent_image
+from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.agents.opencode import OpenCodeAgent
 from docdelta.gateway.config import Upstream
-from docdelta.models import CommandRun, RunStatus
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

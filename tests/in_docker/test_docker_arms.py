@@ -13,8 +13,9 @@ from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, TurnUsage
 
+from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
-from docdelta.models import Manifest, RunResult, RunStatus
+from docdelta.results.models import Manifest, RunResult
 
 pytestmark = pytest.mark.docker
 

@@ -15,8 +15,9 @@ from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
 from modelserver.script import ErrorTurn, Script
 
+from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
-from docdelta.models import RunResult, RunStatus
+from docdelta.results.models import RunResult
 
 pytestmark = pytest.mark.docker
 

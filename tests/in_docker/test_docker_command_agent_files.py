@@ -9,7 +9,7 @@ import pytest
 from gitrepo import GitRepo
 
 from docdelta.cli.main import main
-from docdelta.models import RunResult
+from docdelta.results.models import RunResult
 
 pytestmark = pytest.mark.docker
 

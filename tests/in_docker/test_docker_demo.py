@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from docdelta.cli.main import main
-from docdelta.models import RunResult
+from docdelta.results.models import RunResult
 
 pytestmark = pytest.mark.docker
 

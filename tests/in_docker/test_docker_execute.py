@@ -17,13 +17,14 @@ from clirun import run_args
 from docker_helpers import UPSTREAM_PORT, control, owned_by, requests_seen
 from proposals import SNOOP_AGENT, check_fake_run, check_redacted, execute_project
 
+from docdelta.agents.models import AgentAnswer
 from docdelta.cli.main import main
 from docdelta.gateway.config import OPENAI, GatewayConfig
 from docdelta.grading.execute import execute_proposals
-from docdelta.models import AgentAnswer, Gold, Task
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.gateway_container import Gateway
+from docdelta.tasks.models import Gold, Task
 
 pytestmark = pytest.mark.docker
 

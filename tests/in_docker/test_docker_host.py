@@ -30,8 +30,8 @@ import yaml
 from clirun import run_args, saved_results
 from gitrepo import GitRepo
 
+from docdelta.agents.models import RunStatus
 from docdelta.errors import ExitCode
-from docdelta.models import RunStatus
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL
 
 pytestmark = pytest.mark.docker

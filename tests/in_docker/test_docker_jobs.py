@@ -19,9 +19,9 @@ from clirun import BlockingAgent, agent_processes, run_args, saved_results
 from docker_helpers import owned_by
 from gitrepo import GitRepo
 
+from docdelta.agents.models import RunStatus
 from docdelta.errors import ExitCode
 from docdelta.experiment.plan import plan_order
-from docdelta.models import RunStatus
 
 pytestmark = pytest.mark.docker
 

@@ -14,8 +14,8 @@ from toolchain import CheckoutFactory
 
 from docdelta.agents.base import AgentContext
 from docdelta.agents.command import CommandAgent
+from docdelta.agents.models import RunStatus
 from docdelta.errors import SandboxError
-from docdelta.models import RunStatus
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 

@@ -19,12 +19,12 @@ from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn
 
 from docdelta.agents import AgentContext
+from docdelta.agents.models import RunStatus
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.checkout.seal import build_overlays, seal
 from docdelta.gateway.config import Upstream
 from docdelta.git import Repo
 from docdelta.instructions.detect import InstructionMatcher
-from docdelta.models import RunStatus
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker

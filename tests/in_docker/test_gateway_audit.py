@@ -19,14 +19,16 @@ from gitrepo import GitRepo
 from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
+from docdelta.agents.models import AgentOutcome, RunStatus
 from docdelta.config import ProjectConfig
 from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
 from docdelta.experiment.progress import LineProgress
 from docdelta.experiment.runner import RunLimits, Runner
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.git import Repo
-from docdelta.models import AgentOutcome, Cell, InstructionAudit, RunStatus
+from docdelta.instructions.models import InstructionAudit
 from docdelta.report import render_markdown
+from docdelta.results.models import Cell
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox, SandboxSpec
 from docdelta.sandbox.docker import DockerProvider

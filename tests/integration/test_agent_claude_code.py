@@ -12,7 +12,7 @@ import pytest
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.claude_code import VERSION, ClaudeCodeAgent
-from docdelta.models import AgentOutcome, CommandRun, RunStatus
+from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 

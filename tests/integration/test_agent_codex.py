@@ -13,7 +13,7 @@ from typing import cast
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.codex import PROVIDER, VERSION, CodexAgent
-from docdelta.models import AgentOutcome, CommandRun, RunStatus
+from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 

@@ -16,9 +16,9 @@ from modelserver.script import ErrorTurn, Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext, get_agent
+from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.errors import AgentError
-from docdelta.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox import Sandbox, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 

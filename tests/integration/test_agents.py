@@ -12,11 +12,12 @@ from toolchain import CheckoutFactory
 from docdelta.agents import AgentContext, extract_last_json, get_agent
 from docdelta.agents.command import CommandAgent, preflight
 from docdelta.agents.fake_agent import solve
+from docdelta.agents.models import AgentAnswer, RunStatus
 from docdelta.agents.prompt import ANSWER_SHAPE, build_prompt
 from docdelta.errors import AgentError
-from docdelta.models import AgentAnswer, RunStatus, Task
 from docdelta.sandbox import Sandbox, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
+from docdelta.tasks.models import Task
 
 TASK = Task(id="t", prompt="What command runs the full test suite?", reviewed=True)
 DOCS = {

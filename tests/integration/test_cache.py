@@ -38,7 +38,7 @@ from docdelta.experiment.reuse import (
     token_auth,
 )
 from docdelta.git import Repo, overlay_commit, run_git
-from docdelta.models import Manifest, RunResult
+from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import ResultStore
 from docdelta.wiring import AgentChoice, build_agent
 

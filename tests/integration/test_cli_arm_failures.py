@@ -18,8 +18,8 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 from docdelta.cli.main import main
-from docdelta.models import Summary
 from docdelta.scorecard import stats
+from docdelta.scorecard.models import Summary
 
 TASK = """\
 id: test-cmd

@@ -28,8 +28,9 @@ from docdelta.git import Repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import Manifest, Summary
+from docdelta.results.models import Manifest
 from docdelta.scorecard.history import History
+from docdelta.scorecard.models import Summary
 
 TASK = """\
 id: {id}

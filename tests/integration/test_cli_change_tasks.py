@@ -15,7 +15,7 @@ from toolchain import sandbox_config
 
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
-from docdelta.models import RunResult
+from docdelta.results.models import RunResult
 
 HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 REFERENCE = """\

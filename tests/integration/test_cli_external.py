@@ -15,7 +15,7 @@ from docdelta.agents.fake import SCRIPT
 from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
 from docdelta.errors import ExitCode
-from docdelta.models import Summary
+from docdelta.scorecard.models import Summary
 
 
 def _controller(trial: Path, command: list[str]) -> None:

@@ -16,10 +16,12 @@ from clirun import run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
+from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
-from docdelta.models import RunResult, RunStatus, Summary
+from docdelta.results.models import RunResult
 from docdelta.results.store import ResultStore
+from docdelta.scorecard.models import Summary
 
 TASK = """\
 id: {id}

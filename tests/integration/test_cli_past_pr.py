@@ -11,7 +11,7 @@ import pytest
 from gitrepo import GitRepo
 
 from docdelta.cli.main import main
-from docdelta.models import Manifest, RunResult
+from docdelta.results.models import Manifest, RunResult
 
 TASK = """\
 id: {id}

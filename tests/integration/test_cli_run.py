@@ -18,11 +18,12 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 import docdelta
+from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.experiment.plan import plan_order
-from docdelta.models import RunStatus, Summary
 from docdelta.scorecard import power as power_module
+from docdelta.scorecard.models import Summary
 
 TASK = """\
 id: {id}

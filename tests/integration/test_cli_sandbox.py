@@ -13,7 +13,7 @@ import yaml
 from gitrepo import GitRepo
 
 from docdelta.cli.main import main
-from docdelta.models import RunResult
+from docdelta.results.models import RunResult
 
 TASK = """\
 id: test-cmd

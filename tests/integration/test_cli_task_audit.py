@@ -15,7 +15,7 @@ from toolchain import sandbox_config
 from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
 from docdelta.improve.task_audit import Label, SuiteAudit
-from docdelta.models import Summary
+from docdelta.scorecard.models import Summary
 
 
 def _audit(capsys: pytest.CaptureFixture[str], *args: str) -> SuiteAudit:

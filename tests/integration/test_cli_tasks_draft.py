@@ -14,7 +14,7 @@ from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.improve.task_audit import Label, SuiteAudit
-from docdelta.models import Summary
+from docdelta.scorecard.models import Summary
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.quotes import locate
 

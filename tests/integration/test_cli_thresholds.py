@@ -14,7 +14,7 @@ from gitrepo import GitRepo
 from docdelta.cli.main import main
 from docdelta.demo import examples_dir
 from docdelta.errors import ExitCode
-from docdelta.models import Summary
+from docdelta.scorecard.models import Summary
 
 
 def _project(tmp_path: Path) -> tuple[GitRepo, Path]:

@@ -14,8 +14,8 @@ from gitrepo import GitRepo
 from docdelta.cli.main import main
 from docdelta.demo import examples_dir
 from docdelta.errors import ExitCode
-from docdelta.models import Summary
 from docdelta.report import render_comment_markdown
+from docdelta.scorecard.models import Summary
 
 NOTE = "the suite included 2 unreviewed tasks (force-push, 1 holdout task)"
 

@@ -13,7 +13,7 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 from docdelta.cli.main import main
-from docdelta.models import RunResult
+from docdelta.results.models import RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_AGENT = "examples/agents/grep_agent.py"

@@ -11,9 +11,10 @@ from factories import arm, summary_of
 from ghrender import look
 
 from docdelta.github.comment import render_comment
-from docdelta.models import RunResult, Summary
 from docdelta.report import render_comment_markdown
 from docdelta.report.plain import SCORECARD_DOCS
+from docdelta.results.models import RunResult
+from docdelta.scorecard.models import Summary
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 

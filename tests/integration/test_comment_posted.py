@@ -10,15 +10,17 @@ import pytest
 from factories import arm, detection, manifest
 from fakegithub import FakeGitHub
 
+from docdelta.agents.models import CommandRun
 from docdelta.github.annotations import added_lines, line_annotations
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.port import CheckReport, Conclusion
 from docdelta.github.pygithub import PyGithubPort
-from docdelta.models import CommandRun, RunResult, Summary
 from docdelta.report import render_comment_markdown
 from docdelta.report.plain import SCORECARD_DOCS
 from docdelta.report.render import SCREEN_LINES, TOP_TASKS
+from docdelta.results.models import RunResult
 from docdelta.scorecard.instruction_usage import docs_diff
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.summarize import summarize
 
 BASE_SHA, HEAD_SHA = "b" * 40, "h" * 40

@@ -13,13 +13,14 @@ import yaml
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.fake_agent import solve
+from docdelta.agents.models import AgentAnswer, RunStatus
 from docdelta.agents.prompt import build_prompt
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ConfigError
 from docdelta.grading import score_answer
-from docdelta.models import AgentAnswer, RunStatus, Task
 from docdelta.sandbox import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
+from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import locate
 
 CONDITIONS = ("base", "head", "none")

@@ -12,7 +12,7 @@ from docdelta.errors import ConfigError, GitHubError
 from docdelta.github.comment import marker, render_comment
 from docdelta.github.port import Annotation, AnnotationLevel, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
-from docdelta.models import FileStatus
+from docdelta.instructions.models import FileStatus
 
 NOW = 1_780_000_000.0
 BASE, HEAD = "b" * 40, "h" * 40

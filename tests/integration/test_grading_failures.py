@@ -19,10 +19,11 @@ from toolchain import sandbox_config
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.github.comment import render_comment
-from docdelta.models import RunResult, Summary
 from docdelta.report import render_markdown
 from docdelta.report.render import render_comment_markdown
+from docdelta.results.models import RunResult
 from docdelta.results.store import ResultStore
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.summarize import NO_TEST_RAN
 from docdelta.scorecard.workdir import scorecard
 

@@ -17,9 +17,9 @@ from docdelta.grading.hidden import load_assets
 from docdelta.grading.selftest import selftest
 from docdelta.improve.from_commits import task_from_commit, write_task
 from docdelta.instructions.detect import InstructionMatcher, Overlay
-from docdelta.models import Gold, Task
 from docdelta.sandbox.local import LocalProvider
 from docdelta.tasks.load import load_tasks
+from docdelta.tasks.models import Gold, Task
 
 TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 

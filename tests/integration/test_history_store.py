@@ -16,7 +16,6 @@ import pytest
 
 from docdelta.experiment.reuse import BranchStore, DirectoryStore
 from docdelta.git import run_git
-from docdelta.models import VerdictSummary
 from docdelta.scorecard.history import (
     HISTORY_DIR,
     ArmRecord,
@@ -25,6 +24,7 @@ from docdelta.scorecard.history import (
     comment_section,
     content_digest,
 )
+from docdelta.scorecard.models import VerdictSummary
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,11 +14,12 @@ from clirun import BlockingAgent, agent_processes, run_args, saved_results
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
+from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.experiment.plan import plan_order
-from docdelta.models import Manifest, RunResult, RunStatus
+from docdelta.results.models import Manifest, RunResult
 
 
 @pytest.fixture(scope="module")

@@ -16,19 +16,12 @@ import yaml
 from factories import detection, manifest
 from modelserver import ScriptedModelServer
 
+from docdelta.agents.models import AgentAnswer, AgentOutcome, RunStatus
 from docdelta.cli.main import main
 from docdelta.grading.answer import score_answer
-from docdelta.models import (
-    AgentAnswer,
-    AgentInfo,
-    AgentOutcome,
-    Cell,
-    JudgedResult,
-    RunResult,
-    RunStatus,
-    Task,
-)
+from docdelta.results.models import AgentInfo, Cell, JudgedResult, RunResult
 from docdelta.results.store import ResultStore
+from docdelta.tasks.models import Task
 
 KEY = "sk-docdelta-test-0123456789-secret"
 POINT = "fix a bad commit on main with a revert pull request"

@@ -14,7 +14,7 @@ from gitrepo import GitRepo
 from toolchain import sandbox_config
 
 from docdelta.cli.main import main
-from docdelta.models import Manifest, RunResult
+from docdelta.results.models import Manifest, RunResult
 
 TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 FIX_AGENT = (

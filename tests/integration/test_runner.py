@@ -16,13 +16,14 @@ import pytest
 from gitrepo import GitRepo
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
+from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
 from docdelta.config import ProjectConfig
 from docdelta.errors import ConfigError, InfraError
 from docdelta.experiment.plan import Experiment, ExperimentRequest, PlanTooLarge, prepare
 from docdelta.experiment.progress import LineProgress
 from docdelta.experiment.runner import RATE_LIMIT_LOG, MatrixReport, RunLimits, Runner, with_gateway_telemetry
+from docdelta.gateway.models import ModelCall
 from docdelta.git import Repo
-from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunStatus
 from docdelta.report import render_markdown
 from docdelta.results.store import ResultStore
 from docdelta.sandbox import get_provider

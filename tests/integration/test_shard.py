@@ -14,7 +14,7 @@ from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.experiment.shard import Shard
-from docdelta.models import Manifest
+from docdelta.results.models import Manifest
 
 CLOCK = ("created_at", "started_at", "finished_at", "median_duration_s", "duration_s")
 """Timestamps and measured durations: what the clock says, which no two runs share."""

@@ -43,12 +43,14 @@ from llamacpp import MODEL_FILE, PORT, TOOLS_TEMPLATE, TOOLS_TEMPLATE_PATH, llam
 from toolchain import CheckoutFactory
 
 from docdelta.agents import AgentContext
+from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.cli.main import main
 from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
+from docdelta.gateway.models import ModelCall
 from docdelta.gateway.servers import server_identity
-from docdelta.models import AgentMetrics, AgentOutcome, ModelCall, RunResult, RunStatus
+from docdelta.results.models import RunResult
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id

@@ -24,7 +24,8 @@ from docdelta.git import Repo
 from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES
 from docdelta.instructions.globs import GlobSet
-from docdelta.models import Manifest, RunResult, Summary
+from docdelta.results.models import Manifest, RunResult
+from docdelta.scorecard.models import Summary
 
 pytestmark = pytest.mark.timeout(1800)
 """Each test runs the selftest (the reference three times for flakes, the parent, two

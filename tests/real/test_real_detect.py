@@ -11,7 +11,7 @@ import pytest
 
 from docdelta.git import Repo
 from docdelta.instructions.detect import InstructionMatcher, detect_refs
-from docdelta.models import Detection, LoadMode
+from docdelta.instructions.models import Detection, LoadMode
 
 RealRepo = Callable[[str], Path]
 ALWAYS, ON_DEMAND, CONFIG = LoadMode.always, LoadMode.on_demand, LoadMode.config

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from docdelta.cli.main import main
-from docdelta.models import Manifest, RunResult
+from docdelta.results.models import Manifest, RunResult
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"
 AGENT = Path(__file__).with_name("answer_agent.py")

@@ -17,7 +17,7 @@ import pytest
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.improve.task_audit import SuiteAudit
-from docdelta.models import Summary
+from docdelta.scorecard.models import Summary
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.quotes import locate
 

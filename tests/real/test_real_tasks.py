@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from realenvs import adopt
 
+from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
-from docdelta.models import RunResult, RunStatus, Summary
+from docdelta.results.models import RunResult
+from docdelta.scorecard.models import Summary
 
 RealRepo = Callable[[str], Path]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"

@@ -8,7 +8,7 @@ from scipy.linalg import hadamard
 
 from docdelta.errors import ConfigError
 from docdelta.improve.ablation import Design, Unit, _negative, make_plan, single_runs, split, without
-from docdelta.models import HEAD
+from docdelta.vocabulary import HEAD
 
 TEXT = """\
 # Notes

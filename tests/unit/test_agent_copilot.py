@@ -11,7 +11,7 @@ from typing import cast
 
 from docdelta.agents import AgentContext, agent_names, get_agent
 from docdelta.agents.copilot import PACKAGE, VERSION, CopilotAgent
-from docdelta.models import AgentOutcome, CommandRun, RunStatus
+from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "copilot"

@@ -12,8 +12,8 @@ from typing import cast
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.gemini import PACKAGE, VERSION, GeminiAgent
+from docdelta.agents.models import RunStatus
 from docdelta.gateway.config import GEMINI
-from docdelta.models import RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "gemini"

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import cast
 
 from docdelta.agents import AgentContext, get_agent
+from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.agents.opencode import PACKAGE, VERSION, OpenCodeAgent
-from docdelta.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "opencode"

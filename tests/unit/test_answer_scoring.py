@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from docdelta.agents.base import parse_answer
+from docdelta.agents.models import AgentAnswer
 from docdelta.grading import score_answer
 from docdelta.grading.answer import normalize_command, normalize_path
-from docdelta.models import AgentAnswer, Score, ScoreItem, Task
+from docdelta.grading.models import Score, ScoreItem
+from docdelta.tasks.models import Task
 
 
 def make_task(**gold: Any) -> Task:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from factories import arm, result, summary_of
 
-from docdelta.models import RunResult, RunStatus
+from docdelta.agents.models import RunStatus
 from docdelta.report import render_markdown
+from docdelta.results.models import RunResult
 from docdelta.scorecard import stats
 
 

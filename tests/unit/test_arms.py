@@ -8,10 +8,11 @@ import pytest
 from factories import arm, detection, manifest
 
 from docdelta.experiment.arms import compare, differs_in, parse_arms
-from docdelta.models import AgentInfo, ArmRecord, ArmSpec, Manifest, sha256_hex
 from docdelta.report import render_markdown
 from docdelta.report.html import render_html
+from docdelta.results.models import AgentInfo, ArmRecord, ArmSpec, Manifest
 from docdelta.scorecard.summarize import summarize
+from docdelta.vocabulary import sha256_hex
 
 
 def test_parse_arms_reads_every_field_and_dashed_names() -> None:

@@ -19,18 +19,11 @@ from modelserver.script import Script, TextTurn, TurnUsage
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.fingerprint import fingerprint, match, request_lines
+from docdelta.gateway.models import ModelCall
 from docdelta.instructions.audit import AuditIndex, audit_run, build_index, flags
-from docdelta.models import (
-    ChangedFile,
-    ConditionSpec,
-    Detection,
-    FileStatus,
-    InstructionAudit,
-    ModelCall,
-    NearMiss,
-    sha256_hex,
-)
+from docdelta.instructions.models import ChangedFile, Detection, FileStatus, InstructionAudit, NearMiss
 from docdelta.report import render_markdown
+from docdelta.vocabulary import ConditionSpec, sha256_hex
 
 CLAUDE_MD = """# Project notes
 Prefer small pure functions and keep modules below 300 lines.

@@ -7,8 +7,8 @@ import json
 import pytest
 from factories import arm, result, summary_of
 
+from docdelta.agents.models import RunStatus
 from docdelta.errors import ConfigError
-from docdelta.models import RunStatus
 from docdelta.report import badge
 
 

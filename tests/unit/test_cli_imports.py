@@ -17,16 +17,22 @@ from gitrepo import GitRepo
 
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
-from docdelta.models import Summary
+from docdelta.scorecard.models import Summary
 
 HEAVY = ("scipy", "numpy", "docker", "github", "httpx")
 """Top-level packages only other commands need: statistics, the Docker SDK, PyGithub, HTTP."""
 UNUSED_BY_DETECT = ("yaml", "jinja2")
 """Lighter, but `detect` on a repository without a .docdelta.yml parses no YAML and renders
 no template."""
-DOCDELTA_UNUSED_BY_DETECT = ("docdelta.models", "docdelta.config", "docdelta.gateway.config")
+DOCDELTA_UNUSED_BY_DETECT = (
+    "docdelta.tasks.models",
+    "docdelta.results.models",
+    "docdelta.scorecard.models",
+    "docdelta.config",
+    "docdelta.gateway.config",
+)
 """What detect without a .docdelta.yml never uses, and paid for at start-up: the other ~60
-pydantic models of the vocabulary (it serializes only `docdelta.models_core`'s) and the project
+pydantic models of the vocabulary (it serializes only `docdelta.instructions.models`) and the project
 config's models (the gateway's, the sandbox's, the arms')."""
 SCORECARD_HEAVY = ("scipy", "httpx", "docker", "github")
 """What a scorecard (every `run`, every `report`) never needs: scipy (the usage rank test,

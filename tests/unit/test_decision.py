@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from scipy.stats import binom, norm
 
 from docdelta.experiment.rounds import round_cells, run_rounds
-from docdelta.models import Cell, VerdictKind
+from docdelta.results.models import Cell
 from docdelta.scorecard import decision, power
 from docdelta.scorecard.decision import Design, decide, from_strata, holm
+from docdelta.scorecard.models import VerdictKind
 from docdelta.scorecard.power import Scenario, ScoreModel, simulate, wilson
 
 ALPHA = 0.05

@@ -21,7 +21,7 @@ from docdelta.instructions.detect import (
     diff_files,
     instruction_files,
 )
-from docdelta.models import FileStatus
+from docdelta.instructions.models import FileStatus
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from docdelta.agents.models import AgentAnswer
 from docdelta.grading.answer import proposed_commands, score_answer
 from docdelta.grading.execute import first_error
-from docdelta.models import AgentAnswer, CommandsExecuted, ExecutedCommand, Gold, Task
+from docdelta.grading.models import CommandsExecuted, ExecutedCommand
 from docdelta.sandbox.base import ExecResult
+from docdelta.tasks.models import Gold, Task
 
 TASK = Task(id="t", prompt="How do I run the tests?", gold=Gold(commands=["make test"], execute=True))
 NOWHERE = Path("/nonexistent")

@@ -11,8 +11,8 @@ from factories import arm, summary_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docdelta.models import RunResult
 from docdelta.report import render_markdown
+from docdelta.results.models import RunResult
 from docdelta.scorecard.decision import OVERALL, Design, Interval, decide, from_strata
 from docdelta.scorecard.power import interval_coverage, power_line, wilson
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import binom
 
 from docdelta.experiment.rounds import RoundsOutcome, run_rounds
-from docdelta.models import Cell
+from docdelta.results.models import Cell
 from docdelta.scorecard import decision
 from docdelta.scorecard.decision import POOLED, Design, TaskRuns, decide, from_strata
 

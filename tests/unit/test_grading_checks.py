@@ -8,8 +8,9 @@ import pytest
 from gitrepo import Content, GitRepo
 from pydantic import ValidationError
 
+from docdelta.agents.models import AgentMetrics, CommandRun
 from docdelta.grading.checks import parse_diff, run_checks
-from docdelta.models import AgentMetrics, CommandRun, HardChecks, MistakeRule
+from docdelta.tasks.models import HardChecks, MistakeRule
 
 BEFORE: dict[str, Content] = {
     "src/app.py": "def main():\n    return 1\n",

@@ -6,8 +6,9 @@ import pytest
 
 from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import ReportError, file_ran, parse_junit, parse_pytest_summary
-from docdelta.models import TestCounts, Validation
+from docdelta.grading.models import TestCounts
 from docdelta.sandbox.base import ExecResult
+from docdelta.tasks.models import Validation
 
 HIDDEN = ["tests/test_ops.py"]
 GOOD = b"""<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="3">

@@ -11,9 +11,10 @@ import pytest
 
 from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import parse_go_json, parse_libtest
+from docdelta.grading.models import TAIL_NOTE, TestCounts
 from docdelta.grading.runners import GUARD_PATH_SH, NEXTEST_PROFILE, RUNNERS, invocation, recognise
-from docdelta.models import TAIL_NOTE, RunnerKind, TestCounts, Validation
 from docdelta.sandbox.base import ExecResult
+from docdelta.tasks.models import RunnerKind, Validation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runners"
 REPORT = "/workspace/tools/junit-0123.xml"

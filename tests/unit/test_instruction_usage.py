@@ -14,13 +14,15 @@ from gitrepo import GitRepo
 from unidiff.patch import PatchSet
 
 from docdelta.agents.fake import FakeAgent
+from docdelta.agents.models import AgentAnswer, AgentMetrics, CommandRun, RunStatus
 from docdelta.config import load_project_config
 from docdelta.experiment.plan import ExperimentRequest, prepare
 from docdelta.git import Repo
-from docdelta.models import AgentAnswer, AgentMetrics, CommandRun, InstructionRef, RunResult, RunStatus
 from docdelta.report import render_markdown
+from docdelta.results.models import RunResult
 from docdelta.results.store import ResultStore
 from docdelta.scorecard.instruction_usage import docs_diff, read_docs, references, tally
+from docdelta.scorecard.models import InstructionRef
 from docdelta.scorecard.summarize import summarize
 
 BASE_DOCS = """\

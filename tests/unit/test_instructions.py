@@ -14,11 +14,12 @@ from gitrepo import GitRepo, Link
 from docdelta.checkout.seal import build_overlays, seal
 from docdelta.errors import ConfigError
 from docdelta.gateway.fingerprint import match, request_lines
+from docdelta.gateway.models import ModelCall
 from docdelta.git import Repo
 from docdelta.instructions.audit import audit_run, build_index
 from docdelta.instructions.detect import InstructionMatcher, detect_refs
 from docdelta.instructions.loading import DirTree, GitTree, Graph, build, imports
-from docdelta.models import FileStatus, LoadMode, ModelCall
+from docdelta.instructions.models import FileStatus, LoadMode
 
 MATCH = InstructionMatcher()
 AGENTS = "# Agents\nRun the tests with `uv run --frozen pytest` before every commit.\n"

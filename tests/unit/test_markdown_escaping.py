@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_shape import HOSTILE_PIECES, MD, hostile_summary, structure
 
-from docdelta.models import Summary
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.render import text
+from docdelta.scorecard.models import Summary
 
 hostile = st.lists(
     st.one_of(st.sampled_from(HOSTILE_PIECES), st.text(alphabet="`<>/!@#*_[]()|\\&;- \nabc", max_size=8)),

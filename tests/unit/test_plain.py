@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from factories import arm, detection, manifest, summary_of
 
+from docdelta.agents.models import RunStatus
 from docdelta.github.annotations import added_lines, line_annotations
 from docdelta.github.port import AnnotationLevel, PrFile
-from docdelta.models import ArmUse, Certainty, FileStatus, InstructionRef, PowerSummary, RunResult
+from docdelta.instructions.models import FileStatus
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.plain import lead
+from docdelta.results.models import RunResult
+from docdelta.scorecard.models import ArmUse, Certainty, InstructionRef, PowerSummary
 from docdelta.scorecard.summarize import summarize
 
 
@@ -113,8 +116,6 @@ def test_cost_is_money_and_percent_when_priced_and_tokens_said_so_when_not() -> 
 
 
 def test_a_refused_verdict_carries_no_mark() -> None:
-    from docdelta.models import RunStatus  # noqa: PLC0415
-
     runs = [*arm("a", "base", [1.0, 1.0]), *arm("a", "head", [0.0, 0.0])]
     runs += arm("a", "head", [0.0, 0.0], status=RunStatus.infra_error)
     s = summary_of(runs)

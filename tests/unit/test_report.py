@@ -10,22 +10,18 @@ from factories import arm, detection, judged, manifest, result, ruling, summary_
 from gitrepo import GitRepo, Link
 from jinja2 import UndefinedError
 
+from docdelta.agents.models import RunStatus
 from docdelta.git import Repo
 from docdelta.grading.judged import with_judgements
 from docdelta.instructions.detect import InstructionMatcher, detect_refs
-from docdelta.models import (
-    DEFAULT_NOISE_BAND,
-    AgentInfo,
-    NearMiss,
-    PowerSummary,
-    RunResult,
-    RunStatus,
-    Summary,
-)
+from docdelta.instructions.models import NearMiss
 from docdelta.report import render_comment_markdown, render_json, render_markdown
 from docdelta.report.render import cell, code, environment, mermaid_label
+from docdelta.results.models import AgentInfo, RunResult
 from docdelta.scorecard import decision, stats
+from docdelta.scorecard.models import PowerSummary, Summary
 from docdelta.scorecard.summarize import summarize
+from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 
 # ------------------------------------------------------------------ summary

@@ -12,23 +12,13 @@ from pathlib import Path
 import pytest
 from factories import arm, detection, judged, manifest, result, ruling, summary_of
 
+from docdelta.agents.models import AgentAnswer, CommandRun, RunStatus
 from docdelta.cli.main import main
 from docdelta.grading.judged import JUDGED_FILE
-from docdelta.models import (
-    AgentAnswer,
-    ChangedFile,
-    CheckResult,
-    ChecksResult,
-    CommandRun,
-    FileStatus,
-    HiddenTestResult,
-    JudgedResult,
-    MistakeHit,
-    RunResult,
-    RunStatus,
-    TestCounts,
-)
+from docdelta.grading.models import CheckResult, ChecksResult, HiddenTestResult, MistakeHit, TestCounts
+from docdelta.instructions.models import ChangedFile, FileStatus
 from docdelta.report.html import PLOT_W, render_html
+from docdelta.results.models import JudgedResult, RunResult
 from docdelta.results.store import ResultStore
 
 EVIL = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'

@@ -8,8 +8,10 @@ from __future__ import annotations
 from factories import result
 
 from docdelta.action.suggest_loop import Proven, offer, place
+from docdelta.grading.models import CommandsExecuted, ExecutedCommand
 from docdelta.improve.suggest import Measured, Suggestion, _patch, stale_commands
-from docdelta.models import CommandsExecuted, ExecutedCommand, RunResult, Task
+from docdelta.results.models import RunResult
+from docdelta.tasks.models import Task
 
 DOCS = {"AGENTS.md": "# Agents\n\n- Run the tests with `make tests`.\n- Lint with `ruff check --fast`.\n"}
 NO_TARGET = "make: *** No rule to make target 'tests'.  Stop."

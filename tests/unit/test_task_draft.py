@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from docdelta.improve.task_audit import SourceText, audit_items
 from docdelta.improve.task_draft import BLANK, Draft, RuleKind, covers, draft_from_text
-from docdelta.models import Task
+from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import locate
 
 GUIDE = """\

@@ -9,7 +9,7 @@ from collections import defaultdict
 import yaml
 
 from docdelta.improve.task_audit import FileKind, Flaw, SourceText, _Tally, task_flaws
-from docdelta.models import Task
+from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import normalize
 
 AGENTS = """\

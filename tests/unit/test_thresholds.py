@@ -9,12 +9,15 @@ import pytest
 from factories import arm, detection, manifest
 from pydantic import ValidationError
 
-from docdelta.models import ConditionSpec, PassThreshold, RunResult, Summary, Task
 from docdelta.report import render_comment_markdown, render_markdown
+from docdelta.results.models import RunResult
 from docdelta.scorecard import stats, thresholds
 from docdelta.scorecard.history import History, record_of
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.summarize import summarize
 from docdelta.tasks.load import task_json_schema
+from docdelta.tasks.models import PassThreshold, Task
+from docdelta.vocabulary import ConditionSpec
 
 BAR = PassThreshold(fraction=0.8)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from factories import arm, summary_of
 
-from docdelta.models import HiddenTestResult, RunnerKind, RunResult
+from docdelta.grading.models import HiddenTestResult
 from docdelta.report import render_markdown
+from docdelta.results.models import RunResult
+from docdelta.tasks.models import RunnerKind
 
 
 def _passed(runs: list[RunResult], *, guarded: bool) -> list[RunResult]:

@@ -78,30 +78,20 @@ from docdelta.improve.ablation import render as render_ablation
 from docdelta.improve.suggest import Suggestion
 from docdelta.improve.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
 from docdelta.instructions.detect import InstructionMatcher, instruction_files
-from docdelta.models import (
-    BASE,
-    HEAD,
-    PATCHED,
-    Cell,
-    ChangedFile,
-    Detection,
-    FileStatus,
-    Frozen,
-    Manifest,
-    RunResult,
-    Summary,
-    Task,
-    sha256_hex,
-)
+from docdelta.instructions.models import ChangedFile, Detection, FileStatus
 from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.report.render import fmt_verdict, inline
+from docdelta.results.models import Cell, Manifest, RunResult
 from docdelta.results.store import MANIFEST_FILE, ResultStore
 from docdelta.scorecard import stats, thresholds
 from docdelta.scorecard.history import HISTORY_DIR, History, comment_section, content_digest, record_of
+from docdelta.scorecard.models import Summary
 from docdelta.scorecard.workdir import scorecard
 from docdelta.tasks.load import load_tasks
+from docdelta.tasks.models import Task
+from docdelta.vocabulary import BASE, HEAD, PATCHED, Frozen, sha256_hex
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")

@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.experiment.shard import GITHUB_MAX_JOBS
-from docdelta.models import BASE, DEFAULT_CONDITIONS, HEAD, GatePolicy, JudgeProvider, PassThreshold
+from docdelta.grading.models import JudgeProvider
+from docdelta.scorecard.models import GatePolicy
+from docdelta.tasks.models import PassThreshold
 from docdelta.validate import (
     ACTION_MAX_REPEATS,
     DEFAULT_MAX_PARALLEL,
@@ -39,6 +41,7 @@ from docdelta.validate import (
     POOL_SKIP_BASE_FROM,
     AblationUnit,
 )
+from docdelta.vocabulary import BASE, DEFAULT_CONDITIONS, HEAD
 
 DEFAULT_CHECK_NAME = "docdelta"
 DEFAULT_APPROVE_LABEL = "docdelta:approved"

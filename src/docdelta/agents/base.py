@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from docdelta.agents.models import AgentAnswer, AgentOutcome, RunStatus
 from docdelta.errors import AgentError
 from docdelta.instructions.loading import RULES
-from docdelta.models import AgentAnswer, AgentOutcome, LoadMode, RunStatus
+from docdelta.instructions.models import LoadMode
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 
 _DECODER = json.JSONDecoder()

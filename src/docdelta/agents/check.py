@@ -18,13 +18,13 @@ from pathlib import Path
 
 from docdelta.agents import Agent, AgentContext
 from docdelta.agents.command import preflight
+from docdelta.agents.models import AgentOutcome, RunStatus
 from docdelta.agents.prompt import build_prompt
 from docdelta.checkout.seal import seal
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import TaskError
 from docdelta.git import Repo
 from docdelta.instructions.detect import instruction_files
-from docdelta.models import AgentOutcome, RunStatus
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.tasks.load import load_tasks
 from docdelta.wiring import SandboxChoice, build_provider

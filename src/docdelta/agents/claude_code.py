@@ -30,7 +30,7 @@ from docdelta.agents.base import (
     parse_answer,
     status_for_api_error,
 )
-from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
+from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "2.1.332"

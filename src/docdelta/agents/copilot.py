@@ -41,7 +41,7 @@ from docdelta.agents.base import (
     status_for_api_error,
     workspace_relative,
 )
-from docdelta.models import AgentMetrics, AgentOutcome, CommandRun
+from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "1.0.102"

@@ -12,8 +12,8 @@ from typing import ClassVar
 
 from docdelta.agents.base import AgentContext
 from docdelta.agents.command import CommandAgent
-from docdelta.models import sha256_hex
 from docdelta.sandbox.base import Sandbox
+from docdelta.vocabulary import sha256_hex
 
 SCRIPT = files("docdelta.agents").joinpath("fake_agent.py").read_bytes()
 

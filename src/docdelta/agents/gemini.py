@@ -39,7 +39,7 @@ from docdelta.agents.base import (
     parse_answer,
     status_for_api_error,
 )
-from docdelta.models import AgentMetrics, AgentOutcome
+from docdelta.agents.models import AgentMetrics, AgentOutcome
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "0.61.0"

@@ -24,10 +24,11 @@ from typing import ClassVar
 from docdelta.agents import openai_agent as loop
 from docdelta.agents.base import AgentContext, status_for_api_error
 from docdelta.agents.command import CommandAgent, metrics_data
+from docdelta.agents.models import AgentOutcome, RunStatus
 from docdelta.errors import AgentError
-from docdelta.models import AgentOutcome, RunStatus, sha256_hex
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox
 from docdelta.validate import DEFAULT_MAX_OUTPUT_TOKENS
+from docdelta.vocabulary import sha256_hex
 
 SCRIPT = files("docdelta.agents").joinpath("openai_agent.py").read_bytes()
 DEFAULT_MAX_TURNS = 20

@@ -43,7 +43,7 @@ from docdelta.agents.base import (
     status_for_api_error,
     workspace_relative,
 )
-from docdelta.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
+from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "1.18.33"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from docdelta.models import AgentAnswer, Task
+from docdelta.agents.models import AgentAnswer
+from docdelta.tasks.models import Task
 
 ANSWER_SHAPE: dict[str, str] = {
     "answer": "your answer in a few sentences",

@@ -49,8 +49,8 @@ from docdelta.instructions.detect import (
 )
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
-from docdelta.models import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, Frozen, sha256_hex
 from docdelta.results.store import atomic_write
+from docdelta.vocabulary import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, Frozen, sha256_hex
 
 __all__ = [
     "CONDITIONS",

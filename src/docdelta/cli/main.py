@@ -25,24 +25,27 @@ from docdelta import __version__, validate
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
 from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
-from docdelta.models_core import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND, HEAD, NearMiss
+from docdelta.instructions.models import NearMiss
 from docdelta.sandbox import provider_names
 from docdelta.text import listing
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
+from docdelta.vocabulary import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND, HEAD
 
 if TYPE_CHECKING:
     from docdelta.evaluation import RunOptions
     from docdelta.experiment.plan import ExperimentRequest
     from docdelta.improve.suggest import Suggestion
-    from docdelta.models import ArmSpec, Manifest, PassThreshold, RunResult, Summary, Task
+    from docdelta.results.models import ArmSpec, Manifest, RunResult
     from docdelta.results.store import ResultStore
     from docdelta.scorecard.history import History
+    from docdelta.scorecard.models import Summary
+    from docdelta.tasks.models import PassThreshold, Task
 
 # Each command imports what only it needs inside its handler (hence the PLC0415 per-file
 # ignore in pyproject.toml): scipy, the Docker SDK, PyGithub and httpx cost seconds to
 # import, and `detect`, which needs none of them, must start in well under a second
 # (issue 12; the test is tests/unit/test_cli_imports.py, the figure bench/bench_detect.py).
-# That includes docdelta's own pydantic models: the class statements of docdelta.models and
+# That includes docdelta's own pydantic models: the class statements of each package's models and
 # docdelta.config (with the gateway's) were a third of detect's start-up.
 
 T = TypeVar("T")
@@ -717,7 +720,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _pass_threshold(args: argparse.Namespace) -> PassThreshold | None:
     """`--pass-threshold` / `--pass-k` as the default bar (`docdelta.scorecard.thresholds`)."""
-    from docdelta.models import PassThreshold
+    from docdelta.tasks.models import PassThreshold
 
     if args.pass_threshold is None:
         if args.pass_k != 1:
@@ -1235,8 +1238,8 @@ def _judge(args: argparse.Namespace) -> int:
     from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
     from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
     from docdelta.grading.judged import judge_workdir
+    from docdelta.grading.models import JudgeInfo
     from docdelta.grading.rubrics import rubric_of
-    from docdelta.models import JudgeInfo
     from docdelta.results.store import ResultStore
     from docdelta.tasks.load import load_tasks
 

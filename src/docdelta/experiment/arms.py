@@ -24,22 +24,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from docdelta.agents.base import Agent
+from docdelta.agents.models import RunStatus
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.instructions.detect import MAX_INSTRUCTION_BYTES, Overlay
-from docdelta.models import (
-    ARM_FACTORS,
-    BUILTIN_CONDITIONS,
-    AgentInfo,
-    ArmComparison,
-    ArmRecord,
-    ArmSpec,
-    Delta,
-    Manifest,
-    RunResult,
-    RunStatus,
-)
+from docdelta.results.models import ARM_FACTORS, AgentInfo, ArmRecord, ArmSpec, Manifest, RunResult
 from docdelta.scorecard import stats
+from docdelta.scorecard.models import ArmComparison, Delta
+from docdelta.vocabulary import BUILTIN_CONDITIONS
 
 ARMS_FLAG = "--arms"
 FIELDS = tuple(f for f in ArmSpec.model_fields if f != "name")

@@ -29,6 +29,7 @@ from typing import ClassVar, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
+from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
 from docdelta.agents.prompt import build_prompt
 from docdelta.config import load_project_config
 from docdelta.errors import ConfigError
@@ -36,10 +37,11 @@ from docdelta.experiment.plan import ExperimentRequest, cell_seed, prepare
 from docdelta.experiment.runner import timed_out
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
-from docdelta.models import AgentMetrics, AgentOutcome, Cell, Frozen, RunResult, RunStatus, sha256_hex
+from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import ResultStore, checkout_dir
 from docdelta.sandbox.base import ExecResult, Sandbox
 from docdelta.tasks.load import load_tasks
+from docdelta.vocabulary import Frozen, sha256_hex
 
 TRIALS_DIR = "trials"
 TRIALS_INDEX = "trials.json"

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from docdelta.experiment.plan import Experiment
 from docdelta.experiment.reuse import ArmStore, CachedArm
 from docdelta.experiment.runner import INCOMPLETE
-from docdelta.models import Cell, RunResult
+from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import ResultStore
 
 log = logging.getLogger("docdelta.experiment.forecast")

@@ -30,23 +30,15 @@ from docdelta.git import Repo
 from docdelta.grading.hidden import ChangeAssets, load_assets
 from docdelta.instructions.audit import AuditIndex, build_index
 from docdelta.instructions.detect import InstructionMatcher, Overlay, detect_refs
-from docdelta.models import (
-    BASE,
-    DEFAULT_CONDITIONS,
-    HEAD,
-    ArmSpec,
-    Cell,
-    Detection,
-    Manifest,
-    PassThreshold,
-    PooledControl,
-    RunBounds,
-    sha256_hex,
-)
+from docdelta.instructions.models import Detection
+from docdelta.results.models import ArmSpec, Cell, Manifest, RunBounds
 from docdelta.results.store import ResultStore, checkout_dir
 from docdelta.scorecard import thresholds
+from docdelta.scorecard.models import PooledControl
 from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
+from docdelta.tasks.models import PassThreshold
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
+from docdelta.vocabulary import BASE, DEFAULT_CONDITIONS, HEAD, sha256_hex
 
 
 @dataclass(frozen=True)

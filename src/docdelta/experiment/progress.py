@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
-from docdelta.models import Cell
+from docdelta.results.models import Cell
 
 
 class Progress(Protocol):

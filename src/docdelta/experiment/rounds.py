@@ -30,10 +30,12 @@ from dataclasses import dataclass
 
 from docdelta.experiment.plan import Experiment
 from docdelta.experiment.runner import MatrixReport, Runner
-from docdelta.models import DEFAULT_NOISE_BAND, Cell, PooledControl, RunResult
+from docdelta.results.models import Cell, RunResult
 from docdelta.scorecard import stats
 from docdelta.scorecard.decision import Decision, Design, TaskRuns, decide
+from docdelta.scorecard.models import PooledControl
 from docdelta.scorecard.summarize import design_of, task_runs
+from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 FOCUS_STEP = 1
 """Rounds the most suspect task runs before the suspects are ranked again. One round (two

@@ -30,35 +30,28 @@ from typing import Any, Literal, TypeVar
 
 from docdelta.agents.base import Agent, AgentContext
 from docdelta.agents.command import preflight
+from docdelta.agents.models import AgentOutcome, RunStatus
 from docdelta.agents.prompt import build_prompt
 from docdelta.checkout.seal import SealedCheckout
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.experiment.plan import Experiment, cell_seed
 from docdelta.experiment.progress import Progress
+from docdelta.gateway.models import ModelCall
 from docdelta.grading.answer import score_answer
 from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
 from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
+from docdelta.grading.models import ChecksResult, CommandsExecuted, HiddenTestResult, Score
 from docdelta.grading.selftest import raise_for, selftest
 from docdelta.instructions.audit import audit_run
 from docdelta.interrupts import deferred_signals
-from docdelta.models import (
-    AgentOutcome,
-    Cell,
-    ChecksResult,
-    CommandsExecuted,
-    HiddenTestResult,
-    ModelCall,
-    RunResult,
-    RunStatus,
-    Score,
-    Task,
-    sha256_hex,
-)
+from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.tasks.models import Task
 from docdelta.validate import valid_cost
+from docdelta.vocabulary import sha256_hex
 
 
 def _transcript(printed: ExecResult) -> bytes:

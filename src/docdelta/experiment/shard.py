@@ -32,7 +32,7 @@ from pydantic import Field
 from docdelta.errors import ConfigError
 from docdelta.experiment.plan import differences
 from docdelta.experiment.runner import RATE_LIMIT_LOG
-from docdelta.models import Cell, Frozen, Manifest
+from docdelta.results.models import Cell, Manifest
 from docdelta.results.store import (
     CHECKOUTS,
     DETECTION_FILE,
@@ -42,6 +42,7 @@ from docdelta.results.store import (
     ResultStore,
 )
 from docdelta.validate import DEFAULT_MAX_PARALLEL
+from docdelta.vocabulary import Frozen
 
 GITHUB_MAX_JOBS = 256
 """A workflow run's job matrix may generate at most 256 jobs."""

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from docdelta.gateway.models import ModelCall
 from docdelta.gateway.policy import Template
-from docdelta.models import ModelCall
 
 __all__ = ["DEFAULT_RUN_BUDGET_USD", "Budget", "GatewayConfig", "ModelCall", "Price", "Upstream"]
 

@@ -23,8 +23,9 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from docdelta.github.port import Annotation, AnnotationLevel, PrFile
-from docdelta.models import BASE, HEAD, InstructionRef
 from docdelta.scorecard.decision import holm
+from docdelta.scorecard.models import InstructionRef
+from docdelta.vocabulary import BASE, HEAD
 
 TITLE = "docdelta: what the runs did with this line"
 

@@ -14,7 +14,8 @@ from typing import Protocol
 
 from pydantic import Field
 
-from docdelta.models import FileStatus, Frozen
+from docdelta.instructions.models import FileStatus
+from docdelta.vocabulary import Frozen
 
 #: GitHub's pull-request files endpoint stops at this many files; at the cap the list may
 #: be incomplete, so the port falls back to comparing the two commits' trees.

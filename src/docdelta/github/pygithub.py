@@ -58,7 +58,7 @@ from docdelta.github.port import (
     ReviewAnchor,
     ReviewCommentRef,
 )
-from docdelta.models import FileStatus
+from docdelta.instructions.models import FileStatus
 
 T = TypeVar("T")
 log = logging.getLogger("docdelta.github")

@@ -53,17 +53,9 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from docdelta.models import (
-    AgentAnswer,
-    AnswerCitation,
-    CommandsExecuted,
-    ExecutedCommand,
-    GoldCitation,
-    LineRange,
-    Score,
-    ScoreItem,
-    Task,
-)
+from docdelta.agents.models import AgentAnswer, AnswerCitation
+from docdelta.grading.models import CommandsExecuted, ExecutedCommand, Score, ScoreItem
+from docdelta.tasks.models import GoldCitation, LineRange, Task
 from docdelta.tasks.quotes import locate, read_inside
 
 _OPERATORS = ("&&", "||", ";", "|")

@@ -23,8 +23,8 @@ from pydantic import ValidationError
 from docdelta.errors import ConfigError, InfraError
 from docdelta.grading.judge import rubric_sha256, rule_answer
 from docdelta.grading.judge_api import JudgeAPI
+from docdelta.grading.models import CalibrationFile, CalibrationRecord, JudgeInfo
 from docdelta.grading.rubrics import FixtureSet, Rubric, load_fixtures
-from docdelta.models import CalibrationFile, CalibrationRecord, JudgeInfo
 from docdelta.results.store import atomic_write
 
 THRESHOLD = 0.9

@@ -13,16 +13,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from docdelta.agents.models import AgentMetrics
+from docdelta.grading.models import CheckResult, ChecksResult, MistakeHit
 from docdelta.instructions.globs import GlobSet
-from docdelta.models import (
-    AgentMetrics,
-    CheckResult,
-    ChecksResult,
-    HardChecks,
-    MistakeHit,
-    MistakeRule,
-    mistake_regex,
-)
+from docdelta.tasks.models import HardChecks, MistakeRule, mistake_regex
 
 SYMLINK_MODE = "120000"
 _MAX_EXAMPLES = 3

@@ -27,11 +27,13 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from docdelta.agents.models import AgentAnswer
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import proposed_commands
-from docdelta.models import AgentAnswer, CommandExecution, CommandsExecuted, ExecutedCommand, Task
+from docdelta.grading.models import CommandsExecuted, ExecutedCommand
 from docdelta.redaction import redact
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.tasks.models import CommandExecution, Task
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of stdout and of stderr kept from one command: enough for any error message."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import ANTHROPIC, OPENAI, Upstream
-from docdelta.models import JudgeInfo
+from docdelta.grading.models import JudgeInfo
 
 if TYPE_CHECKING:
     import httpx

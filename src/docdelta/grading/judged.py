@@ -22,24 +22,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from docdelta.agents.models import RunStatus
 from docdelta.errors import ConfigError, InfraError, TaskError
 from docdelta.grading.calibration import require_calibrated
 from docdelta.grading.judge import no_answer_rulings, rubric_sha256, rule_answer
 from docdelta.grading.judge_api import JudgeAPI
+from docdelta.grading.models import JudgeInfo, JudgeRuling, Score, ScoreItem
 from docdelta.grading.rubrics import Rubric, rubric_of
-from docdelta.models import (
-    AgentInfo,
-    JudgedResult,
-    JudgeInfo,
-    JudgeRuling,
-    RunResult,
-    RunStatus,
-    Score,
-    ScoreItem,
-    Task,
-    sha256_hex,
-)
+from docdelta.results.models import AgentInfo, JudgedResult, RunResult
 from docdelta.results.store import ResultStore, atomic_write
+from docdelta.tasks.models import Task
+from docdelta.vocabulary import sha256_hex
 
 JUDGED_FILE = "judged.json"
 Clock = Callable[[], datetime]

@@ -32,7 +32,8 @@ from pydantic import Field
 
 from docdelta.config import load_model
 from docdelta.errors import TaskError
-from docdelta.models import Frozen, Task, sha256_hex
+from docdelta.tasks.models import Task
+from docdelta.vocabulary import Frozen, sha256_hex
 
 CriterionKind = Literal["point", "rule"]
 Label = Literal["pass", "fail"]

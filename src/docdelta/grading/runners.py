@@ -21,7 +21,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import PurePosixPath
 
-from docdelta.models import RunnerKind
+from docdelta.tasks.models import RunnerKind
 
 
 class Evidence(StrEnum):

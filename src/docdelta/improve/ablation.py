@@ -33,15 +33,17 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from pydantic import Field
 
+from docdelta.agents.models import RunStatus
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
 from docdelta.experiment.plan import ExperimentRequest
 from docdelta.instructions.detect import Overlay, instruction_files
-from docdelta.models import DEFAULT_NOISE_BAND, HEAD, Frozen, RunResult, RunStatus
+from docdelta.results.models import RunResult
 from docdelta.scorecard import stats
 from docdelta.tasks.load import load_tasks
 from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, AblationDesign, AblationUnit
+from docdelta.vocabulary import DEFAULT_NOISE_BAND, HEAD, Frozen
 
 ABLATE_PREFIX = "ablate-"
 PREAMBLE = "(preamble)"

@@ -25,8 +25,8 @@ from docdelta.grading.checks import parse_diff
 from docdelta.grading.hidden import TEST_FILES, ChangeAssets, task_folder
 from docdelta.grading.projectcmd import ProjectCommand, find_command
 from docdelta.instructions.globs import GlobSet
-from docdelta.models import Gold, Task, Validation
 from docdelta.tasks.load import unreviewed_yaml
+from docdelta.tasks.models import Gold, Task, Validation
 
 _PY_TEST = GlobSet(["test_*.py", "*_test.py"])
 _CONVENTIONAL = re.compile(r"^[a-z]+(?:\([^)]*\))?!?:\s*", re.IGNORECASE)

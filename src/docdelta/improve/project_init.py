@@ -19,7 +19,7 @@ from docdelta.git import Repo
 from docdelta.improve.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
 from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, instruction_files
 from docdelta.instructions.loading import rules_for
-from docdelta.models import LoadMode
+from docdelta.instructions.models import LoadMode
 
 TASKS_DIR = ".docdelta/tasks"
 WORKFLOW = ".github/workflows/docdelta.yml"

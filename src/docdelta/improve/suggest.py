@@ -40,26 +40,19 @@ from pathlib import Path
 
 from pydantic import Field
 
+from docdelta.agents.models import RunStatus
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.answer import command_label, command_tokens
+from docdelta.grading.models import ExecutedCommand
 from docdelta.improve.task_audit import FileKind, file_kind
 from docdelta.instructions.detect import instruction_files
-from docdelta.models import (
-    DEFAULT_NOISE_BAND,
-    HEAD,
-    PATCHED,
-    ExecutedCommand,
-    Frozen,
-    Manifest,
-    RunResult,
-    RunStatus,
-    Task,
-    sha256_hex,
-)
+from docdelta.results.models import Manifest, RunResult
 from docdelta.scorecard import stats
+from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import locate
+from docdelta.vocabulary import DEFAULT_NOISE_BAND, HEAD, PATCHED, Frozen, sha256_hex
 
 HEADING = "## Rules agents missed (drafted by docdelta suggest)"
 DEFAULT_TARGET = "AGENTS.md"

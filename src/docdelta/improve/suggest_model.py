@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 from pydantic import Field, ValidationError
 
+from docdelta.agents.models import RunStatus
 from docdelta.checkout.seal import apply_to_overlay
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError, DraftRefused, InfraError
@@ -34,19 +35,12 @@ from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
 from docdelta.git import Repo
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
+from docdelta.grading.models import JudgeInfo, JudgeProvider
 from docdelta.improve.suggest import Suggestion
 from docdelta.instructions.detect import InstructionMatcher, Overlay, diff_files, instruction_files
-from docdelta.models import (
-    HEAD,
-    PATCHED,
-    Frozen,
-    JudgeInfo,
-    JudgeProvider,
-    Manifest,
-    RunResult,
-    RunStatus,
-    Task,
-)
+from docdelta.results.models import Manifest, RunResult
+from docdelta.tasks.models import Task
+from docdelta.vocabulary import HEAD, PATCHED, Frozen
 
 REFUSED = "the model's draft was refused: "
 """How every refusal starts; the Action's comment says the rest after the model's name."""

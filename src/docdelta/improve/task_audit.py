@@ -28,15 +28,17 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import Field
 
+from docdelta.agents.models import RunStatus
 from docdelta.config import ProjectConfig, matcher
 from docdelta.git import Repo
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
-from docdelta.models import Frozen, RunStatus, Task
 from docdelta.results.store import ResultStore
 from docdelta.tasks.load import LoadedTask
+from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import locate, normalize
 from docdelta.text import listing
+from docdelta.vocabulary import Frozen
 
 MAX_SCANNED_BYTES = 1_000_000
 """Larger blobs (data, vendored bundles) are not prose an agent reads for a rule: skipped."""

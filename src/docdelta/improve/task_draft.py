@@ -48,9 +48,9 @@ from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.improve.task_audit import SourceText, audit_items
 from docdelta.instructions.loading import GitTree, read, visible_paths
-from docdelta.models import Gold, GoldCitation, Task
 from docdelta.scorecard.instruction_usage import SHELL_FENCES, path_like
 from docdelta.tasks.load import TASK_SUFFIXES, load_tasks, unreviewed_yaml
+from docdelta.tasks.models import Gold, GoldCitation, Task
 from docdelta.tasks.quotes import locate, normalize
 
 BLANK = "[blank]"

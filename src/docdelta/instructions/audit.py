@@ -25,15 +25,10 @@ from pathlib import Path
 from typing import Literal
 
 from docdelta.gateway.fingerprint import Channel, fingerprint
-from docdelta.models import (
-    ConditionSpec,
-    Detection,
-    InstructionAudit,
-    InstructionFlag,
-    ModelCall,
-    RunResult,
-    sha256_hex,
-)
+from docdelta.gateway.models import ModelCall
+from docdelta.instructions.models import Detection, InstructionAudit, InstructionFlag
+from docdelta.results.models import RunResult
+from docdelta.vocabulary import ConditionSpec, sha256_hex
 
 NEAR_MISS = "near-miss"
 

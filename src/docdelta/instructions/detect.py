@@ -34,14 +34,8 @@ from docdelta.instructions.loading import (
     instruction_links,
     rules_for,
 )
-from docdelta.models_core import (
-    ChangedFile,
-    ConditionSpec,
-    Detection,
-    FileStatus,
-    NearMiss,
-    sha256_hex,
-)
+from docdelta.instructions.models import ChangedFile, Detection, FileStatus, NearMiss
+from docdelta.vocabulary import ConditionSpec, sha256_hex
 
 MAX_INSTRUCTION_BYTES = 1024 * 1024
 

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from docdelta.git import Repo, TreeEntry
 from docdelta.instructions.globs import GlobSet
-from docdelta.models_core import LoadMode, sha256_hex
+from docdelta.instructions.models import LoadMode
+from docdelta.vocabulary import sha256_hex
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

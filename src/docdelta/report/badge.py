@@ -16,8 +16,9 @@ experiment where any arm of any task has fewer than 2 graded runs.
 from __future__ import annotations
 
 from docdelta.errors import ConfigError
-from docdelta.models import BASE, HEAD, Summary
 from docdelta.report.render import fmt_signed
+from docdelta.scorecard.models import Summary
+from docdelta.vocabulary import BASE, HEAD
 
 LABEL = "agent docs"
 MIN_REPEATS = 2

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta.models import BASE, HEAD, Summary, TaskSummary
 from docdelta.report.plain import MAX_NAMED, cost_line, next_line, no_verdict_reason
 from docdelta.scorecard import stats
+from docdelta.scorecard.models import Summary, TaskSummary
+from docdelta.vocabulary import BASE, HEAD
 
 _CONFIDENT = "**How sure:** confident — identical docs give a call like this in at most {alpha:.0%} of PRs."
 SURENESS = {

@@ -25,21 +25,13 @@ from urllib.parse import quote
 
 from docdelta.grading.judge import needs_quote
 from docdelta.grading.judged import JUDGED_FILE, apply_judgement, read_judged
-from docdelta.models import (
-    BASE,
-    HEAD,
-    NONE,
-    PATCHED,
-    Cell,
-    JudgedResult,
-    JudgeRuling,
-    RunResult,
-    Summary,
-    TaskSummary,
-)
+from docdelta.grading.models import JudgeRuling
 from docdelta.report.plain import lead
 from docdelta.report.render import environment
+from docdelta.results.models import Cell, JudgedResult, RunResult
 from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
+from docdelta.scorecard.models import Summary, TaskSummary
+from docdelta.vocabulary import BASE, HEAD, NONE, PATCHED
 
 RUN_FILES = (RESULT_FILE, JUDGED_FILE, TRANSCRIPT_FILE, DIFF_FILE)
 """Files of a cell directory the report links to, each only when it exists."""

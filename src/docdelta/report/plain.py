@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docdelta.models import BASE, HEAD, Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
 from docdelta.scorecard import decision, stats
+from docdelta.scorecard.models import Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
 from docdelta.validate import ACTION_MAX_REPEATS
+from docdelta.vocabulary import BASE, HEAD
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""

@@ -24,10 +24,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from docdelta.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.report.glance import glance
 from docdelta.report.plain import SCORECARD_DOCS, lead, mark
 from docdelta.scorecard import thresholds
+from docdelta.scorecard.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.text import LISTED
 
 NO_VALUE = "—"

@@ -28,16 +28,10 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from docdelta.errors import ConfigError, InfraError
-from docdelta.models import (
-    SCHEMA_VERSION,
-    Cell,
-    Detection,
-    Manifest,
-    RunResult,
-    SelftestRecord,
-    SelftestReport,
-    sha256_hex,
-)
+from docdelta.grading.models import SelftestRecord, SelftestReport
+from docdelta.instructions.models import Detection
+from docdelta.results.models import Cell, Manifest, RunResult
+from docdelta.vocabulary import SCHEMA_VERSION, sha256_hex
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, Self
 
-from docdelta.models_core import sha256_hex
+from docdelta.vocabulary import sha256_hex
 
 if TYPE_CHECKING:
-    from docdelta.models import ModelCall
+    from docdelta.gateway.models import ModelCall
 
 NetworkMode = Literal["none", "gateway", "open"]
 """none: no network at all; gateway: only the model gateway is reachable;

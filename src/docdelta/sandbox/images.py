@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from docdelta.config import DockerImageConfig
 from docdelta.errors import ConfigError, SandboxError
-from docdelta.models import sha256_hex
+from docdelta.vocabulary import sha256_hex
 
 EXTRA_CA_PATH = "/usr/local/share/docdelta/extra-ca.pem"
 _LABEL = "org.docdelta.image"

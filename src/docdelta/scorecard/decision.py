@@ -61,9 +61,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from statistics import NormalDist
 
-from docdelta.models import DEFAULT_NOISE_BAND, VerdictKind
 from docdelta.scorecard import stats
+from docdelta.scorecard.models import VerdictKind
 from docdelta.validate import DEFAULT_MAX_REPEATS
+from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 OVERALL = "overall"
 """The name of the overall hypothesis, beside the task ids."""

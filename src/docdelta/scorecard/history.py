@@ -30,19 +30,10 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from docdelta.experiment.reuse import ArmStore, DirectoryStore
-from docdelta.models import (
-    BASE,
-    HEAD,
-    SCHEMA_VERSION,
-    AgentInfo,
-    Frozen,
-    GatePolicy,
-    Manifest,
-    Summary,
-    VerdictSummary,
-    sha256_hex,
-)
+from docdelta.results.models import AgentInfo, Manifest
 from docdelta.scorecard import stats, thresholds
+from docdelta.scorecard.models import GatePolicy, Summary, VerdictSummary
+from docdelta.vocabulary import BASE, HEAD, SCHEMA_VERSION, Frozen, sha256_hex
 
 HISTORY_DIR = "history"
 """The history's folder in the Action's results store, or in its results path without one."""

@@ -27,9 +27,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from docdelta.models import BASE, HEAD, ArmUse, Detection, InstructionRef, Manifest, RunResult
+from docdelta.instructions.models import Detection
+from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import checkout_dir
 from docdelta.scorecard import stats
+from docdelta.scorecard.models import ArmUse, InstructionRef
+from docdelta.vocabulary import BASE, HEAD
 
 RefKind = Literal["command", "path"]
 

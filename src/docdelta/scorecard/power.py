@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from docdelta.experiment.rounds import run_rounds
-from docdelta.models import DEFAULT_NOISE_BAND, Cell, VerdictKind
+from docdelta.results.models import Cell
 from docdelta.results.store import atomic_write
 from docdelta.scorecard import stats
 from docdelta.scorecard.decision import (
@@ -32,6 +32,8 @@ from docdelta.scorecard.decision import (
     decide,
     from_strata,
 )
+from docdelta.scorecard.models import VerdictKind
+from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 TREATMENT, CONTROL = "head", "base"
 ScoreModel = Literal["bernoulli", "beta"]

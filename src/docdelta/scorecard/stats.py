@@ -25,7 +25,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from docdelta.models import DEFAULT_NOISE_BAND, GatePolicy, VerdictKind
+from docdelta.scorecard.models import GatePolicy, VerdictKind
+from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 PASS_SCORE = 1.0
 _EPS = 1e-9

@@ -38,40 +38,34 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
+from docdelta.agents.models import RunStatus
 from docdelta.experiment import arms
+from docdelta.grading.models import GradingFailure, SelftestReport
 from docdelta.instructions import audit
 from docdelta.instructions.detect import KNOWN_FAMILIES
-from docdelta.models import (
-    BASE,
-    BUILTIN_CONDITIONS,
-    HEAD,
-    NONE,
+from docdelta.instructions.models import Detection
+from docdelta.results.models import Cell, Manifest, RunResult
+from docdelta.scorecard import decision, instruction_usage, stats, thresholds
+from docdelta.scorecard.models import (
     AANoise,
-    Cell,
     Certainty,
     ConditionStats,
     Confounds,
     Delta,
-    Detection,
-    GradingFailure,
     InstructionRef,
     JudgedTally,
-    Manifest,
     MissedItem,
     PooledControl,
     PoolSummary,
     PowerSummary,
     Quartiles,
-    RunResult,
-    RunStatus,
-    SelftestReport,
     ShiftSummary,
     Summary,
     TaskDecisionSummary,
     TaskSummary,
     VerdictSummary,
 )
-from docdelta.scorecard import decision, instruction_usage, stats, thresholds
+from docdelta.vocabulary import BASE, BUILTIN_CONDITIONS, HEAD, NONE
 
 _CANONICAL_ORDER = BUILTIN_CONDITIONS
 FULL_ISOLATION = frozenset({"bwrap", "docker-none", "docker-internal"})

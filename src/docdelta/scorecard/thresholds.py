@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from docdelta.models import BASE, HEAD, ArmPass, PassThreshold, Summary, Task, ThresholdSummary
 from docdelta.scorecard import stats
+from docdelta.scorecard.models import ArmPass, Summary, ThresholdSummary
+from docdelta.tasks.models import PassThreshold, Task
+from docdelta.vocabulary import BASE, HEAD
 
 
 def effective(tasks: Mapping[str, Task], default: PassThreshold | None) -> dict[str, PassThreshold]:

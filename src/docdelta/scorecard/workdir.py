@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from docdelta.grading.judged import load_judged, with_judgements
-from docdelta.models import Detection, Manifest, PooledControl, PowerSummary, RunResult, Summary
+from docdelta.instructions.models import Detection
+from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import ResultStore, atomic_write
 from docdelta.scorecard import stats
 from docdelta.scorecard.instruction_usage import read_docs
+from docdelta.scorecard.models import PooledControl, PowerSummary, Summary
 from docdelta.scorecard.power import DROPS, POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.scorecard.summarize import design_of, summarize
 

@@ -18,7 +18,7 @@ import yaml
 
 from docdelta.config import MAX_INPUT_CHARS, load_model
 from docdelta.errors import TaskError
-from docdelta.models import GoldCitation, Task
+from docdelta.tasks.models import GoldCitation, Task
 from docdelta.tasks.quotes import locate, read_inside
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")

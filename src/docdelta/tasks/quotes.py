@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docdelta.models import LineRange
+from docdelta.tasks.models import LineRange
 
 
 def normalize(text: str) -> str:

@@ -1,55 +1,15 @@
-"""The part of the shared vocabulary (`docdelta.models`) that `docdelta detect` needs.
-
-`docdelta.models` re-exports every name here, and the rest of docdelta imports them from
-there. They live apart so that `detect` builds these few pydantic classes and not all of
-the vocabulary's ~65: the class statements alone cost about 0.1 s of a start-up whose goal
-is 0.5 s on 2 cores (issue 12; tests/unit/test_cli_imports.py, bench/bench_detect.py).
-"""
+"""Detection and audit records: changed instruction files, how each is loaded, what reached the model."""
 
 from __future__ import annotations
 
-import hashlib
 from enum import StrEnum
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-SCHEMA_VERSION = 1
-DEFAULT_NOISE_BAND = 0.2
-"""Head - base differences within +- this are noise: never called a change, and "no change"
-needs every interval inside it. One default for the CLI (`--noise-band`), `.docdelta.yml`
-(`noise_band`) and the Action (`noise-band`); a run records the band it planned with in its
-manifest, so `docdelta report` decides alike. Measured by bench/bench_gate_cli.py at the shipped
-defaults (docs/scorecard.md has its figures): at +-0.05 "no change" is out of reach of any
-affordable run count, so every harmless PR would be inconclusive."""
+from docdelta.vocabulary import SCHEMA_VERSION, Frozen
 
 
-class Frozen(BaseModel):
-    """Strict, immutable base: unknown fields are errors, so typos in files surface."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-def sha256_hex(data: bytes) -> str:
-    """The one content hash used for every identifying hash we record."""
-    return hashlib.sha256(data).hexdigest()
-
-
-BASE, HEAD, NONE, PATCHED = "base", "head", "none", "patched"
-"""The built-in condition names: the PR's base and head, no instruction files, and head
-with a patch applied. A condition is any named overlay; these are the ones docdelta builds."""
-BUILTIN_CONDITIONS = (BASE, HEAD, NONE, PATCHED)
-DEFAULT_CONDITIONS = (BASE, HEAD, NONE)
-
-
-class ConditionSpec(Frozen):
-    """A condition is an overlay of instruction files on the source commit."""
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
-    files: dict[str, str] = Field(description="path -> sha256 of the file's bytes")
-    overlay_sha256: str
-
-
-# ----------------------------------------------------------------- detection
 class FileStatus(StrEnum):
     added = "added"
     modified = "modified"
@@ -119,3 +79,32 @@ class Detection(Frozen):
     @property
     def empty(self) -> bool:
         return not self.changed
+
+
+class InstructionAudit(Frozen):
+    """Which instruction files' text reached the model in one run, as the gateway saw the
+    requests (see docdelta.instructions.audit). Files are named `path`, or `condition:path` /
+    `near-miss:path` for files that are not this condition's."""
+
+    seen: list[str] = Field(default=[], description="this condition's instruction files that reached it")
+    missing: list[str] = Field(
+        default=[], description="this condition's changed instruction files that never reached it"
+    )
+    foreign: list[str] = Field(
+        default=[], description="files that reached it although they are not this condition's"
+    )
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.missing or self.foreign)
+
+
+class InstructionFlag(Frozen):
+    """Runs of one condition where a file did not reach the model (`missing`) or a file
+    that is not the condition's did (`foreign`)."""
+
+    condition: str
+    kind: Literal["missing", "foreign"]
+    file: str
+    runs: int
+    audited: int = Field(description="runs of the condition whose requests were audited")

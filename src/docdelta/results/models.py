@@ -1,0 +1,229 @@
+"""The workdir record: cells, run results, arms and the manifest that identifies the experiment."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from docdelta.agents.models import AgentOutcome, RunStatus
+from docdelta.gateway.models import ModelCall
+from docdelta.grading.models import (
+    ChecksResult,
+    CommandsExecuted,
+    HiddenTestResult,
+    JudgeInfo,
+    JudgeRuling,
+    Score,
+)
+from docdelta.instructions.models import InstructionAudit
+from docdelta.tasks.models import PassThreshold
+from docdelta.vocabulary import DEFAULT_NOISE_BAND, SCHEMA_VERSION, ConditionSpec, Frozen, sha256_hex
+
+
+class Cell(Frozen):
+    """One (task, condition, repeat); repeats count from 1."""
+
+    task: str
+    condition: str
+    repeat: int = Field(ge=1)
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}/{self.condition}/r{self.repeat}"
+
+
+class RunResult(Frozen):
+    """result.json: written once, atomically, when a run is complete."""
+
+    schema_version: int = SCHEMA_VERSION
+    cell: Cell
+    status: RunStatus
+    outcome: AgentOutcome
+    score: Score | None = Field(description="None only for infra_error runs, which are never graded")
+    isolation: str = Field(description="how the run was isolated, e.g. 'bwrap', 'docker-internal', 'none'")
+    seed: int
+    attempt: int = 1
+    started_at: datetime
+    finished_at: datetime
+    task_sha256: str
+    overlay_sha256: str
+    tree_sha256: str
+    model_calls: list[ModelCall] = Field(
+        default=[], description="every model call the gateway forwarded or refused for this run"
+    )
+    hidden_tests: HiddenTestResult | None = Field(
+        default=None, description="change tasks: the hidden tests' verdict on the agent's edits"
+    )
+    checks: ChecksResult | None = Field(
+        default=None, description="change tasks: hard checks and mistake-rule hits on the agent's diff"
+    )
+    instructions_seen: InstructionAudit | None = Field(
+        default=None, description="None: no gateway saw the run's requests, so nothing was audited"
+    )
+    executed: CommandsExecuted | None = Field(
+        default=None, description="gold.execute: the answer's proposed commands, as they ran"
+    )
+
+
+ARM_FACTORS = ("agent", "model", "condition", "overlay")
+"""What an arm may vary: the agent, its model, the condition's instruction files, and extra
+files laid over the checkout. Two compared arms should differ in one of them."""
+
+
+class ArmSpec(Frozen):
+    """An arm as the user declares it (`--arms`, `.docdelta.yml` `arms:`): a condition run by
+    an agent and model of its own, optionally with extra files (a skills folder, a docs export)
+    laid over its checkout. Unset fields take the run's own (`--agent`, `--model`)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="the arm's column in the scorecard")
+    condition: str = Field(
+        default="head", description="the condition it builds on: base, head, none, patched"
+    )
+    agent: str | None = Field(default=None, description="default: the run's --agent")
+    agent_cmd: str | None = Field(default=None, description="the command agent's command line")
+    model: str | None = Field(default=None, description="default: the run's --model")
+    overlay: str | None = Field(
+        default=None,
+        description="a directory whose files are laid over the checkout as they are laid out in it "
+        "(CLI: a host path; .docdelta.yml: a directory of the repository at the base ref)",
+    )
+    vs: str | None = Field(default=None, description="the arm or condition it is compared with")
+
+
+class AgentInfo(Frozen):
+    name: str
+    version: str
+    model: str | None = None
+    settings: dict[str, int | str] = Field(
+        default={},
+        description="the agent's knobs that change what it does, e.g. the per-turn output cap",
+    )
+    server: dict[str, str] = Field(
+        default={},
+        description="the model server's identity where it exposes one (llama-server: model, "
+        "chat template hash, build, flags)",
+    )
+
+
+class ArmRecord(Frozen):
+    """An arm in the manifest: what its column runs, beside its `ConditionSpec` (whose files
+    and overlay hash already include the arm's overlay)."""
+
+    condition: str
+    agent: AgentInfo
+    overlay: str | None = Field(default=None, description="the overlay directory as declared")
+    overlay_sha256: str | None = Field(default=None, description="of the overlay's files alone")
+    vs: str | None = None
+
+
+class RunBounds(Frozen):
+    """What bounds every run, as part of the experiment's identity (manifest and cross-PR
+    cache key): a run cut off at 5 turns or $0.10 is not comparable with one allowed 50
+    turns or $1, so a resume or a cached arm under other bounds is refused, never mixed.
+    The matrix's spend cap, retries and rate-limit policy are not here: they decide which
+    cells run now, not what a run may do."""
+
+    timeout_s: float
+    turn_cap: int | None = Field(description="the cap the agent really enforces; None: it has none")
+    run_budget_usd: float | None = Field(description="per-run reserve, and its cost budget at the gateway")
+    gateway_budget: dict[str, float | int | None] | None = Field(
+        default=None, description="the gateway's per-run budget as configured (gateway agents only)"
+    )
+    upstreams: dict[str, str] | None = Field(
+        default=None, description="gateway route -> upstream base URL (gateway agents only)"
+    )
+
+
+class Manifest(Frozen):
+    """manifest.json: the plan and every hash that identifies the experiment."""
+
+    schema_version: int = SCHEMA_VERSION
+    repo: str
+    base_sha: str
+    head_sha: str
+    source_sha: str
+    source_tree_sha256: str
+    conditions: list[ConditionSpec]
+    tasks: dict[str, str] = Field(description="task id -> sha256 of the task file")
+    task_sources: dict[str, str] = Field(
+        default={},
+        description="change task id -> the commit its cells run on, when the task names its own "
+        "(gold.validation.source); every other task runs on source_sha",
+    )
+    agent: AgentInfo
+    sandbox: str
+    image_digest: str | None = None
+    seed: int
+    repeats: int
+    adaptive: bool = Field(
+        default=False, description="--repeats auto: `repeats` is the cap, rounds stop tasks once decided"
+    )
+    bounds: RunBounds | None = None
+    noise_band: float | None = Field(
+        default=None, description="the noise band the run was planned with (None: planned before it was kept)"
+    )
+    docdelta_version: str = Field(default="", description="the docdelta that planned and ran it")
+    order: list[Cell]
+    holdout: list[str] = Field(default=[], description="task ids whose results are shown only in aggregate")
+    unreviewed: list[str] = Field(
+        default=[], description="task ids run with `reviewed: false` gold (--allow-unreviewed)"
+    )
+    skipped: dict[str, str] = Field(
+        default={},
+        description="task id -> the gold quote that stands in no condition: the task cannot apply "
+        "to this PR (e.g. a past PR's, written before the rule) and is not run",
+    )
+    pooled_only: list[str] = Field(
+        default=[],
+        description="conditions this plan runs none of: their control is the pooled earlier batches",
+    )
+    arms: dict[str, ArmRecord] = Field(
+        default={},
+        description="column name -> the arm it runs (agent, model, overlay); conditions are not here",
+    )
+    thresholds: dict[str, PassThreshold] = Field(
+        default={},
+        description="task id -> its pass threshold (its own, else the run's default); read by the report",
+    )
+    created_at: datetime
+
+    def identity(self) -> str:
+        """sha256 of everything that makes two runs comparable (not the time it was made).
+        `arms`, `pooled_only`, `unreviewed` and `skipped` count only when set, so a plan without
+        them keeps its identity. `thresholds` never count: they judge runs, they do not change
+        them (a task's own is in its file's hash anyway)."""
+        unset = {"created_at", "thresholds"} | ({"arms"} if not self.arms else set())
+        unset |= {"pooled_only"} if not self.pooled_only else set()
+        unset |= {"unreviewed"} if not self.unreviewed else set()
+        unset |= {"skipped"} if not self.skipped else set()
+        unset |= {"noise_band"}  # how runs are judged, not what they ran
+        return sha256_hex(self.model_dump_json(exclude=unset).encode())
+
+    @property
+    def band(self) -> float:
+        """The noise band every report of this run uses: the one it was planned with."""
+        return DEFAULT_NOISE_BAND if self.noise_band is None else self.noise_band
+
+    def agent_of(self, column: str) -> AgentInfo:
+        """The agent that runs a column: its arm's, else the experiment's."""
+        arm = self.arms.get(column)
+        return self.agent if arm is None else arm.agent
+
+
+class JudgedResult(Frozen):
+    """judged.json, beside result.json: the judge's rulings on one run's answer.
+
+    Reused while the rubric, the judge and the answer are the same; rewritten (the
+    run itself never is) when any of them changed.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    cell: Cell
+    judge: JudgeInfo
+    rubric_sha256: str
+    answer_sha256: str = Field(description="of the text the judge read and the quotes were checked against")
+    rulings: list[JudgeRuling]
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    judged_at: datetime
