@@ -18,8 +18,8 @@ import random
 from datetime import UTC, datetime
 
 from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
-from docdelta.grading.models import Score
 from docdelta.improve.ablation import Design, Section, analyse, make_plan, single_runs
+from docdelta.results.grades import Score
 from docdelta.results.models import Cell, RunResult
 
 SMOKE_ARGS = ["--trials", "2"]

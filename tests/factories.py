@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
-from docdelta.grading.models import JudgeInfo, JudgeRuling, Score, ScoreItem
 from docdelta.instructions.models import ChangedFile, Detection, FileStatus, NearMiss
+from docdelta.results.grades import JudgeInfo, JudgeRuling, Score, ScoreItem
 from docdelta.results.models import AgentInfo, Cell, JudgedResult, Manifest, RunResult
 from docdelta.scorecard.models import Summary
 from docdelta.scorecard.summarize import summarize

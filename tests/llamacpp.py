@@ -18,7 +18,7 @@ With it, the model's first reply to the `llm` tier's task is a real `tool_calls`
 (the template says why it holds no other `<tool...>` tag).
 
 Test-only, so outside the wheel (tests/ is on the tests' and benches' path); what a
-production run asks a llama-server is `docdelta.gateway.servers`.
+production run asks a llama-server is `docdelta.sandbox.upstream_identity`.
 """
 
 from __future__ import annotations

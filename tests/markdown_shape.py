@@ -13,7 +13,7 @@ from markdown_it.token import Token
 
 from docdelta.agents.models import AgentAnswer
 from docdelta.grading.answer import score_answer
-from docdelta.grading.models import CommandsExecuted, ExecutedCommand, GradingFailure
+from docdelta.results.grades import CommandsExecuted, ExecutedCommand, GradingFailure
 from docdelta.scorecard.models import Summary
 from docdelta.tasks.models import Gold, Task
 

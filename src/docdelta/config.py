@@ -20,16 +20,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
-from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher
+from docdelta.instructions.detect import InstructionMatcher
 from docdelta.instructions.globs import check_glob
-from docdelta.results.models import ArmSpec
 from docdelta.sandbox.base import (
     DEFAULT_MEMORY_MB,
     DEFAULT_PIDS,
     DEFAULT_WORKSPACE_MB,
+    DockerImageConfig,
     NetworkMode,
     SandboxSpec,
 )
+from docdelta.vocabulary import CONFIG_PATH, Frozen
 
 if TYPE_CHECKING:
     import yaml
@@ -143,27 +144,6 @@ class InstructionsConfig(BaseModel):
 
     include: list[Glob] = []
     exclude: list[Glob] = []
-
-
-DEFAULT_IMAGE_BASE = "docdelta-base:latest"
-
-
-class DockerImageConfig(BaseModel):
-    """The `docker:` section: how to build the environment image the agent runs in.
-
-    Kept here (pydantic only) rather than in sandbox/images.py so reading the config
-    never imports the Docker SDK."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    base: str = Field(default=DEFAULT_IMAGE_BASE, description="base image (must hold the agent's runtime)")
-    setup: list[str] = Field(
-        default=[], description="shell commands run as root, with network, when the image is built"
-    )
-    extra_ca: Path | None = Field(
-        default=None,
-        description="PEM bundle added to the image's trust store, for TLS-intercepting proxies",
-    )
 
 
 class WorkspaceManager(StrEnum):
@@ -328,3 +308,23 @@ def load_config_file(path: Path) -> ProjectConfig:
 
 def matcher(config: ProjectConfig) -> InstructionMatcher:
     return InstructionMatcher(config.instructions.include, config.instructions.exclude)
+
+
+class ArmSpec(Frozen):
+    """An arm as the user declares it (`--arms`, `.docdelta.yml` `arms:`): a condition run by
+    an agent and model of its own, optionally with extra files (a skills folder, a docs export)
+    laid over its checkout. Unset fields take the run's own (`--agent`, `--model`)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="the arm's column in the scorecard")
+    condition: str = Field(
+        default="head", description="the condition it builds on: base, head, none, patched"
+    )
+    agent: str | None = Field(default=None, description="default: the run's --agent")
+    agent_cmd: str | None = Field(default=None, description="the command agent's command line")
+    model: str | None = Field(default=None, description="default: the run's --model")
+    overlay: str | None = Field(
+        default=None,
+        description="a directory whose files are laid over the checkout as they are laid out in it "
+        "(CLI: a host path; .docdelta.yml: a directory of the repository at the base ref)",
+    )
+    vs: str | None = Field(default=None, description="the arm or condition it is compared with")

@@ -25,7 +25,7 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from docdelta.agents.base import Agent
-from docdelta.config import ProjectConfig, SandboxConfig, load_project_config
+from docdelta.config import ArmSpec, ProjectConfig, SandboxConfig, load_project_config
 from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.experiment.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.experiment.forecast import forecast
@@ -37,15 +37,14 @@ from docdelta.experiment.runner import Column, MatrixReport, RateLimitPolicy, Ru
 from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
-from docdelta.instructions.detect import CONFIG_PATH
-from docdelta.results.models import ArmSpec, RunBounds
+from docdelta.results.models import RunBounds
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import SandboxProvider
 from docdelta.scorecard.models import Summary
 from docdelta.scorecard.power import POWER_CACHE, cached_drop, power_line
 from docdelta.scorecard.summarize import design_of
 from docdelta.scorecard.workdir import scorecard, write_pooled
-from docdelta.vocabulary import BASE, DEFAULT_NOISE_BAND, HEAD
+from docdelta.vocabulary import BASE, CONFIG_PATH, DEFAULT_NOISE_BAND, HEAD
 from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
 
 SandboxName = Literal["local", "docker", "none"]

@@ -47,3 +47,8 @@ class ConditionSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
     files: dict[str, str] = Field(description="path -> sha256 of the file's bytes")
     overlay_sha256: str
+
+
+CONFIG_PATH = ".docdelta.yml"
+"""The project config (`docdelta.config`), at the repository root. Named here, in the
+leaves, so `docdelta detect` can tell there is none without importing them."""

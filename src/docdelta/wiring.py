@@ -121,7 +121,7 @@ def build_provider(
                 pinned, image, environ, egress_network=config.gateway.egress_network
             )
             if config.gateway.egress_network:  # a local model server: ask it what it serves
-                from docdelta.gateway.servers import model_servers  # noqa: PLC0415
+                from docdelta.sandbox.upstream_identity import model_servers  # noqa: PLC0415
 
                 hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
                 urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}

@@ -28,9 +28,9 @@ from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
 from docdelta.grading.execute import REFUSED, execute_proposals
-from docdelta.grading.models import CommandsExecuted
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.redaction import REDACTED
+from docdelta.results.grades import CommandsExecuted
 from docdelta.sandbox import SandboxProvider, get_provider
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.tasks.models import Gold, Task

@@ -28,8 +28,8 @@ from conformance.providers import ProviderFactory
 from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change
-from docdelta.grading.models import HiddenTestResult
 from docdelta.instructions.detect import InstructionMatcher, Overlay
+from docdelta.results.grades import HiddenTestResult
 from docdelta.sandbox import SandboxProvider
 from docdelta.tasks.models import Gold, Task, Validation
 

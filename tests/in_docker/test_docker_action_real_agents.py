@@ -34,10 +34,10 @@ from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 from docdelta.agents.models import RunStatus
+from docdelta.gateway.config import RUN_TOKEN_PREFIX
 from docdelta.report.render import fmt_count, fmt_usd
 from docdelta.results.models import RunResult
 from docdelta.sandbox.dockerapi import LABEL, ROLE_LABEL, RUN_LABEL
-from docdelta.sandbox.gateway_container import RUN_TOKEN_PREFIX
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 

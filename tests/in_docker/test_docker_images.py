@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from docdelta.config import DockerImageConfig
 from docdelta.errors import SandboxError
+from docdelta.sandbox.base import DockerImageConfig
 from docdelta.sandbox.images import EXTRA_CA_PATH, environment_image
 
 pytestmark = pytest.mark.docker

@@ -25,9 +25,9 @@ from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.errors import TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import build_checkout, capture_agent_diff, grade_change
-from docdelta.grading.models import HiddenTestResult
 from docdelta.grading.selftest import GREEN_CONFTEST, selftest
 from docdelta.instructions.detect import InstructionMatcher, Overlay
+from docdelta.results.grades import HiddenTestResult
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 from docdelta.tasks.models import Gold, Task, Validation

@@ -3,7 +3,7 @@
 The scripted model server (tests/modelserver) and the llama-server builder
 (tests/llamacpp.py) exist to test docdelta; a user's wheel, and the action image built
 from it, must not carry them. What production asks a self-hosted model server
-(`docdelta.gateway.servers`) does ship. Built with pip as a user's install builds it.
+(`docdelta.sandbox.upstream_identity`) does ship. Built with pip as a user's install builds it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ def test_the_wheel_holds_the_product_and_no_test_server(tmp_path: Path) -> None:
     assert not [n for n in names if n.startswith(("docdelta/modelserver/", "docdelta/llm/", "modelserver/"))]
     assert not [n for n, text in sources.items() if "modelserver" in text or "llamacpp" in text]
     # What the wheel's code imports is in the wheel: the production llama-server probe, the demo.
-    shipped = {"docdelta/gateway/servers.py", "docdelta/wiring.py", "docdelta/_examples/demo/README.md"}
+    shipped = {
+        "docdelta/sandbox/upstream_identity.py",
+        "docdelta/wiring.py",
+        "docdelta/_examples/demo/README.md",
+    }
     assert shipped <= set(names)
-    assert "from docdelta.gateway.servers import model_servers" in sources["docdelta/wiring.py"]
+    assert "from docdelta.sandbox.upstream_identity import model_servers" in sources["docdelta/wiring.py"]

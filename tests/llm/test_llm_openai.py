@@ -49,12 +49,12 @@ from docdelta.cli.main import main
 from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
 from docdelta.gateway.models import ModelCall
-from docdelta.gateway.servers import server_identity
 from docdelta.results.models import RunResult
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id
 from docdelta.sandbox.gateway_container import Gateway, gateway_image
+from docdelta.sandbox.upstream_identity import server_identity
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker, pytest.mark.timeout(3600)]
 

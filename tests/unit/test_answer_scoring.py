@@ -11,7 +11,7 @@ from docdelta.agents.base import parse_answer
 from docdelta.agents.models import AgentAnswer
 from docdelta.grading import score_answer
 from docdelta.grading.answer import normalize_command, normalize_path
-from docdelta.grading.models import Score, ScoreItem
+from docdelta.results.grades import Score, ScoreItem
 from docdelta.tasks.models import Task
 
 

@@ -20,9 +20,10 @@ from modelserver.script import Script, TextTurn, TurnUsage
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.fingerprint import fingerprint, match, request_lines
 from docdelta.gateway.models import ModelCall
-from docdelta.instructions.audit import AuditIndex, audit_run, build_index, flags
+from docdelta.instructions.audit import AuditIndex, audit_run, build_index
 from docdelta.instructions.models import ChangedFile, Detection, FileStatus, InstructionAudit, NearMiss
 from docdelta.report import render_markdown
+from docdelta.scorecard.instruction_usage import audit_flags
 from docdelta.vocabulary import ConditionSpec, sha256_hex
 
 CLAUDE_MD = """# Project notes
@@ -232,7 +233,7 @@ def test_refused_calls_never_count_and_flags_are_counted_per_condition(
         ),
         result("t", "base", 1.0, 1),  # no gateway: not audited
     ]
-    [flag] = flags(runs)
+    [flag] = audit_flags(runs)
     assert (flag.condition, flag.kind, flag.file, flag.runs, flag.audited) == (
         "head",
         "missing",

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from docdelta.agents.models import AgentAnswer
 from docdelta.grading.answer import proposed_commands, score_answer
 from docdelta.grading.execute import first_error
-from docdelta.grading.models import CommandsExecuted, ExecutedCommand
+from docdelta.results.grades import CommandsExecuted, ExecutedCommand
 from docdelta.sandbox.base import ExecResult
 from docdelta.tasks.models import Gold, Task
 

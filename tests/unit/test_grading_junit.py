@@ -6,7 +6,7 @@ import pytest
 
 from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import ReportError, file_ran, parse_junit, parse_pytest_summary
-from docdelta.grading.models import TestCounts
+from docdelta.results.grades import TestCounts
 from docdelta.sandbox.base import ExecResult
 from docdelta.tasks.models import Validation
 

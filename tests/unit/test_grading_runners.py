@@ -11,8 +11,8 @@ import pytest
 
 from docdelta.grading.hidden import judge_run
 from docdelta.grading.junit import parse_go_json, parse_libtest
-from docdelta.grading.models import TAIL_NOTE, TestCounts
 from docdelta.grading.runners import GUARD_PATH_SH, NEXTEST_PROFILE, RUNNERS, invocation, recognise
+from docdelta.results.grades import TAIL_NOTE, TestCounts
 from docdelta.sandbox.base import ExecResult
 from docdelta.tasks.models import RunnerKind, Validation
 

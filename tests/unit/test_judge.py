@@ -14,8 +14,8 @@ from docdelta.errors import ConfigError, InfraError, TaskError
 from docdelta.grading.calibration import calibration_problem, save_record
 from docdelta.grading.judge import parse_rulings, quote_found, rubric_sha256
 from docdelta.grading.judged import apply_judgement, refuse_same_model, with_judgements
-from docdelta.grading.models import CalibrationRecord, JudgeInfo, Score, ScoreItem
 from docdelta.grading.rubrics import Rubric, load_fixtures, rubric_of
+from docdelta.results.grades import CalibrationRecord, JudgeInfo, Score, ScoreItem
 from docdelta.results.models import AgentInfo, JudgedResult
 from docdelta.scorecard.summarize import summarize
 from docdelta.tasks.load import load_tasks

@@ -9,7 +9,7 @@ from typing import Any
 
 from llamacpp import TOOLS_TEMPLATE
 
-from docdelta.gateway.servers import server_identity
+from docdelta.sandbox.upstream_identity import server_identity
 
 PROPS: dict[str, Any] = {
     "default_generation_settings": {"params": {"temperature": 0.8, "seed": 4294967295}, "n_ctx": 8192},

@@ -8,8 +8,8 @@ from __future__ import annotations
 from factories import result
 
 from docdelta.action.suggest_loop import Proven, offer, place
-from docdelta.grading.models import CommandsExecuted, ExecutedCommand
 from docdelta.improve.suggest import Measured, Suggestion, _patch, stale_commands
+from docdelta.results.grades import CommandsExecuted, ExecutedCommand
 from docdelta.results.models import RunResult
 from docdelta.tasks.models import Task
 

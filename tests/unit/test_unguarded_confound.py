@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from factories import arm, summary_of
 
-from docdelta.grading.models import HiddenTestResult
 from docdelta.report import render_markdown
+from docdelta.results.grades import HiddenTestResult
 from docdelta.results.models import RunResult
 from docdelta.tasks.models import RunnerKind
 

@@ -10,7 +10,8 @@ import yaml
 
 from docdelta.action.main import ACTION_SANDBOX_BASE
 from docdelta.action.settings import ActionSettings, input_variable
-from docdelta.config import DEFAULT_IMAGE_BASE, DockerImageConfig, ProjectConfig
+from docdelta.config import ProjectConfig
+from docdelta.sandbox.base import DEFAULT_IMAGE_BASE, DockerImageConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"

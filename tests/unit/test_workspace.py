@@ -11,7 +11,6 @@ from gitrepo import GitRepo, Link, git
 
 from docdelta.checkout import seal as workspace
 from docdelta.checkout.seal import (
-    RECORD_SUFFIX,
     SealedCheckout,
     build_overlays,
     overlay_checkout,
@@ -24,6 +23,7 @@ from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.results.store import checkout_dir
+from docdelta.sandbox.base import RECORD_SUFFIX
 
 MATCH = InstructionMatcher()
 STRIP = [*ProjectConfig(strip=["hidden/**"]).checkout_strip]

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions
 from docdelta.experiment.shard import GITHUB_MAX_JOBS
-from docdelta.grading.models import JudgeProvider
+from docdelta.results.grades import JudgeProvider
 from docdelta.scorecard.models import GatePolicy
 from docdelta.tasks.models import PassThreshold
 from docdelta.validate import (

@@ -26,10 +26,9 @@ from pydantic import ValidationError
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
 from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
 from docdelta.errors import AgentError, SandboxError
-from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.sandbox.base import ExecResult, Sandbox
 from docdelta.sandbox.local import SYSTEM_DIRS
-from docdelta.vocabulary import sha256_hex
+from docdelta.vocabulary import CONFIG_PATH, sha256_hex
 
 METRICS_ENV = "DOCDELTA_METRICS"
 MODEL_ENV = "DOCDELTA_MODEL"

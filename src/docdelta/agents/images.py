@@ -27,8 +27,8 @@ from pathlib import Path
 
 from docker import DockerClient
 
-from docdelta.config import DockerImageConfig
 from docdelta.errors import AgentError
+from docdelta.sandbox.base import DockerImageConfig
 from docdelta.sandbox.images import BuiltImage, ensure_image, environment_image
 
 NODE_VERSION = "22.23.5"

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from docdelta.atomic import atomic_write
 from docdelta.errors import ConfigError
 from docdelta.git import EXECUTABLE_MODE, Repo, apply_patch, commit_overlay, pack_snapshot, run_git
 from docdelta.instructions.detect import (
@@ -49,7 +50,7 @@ from docdelta.instructions.detect import (
 )
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
-from docdelta.results.store import atomic_write
+from docdelta.sandbox.base import record_path
 from docdelta.vocabulary import BASE, BUILTIN_CONDITIONS, HEAD, NONE, PATCHED, Frozen, sha256_hex
 
 __all__ = [
@@ -72,7 +73,6 @@ _IDENT = {"name": "docdelta", "email": "docdelta@localhost", "date": "2000-01-01
 _MESSAGE = "snapshot"
 SEAL_FORMAT = 2
 """Part of every seal key: raise it when `seal` lays out the same inputs differently."""
-RECORD_SUFFIX = ".sealed.json"
 SOURCE_PREFIX = "source-"
 """A sealed source's directory beside its checkouts; a checkout's name is a hash, never this."""
 
@@ -424,10 +424,6 @@ def seal_key(
     if env_links:
         parts.append(sorted(env_links.items()))
     return sha256_hex(json.dumps(parts).encode())
-
-
-def record_path(dest: Path) -> Path:
-    return dest.with_name(dest.name + RECORD_SUFFIX)
 
 
 class SourceRecord(Frozen):

@@ -24,18 +24,19 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from docdelta import __version__, validate
 from docdelta.errors import ConfigError, DocdeltaError, DraftRefused, ExitCode, Terminated
 from docdelta.git import Repo
-from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, detect_diff, detect_refs
+from docdelta.instructions.detect import InstructionMatcher, detect_diff, detect_refs
 from docdelta.instructions.models import NearMiss
 from docdelta.sandbox import provider_names
 from docdelta.text import listing
 from docdelta.validate import AUTO, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_REPEATS
-from docdelta.vocabulary import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND, HEAD
+from docdelta.vocabulary import CONFIG_PATH, DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND, HEAD
 
 if TYPE_CHECKING:
+    from docdelta.config import ArmSpec
     from docdelta.evaluation import RunOptions
     from docdelta.experiment.plan import ExperimentRequest
     from docdelta.improve.suggest import Suggestion
-    from docdelta.results.models import ArmSpec, Manifest, RunResult
+    from docdelta.results.models import Manifest, RunResult
     from docdelta.results.store import ResultStore
     from docdelta.scorecard.history import History
     from docdelta.scorecard.models import Summary
@@ -1238,8 +1239,8 @@ def _judge(args: argparse.Namespace) -> int:
     from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
     from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
     from docdelta.grading.judged import judge_workdir
-    from docdelta.grading.models import JudgeInfo
     from docdelta.grading.rubrics import rubric_of
+    from docdelta.results.grades import JudgeInfo
     from docdelta.results.store import ResultStore
     from docdelta.tasks.load import load_tasks
 

@@ -25,10 +25,11 @@ from pydantic import ValidationError
 
 from docdelta.agents.base import Agent
 from docdelta.agents.models import RunStatus
+from docdelta.config import ArmSpec
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.instructions.detect import MAX_INSTRUCTION_BYTES, Overlay
-from docdelta.results.models import ARM_FACTORS, AgentInfo, ArmRecord, ArmSpec, Manifest, RunResult
+from docdelta.results.models import ARM_FACTORS, AgentInfo, ArmRecord, Manifest, RunResult
 from docdelta.scorecard import stats
 from docdelta.scorecard.models import ArmComparison, Delta
 from docdelta.vocabulary import BUILTIN_CONDITIONS

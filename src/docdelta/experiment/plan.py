@@ -23,7 +23,7 @@ from docdelta import __version__
 from docdelta.agents.base import Agent
 from docdelta.checkout import envs
 from docdelta.checkout.seal import SealedCheckout, build_overlays, seal_conditions
-from docdelta.config import ProjectConfig, matcher
+from docdelta.config import ArmSpec, ProjectConfig, matcher
 from docdelta.errors import ConfigError, TaskError
 from docdelta.experiment.arms import Arm, agent_info
 from docdelta.git import Repo
@@ -31,7 +31,7 @@ from docdelta.grading.hidden import ChangeAssets, load_assets
 from docdelta.instructions.audit import AuditIndex, build_index
 from docdelta.instructions.detect import InstructionMatcher, Overlay, detect_refs
 from docdelta.instructions.models import Detection
-from docdelta.results.models import ArmSpec, Cell, Manifest, RunBounds
+from docdelta.results.models import Cell, Manifest, RunBounds
 from docdelta.results.store import ResultStore, checkout_dir
 from docdelta.scorecard import thresholds
 from docdelta.scorecard.models import PooledControl

@@ -42,11 +42,12 @@ from typing import Protocol
 from pydantic import Field, ValidationError
 
 from docdelta.agents.models import RunStatus
+from docdelta.atomic import atomic_write
 from docdelta.errors import InfraError
 from docdelta.experiment.plan import Experiment
 from docdelta.git import overlay_commit, run_git
 from docdelta.results.models import AgentInfo, RunBounds, RunResult
-from docdelta.results.store import ResultStore, atomic_write
+from docdelta.results.store import ResultStore
 from docdelta.scorecard import stats
 from docdelta.scorecard.models import PoolBatch, PoolDrift, PooledControl
 from docdelta.vocabulary import SCHEMA_VERSION, Frozen, sha256_hex

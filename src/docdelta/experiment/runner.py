@@ -42,10 +42,10 @@ from docdelta.grading.change import score_change
 from docdelta.grading.checks import run_checks
 from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
-from docdelta.grading.models import ChecksResult, CommandsExecuted, HiddenTestResult, Score
 from docdelta.grading.selftest import raise_for, selftest
 from docdelta.instructions.audit import audit_run
 from docdelta.interrupts import deferred_signals
+from docdelta.results.grades import ChecksResult, CommandsExecuted, HiddenTestResult, Score
 from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec

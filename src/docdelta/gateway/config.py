@@ -7,6 +7,7 @@ and writes one `ModelCall` JSON object per line to its stdout, which the host re
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -182,3 +183,11 @@ class GatewayConfig(_Model):
             budget = budget.model_copy(update={"max_cost_usd": max_cost_usd})
         prints = {k: list(v) for k, v in fingerprints.items()}
         return self.model_copy(update={"budget": budget, "fingerprints": prints})
+
+
+RUN_TOKEN_PREFIX = "docdelta-run-"  # noqa: S105 - a label, not a secret
+
+
+def new_run_token() -> str:
+    """What a run's agent holds instead of a key: random, so no other client can use the gateway."""
+    return RUN_TOKEN_PREFIX + secrets.token_urlsafe(24)

@@ -24,9 +24,8 @@ from types import TracebackType
 from typing import IO
 
 from docdelta.errors import InfraError
-from docdelta.gateway.config import GatewayConfig, ModelCall
+from docdelta.gateway.config import GatewayConfig, ModelCall, new_run_token
 from docdelta.gateway.server import READY, setup_message
-from docdelta.sandbox.gateway_container import new_run_token
 
 LOOPBACK = "127.0.0.1"
 _READY_TIMEOUT_S = 30.0

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from docdelta.agents.models import AgentAnswer, AnswerCitation
-from docdelta.grading.models import CommandsExecuted, ExecutedCommand, Score, ScoreItem
+from docdelta.results.grades import CommandsExecuted, ExecutedCommand, Score, ScoreItem
 from docdelta.tasks.models import GoldCitation, LineRange, Task
 from docdelta.tasks.quotes import locate, read_inside
 

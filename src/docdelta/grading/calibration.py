@@ -20,12 +20,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from docdelta.atomic import atomic_write
 from docdelta.errors import ConfigError, InfraError
 from docdelta.grading.judge import rubric_sha256, rule_answer
 from docdelta.grading.judge_api import JudgeAPI
-from docdelta.grading.models import CalibrationFile, CalibrationRecord, JudgeInfo
 from docdelta.grading.rubrics import FixtureSet, Rubric, load_fixtures
-from docdelta.results.store import atomic_write
+from docdelta.results.grades import CalibrationFile, CalibrationRecord, JudgeInfo
 
 THRESHOLD = 0.9
 """Minimum accuracy on each class (pass-labeled and fail-labeled) separately."""

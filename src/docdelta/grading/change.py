@@ -8,7 +8,7 @@ checks that hold, so a maintainer sees which rule the agent bent.
 
 from __future__ import annotations
 
-from docdelta.grading.models import ChecksResult, HiddenTestResult, Score, ScoreItem
+from docdelta.results.grades import ChecksResult, HiddenTestResult, Score, ScoreItem
 
 
 def score_change(hidden: HiddenTestResult, checks: ChecksResult) -> Score:

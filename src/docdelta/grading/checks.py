@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from docdelta.agents.models import AgentMetrics
-from docdelta.grading.models import CheckResult, ChecksResult, MistakeHit
 from docdelta.instructions.globs import GlobSet
+from docdelta.results.grades import CheckResult, ChecksResult, MistakeHit
 from docdelta.tasks.models import HardChecks, MistakeRule, mistake_regex
 
 SYMLINK_MODE = "120000"

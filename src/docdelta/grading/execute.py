@@ -30,8 +30,8 @@ from pathlib import Path
 from docdelta.agents.models import AgentAnswer
 from docdelta.errors import DocdeltaError, InfraError
 from docdelta.grading.answer import proposed_commands
-from docdelta.grading.models import CommandsExecuted, ExecutedCommand
 from docdelta.redaction import redact
+from docdelta.results.grades import CommandsExecuted, ExecutedCommand
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import CommandExecution, Task
 

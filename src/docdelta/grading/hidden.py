@@ -46,12 +46,12 @@ from docdelta.grading.junit import (
     parse_libtest,
     parse_pytest_summary,
 )
-from docdelta.grading.models import TAIL_NOTE, DroppedEdit, HiddenTestResult, TestCounts
 from docdelta.grading.runners import RUNNERS, Evidence, guard_record, invocation, recognise
-from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.instructions.globs import GlobSet
+from docdelta.results.grades import TAIL_NOTE, DroppedEdit, HiddenTestResult, TestCounts
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import RunnerKind, Task, Validation
+from docdelta.vocabulary import CONFIG_PATH
 
 TEST_FILES = (
     "test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**", "**/testing/**",

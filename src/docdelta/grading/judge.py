@@ -24,8 +24,8 @@ from typing import Any
 from docdelta.agents.base import extract_last_json
 from docdelta.errors import InfraError
 from docdelta.grading.judge_api import JudgeAPI, Reply
-from docdelta.grading.models import JudgeRuling
 from docdelta.grading.rubrics import Criterion, Rubric
+from docdelta.results.grades import JudgeRuling
 from docdelta.vocabulary import sha256_hex
 
 SYSTEM_PROMPT = """\

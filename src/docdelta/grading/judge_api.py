@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import ANTHROPIC, OPENAI, Upstream
-from docdelta.grading.models import JudgeInfo
+from docdelta.results.grades import JudgeInfo
 
 if TYPE_CHECKING:
     import httpx

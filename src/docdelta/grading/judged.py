@@ -23,14 +23,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from docdelta.agents.models import RunStatus
+from docdelta.atomic import atomic_write
 from docdelta.errors import ConfigError, InfraError, TaskError
 from docdelta.grading.calibration import require_calibrated
 from docdelta.grading.judge import no_answer_rulings, rubric_sha256, rule_answer
 from docdelta.grading.judge_api import JudgeAPI
-from docdelta.grading.models import JudgeInfo, JudgeRuling, Score, ScoreItem
 from docdelta.grading.rubrics import Rubric, rubric_of
+from docdelta.results.grades import JudgeInfo, JudgeRuling, Score, ScoreItem
 from docdelta.results.models import AgentInfo, JudgedResult, RunResult
-from docdelta.results.store import ResultStore, atomic_write
+from docdelta.results.store import ResultStore
 from docdelta.tasks.models import Task
 from docdelta.vocabulary import sha256_hex
 

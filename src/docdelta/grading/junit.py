@@ -15,7 +15,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from docdelta.grading.models import TestCounts
+from docdelta.results.grades import TestCounts
 
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 

@@ -17,8 +17,8 @@ from docdelta.checkout.seal import SealedCheckout, seal
 from docdelta.errors import InfraError, SelftestFailed, TaskError
 from docdelta.git import Repo
 from docdelta.grading.hidden import grade_change, load_assets
-from docdelta.grading.models import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport
 from docdelta.instructions.detect import InstructionMatcher, Overlay
+from docdelta.results.grades import TAIL_NOTE, HiddenTestResult, SelftestLeg, SelftestReport
 from docdelta.sandbox.base import SandboxProvider, SandboxSpec
 from docdelta.tasks.load import LoadedTask
 from docdelta.tasks.models import Task

@@ -17,9 +17,10 @@ from docdelta.demo import examples_dir
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.improve.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
-from docdelta.instructions.detect import CONFIG_PATH, InstructionMatcher, instruction_files
+from docdelta.instructions.detect import InstructionMatcher, instruction_files
 from docdelta.instructions.loading import rules_for
 from docdelta.instructions.models import LoadMode
+from docdelta.vocabulary import CONFIG_PATH
 
 TASKS_DIR = ".docdelta/tasks"
 WORKFLOW = ".github/workflows/docdelta.yml"

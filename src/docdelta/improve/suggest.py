@@ -45,9 +45,9 @@ from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.grading.answer import command_label, command_tokens
-from docdelta.grading.models import ExecutedCommand
 from docdelta.improve.task_audit import FileKind, file_kind
 from docdelta.instructions.detect import instruction_files
+from docdelta.results.grades import ExecutedCommand
 from docdelta.results.models import Manifest, RunResult
 from docdelta.scorecard import stats
 from docdelta.tasks.models import Task

@@ -35,9 +35,9 @@ from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
 from docdelta.git import Repo
 from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
-from docdelta.grading.models import JudgeInfo, JudgeProvider
 from docdelta.improve.suggest import Suggestion
 from docdelta.instructions.detect import InstructionMatcher, Overlay, diff_files, instruction_files
+from docdelta.results.grades import JudgeInfo, JudgeProvider
 from docdelta.results.models import Manifest, RunResult
 from docdelta.tasks.models import Task
 from docdelta.vocabulary import HEAD, PATCHED, Frozen

@@ -18,16 +18,13 @@ only the first of AGENTS.md / CLAUDE.md, a case-insensitive lookup may pick up
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from docdelta.gateway.fingerprint import Channel, fingerprint
 from docdelta.gateway.models import ModelCall
-from docdelta.instructions.models import Detection, InstructionAudit, InstructionFlag
-from docdelta.results.models import RunResult
+from docdelta.instructions.models import Detection, InstructionAudit
 from docdelta.vocabulary import ConditionSpec, sha256_hex
 
 NEAR_MISS = "near-miss"
@@ -128,21 +125,3 @@ def audit_run(index: AuditIndex, condition: str, calls: Sequence[ModelCall]) -> 
                 foreign.add(f"{NEAR_MISS}:{f.path}")
     missing = index.changed.get(condition, frozenset()) - seen
     return InstructionAudit(seen=sorted(seen), missing=sorted(missing), foreign=sorted(foreign))
-
-
-def flags(results: Iterable[RunResult]) -> list[InstructionFlag]:
-    """Per condition and file, how many audited runs missed it or got it although foreign."""
-    audited: Counter[str] = Counter()
-    hits: Counter[tuple[str, Literal["missing", "foreign"], str]] = Counter()
-    for run in results:
-        audit = run.instructions_seen
-        if audit is None:
-            continue
-        condition = run.cell.condition
-        audited[condition] += 1
-        hits.update((condition, "missing", path) for path in audit.missing)
-        hits.update((condition, "foreign", path) for path in audit.foreign)
-    return [
-        InstructionFlag(condition=c, kind=k, file=f, runs=n, audited=audited[c])
-        for (c, k, f), n in sorted(hits.items())
-    ]

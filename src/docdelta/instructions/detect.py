@@ -39,10 +39,6 @@ from docdelta.vocabulary import ConditionSpec, sha256_hex
 
 MAX_INSTRUCTION_BYTES = 1024 * 1024
 
-CONFIG_PATH = ".docdelta.yml"
-"""The project config (`docdelta.config`), at the repository root. Named here, below the
-config's models, so `docdelta detect` can tell there is none without importing them."""
-
 BUILTIN_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((r.glob, r.families) for r in RULES)
 """(glob, families), from `instructions.RULES`. A path's families are the union over every
 pattern it matches; precedence, imports and links are the instruction graph's business."""

@@ -25,9 +25,9 @@ from urllib.parse import quote
 
 from docdelta.grading.judge import needs_quote
 from docdelta.grading.judged import JUDGED_FILE, apply_judgement, read_judged
-from docdelta.grading.models import JudgeRuling
 from docdelta.report.plain import lead
 from docdelta.report.render import environment
+from docdelta.results.grades import JudgeRuling
 from docdelta.results.models import Cell, JudgedResult, RunResult
 from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 from docdelta.scorecard.models import Summary, TaskSummary

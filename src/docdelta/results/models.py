@@ -8,7 +8,8 @@ from pydantic import Field
 
 from docdelta.agents.models import AgentOutcome, RunStatus
 from docdelta.gateway.models import ModelCall
-from docdelta.grading.models import (
+from docdelta.instructions.models import InstructionAudit
+from docdelta.results.grades import (
     ChecksResult,
     CommandsExecuted,
     HiddenTestResult,
@@ -16,7 +17,6 @@ from docdelta.grading.models import (
     JudgeRuling,
     Score,
 )
-from docdelta.instructions.models import InstructionAudit
 from docdelta.tasks.models import PassThreshold
 from docdelta.vocabulary import DEFAULT_NOISE_BAND, SCHEMA_VERSION, ConditionSpec, Frozen, sha256_hex
 
@@ -69,26 +69,6 @@ class RunResult(Frozen):
 ARM_FACTORS = ("agent", "model", "condition", "overlay")
 """What an arm may vary: the agent, its model, the condition's instruction files, and extra
 files laid over the checkout. Two compared arms should differ in one of them."""
-
-
-class ArmSpec(Frozen):
-    """An arm as the user declares it (`--arms`, `.docdelta.yml` `arms:`): a condition run by
-    an agent and model of its own, optionally with extra files (a skills folder, a docs export)
-    laid over its checkout. Unset fields take the run's own (`--agent`, `--model`)."""
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="the arm's column in the scorecard")
-    condition: str = Field(
-        default="head", description="the condition it builds on: base, head, none, patched"
-    )
-    agent: str | None = Field(default=None, description="default: the run's --agent")
-    agent_cmd: str | None = Field(default=None, description="the command agent's command line")
-    model: str | None = Field(default=None, description="default: the run's --model")
-    overlay: str | None = Field(
-        default=None,
-        description="a directory whose files are laid over the checkout as they are laid out in it "
-        "(CLI: a host path; .docdelta.yml: a directory of the repository at the base ref)",
-    )
-    vs: str | None = Field(default=None, description="the arm or condition it is compared with")
 
 
 class AgentInfo(Frozen):

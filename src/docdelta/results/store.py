@@ -27,9 +27,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from docdelta.atomic import atomic_write
 from docdelta.errors import ConfigError, InfraError
-from docdelta.grading.models import SelftestRecord, SelftestReport
 from docdelta.instructions.models import Detection
+from docdelta.results.grades import SelftestRecord, SelftestReport
 from docdelta.results.models import Cell, Manifest, RunResult
 from docdelta.vocabulary import SCHEMA_VERSION, sha256_hex
 
@@ -47,21 +48,6 @@ CHECKOUTS = "checkouts"
 """The sealed checkouts' directory in a workdir."""
 CHECKOUT_KEY = ".key"
 """In `CHECKOUTS`: the key that names its checkouts (`checkout_dir`)."""
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def checkout_dir(workdir: Path, overlay_sha256: str, source_sha: str | None = None) -> Path:

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, Self
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from docdelta.vocabulary import sha256_hex
 
 if TYPE_CHECKING:
@@ -183,3 +185,33 @@ def toolchain_identity(kind: str, paths: Sequence[str], env: Mapping[str, str]) 
 
     shown = {path: [stat(path), listing(path)] for path in paths}
     return sha256_hex(json.dumps([kind, shown, dict(sorted(env.items()))]).encode())
+
+
+RECORD_SUFFIX = ".sealed.json"
+
+
+def record_path(dest: Path) -> Path:
+    """The record a sealed checkout carries beside it once complete. A sealed checkout never
+    changes, so a sandbox may share it as it is (the checkout package writes the record)."""
+    return dest.with_name(dest.name + RECORD_SUFFIX)
+
+
+DEFAULT_IMAGE_BASE = "docdelta-base:latest"
+
+
+class DockerImageConfig(BaseModel):
+    """The `docker:` section: how to build the environment image the agent runs in.
+
+    Kept here (pydantic only) rather than in sandbox/images.py so reading the config
+    never imports the Docker SDK."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    base: str = Field(default=DEFAULT_IMAGE_BASE, description="base image (must hold the agent's runtime)")
+    setup: list[str] = Field(
+        default=[], description="shell commands run as root, with network, when the image is built"
+    )
+    extra_ca: Path | None = Field(
+        default=None,
+        description="PEM bundle added to the image's trust store, for TLS-intercepting proxies",
+    )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from contextlib import suppress
@@ -30,7 +29,7 @@ from docker import DockerClient
 from docker.models.networks import Network
 
 from docdelta.errors import ConfigError, InfraError
-from docdelta.gateway.config import GatewayConfig, ModelCall
+from docdelta.gateway.config import GatewayConfig, ModelCall, new_run_token
 from docdelta.gateway.server import DRAIN_S, READY, setup_message
 from docdelta.sandbox.dockerapi import (
     AGENT_USER,
@@ -49,14 +48,6 @@ _EXIT_TIMEOUT_S = DRAIN_S + 15.0
 """How long a stopping gateway may take to drain and exit before it is killed."""
 LOG_MAX_BYTES = 64 * 1024 * 1024
 """The call log's cap on the daemon's disk: thousands of calls (refusals are folded)."""
-
-
-RUN_TOKEN_PREFIX = "docdelta-run-"  # noqa: S105 - a label, not a secret
-
-
-def new_run_token() -> str:
-    """What a run's agent holds instead of a key: random, so no other client can use the gateway."""
-    return RUN_TOKEN_PREFIX + secrets.token_urlsafe(24)
 
 
 def gateway_image(client: DockerClient, base: str) -> BuiltImage:

@@ -18,8 +18,8 @@ import docker.errors
 from docker import DockerClient
 from pydantic import BaseModel, ConfigDict, Field
 
-from docdelta.config import DockerImageConfig
 from docdelta.errors import ConfigError, SandboxError
+from docdelta.sandbox.base import DockerImageConfig
 from docdelta.vocabulary import sha256_hex
 
 EXTRA_CA_PATH = "/usr/local/share/docdelta/extra-ca.pem"

@@ -67,9 +67,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
 
-from docdelta.checkout.seal import record_path
 from docdelta.errors import SandboxError
-from docdelta.instructions.detect import CONFIG_PATH
 from docdelta.interrupts import deferred_signals
 from docdelta.sandbox import userns
 from docdelta.sandbox.base import (
@@ -78,10 +76,12 @@ from docdelta.sandbox.base import (
     Sandbox,
     SandboxProvider,
     SandboxSpec,
+    record_path,
     toolchain_identity,
 )
 from docdelta.sandbox.limits import Hits, Limits, unmount_under
 from docdelta.sandbox.seccomp import bpf_program
+from docdelta.vocabulary import CONFIG_PATH
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (

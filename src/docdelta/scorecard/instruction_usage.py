@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from docdelta.instructions.models import Detection
+from docdelta.instructions.models import Detection, InstructionFlag
 from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import checkout_dir
 from docdelta.scorecard import stats
@@ -248,3 +249,21 @@ def tally(
             )
         )
     return out
+
+
+def audit_flags(results: Iterable[RunResult]) -> list[InstructionFlag]:
+    """Per condition and file, how many audited runs missed it or got it although foreign."""
+    audited: Counter[str] = Counter()
+    hits: Counter[tuple[str, Literal["missing", "foreign"], str]] = Counter()
+    for run in results:
+        audit = run.instructions_seen
+        if audit is None:
+            continue
+        condition = run.cell.condition
+        audited[condition] += 1
+        hits.update((condition, "missing", path) for path in audit.missing)
+        hits.update((condition, "foreign", path) for path in audit.foreign)
+    return [
+        InstructionFlag(condition=c, kind=k, file=f, runs=n, audited=audited[c])
+        for (c, k, f), n in sorted(hits.items())
+    ]

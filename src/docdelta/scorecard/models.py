@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from docdelta.grading.models import GradingFailure
 from docdelta.instructions.models import ChangedFile, InstructionFlag, NearMiss
+from docdelta.results.grades import GradingFailure
 from docdelta.results.models import AgentInfo, RunResult
 from docdelta.tasks.models import PassThreshold
 from docdelta.vocabulary import SCHEMA_VERSION, Frozen

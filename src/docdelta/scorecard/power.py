@@ -18,9 +18,9 @@ from typing import Literal
 
 import numpy as np
 
+from docdelta.atomic import atomic_write
 from docdelta.experiment.rounds import run_rounds
 from docdelta.results.models import Cell
-from docdelta.results.store import atomic_write
 from docdelta.scorecard import stats
 from docdelta.scorecard.decision import (
     FUTILITY_P,

@@ -40,10 +40,9 @@ from typing import Literal
 
 from docdelta.agents.models import RunStatus
 from docdelta.experiment import arms
-from docdelta.grading.models import GradingFailure, SelftestReport
-from docdelta.instructions import audit
 from docdelta.instructions.detect import KNOWN_FAMILIES
 from docdelta.instructions.models import Detection
+from docdelta.results.grades import GradingFailure, SelftestReport
 from docdelta.results.models import Cell, Manifest, RunResult
 from docdelta.scorecard import decision, instruction_usage, stats, thresholds
 from docdelta.scorecard.models import (
@@ -426,7 +425,7 @@ def _confounds(
         # A plan of arms compares its own columns; it never asked for base, head and none.
         missing_conditions=[c for c in _order(expected) if c not in with_runs],
         missing_runs=sum(1 for cell in _planned(manifest, results) if cell.key not in done),
-        instruction_flags=audit.flags(graded),
+        instruction_flags=instruction_usage.audit_flags(graded),
         unread_changes=_unread(manifest, detection),
         code_changes=len(detection.other_changed),
         source=_source_side(manifest),

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from docdelta.atomic import atomic_write
 from docdelta.grading.judged import load_judged, with_judgements
 from docdelta.instructions.models import Detection
 from docdelta.results.models import Manifest, RunResult
-from docdelta.results.store import ResultStore, atomic_write
+from docdelta.results.store import ResultStore
 from docdelta.scorecard import stats
 from docdelta.scorecard.instruction_usage import read_docs
 from docdelta.scorecard.models import PooledControl, PowerSummary, Summary
