@@ -245,7 +245,7 @@ def _add_agent_check_command(sub: Any) -> None:
 
 
 def _agent_check(args: argparse.Namespace) -> int:
-    from docdelta.agents.check import check_agent, passed, render
+    from docdelta.improve.agent_check import check_agent, passed, render
     from docdelta.wiring import AgentChoice, SandboxChoice, build_agent
 
     agent = build_agent(AgentChoice(args.agent, cmd=args.agent_cmd, model=args.model))
