@@ -8,10 +8,11 @@ import pytest
 from factories import arm, detection, manifest
 
 from docdelta.config import ArmSpec
-from docdelta.experiment.arms import compare, differs_in, parse_arms
+from docdelta.experiment.arms import parse_arms
 from docdelta.report import render_markdown
 from docdelta.report.html import render_html
 from docdelta.results.models import AgentInfo, ArmRecord, Manifest
+from docdelta.scorecard.arms import compare, differs_in
 from docdelta.scorecard.summarize import summarize
 from docdelta.vocabulary import sha256_hex
 

@@ -39,12 +39,11 @@ from dataclasses import asdict
 from typing import Literal
 
 from docdelta.agents.models import RunStatus
-from docdelta.experiment import arms
 from docdelta.instructions.detect import KNOWN_FAMILIES
 from docdelta.instructions.models import Detection
 from docdelta.results.grades import GradingFailure, SelftestReport
 from docdelta.results.models import Cell, Manifest, RunResult
-from docdelta.scorecard import decision, instruction_usage, stats, thresholds
+from docdelta.scorecard import arms, decision, instruction_usage, stats, thresholds
 from docdelta.scorecard.models import (
     AANoise,
     Certainty,
