@@ -1,6 +1,6 @@
 """The gate's error rates, power and cost on simulated PRs, through the real round loop.
 
-Every simulated PR runs `docdelta.experiment.rounds.run_rounds` — the loop `docdelta run --repeats
+Every simulated PR runs `docdelta.scorecard.sequential.run_rounds` — the loop `docdelta run --repeats
 auto` runs — with `docdelta.scorecard.power.Simulated` (fake agents of known per-task success
 rates) as its cell executor, and is decided by `docdelta.scorecard.decision.decide`, the function
 behind the scorecard and the check. Fixed designs go through the same loop with one look.

@@ -23,7 +23,7 @@ hundred tasks x 3 conditions x a handful of repeats, more than any PR check need
 # building the parser (for every command, `detect` included) imports neither scipy nor an
 # agent adapter: `docdelta detect` must start in well under a second (issue 12).
 AUTO = "auto"
-"""`--repeats auto`: rounds of runs until each task is decided (docdelta.experiment.rounds)."""
+"""`--repeats auto`: rounds of runs until each task is decided (docdelta.scorecard.sequential)."""
 DEFAULT_MAX_REPEATS = 24
 ACTION_MAX_REPEATS = 100
 """The most `repeats` (and `max-repeats`) the Action accepts: a next step never proposes more."""

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, norm
 
-from docdelta.experiment.rounds import round_cells, run_rounds
 from docdelta.results.models import Cell
 from docdelta.scorecard import decision, power
 from docdelta.scorecard.decision import Design, decide, from_strata, holm
 from docdelta.scorecard.models import VerdictKind
 from docdelta.scorecard.power import Scenario, ScoreModel, simulate, wilson
+from docdelta.scorecard.sequential import round_cells, run_rounds
 
 ALPHA = 0.05
 SLOW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from docdelta.experiment.rounds import RoundsOutcome, run_rounds
 from docdelta.results.models import Cell
 from docdelta.scorecard import decision
 from docdelta.scorecard.decision import POOLED, Design, TaskRuns, decide, from_strata
+from docdelta.scorecard.sequential import RoundsOutcome, run_rounds
 
 EXACT = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

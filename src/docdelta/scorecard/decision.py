@@ -1,8 +1,8 @@
 """The gate's decision: per task and overall, fixed or sequential, with its error budget.
 
 Pure numbers in, a `Decision` out; the summary, the check, the round loop
-(`docdelta.experiment.rounds`) and the power simulation (`docdelta.scorecard.power`) all call `decide`, so the
-rule the bench measures is the rule the CLI and the Action apply.
+(`docdelta.scorecard.sequential`) and the power simulation (`docdelta.scorecard.power`) all
+call `decide`, so the rule the bench measures is the rule the CLI and the Action apply.
 
 The procedure, and why this one:
 
@@ -18,7 +18,7 @@ The procedure, and why this one:
   AUTO_SPENT of alpha by each (w_k is that look's increment); a hypothesis's sequential
   p-value is min_k p_k / w_k over the looks with w_k > 0. By the union bound
   P(min_k p_k / w_k <= u) <= sum_k u w_k = u whatever rule stops the experiment or picks the
-  task that runs next (`docdelta.experiment.rounds`), as long as look k sees a task's first n_k rounds:
+  task that runs next (`docdelta.scorecard.sequential`), as long as look k sees a task's first n_k rounds:
   its error rate holds under optional stopping and adaptive allocation. Binding futility
   (`Design.futility`, on for auto) closes a direction once a look that spent alpha, before
   the cap, gives it a one-sided p above FUTILITY_P: it only removes rejections, so the bound
@@ -79,7 +79,7 @@ AUTO_LOOK_SHARES = (1 / 8, 5 / 12, 2 / 3, 1.0)
 AUTO_SPENT = (0.0, 0.5, 0.8, 1.0)
 """The share of alpha spent by each of those looks (cumulative). The first look spends none:
 at 3 runs per arm no pass/fail outcome reaches alpha / 4 (the smallest one-sided mid-p is
-0.025), so it only tells the round loop which task to run next (`docdelta.experiment.rounds`). Half of
+0.025), so it only tells the round loop which task to run next (`docdelta.scorecard.sequential`). Half of
 alpha at the second look, where a real drop shows first, and the rest over the cap. Chosen on
 bench/bench_gate.py's simulation (one of three tasks 0.8 -> 0.3, 300 PRs each, focus one round
 at a time, one seed): (3, 10, 16, 24) spending (0, .5, .8, 1) 83% power at 65 runs;

@@ -19,7 +19,6 @@ from typing import Literal
 import numpy as np
 
 from docdelta.atomic import atomic_write
-from docdelta.experiment.rounds import run_rounds
 from docdelta.results.models import Cell
 from docdelta.scorecard import stats
 from docdelta.scorecard.decision import (
@@ -33,6 +32,7 @@ from docdelta.scorecard.decision import (
     from_strata,
 )
 from docdelta.scorecard.models import VerdictKind
+from docdelta.scorecard.sequential import run_rounds
 from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
 TREATMENT, CONTROL = "head", "base"
