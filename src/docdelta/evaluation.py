@@ -31,12 +31,13 @@ from docdelta.experiment.arms import ARMS_FLAG, Arm, check_arms, host_overlay, o
 from docdelta.experiment.forecast import forecast
 from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
 from docdelta.experiment.progress import LineProgress, Progress, progress_for
-from docdelta.experiment.reuse import ArmStore, Reuse, pool, restore, save
+from docdelta.experiment.reuse import Reuse, pool, restore, save
 from docdelta.experiment.rounds import run_matrix
 from docdelta.experiment.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
 from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
+from docdelta.results.backends import ArmStore
 from docdelta.results.models import RunBounds
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import SandboxProvider

@@ -27,17 +27,9 @@ from docdelta.config import load_project_config
 from docdelta.demo import DemoRepo
 from docdelta.errors import InfraError
 from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
-from docdelta.experiment.reuse import (
-    POOL_PREFIX,
-    BranchStore,
-    CachedArm,
-    DirectoryStore,
-    arm_key,
-    pool,
-    save,
-    token_auth,
-)
+from docdelta.experiment.reuse import CachedArm, arm_key, pool, save
 from docdelta.git import Repo, overlay_commit, run_git
+from docdelta.results.backends import POOL_PREFIX, BranchStore, DirectoryStore, token_auth
 from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import ResultStore
 from docdelta.wiring import AgentChoice, build_agent

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from docdelta.experiment.reuse import BranchStore, DirectoryStore
 from docdelta.git import run_git
+from docdelta.results.backends import BranchStore, DirectoryStore
 from docdelta.scorecard.history import (
     HISTORY_DIR,
     ArmRecord,
@@ -119,7 +119,7 @@ def test_two_runs_recording_on_the_data_branch_at_once_both_keep_their_record_an
         threading.Thread(target=lambda s=s, r=r: added.append(History(s, HISTORY_DIR).append(r)))
         for s, r in zip((_HeldStore(one, barrier), _HeldStore(two, barrier)), records, strict=True)
     ]
-    with caplog.at_level(logging.WARNING, logger="docdelta.experiment.reuse"):
+    with caplog.at_level(logging.WARNING, logger="docdelta.results.backends"):
         for t in threads:
             t.start()
         for t in threads:

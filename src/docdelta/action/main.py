@@ -63,7 +63,6 @@ from docdelta.errors import (
 )
 from docdelta.evaluation import Deps, evaluate
 from docdelta.experiment.plan import ExperimentRequest, PlanTooLarge
-from docdelta.experiment.reuse import ArmStore, open_store, token_auth
 from docdelta.experiment.shard import merge_workdirs, plan_matrix
 from docdelta.git import Repo, overlay_commit
 from docdelta.github.actions import ActionsRuntime
@@ -83,6 +82,7 @@ from docdelta.redaction import redact
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.report.render import fmt_verdict, inline
+from docdelta.results.backends import ArmStore, open_store, token_auth
 from docdelta.results.models import Cell, Manifest, RunResult
 from docdelta.results.store import MANIFEST_FILE, ResultStore
 from docdelta.scorecard import stats, thresholds

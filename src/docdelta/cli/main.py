@@ -853,7 +853,7 @@ def _check(args: argparse.Namespace) -> int:
 def _open_history(args: argparse.Namespace) -> History:
     """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
     from docdelta.action.settings import StoreSpec
-    from docdelta.experiment.reuse import open_store
+    from docdelta.results.backends import open_store
     from docdelta.scorecard.history import HISTORY_DIR, History
 
     if args.history is not None:

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from docdelta.experiment.plan import Experiment
-from docdelta.experiment.reuse import ArmStore, CachedArm
+from docdelta.experiment.reuse import CachedArm
 from docdelta.experiment.runner import INCOMPLETE
+from docdelta.results.backends import ArmStore
 from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import ResultStore
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from docdelta.experiment.reuse import ArmStore, DirectoryStore
+from docdelta.results.backends import ArmStore, DirectoryStore
 from docdelta.results.models import AgentInfo, Manifest
 from docdelta.scorecard import stats, thresholds
 from docdelta.scorecard.models import GatePolicy, Summary, VerdictSummary
