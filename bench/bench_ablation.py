@@ -4,7 +4,7 @@ when the one section carrying that task is removed (other sections do nothing); 
 is analysed by `docdelta.improve.ablation.analyse`, the code `docdelta ablate` runs. Prints the runs
 ratio, the rate at which each carrying section is found lowering its task (recall), and the
 rate at which an idle section is flagged as moving a task (false positives), with Wilson 95%
-intervals over `--trials` simulated ablations. Goal (issue 15): <= 50% of one at a time's runs
+intervals over `--trials` simulated ablations. Goal: <= 50% of one at a time's runs
 at a recall and false-positive rate no worse than one at a time's.
 
     python bench/bench_ablation.py [--units 6] [--carrying 3] [--repeats 4] [--trials 100]

@@ -4,7 +4,7 @@ One cell = copy the sealed checkout into a fresh sandbox, run an agent that answ
 at once (so the agent's own thinking is not measured), score, and store the result
 atomically. The floor is what any harness must pay to lay out the same tree. Also
 times the full 60-cell demo matrix with the fake agent, and the same cell without a
-sandbox (`none`), which shows what the isolation itself costs. Goals (issue 2): overhead
+sandbox (`none`), which shows what the isolation itself costs. Goals: overhead
 per cell <= 3x the floor; 60-cell demo matrix < 60 s on 2 cores.
 
     python bench/bench_cell.py [--cells 30]

@@ -1,4 +1,4 @@
-"""`docdelta detect` start-up and run time, against `python -c pass` (issue 12: goal < 0.5 s
+"""`docdelta detect` start-up and run time, against `python -c pass` (goal < 0.5 s
 absolute on 2 cores). Also times detection alone (in-process, imports paid) on a real
 repository's instruction-file commit when DOCDELTA_REAL_REPOS points at the bundles.
 

@@ -2,7 +2,7 @@
 
 A cell here is what the runner pays per run beyond the agent itself: create (volume,
 container, copy the checkout in), write the agent's file, run a no-op agent, copy a
-result out, remove everything. Goal (issue 3): at most 3x the floor. Prints the ratio.
+result out, remove everything. Goal: at most 3x the floor. Prints the ratio.
 
     .venv/bin/python bench/bench_docker.py [IMAGE] [ROUNDS]
 """

@@ -5,7 +5,7 @@ auto` runs — with `docdelta.scorecard.power.Simulated` (fake agents of known p
 rates) as its cell executor, and is decided by `docdelta.scorecard.decision.decide`, the function
 behind the scorecard and the check. Fixed designs go through the same loop with one look.
 
-Three tasks of success rates 0.3 / 0.5 / 0.8 (issue 13). A/A: head = base. Drop: the
+Three tasks of success rates 0.3 / 0.5 / 0.8. A/A: head = base. Drop: the
 0.8 task falls to 0.3. Pooled: 30 earlier base runs per task, this PR runs head only.
 Rates are printed with 95% Wilson intervals, and each goal of the issue with met / NOT MET.
 Where a goal cannot be met by any valid test, an exact computation (no simulation) says so:
@@ -176,7 +176,7 @@ def main() -> None:
         )
     r = {name: sim for name, (sim, _) in results.items()}
     fixed, fixed_cap, auto = r["drop fixed 10"], r[f"drop fixed {EQUAL_POWER}"], r["drop auto"]
-    print("\ngoals (issue 13):")
+    print("\ngoals:")
     for name in (
         "A/A fixed 10, pass/fail",
         "A/A fixed 10, partial",

@@ -1,5 +1,5 @@
 """Gateway overhead on a streamed response: time to last byte through the real gateway
-container against a direct connection to the same upstream. Goal (issue 3): <= 1.2x.
+container against a direct connection to the same upstream. Goal: <= 1.2x.
 
 The layout is a run's: the scripted model server (the upstream) in a container on an
 egress network, the gateway container on that network and on an internal one, and the

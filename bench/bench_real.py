@@ -1,4 +1,4 @@
-"""Speed on a real tree (issue 12) and a rerun of an unchanged PR (issue 14), in one run.
+"""Speed on a real tree and a rerun of an unchanged PR, in one run.
 
 1. Per-cell harness overhead with the fake agent (sandbox + agent + score + store, the
    agent itself answers at once) on the largest bundled real repository (minijinja) vs the

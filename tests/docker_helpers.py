@@ -92,7 +92,7 @@ def gateway_on_loopback(
         loop.close()
 
 
-# ------------------------------------------------- real agent CLIs (issue 5)
+# ------------------------------------------------- real agent CLIs
 @dataclass(frozen=True)
 class ScriptedRun:
     """One agent run against the scripted model server through a real gateway."""

@@ -21,7 +21,7 @@ hundred tasks x 3 conditions x a handful of repeats, more than any PR check need
 
 # Defaults the CLI's parser shows. They live here, in a module that imports nothing, so that
 # building the parser (for every command, `detect` included) imports neither scipy nor an
-# agent adapter: `docdelta detect` must start in well under a second (issue 12).
+# agent adapter: `docdelta detect` must start in well under a second.
 AUTO = "auto"
 """`--repeats auto`: rounds of runs until each task is decided (docdelta.scorecard.sequential)."""
 DEFAULT_MAX_REPEATS = 24

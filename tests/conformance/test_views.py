@@ -1,4 +1,4 @@
-"""Runs of one sealed checkout share nothing writable (issue 12's copy-on-write views).
+"""Runs of one sealed checkout share nothing writable (copy-on-write views).
 
 The attack first, against every provider: an agent that writes through a hard link,
 rewrites a file in place, truncates, deletes, renames and commits must change only its

@@ -299,7 +299,7 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     pools = [name for name in stored if name.startswith("pools/")]
     assert len(arms) == 1 and len(pools) == 1 and len(stored) == 2, sorted(stored)
     arm = json.loads(stored[arms[0]])
-    # ... and listed in the base-arm pool later PRs draw their control from (issue 13)
+    # ... and listed in the base-arm pool later PRs draw their control from
     assert pools[0].startswith("pools/pool-") and pools[0].count("/") == 2  # one member entry per batch
     assert json.loads(stored[pools[0]])["source_commit"] == demo.base_sha
     assert arm["source_commit"] == demo.base_sha and arm["key"]["condition"] == "base"

@@ -103,7 +103,7 @@ def test_the_key_never_reaches_the_agent(run: ScriptedRun) -> None:
 
 
 IMPORTING = {
-    # The Python SDK's shape (issue 12): CLAUDE.md serves AGENTS.md through an import.
+    # The Python SDK's shape: CLAUDE.md serves AGENTS.md through an import.
     "CLAUDE.md": "@AGENTS.md\n\nClaude-specific: keep replies short and cite files.\n",
     "AGENTS.md": "# Agents\n\nRun the suite with `uv run --frozen pytest` first.\n\nStyle: @docs/style.md\n",
     "docs/style.md": "Imported two hops down: wrap lines at 100 characters.\n",
@@ -145,7 +145,7 @@ def imports_run(
 def test_what_the_graph_says_claude_code_loads_is_what_the_gateway_audit_finds_injected(
     imports_run: tuple[ScriptedRun, Path],
 ) -> None:
-    """Issue 12: the instruction graph (imports relative and recursive, code spans ignored,
+    """The instruction graph (imports relative and recursive, code spans ignored,
     nested memory on demand) agrees with what the real CLI put in its prompt, as the
     gateway's injected-instruction audit sees it."""
     run, checkout = imports_run

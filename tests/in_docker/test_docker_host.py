@@ -1,4 +1,4 @@
-"""The docker sandbox runs on whatever engine DOCKER_HOST names (issue 14, part 4).
+"""The docker sandbox runs on whatever engine DOCKER_HOST names.
 
 The test starts a second dockerd of its own, reachable only through its own Unix socket:
 its own network namespace, data root, exec root, pidfile and cgroup parent, no default bridge and no iptables

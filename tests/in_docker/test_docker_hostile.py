@@ -1,4 +1,4 @@
-"""The gateway's container side attacked (issue 11): only its own run can use it, and
+"""The gateway's container side attacked: only its own run can use it, and
 nothing of a run outlives a `kill -9` of docdelta.
 
 The attacks: a container on the egress network (where, with `gateway.egress_network`, any

@@ -82,7 +82,7 @@ def test_a_fresh_sandbox_is_not_affected_by_a_closed_one(
         assert (result.exit_code, result.stdout, result.oom) == (0, b"a\n", False)
 
 
-# ---------------------------------------------------------- issue 11: what the agent writes
+# ---------------------------------------------------------- what the agent writes
 @pytest.fixture(scope="module")
 def small_disk(
     client: Any, base_image: str, tmp_path_factory: pytest.TempPathFactory

@@ -1,4 +1,4 @@
-"""The same prompt reaches the model in every condition (issue 5): the built-in `openai`
+"""The same prompt reaches the model in every condition: the built-in `openai`
 agent runs, through the real gateway, on the sealed checkouts of two conditions of one
 source commit whose AGENTS.md differ in one line. What the scripted model server received
 must be byte-identical but for the instruction text, and that must differ exactly where

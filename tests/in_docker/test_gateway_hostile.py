@@ -1,4 +1,4 @@
-"""The gateway attacked as a hostile agent would attack it (issue 11): an instruction file
+"""The gateway attacked as a hostile agent would attack it: an instruction file
 from a PR can make the agent send anything to the gateway. Every request below is one the
 gateway used to forward with the real key; now each is refused (or sanitised) and the
 scripted upstream's own request log shows what, if anything, arrived.

@@ -331,7 +331,7 @@ def _no_ci_progress(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_source_whose_files_hold_no_gold_quote_is_refused_up_front(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 12: `--source` at a commit whose files no condition receives scored correct
+    """`--source` at a commit whose files no condition receives scored correct
     answers as misses, silently. The gold quotes head's README; with `--source base` every
     condition holds base's README, so the run stops before any agent starts."""
     repo = GitRepo.init(tmp_path / "proj")

@@ -1,6 +1,6 @@
 """A PR that touches only files an agent loads on demand (a slash command) or as configuration
 (`.claude/settings.json`) is evaluated end to end, and the scorecard says how each is loaded.
-Issue 12: a PR adding `.claude/commands/review-pr.md` got "nothing to evaluate"."""
+A PR adding `.claude/commands/review-pr.md` got "nothing to evaluate"."""
 
 from __future__ import annotations
 

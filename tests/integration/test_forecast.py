@@ -1,4 +1,4 @@
-"""The forecast before a matrix starts (issue 14, part 3), through the real CLI: a command
+"""The forecast before a matrix starts, through the real CLI: a command
 agent that reports a cost, with and without earlier results of its own in the workdir.
 The Action's job summary is covered in tests/integration/test_cache.py."""
 

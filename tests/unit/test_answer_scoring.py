@@ -134,7 +134,7 @@ def test_citation_of_file_absent_from_this_conditions_checkout_is_unattainable(c
 
 
 def test_a_rule_moved_by_the_pr_scores_the_same_correct_answer_the_same(tmp_path: Path) -> None:
-    """Issue 12: head adds two lines above the rule. Each arm's correct answer cites the rule
+    """Head adds two lines above the rule. Each arm's correct answer cites the rule
     where it stands in its own checkout, and both score 1.0 (fixed lines gave -0.20)."""
     rule = "Run the full test suite with `make check` before you commit."
     task = make_task(commands=["make check"], citations=[{"path": "AGENTS.md", "lines": 3, "quote": rule}])
@@ -149,7 +149,7 @@ def test_a_rule_moved_by_the_pr_scores_the_same_correct_answer_the_same(tmp_path
 
 
 def test_a_gold_item_may_list_alternatives(tmp_path: Path) -> None:
-    """Issue 12: a rule stated in AGENTS.md and in CONTRIBUTING.md; a control must be able to tie."""
+    """A rule stated in AGENTS.md and in CONTRIBUTING.md; a control must be able to tie."""
     (tmp_path / "CONTRIBUTING.md").write_text("Intro\nNever force-push to main.\n")
     task = make_task(
         commands=[["make check", "make test"]],

@@ -1,4 +1,4 @@
-"""`docdelta detect` imports nothing heavy (issue 12: it paid seconds importing scipy).
+"""`docdelta detect` imports nothing heavy (it paid seconds importing scipy).
 
 Checked on `sys.modules` of a real `docdelta detect` in a fresh interpreter, not on a clock:
 the figure itself is bench/bench_detect.py's. A heavy import that creeps back into the
@@ -118,7 +118,7 @@ def test_the_run_and_report_modules_import_no_scipy_httpx_docker_or_pygithub() -
 def test_a_fully_reused_rerun_and_its_report_import_no_scipy(tmp_path: Path) -> None:
     """The reused rerun's whole cost is start-up and the scorecard, and its scorecard has
     usage figures (the fake agent reports tokens), so the rank test really runs: scipy's
-    import alone was 1.4 s of CPU there (issue 12)."""
+    import alone was 1.4 s of CPU there."""
     assert main(["demo", "--workdir", str(tmp_path), "--repeats", "2"]) == 0
     modules, _, err = _probe("demo", "--workdir", str(tmp_path), "--repeats", "2")
     assert "(0 ran, 24 reused)" in err

@@ -1,4 +1,4 @@
-"""Property tests of the gate's statistics beyond one fixed design (issue 13): the size of a
+"""Property tests of the gate's statistics beyond one fixed design: the size of a
 task's regression call with unequal and pooled arms (exact), the equivalence call's floor on
 runs, monotone p-values, and the round loop's focus on a suspect task."""
 

@@ -192,7 +192,7 @@ def test_a_dangling_instruction_link_is_reported_and_reads_as_nothing(tmp_path: 
 
 
 def test_a_directory_link_to_rules_is_the_conditions_and_gone_in_none(tmp_path: Path) -> None:
-    # issue 9: `.cursor/rules -> ../docs/rules` leaked its rules into base and none.
+    # `.cursor/rules -> ../docs/rules` leaked its rules into base and none.
     repo, b, h, sealed = _conditions(
         tmp_path,
         {"AGENTS.md": AGENTS, "docs/rules/style.mdc": "Always use tabs in this repo\n"},

@@ -299,7 +299,7 @@ def test_identical_arms_are_no_change_only_when_the_runs_can_show_it() -> None:
 
 
 def test_one_run_per_arm_is_never_no_change() -> None:
-    """Issue 13: 1 task x 1 repeat once printed "no change" from a zero-width bootstrap."""
+    """1 task x 1 repeat once printed "no change" from a zero-width bootstrap."""
     runs = [*arm("a", "base", [0.33]), *arm("a", "head", [0.33])]
     s = summarize(manifest(["a"], ["base", "head"], repeats=1), detection(), runs, noise=0.5)
     assert s.verdict is not None and s.verdict.kind == "inconclusive"
@@ -485,7 +485,7 @@ def test_unread_changes_follow_the_instruction_graph(
 def test_an_agents_md_edit_that_claude_md_imports_is_not_called_unread_by_claude_code(
     tmp_path: Path, claude_md: str, unread: bool
 ) -> None:
-    """Issue 12: with CLAUDE.md = `@AGENTS.md` the scorecard said "AGENTS.md changed, but
+    """With CLAUDE.md = `@AGENTS.md` the scorecard said "AGENTS.md changed, but
     claude_code does not read it", which is false there; without the import it is true."""
     git = GitRepo.init(tmp_path / "proj")
     git.commit({"CLAUDE.md": claude_md, "AGENTS.md": "run the tests with make check\n"})

@@ -1,4 +1,4 @@
-"""The Action's loop sections (issue 15), each one folded part of the PR comment.
+"""The Action's loop sections, each one folded part of the PR comment.
 
 * `suggest: true`: what head missed is drafted into a patch (`docdelta.improve.suggest`), the patch
   is run as `head,patched` (the `prove` callback: the Action's own matrix), and it is offered

@@ -1,4 +1,4 @@
-"""What a matrix is about to spend, said before it starts (issue 14, part 3).
+"""What a matrix is about to spend, said before it starts.
 
 The planned runs are counted against what is already done (a resumed workdir, an arm
 restored from the results cache). The cost and wall time of the rest are estimated from
