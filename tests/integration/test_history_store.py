@@ -18,8 +18,8 @@ from docdelta.git import run_git
 from docdelta.results.backends import BranchStore, DirectoryStore
 from docdelta.scorecard.history import (
     HISTORY_DIR,
-    ArmRecord,
     History,
+    HistoryArm,
     HistoryRecord,
     comment_section,
     content_digest,
@@ -38,10 +38,10 @@ def _git(cwd: Path, *args: str) -> str:
 def _record(n: int, agents: bytes, *, head_score: float = 1.0, pr: int | None = None) -> HistoryRecord:
     """A record whose head arm held AGENTS.md with `agents` as its bytes."""
     arms = [
-        ArmRecord(
+        HistoryArm(
             condition="base", files={}, overlay_sha256="b" * 64, runs=4, mean_score=0.25, cost_usd=None
         ),
-        ArmRecord(
+        HistoryArm(
             condition="head",
             files={"AGENTS.md": content_digest(agents)},
             overlay_sha256=f"{n:064x}",

@@ -72,7 +72,7 @@ SHELL_TOOL = {
 }
 
 
-class ApiError(Exception):
+class ModelApiError(Exception):
     """The model API failed; `status` is the HTTP status, None when there was no answer."""
 
     def __init__(self, status: int | None, message: str) -> None:
@@ -125,7 +125,7 @@ class Metrics:
 
 
 def complete(args: argparse.Namespace, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """One Chat Completions request; ApiError for anything but a well-formed answer."""
+    """One Chat Completions request; ModelApiError for anything but a well-formed answer."""
     body = {
         "model": args.model,
         "messages": messages,
@@ -145,16 +145,16 @@ def complete(args: argparse.Namespace, messages: list[dict[str, Any]]) -> dict[s
             raw = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")[:1000]
-        raise ApiError(exc.code, f"HTTP {exc.code} from {request.full_url}: {detail}") from exc
+        raise ModelApiError(exc.code, f"HTTP {exc.code} from {request.full_url}: {detail}") from exc
     except (OSError, ValueError) as exc:  # refused, reset, timed out, bad URL
-        raise ApiError(None, f"cannot reach {request.full_url}: {exc}") from exc
+        raise ModelApiError(None, f"cannot reach {request.full_url}: {exc}") from exc
     try:
         answer = json.loads(raw)
         message = answer["choices"][0]["message"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ApiError(None, f"unexpected answer from {request.full_url}: {raw[:500]!r}") from exc
+        raise ModelApiError(None, f"unexpected answer from {request.full_url}: {raw[:500]!r}") from exc
     if not isinstance(message, dict):
-        raise ApiError(None, f"unexpected message from {request.full_url}: {message!r}")
+        raise ModelApiError(None, f"unexpected message from {request.full_url}: {message!r}")
     served = {key: answer[key] for key in ("model", "system_fingerprint") if isinstance(answer.get(key), str)}
     return {
         "message": message,
@@ -253,7 +253,7 @@ def loop(prompt: str, args: argparse.Namespace, metrics: Metrics) -> tuple[int, 
     while metrics.turns < args.max_turns:
         try:
             reply = complete(args, messages)
-        except ApiError as exc:
+        except ModelApiError as exc:
             metrics.api_status = exc.status
             return EXIT_API_ERROR, str(exc)
         metrics.turns += 1

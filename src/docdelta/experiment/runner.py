@@ -206,7 +206,7 @@ class Runner:
         self.require_selftests(exp, {c.task for c in todo})
         self.preflight(exp, todo)
         spent = math.fsum(spend(r.outcome.metrics.cost_usd) for r in self.store.results(exp.repo_name))
-        matrix = _Matrix(self, exp, todo, spent)
+        matrix = _RunInProgress(self, exp, todo, spent)
         self.progress.start(len(todo))
         try:
             with futures.ThreadPoolExecutor(max_workers=self.limits.jobs, thread_name_prefix="cell") as pool:
@@ -483,7 +483,7 @@ class Runner:
 
 
 @dataclass
-class _Matrix:
+class _RunInProgress:
     """One `Runner.run` in progress: which cells are done, in flight and reported.
 
     Runs start in the order of `todo` while a worker is free and the cap allows; each run

@@ -26,7 +26,7 @@ class _Payload(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class Repo(_Payload):
+class RepoPayload(_Payload):
     full_name: str = Field(pattern=r"^[^/\s]+/[^/\s]+$")
     default_branch: str | None = None
 
@@ -44,7 +44,7 @@ class PullSide(_Payload):
     ref: str
     sha: str
     # null when the fork that held the head branch was deleted
-    repo: Repo | None = None
+    repo: RepoPayload | None = None
 
 
 class PullRequest(_Payload):
@@ -60,7 +60,7 @@ class PullRequestPayload(_Payload):
     action: str
     number: int
     pull_request: PullRequest
-    repository: Repo
+    repository: RepoPayload
     sender: Account
     label: Label | None = None
 
@@ -70,14 +70,14 @@ class PushPayload(_Payload):
     before: str
     after: str
     deleted: bool = False
-    repository: Repo
+    repository: RepoPayload
     sender: Account
 
 
 class WorkflowDispatchPayload(_Payload):
     ref: str
     inputs: dict[str, Any] | None = None
-    repository: Repo
+    repository: RepoPayload
     sender: Account
 
 
@@ -91,14 +91,14 @@ class WorkflowRun(_Payload):
     conclusion: str | None = None
     head_sha: str
     head_branch: str | None = None
-    head_repository: Repo | None = None
+    head_repository: RepoPayload | None = None
     pull_requests: list[RunPullRef] = []
 
 
 class WorkflowRunPayload(_Payload):
     action: str
     workflow_run: WorkflowRun
-    repository: Repo
+    repository: RepoPayload
     sender: Account
 
 

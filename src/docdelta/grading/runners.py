@@ -42,7 +42,7 @@ def _nextest_config(report: str) -> str:
 
 
 @dataclass(frozen=True)
-class Runner:
+class TestRunner:
     """One row of the runner table: where the evidence is, and what docdelta adds to get it."""
 
     kind: RunnerKind
@@ -99,10 +99,10 @@ NEXTEST_PROFILE = "docdelta-junit"
 """The nextest profile docdelta defines in its tool config (not `default-*`, which nextest
 reserves); repository profiles of other names keep their own settings."""
 
-RUNNERS: dict[RunnerKind, Runner] = {
+RUNNERS: dict[RunnerKind, TestRunner] = {
     r.kind: r
     for r in (
-        Runner(
+        TestRunner(
             RunnerKind.pytest,
             Evidence.junit,
             "adds --junitxml=<private path> and -p <docdelta's guard plugin>, with the tools dir "
@@ -110,13 +110,13 @@ RUNNERS: dict[RunnerKind, Runner] = {
             flags=lambda report: (f"--junitxml={report}", f"-p{guard_module(report)}"),
             files=_guard_files,
         ),
-        Runner(  # also Vite+'s `vp test`, which is Vitest with its options
+        TestRunner(  # also Vite+'s `vp test`, which is Vitest with its options
             RunnerKind.vitest,
             Evidence.junit,
             "adds --reporter=default --reporter=junit --outputFile.junit=<private path>",
             flags=lambda report: ("--reporter=default", "--reporter=junit", f"--outputFile.junit={report}"),
         ),
-        Runner(
+        TestRunner(
             RunnerKind.jest,
             Evidence.junit,
             "adds --reporters=default --reporters=jest-junit and JEST_JUNIT_OUTPUT_FILE=<private path> "
@@ -124,20 +124,20 @@ RUNNERS: dict[RunnerKind, Runner] = {
             flags=lambda _report: ("--reporters=default", "--reporters=jest-junit"),
             env=lambda report: {"JEST_JUNIT_OUTPUT_FILE": report},
         ),
-        Runner(
+        TestRunner(
             RunnerKind.go_test,
             Evidence.go_json,
             "adds -json after `test` and reads the events",
             flags=lambda _report: ("-json",),
         ),
-        Runner(
+        TestRunner(
             RunnerKind.gotestsum,
             Evidence.junit,
             "adds --junitfile=<private path>",
             flags=lambda report: (f"--junitfile={report}",),
         ),
-        Runner(RunnerKind.cargo_test, Evidence.libtest, "reads libtest's `test <name> ... ok` lines"),
-        Runner(
+        TestRunner(RunnerKind.cargo_test, Evidence.libtest, "reads libtest's `test <name> ... ok` lines"),
+        TestRunner(
             RunnerKind.nextest,
             Evidence.junit,
             f"adds a tool config whose profile {NEXTEST_PROFILE} writes JUnit to <private path>, "
@@ -150,7 +150,7 @@ RUNNERS: dict[RunnerKind, Runner] = {
                 _nextest_config(report): f'[profile.{NEXTEST_PROFILE}.junit]\npath = "{report}"\n'
             },
         ),
-        Runner(RunnerKind.declared, Evidence.junit, "reads the JUnit file named by `report`"),
+        TestRunner(RunnerKind.declared, Evidence.junit, "reads the JUnit file named by `report`"),
     )
 }
 """The one table of runners: each kind, where its evidence comes from, what is added."""
@@ -335,7 +335,7 @@ def _cargo(argv: Sequence[str], i: int) -> Recognised:
 
 
 @dataclass(frozen=True)
-class Invocation:
+class TestInvocation:
     """What the grader runs: the command with docdelta's report flags, extra environment,
     the JUnit path to read afterwards (None when the evidence is on stdout), and files to
     write in the tools dir before the run (path -> text)."""
@@ -347,11 +347,11 @@ class Invocation:
     files: dict[str, str] = field(default_factory=dict)
 
     @property
-    def runner(self) -> Runner:
+    def runner(self) -> TestRunner:
         return RUNNERS[self.kind]
 
 
-def invocation(argv: Sequence[str], *, private_report: str, declared: str | None) -> Invocation:
+def invocation(argv: Sequence[str], *, private_report: str, declared: str | None) -> TestInvocation:
     """The command instrumented for its runner's evidence (see `RUNNERS`).
 
     `private_report` is an unguessable path in the sandbox's tools dir (code under test
@@ -361,11 +361,11 @@ def invocation(argv: Sequence[str], *, private_report: str, declared: str | None
     found = recognise(argv)
     words = list(argv)
     if declared is not None:
-        return Invocation(found.kind, words, report=declared)
+        return TestInvocation(found.kind, words, report=declared)
     runner = RUNNERS[found.kind]
     flags = [f for f in runner.flags(private_report) if f not in words]  # `go test -json` stays one
     words = [*words[: found.at], *flags, *words[found.at :]]
-    return Invocation(
+    return TestInvocation(
         found.kind,
         with_guard_path(words, private_report) if found.kind is RunnerKind.pytest else words,
         env=runner.env(private_report),

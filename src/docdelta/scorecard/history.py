@@ -45,7 +45,7 @@ HISTORY_ROWS = 5
 """Earlier evaluations per file in the PR comment's history section."""
 
 
-class ArmRecord(Frozen):
+class HistoryArm(Frozen):
     condition: str
     files: dict[str, str] = Field(description="instruction file path -> sha256 of its bytes")
     overlay_sha256: str
@@ -70,7 +70,7 @@ class HistoryRecord(Frozen):
     docdelta_version: str
     agent: AgentInfo
     tasks: dict[str, str] = Field(description="task id -> sha256 of its file")
-    arms: list[ArmRecord]
+    arms: list[HistoryArm]
     task_scores: dict[str, dict[str, float | None]] = Field(
         description="shown task -> condition -> mean score (holdout tasks only in the arms' means)"
     )
@@ -89,7 +89,7 @@ class HistoryRecord(Frozen):
         runs = ",".join(f"{a.condition}={a.runs}" for a in self.arms)
         return sha256_hex(f"{self.experiment}:{runs}".encode())
 
-    def arm(self, condition: str) -> ArmRecord | None:
+    def arm(self, condition: str) -> HistoryArm | None:
         return next((a for a in self.arms if a.condition == condition), None)
 
     @property
@@ -141,7 +141,7 @@ def record_of(
     for spec in manifest.conditions:
         stats_ = summary.overall.get(spec.name)
         arms.append(
-            ArmRecord(
+            HistoryArm(
                 condition=spec.name,
                 files=spec.files,
                 overlay_sha256=spec.overlay_sha256,
@@ -382,4 +382,4 @@ def comment_section(
     return "\n\n".join(sections)
 
 
-_NO_ARM = ArmRecord(condition=HEAD, files={}, overlay_sha256="", runs=0, mean_score=None, cost_usd=None)
+_NO_ARM = HistoryArm(condition=HEAD, files={}, overlay_sha256="", runs=0, mean_score=None, cost_usd=None)
