@@ -38,11 +38,12 @@ from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
 from docdelta.results.backends import ArmStore
+from docdelta.results.layout import POWER_CACHE
 from docdelta.results.models import RunBounds
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import SandboxProvider
 from docdelta.scorecard.models import Summary
-from docdelta.scorecard.power import POWER_CACHE, cached_drop, power_line
+from docdelta.scorecard.power import cached_drop, power_line
 from docdelta.scorecard.summarize import design_of
 from docdelta.scorecard.workdir import scorecard, write_pooled
 from docdelta.vocabulary import BASE, CONFIG_PATH, DEFAULT_NOISE_BAND, HEAD

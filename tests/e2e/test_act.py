@@ -61,7 +61,7 @@ from gitserver import GitServer
 from tlscert import make_pki
 
 from docdelta.demo import DemoRepo
-from docdelta.improve.ablation import ABLATION_FILE
+from docdelta.results.layout import ABLATION_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"

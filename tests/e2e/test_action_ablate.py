@@ -21,7 +21,8 @@ from docdelta.action import main as app
 from docdelta.action.settings import input_variable
 from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
-from docdelta.improve.ablation import ABLATION_FILE, AblationReport
+from docdelta.improve.ablation import AblationReport
+from docdelta.results.layout import ABLATION_FILE
 
 pytestmark = pytest.mark.timeout(300)
 TASKS = ".docdelta/ablate-tasks"

@@ -14,7 +14,8 @@ from toolchain import sandbox_config
 from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
 from docdelta.errors import ExitCode
-from docdelta.improve.ablation import ABLATION_FILE, AblationReport
+from docdelta.improve.ablation import AblationReport
+from docdelta.results.layout import ABLATION_FILE
 
 
 def _report(workdir: Path) -> AblationReport:

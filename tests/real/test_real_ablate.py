@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from docdelta.cli.main import main
-from docdelta.improve.ablation import ABLATION_FILE, AblationReport
+from docdelta.improve.ablation import AblationReport
+from docdelta.results.layout import ABLATION_FILE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "real"
 AGENT = Path(__file__).with_name("answer_agent.py")

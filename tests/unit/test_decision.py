@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, norm
 
+from docdelta.results.layout import POWER_CACHE
 from docdelta.results.models import Cell
 from docdelta.scorecard import decision, power
 from docdelta.scorecard.decision import Design, decide, from_strata, holm
@@ -134,7 +135,7 @@ def test_power_up_front_shrinks_with_repeats_and_is_cached_by_design(tmp_path: P
     small, large = Design.fixed(4), Design.fixed(20)
     few, many = (power.detectable_drop(1, d, band=0.05) for d in (small, large))
     assert many is not None and (few is None or few >= many)
-    cache = tmp_path / power.POWER_CACHE
+    cache = tmp_path / POWER_CACHE
     assert power.cached_drop(cache, 1, large, alpha=ALPHA, band=0.05) == many
     # the second call reads the file instead of simulating: a value written there comes back
     data = json.loads(cache.read_text())

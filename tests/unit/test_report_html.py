@@ -14,10 +14,10 @@ from factories import arm, detection, judged, manifest, result, ruling, summary_
 
 from docdelta.agents.models import AgentAnswer, CommandRun, RunStatus
 from docdelta.cli.main import main
-from docdelta.grading.judged import JUDGED_FILE
 from docdelta.instructions.models import ChangedFile, FileStatus
 from docdelta.report.html import PLOT_W, render_html
 from docdelta.results.grades import CheckResult, ChecksResult, HiddenTestResult, MistakeHit, TestCounts
+from docdelta.results.layout import JUDGED_FILE
 from docdelta.results.models import JudgedResult, RunResult
 from docdelta.results.store import ResultStore
 

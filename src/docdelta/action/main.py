@@ -72,7 +72,7 @@ from docdelta.github.events import EventContext, load_event
 from docdelta.github.port import Annotation, CheckReport, Conclusion, GitHubPort, PrFile
 from docdelta.github.pygithub import ApiError, PyGithubPort
 from docdelta.github.wording import action_words
-from docdelta.improve.ablation import ABLATION_FILE, AblationRequest, ablate
+from docdelta.improve.ablation import AblationRequest, ablate
 from docdelta.improve.ablation import render as render_ablation
 from docdelta.improve.suggest import Suggestion
 from docdelta.improve.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
@@ -83,8 +83,9 @@ from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.html import render_html
 from docdelta.report.render import fmt_verdict, inline
 from docdelta.results.backends import ArmStore, open_store, token_auth
+from docdelta.results.layout import ABLATION_FILE, MANIFEST_FILE
 from docdelta.results.models import Cell, Manifest, RunResult
-from docdelta.results.store import MANIFEST_FILE, ResultStore
+from docdelta.results.store import ResultStore
 from docdelta.scorecard import stats, thresholds
 from docdelta.scorecard.history import HISTORY_DIR, History, comment_section, content_digest, record_of
 from docdelta.scorecard.models import Summary

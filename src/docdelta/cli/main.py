@@ -809,16 +809,9 @@ def _execute(
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from docdelta.experiment.external import (
-        ANSWER_FILE,
-        PROMPT_FILE,
-        STATUS_FILE,
-        TRIAL_FILE,
-        TRIALS_DIR,
-        ExternalAgent,
-        prepare_trials,
-    )
+    from docdelta.experiment.external import TRIALS_DIR, ExternalAgent, prepare_trials
     from docdelta.experiment.plan import ExperimentRequest
+    from docdelta.results.layout import ANSWER_FILE, PROMPT_FILE, STATUS_FILE, TRIAL_FILE
 
     request = ExperimentRequest(
         base=args.base,
@@ -922,8 +915,9 @@ def _receipt(args: argparse.Namespace) -> int:
 def _ablate(args: argparse.Namespace) -> int:
     from docdelta.evaluation import Deps
     from docdelta.experiment.plan import PlanTooLarge
-    from docdelta.improve.ablation import ABLATION_FILE, AblationRequest, Design, Unit, ablate
+    from docdelta.improve.ablation import AblationRequest, Design, Unit, ablate
     from docdelta.improve.ablation import render as render_ablation
+    from docdelta.results.layout import ABLATION_FILE
 
     request = AblationRequest(
         ref=args.ref,

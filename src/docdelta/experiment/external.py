@@ -37,6 +37,7 @@ from docdelta.experiment.plan import ExperimentRequest, cell_seed, prepare
 from docdelta.experiment.runner import timed_out
 from docdelta.git import Repo
 from docdelta.grading.answer import score_answer
+from docdelta.results.layout import ANSWER_FILE, PROMPT_FILE, STATUS_FILE, TRIAL_FILE, TRIALS_INDEX
 from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import ResultStore, checkout_dir
 from docdelta.sandbox.base import ExecResult, Sandbox
@@ -44,11 +45,6 @@ from docdelta.tasks.load import load_tasks
 from docdelta.vocabulary import Frozen, sha256_hex
 
 TRIALS_DIR = "trials"
-TRIALS_INDEX = "trials.json"
-TRIAL_FILE = "trial.json"
-ANSWER_FILE = "answer.txt"
-STATUS_FILE = "status.json"
-PROMPT_FILE = "prompt.md"
 ISOLATION = "external"
 M = TypeVar("M", bound=BaseModel)
 

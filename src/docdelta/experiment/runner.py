@@ -46,8 +46,9 @@ from docdelta.grading.selftest import raise_for, selftest
 from docdelta.instructions.audit import audit_run
 from docdelta.interrupts import deferred_signals
 from docdelta.results.grades import ChecksResult, CommandsExecuted, HiddenTestResult, Score
+from docdelta.results.layout import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 from docdelta.results.models import Cell, RunResult
-from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE, ResultStore
+from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import Task
 from docdelta.validate import valid_cost

@@ -32,15 +32,9 @@ from pydantic import Field
 from docdelta.errors import ConfigError
 from docdelta.experiment.plan import differences
 from docdelta.experiment.runner import RATE_LIMIT_LOG
+from docdelta.results.layout import CHECKOUTS, DETECTION_FILE, LOCK_FILE, MANIFEST_FILE, RESULT_FILE
 from docdelta.results.models import Cell, Manifest
-from docdelta.results.store import (
-    CHECKOUTS,
-    DETECTION_FILE,
-    LOCK_FILE,
-    MANIFEST_FILE,
-    RESULT_FILE,
-    ResultStore,
-)
+from docdelta.results.store import ResultStore
 from docdelta.validate import DEFAULT_MAX_PARALLEL
 from docdelta.vocabulary import Frozen
 

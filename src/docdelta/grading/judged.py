@@ -30,12 +30,12 @@ from docdelta.grading.judge import no_answer_rulings, rubric_sha256, rule_answer
 from docdelta.grading.judge_api import JudgeAPI
 from docdelta.grading.rubrics import Rubric, rubric_of
 from docdelta.results.grades import JudgeInfo, JudgeRuling, Score, ScoreItem
+from docdelta.results.layout import JUDGED_FILE
 from docdelta.results.models import AgentInfo, JudgedResult, RunResult
 from docdelta.results.store import ResultStore
 from docdelta.tasks.models import Task
 from docdelta.vocabulary import sha256_hex
 
-JUDGED_FILE = "judged.json"
 Clock = Callable[[], datetime]
 
 

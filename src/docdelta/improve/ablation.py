@@ -39,6 +39,7 @@ from docdelta.errors import ConfigError
 from docdelta.evaluation import Deps, Evaluation, RunOptions, evaluate
 from docdelta.experiment.plan import ExperimentRequest
 from docdelta.instructions.detect import Overlay, instruction_files
+from docdelta.results.layout import ABLATION_FILE
 from docdelta.results.models import RunResult
 from docdelta.scorecard import stats
 from docdelta.tasks.load import load_tasks
@@ -402,7 +403,6 @@ def render(report: AblationReport) -> str:
 
 
 # ----------------------------------------------------------------------- run
-ABLATION_FILE = "ablation.json"
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from docdelta.grading.judge import needs_quote
-from docdelta.grading.judged import JUDGED_FILE, apply_judgement, read_judged
+from docdelta.grading.judged import apply_judgement, read_judged
 from docdelta.report.plain import lead
 from docdelta.report.render import environment
 from docdelta.results.grades import JudgeRuling
+from docdelta.results.layout import DIFF_FILE, JUDGED_FILE, RESULT_FILE, TRANSCRIPT_FILE
 from docdelta.results.models import Cell, JudgedResult, RunResult
-from docdelta.results.store import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
 from docdelta.scorecard.models import Summary, TaskSummary
 from docdelta.vocabulary import BASE, HEAD, NONE, PATCHED
 

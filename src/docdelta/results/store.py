@@ -31,21 +31,12 @@ from docdelta.atomic import atomic_write
 from docdelta.errors import ConfigError, InfraError
 from docdelta.instructions.models import Detection
 from docdelta.results.grades import SelftestRecord, SelftestReport
+from docdelta.results.layout import CHECKOUTS, DETECTION_FILE, LOCK_FILE, MANIFEST_FILE, RESULT_FILE
 from docdelta.results.models import Cell, Manifest, RunResult
 from docdelta.vocabulary import SCHEMA_VERSION, sha256_hex
 
 M = TypeVar("M", bound=BaseModel)
 
-RESULT_FILE = "result.json"
-TRANSCRIPT_FILE = "transcript.txt"
-"""What the agent printed, beside its result."""
-DIFF_FILE = "diff.patch"
-"""A change task's diff of the agent's edits, beside its result."""
-MANIFEST_FILE = "manifest.json"
-DETECTION_FILE = "detection.json"
-LOCK_FILE = ".lock"
-CHECKOUTS = "checkouts"
-"""The sealed checkouts' directory in a workdir."""
 CHECKOUT_KEY = ".key"
 """In `CHECKOUTS`: the key that names its checkouts (`checkout_dir`)."""
 

@@ -204,8 +204,6 @@ POWER_PRS = 100
 PRIOR_RATE = 0.5
 """A task's success rate before any run of it: the most variable, so the hint is not optimistic."""
 DROPS = (0.1, 0.2, 0.3, 0.4, 0.5)
-POWER_CACHE = "power.json"
-"""The workdir file `cached_drop` keeps its simulations in."""
 
 
 def detectable_drop(

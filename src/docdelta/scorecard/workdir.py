@@ -15,16 +15,14 @@ from pydantic import ValidationError
 from docdelta.atomic import atomic_write
 from docdelta.grading.judged import load_judged, with_judgements
 from docdelta.instructions.models import Detection
+from docdelta.results.layout import POOLED_FILE, POWER_CACHE
 from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import ResultStore
 from docdelta.scorecard import stats
 from docdelta.scorecard.instruction_usage import read_docs
 from docdelta.scorecard.models import PooledControl, PowerSummary, Summary
-from docdelta.scorecard.power import DROPS, POWER_CACHE, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
+from docdelta.scorecard.power import DROPS, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.scorecard.summarize import design_of, summarize
-
-POOLED_FILE = "pooled.json"
-"""The workdir file holding the earlier base runs the run pooled, so a report decides alike."""
 
 
 def scorecard(
