@@ -1,7 +1,9 @@
-"""Build the real agent and sandbox provider: the one place the CLI and the Action share.
+"""Build the real agent, sandbox provider and results store: the one place the CLI and the
+Action share.
 
-Only the composition root (evaluation.py) and `docdelta selftest` (which builds the same
-sandbox as a run, with no agent in it) call this module; everything else receives what it builds.
+Only the composition root (evaluation.py), `docdelta selftest` (which builds the same
+sandbox as a run, with no agent in it) and the Action's entry (its results store) call this
+module; everything else receives what it builds.
 The Docker SDK is imported only when Docker is asked for, so local runs (and the
 demo) never pay for it.
 """
@@ -18,6 +20,7 @@ from docdelta.checkout.envs import sandbox_env, toolchain_paths
 from docdelta.config import ProjectConfig, check_exposure
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
+from docdelta.results.backends import ArmStore, open_store, token_auth
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxProvider
 from docdelta.sandbox.pool import PerThreadProvider
@@ -138,3 +141,13 @@ def build_provider(
             choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
         )
     ), None
+
+
+def build_results_store(
+    kind: str, location: str, repo_root: Path, *, server_url: str, token: str
+) -> ArmStore | None:
+    """The `results-store` backend (None for `none`). A data branch is fetched and pushed with
+    `token` when the checkout holds no credentials of its own: the fork-safe workflow checks
+    out with `persist-credentials: false`, and a private repository's branch needs one."""
+    auth = token_auth(repo_root, server_url, token) if kind == "branch" else None
+    return open_store(kind, location, repo_root, auth)

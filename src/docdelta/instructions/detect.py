@@ -18,6 +18,7 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
@@ -220,6 +221,30 @@ def _detect_files(
             if reason:
                 near.append(NearMiss(path=path, reason=reason))
     return Detection(base=base, head=head, changed=changed, near_misses=near)
+
+
+class ListedFile(Protocol):
+    """A changed path as a forge's API lists it (a pull request's files): no diff, no checkout."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def status(self) -> FileStatus: ...
+    @property
+    def old_path(self) -> str | None: ...
+
+
+def detect_listed(
+    files: Iterable[ListedFile], matcher: InstructionMatcher, base: str, head: str
+) -> Detection:
+    """The changed instruction files among `files` as listed by the API (no checkout of head
+    needed, so a fork's head is read as data only)."""
+    changed = [
+        ChangedFile(path=f.path, status=f.status, old_path=f.old_path, families=matcher.families(f.path))
+        for f in files
+        if matcher.matches(f.path) or (f.old_path is not None and matcher.matches(f.old_path))
+    ]
+    return Detection(base=base, head=head, changed=changed)
 
 
 def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -> Detection:

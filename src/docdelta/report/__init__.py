@@ -1,5 +1,6 @@
-"""Rendering only: a `Summary` to markdown / JSON (`render_*`), HTML, and the shields.io
-badge; no statistics and no I/O (the numbers come from `docdelta.scorecard`)."""
+"""Rendering: a `Summary` to markdown / JSON (`render_*`), HTML, and the shields.io badge;
+no statistics (the numbers come from `docdelta.scorecard`). The one file it writes is the
+HTML report beside the results (`html.write_html`), so its links stay relative to it."""
 
 from docdelta.report.badge import badge
 from docdelta.report.render import render_comment_markdown, render_json, render_markdown

@@ -285,3 +285,19 @@ def render_html(
             lead=lead(summary, repeats_flag="--repeats {n}"),
         )
     )
+
+
+REPORT_FILE = "report.html"
+"""The HTML report's name beside the results (the Action's `results-path`, uploaded as an artifact)."""
+
+
+def write_html(
+    directory: Path, summary: Summary, results: Sequence[RunResult], cell_dir: Callable[[Cell], Path]
+) -> Path:
+    """`REPORT_FILE` in `directory`, its links to run files relative to it, so the directory
+    (an uploaded artifact) opens as one page with every run's transcript, answer and rulings."""
+    path = directory / REPORT_FILE
+    html = render_html(summary, results, cell_dir=cell_dir, link_root=path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html, encoding="utf-8")
+    return path

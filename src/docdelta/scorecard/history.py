@@ -23,12 +23,14 @@ cut short is skipped and counted, never trusted) and `receipts/<sha256>.json`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+from docdelta.errors import InfraError
+from docdelta.instructions.models import ChangedFile, FileStatus
 from docdelta.results.backends import ArmStore, DirectoryStore
 from docdelta.results.models import AgentInfo, Manifest
 from docdelta.scorecard import stats, thresholds
@@ -189,6 +191,14 @@ class History:
         """The history directory `root` (`--history DIR`)."""
         return cls(DirectoryStore(root))
 
+    @classmethod
+    def kept_in(cls, store: ArmStore | None, results: Path) -> History:
+        """The history in the results store `store` (the data branch included), else in the
+        results directory `results` (the Action's `results-path`)."""
+        if store is not None:
+            return cls(store, HISTORY_DIR)
+        return cls.at(results / HISTORY_DIR)
+
     def _path(self, *parts: str) -> str:
         return self.prefix + "/".join(parts)
 
@@ -266,6 +276,54 @@ class History:
 def content_digest(data: bytes) -> str:
     """The receipt name of a file's bytes (the manifest's hash of instruction files)."""
     return sha256_hex(data)
+
+
+def keep(
+    history: History, manifest: Manifest, summary: Summary, *, pr: int | None, policy: GatePolicy, write: bool
+) -> tuple[str, InfraError | None]:
+    """Record a finished evaluation and its head files' receipts (when `write`), then the
+    comment's history section; (the section, why the store refused the write or None). A
+    refused write costs the record, never the evaluation."""
+    record = record_of(manifest, summary, pr=pr)
+    saved, refused = False, None
+    if write:
+        try:
+            history.append(record)  # False when an earlier run recorded it: kept either way
+            saved = True
+        except InfraError as exc:
+            refused = exc
+    head = next((c.files for c in manifest.conditions if c.name == HEAD), {})
+    heads = [(f.path, head.get(f.path)) for f in summary.changed]
+    return comment_section(history, heads, record, saved=saved, policy=policy), refused
+
+
+def check_receipts(
+    history: History, changed: Sequence[ChangedFile], content: Callable[[str], bytes], policy: GatePolicy
+) -> tuple[list[str], list[str]]:
+    """(a line per changed instruction file, the paths whose new content has no receipt that
+    passed `policy`); `content` reads a path's new bytes; a deleted file needs none."""
+    lines: list[str] = []
+    missing: list[str] = []
+    for f in changed:
+        if f.status is FileStatus.deleted:
+            lines.append(f"- `{f.path}`: deleted by this pull request; no content to hold a receipt")
+            continue
+        digest = content_digest(content(f.path))
+        receipt = history.receipt(digest)
+        passing = receipt.passing(policy) if receipt else []
+        if passing:
+            last = passing[-1]
+            where = f"PR #{last.pr}" if last.pr is not None else f"head `{last.head_sha[:12]}`"
+            lines.append(
+                f"- `{f.path}` (`{digest[:12]}`): passed in {where} on {last.recorded_at:%Y-%m-%d %H:%M} "
+                f"— {last.gate(policy).reason}"
+            )
+            continue
+        missing.append(f.path)
+        tried = len(receipt.evaluations) if receipt else 0
+        why = f"{tried} evaluation(s) of this content, none passing" if tried else "never evaluated"
+        lines.append(f"- `{f.path}` (`{digest[:12]}`): **no receipt** ({why})")
+    return lines, missing
 
 
 def render(records: list[HistoryRecord], path: str | None, skipped: int) -> str:

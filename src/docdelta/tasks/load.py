@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 from docdelta.config import MAX_INPUT_CHARS, load_model
-from docdelta.errors import TaskError
+from docdelta.errors import ConfigError, TaskError
+from docdelta.git import Repo
 from docdelta.tasks.models import GoldCitation, Task
 from docdelta.tasks.quotes import locate, read_inside
 
@@ -69,6 +70,24 @@ def load_tasks(directory: Path) -> list[LoadedTask]:
                 hint="task ids must be unique; rename one of them",
             )
     return loaded
+
+
+def export_tasks(repo: Repo, sha: str, path: str, dest: Path) -> Path:
+    """The task files under `path` as committed at `sha` (the trusted base), written to `dest`:
+    never as a pull request left them in the checkout."""
+    entries = [e for e in repo.tree(sha, [path]) if e.is_blob and not e.is_symlink]
+    if not entries:
+        raise ConfigError(
+            f"no task files under {path}/ at {sha[:12]}",
+            hint="commit reviewed task files on the base branch, or set the `tasks` input",
+        )
+    oids = {e.oid: [x for x in entries if x.oid == e.oid] for e in entries}
+    for oid, data in repo.read_blobs(list(oids)):
+        for e in oids[oid]:
+            target = dest / Path(e.path).relative_to(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return dest
 
 
 def select_tasks(loaded: Sequence[LoadedTask], ids: Sequence[str], directory: Path) -> list[LoadedTask]:
