@@ -10,7 +10,8 @@ from pathlib import Path
 
 from fakegithub import FakeGitHub, event_path
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
+from docdelta.action.publish import ActionResult
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.git import run_git
@@ -45,7 +46,7 @@ def pr_event(tmp: Path, number: int, base: str, head: str) -> Path:
 
 def act(
     tmp: Path, ws: Path, fake: FakeGitHub, event: str, path: Path, store: str, sha: str = "", **inputs: str
-) -> tuple[app.ActionResult, str]:
+) -> tuple[ActionResult, str]:
     """One Action run with the fake agent in the local sandbox, 2 repeats, results store `store`
     and `inputs` (underscores for hyphens); (its result, its log). Each run gets results and a
     job summary of its own under `tmp`."""
@@ -65,7 +66,7 @@ def act(
     } | {input_variable(k.replace("_", "-")): v for k, v in inputs.items()}
     out = io.StringIO()
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-    result = app.action(
+    result = action_main.action(
         ActionSettings.from_env(env), load_event(event, path), port, ActionsRuntime.from_env(env, out)
     )
     return result, out.getvalue()

@@ -24,7 +24,8 @@ import pytest
 from factories import arm, summary_of
 from fakegithub import FakeGitHub, event_path
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
+from docdelta.action.publish import ActionResult
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
@@ -118,13 +119,13 @@ def _env(tmp: Path, demo: DemoRepo, fake: FakeGitHub, event: Path, **inputs: str
     return env
 
 
-def _run(env: dict[str, str], fake: FakeGitHub) -> tuple[app.ActionResult, str]:
+def _run(env: dict[str, str], fake: FakeGitHub) -> tuple[ActionResult, str]:
     """`action()` as `main()` wires it, with the port's politeness delays off for speed."""
     out = io.StringIO()
     settings = ActionSettings.from_env(env)
     event = load_event(env["GITHUB_EVENT_NAME"], Path(env["GITHUB_EVENT_PATH"]))
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-    result = app.action(settings, event, port, ActionsRuntime.from_env(env, out))
+    result = action_main.action(settings, event, port, ActionsRuntime.from_env(env, out))
     return result, out.getvalue()
 
 
@@ -348,7 +349,7 @@ def test_a_fork_pr_on_pull_request_with_its_read_only_token_ends_green_pointing_
     env = _env(tmp_path, demo, fake, _event(tmp_path, demo, fork=True))  # ... nor statuses
     out = io.StringIO()
 
-    code = app.main(env, out)
+    code = action_main.main(env, out)
 
     log = out.getvalue()
     assert code == 0 and "Traceback" not in log
@@ -412,7 +413,7 @@ def test_bad_inputs_fail_the_check_with_the_input_named_and_no_traceback_or_secr
     env = _env(tmp_path, demo, fake, _event(tmp_path, demo)) | inputs
     out = io.StringIO()
 
-    code = app.main(env, out)
+    code = action_main.main(env, out)
 
     log = out.getvalue()
     assert code == 2
@@ -478,7 +479,7 @@ def test_a_malformed_event_is_one_clear_log_line(tmp_path: Path, demo: DemoRepo,
     broken.write_text('{"action": "opened", "number": 2}')
     out = io.StringIO()
 
-    code = app.main(_env(tmp_path, demo, fake, broken), out)
+    code = action_main.main(_env(tmp_path, demo, fake, broken), out)
 
     assert code == 2
     assert "::error" in out.getvalue() and "field 'pull_request'" in out.getvalue()

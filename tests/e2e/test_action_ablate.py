@@ -1,4 +1,4 @@
-"""The Action's `ablate` input end to end on a `workflow_dispatch` payload: `app.main` with
+"""The Action's `ablate` input end to end on a `workflow_dispatch` payload: `action_main.main` with
 real PyGithub against the fake GitHub server, the bundled demo as the runner's checkout, the
 fake agent and the local sandbox (tests/e2e/test_act.py runs the example workflow under act).
 
@@ -17,7 +17,7 @@ import pytest
 from fakegithub import FakeGitHub, event_path
 from gitrepo import git
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
 from docdelta.action.settings import input_variable
 from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
@@ -82,7 +82,7 @@ def test_a_dispatched_ablation_writes_the_table_to_the_summary_and_output_as_the
     tmp_path: Path, demo: DemoRepo, fake: FakeGitHub
 ) -> None:
     out = io.StringIO()
-    assert app.main(_env(tmp_path, demo, fake), out) == 0
+    assert action_main.main(_env(tmp_path, demo, fake), out) == 0
 
     outputs = _outputs(tmp_path)
     assert outputs["activity"] == "ablate", out.getvalue()
@@ -126,7 +126,7 @@ def test_a_bad_ablation_input_fails_the_step_naming_the_input_and_posts_nothing(
 ) -> None:
     out = io.StringIO()
 
-    code = app.main(_env(tmp_path, demo, fake, **inputs), out)
+    code = action_main.main(_env(tmp_path, demo, fake, **inputs), out)
 
     log = out.getvalue()
     assert code == 2 and named in log and "Traceback" not in log

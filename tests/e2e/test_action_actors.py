@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, event_path
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
+from docdelta.action.publish import ActionResult
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
@@ -55,9 +56,7 @@ def _event(tmp: Path, demo: DemoRepo, name: str, sender: str) -> Path:
     return path
 
 
-def _run(
-    tmp: Path, demo: DemoRepo, fake: FakeGitHub, name: str, sender: str, **inputs: str
-) -> app.ActionResult:
+def _run(tmp: Path, demo: DemoRepo, fake: FakeGitHub, name: str, sender: str, **inputs: str) -> ActionResult:
     env = {
         "GITHUB_REPOSITORY": fake.repo,
         "GITHUB_EVENT_NAME": name.split(".", maxsplit=1)[0],
@@ -77,7 +76,7 @@ def _run(
     settings = ActionSettings.from_env(env)
     event = load_event(env["GITHUB_EVENT_NAME"], Path(env["GITHUB_EVENT_PATH"]))
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-    return app.action(settings, event, port, ActionsRuntime.from_env(env, io.StringIO()))
+    return action_main.action(settings, event, port, ActionsRuntime.from_env(env, io.StringIO()))
 
 
 def test_a_pull_request_opened_by_a_reader_waits_for_a_maintainers_label(

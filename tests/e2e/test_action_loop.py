@@ -24,7 +24,8 @@ from gitrepo import GitRepo, git
 from modelserver import ScriptedModelServer
 from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
+from docdelta.action.publish import ActionResult
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.action.suggest_loop import NO_PERMISSION, NOT_IN_DIFF, QUOTES_A_KEY
 from docdelta.cli.main import main
@@ -119,7 +120,7 @@ def _action(
     base: str | None = None,
     head: str | None = None,
     **inputs: str,
-) -> tuple[app.ActionResult, str, str]:
+) -> tuple[ActionResult, str, str]:
     """The Action on the PR's `pull_request.<event>` for `base`...`head` (the fake PR's own
     commits by default): (result, log, the scorecard comment as posted)."""
     pull = fake.pulls[2]
@@ -142,7 +143,7 @@ def _action(
     }  # fmt: skip
     out = io.StringIO()
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-    result = app.action(
+    result = action_main.action(
         ActionSettings.from_env(env),
         load_event("pull_request", path),
         port,
@@ -171,7 +172,7 @@ class Opened:
     """The first run on the PR, kept: its results (copied by later tests, whose reruns then
     reuse every run) and what it posted."""
 
-    result: app.ActionResult
+    result: ActionResult
     log: str
     body: str
     review_comments: list[dict[str, Any]]

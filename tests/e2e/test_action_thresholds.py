@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from fakegithub import FakeGitHub, event_path
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
+from docdelta.action.publish import ActionResult
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.github.actions import ActionsRuntime
@@ -71,11 +72,11 @@ def _reversed_pr(tmp: Path, demo: DemoRepo, fake: FakeGitHub, **inputs: str) -> 
     return env
 
 
-def _run(env: dict[str, str], fake: FakeGitHub) -> app.ActionResult:
+def _run(env: dict[str, str], fake: FakeGitHub) -> ActionResult:
     settings = ActionSettings.from_env(env)
     event = load_event(env["GITHUB_EVENT_NAME"], Path(env["GITHUB_EVENT_PATH"]))
     port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-    return app.action(settings, event, port, ActionsRuntime.from_env(env, io.StringIO()))
+    return action_main.action(settings, event, port, ActionsRuntime.from_env(env, io.StringIO()))
 
 
 def test_a_task_whose_head_misses_the_bar_base_met_fails_the_check_under_fail_on_never(
@@ -106,6 +107,6 @@ def test_pass_k_without_pass_threshold_is_refused_naming_both_inputs(
 ) -> None:
     env = _reversed_pr(tmp_path, demo, fake, **{"pass-k": "3"})
     out = io.StringIO()
-    assert app.main(env, out) == 2
+    assert action_main.main(env, out) == 2
     log = out.getvalue()
     assert "input 'pass-k' = '3' is set, but 'pass-threshold' is not" in log and "Traceback" not in log

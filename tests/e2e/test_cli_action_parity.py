@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fakegithub import FakeGitHub, event_path
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.cli.main import _parser, main, run_options
 from docdelta.demo import build_demo_repo
@@ -103,7 +103,7 @@ def test_the_same_request_gives_the_same_manifest_and_results_through_the_cli_an
         } | {input_variable(k): v for k, v in {**OPTIONS, **REQUEST}.items()}
         settings = ActionSettings.from_env(env)
         port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-        result = app.action(
+        result = action_main.action(
             settings, load_event("pull_request", event), port, ActionsRuntime.from_env(env, io.StringIO())
         )
         assert result.activity == "evaluate", result.title

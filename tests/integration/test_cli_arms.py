@@ -16,7 +16,7 @@ from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 from toolchain import sandbox_config
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
@@ -327,7 +327,7 @@ def test_the_actions_pr_comment_shows_the_docdelta_yml_arms(tmp_path: Path) -> N
         } | {input_variable(k): v for k, v in inputs.items()}
         settings = ActionSettings.from_env(env)
         port = PyGithubPort(fake.token, fake.repo, api_url=fake.base_url, throttle=False)
-        result = app.action(
+        result = action_main.action(
             settings, load_event("pull_request", event), port, ActionsRuntime.from_env(env, io.StringIO())
         )
         assert result.activity == "evaluate", result.title

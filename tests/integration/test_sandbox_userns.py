@@ -20,7 +20,7 @@ import pytest
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 
-from docdelta.action import main as app
+from docdelta.action import main as action_main
 from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo, examples_dir
 from docdelta.errors import ExitCode
@@ -114,7 +114,7 @@ def test_in_the_action_the_fix_names_the_sandbox_input_not_the_flag(
             "INPUT_RESULTS-PATH": str(tmp_path / "results"),
         }
         out = io.StringIO()
-        assert app.main(env, out) == ExitCode.BAD_INPUT
+        assert action_main.main(env, out) == ExitCode.BAD_INPUT
         summary = fake.check_runs[-1]["output"]["summary"]
     assert "AppArmor restricts unprivileged user namespaces" in summary
     assert "`sandbox: docker`" in summary and "--sandbox" not in summary + out.getvalue()

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from docdelta.action.main import ACTION_SANDBOX_BASE
+from docdelta.action.job import ACTION_SANDBOX_BASE
 from docdelta.action.settings import ActionSettings, input_variable
 from docdelta.config import ProjectConfig
 from docdelta.sandbox.base import DEFAULT_IMAGE_BASE, DockerImageConfig

@@ -1,7 +1,7 @@
 """The Action's loop sections, each one folded part of the PR comment.
 
 * `suggest: true`: what head missed is drafted into a patch (`docdelta.improve.suggest`), the patch
-  is run as `head,patched` (the `prove` callback: the Action's own matrix), and it is offered
+  is run as `head,patched` (the `prove` callback: the Action's own run, `job.run_job`), and it is offered
   with its measured effect only where that run raised a task past alpha and the noise band.
   Without the patched run nothing is offered: nothing is ever claimed unproven.
   Where GitHub can apply it, the offer is a pull-request review comment holding a
@@ -279,8 +279,8 @@ def publish_suggestion(
 ) -> Published:
     """The scorecard's suggestion section and the sticky review comment on `target` (None: no
     PR). A run that settled the question on this head (`settled`, `target.post`) deletes the
-    earlier comment when it proves no placeable suggestion. One that did not (its matrix or
-    patched run broke or stopped, a matrix's aggregate job, `comment: false`) deletes only a
+    earlier comment when it proves no placeable suggestion. One that did not (its evaluation or
+    patched run broke or stopped, a job matrix's aggregate job, `comment: false`) deletes only a
     comment proven on another head, which would look current; one proven on this head stands.
     Whatever stops the review comment (its lines are not in the diff, it quotes a secret,
     GitHub refuses it) leaves the change in the section, which says why."""
