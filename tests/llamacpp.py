@@ -110,7 +110,11 @@ def cache_lock(name: str) -> Iterator[None]:
     folder = cache_root() / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / f"{name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"llamacpp: waiting for another process' {name} (e.g. .ci/run's build)", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
