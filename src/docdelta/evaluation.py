@@ -48,7 +48,14 @@ from docdelta.scorecard.power import cached_drop, power_line
 from docdelta.scorecard.summarize import design_of
 from docdelta.scorecard.workdir import scorecard, write_pooled
 from docdelta.vocabulary import BASE, CONFIG_PATH, DEFAULT_NOISE_BAND, HEAD
-from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider, resolve_keys
+from docdelta.wiring import (
+    AgentChoice,
+    BuiltSandbox,
+    SandboxChoice,
+    build_agent,
+    build_provider,
+    resolve_keys,
+)
 
 SandboxName = Literal["local", "docker", "none"]
 ProgressStyle = Literal["auto", "lines"]
@@ -247,18 +254,21 @@ def declared_arms(
 
 
 def _column(
-    arm_agent: Agent,
+    arm: Arm,
     agent: Agent,
     provider: SandboxProvider,
     options: RunOptions,
-    provider_for: Callable[[Agent], tuple[SandboxProvider, str | None]],
+    provider_for: Callable[[Agent], BuiltSandbox],
     sandbox: SandboxConfig,
-) -> Column:
+) -> tuple[Column, Arm]:
     """An arm's agent in the run's sandbox provider, or in one of its own under Docker when it
     is another agent or model: a container's image holds one agent CLI and its gateway pins
-    one model."""
-    own = options.sandbox == "docker" and (arm_agent.name, arm_agent.model) != (agent.name, agent.model)
-    return Column(arm_agent, provider_for(arm_agent)[0] if own else provider, sandbox.spec(arm_agent.network))
+    one model. The arm comes back with what its own provider learned of its model server."""
+    spec = sandbox.spec(arm.agent.network)
+    if options.sandbox != "docker" or (arm.agent.name, arm.agent.model) == (agent.name, agent.model):
+        return Column(arm.agent, provider, spec), arm
+    own = provider_for(arm.agent)
+    return Column(arm.agent, own.provider, spec), replace(arm, server=own.server)
 
 
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
@@ -293,7 +303,7 @@ def _evaluate(
     reused = None
     providers: list[SandboxProvider] = []
 
-    def provider_for(arm_agent: Agent) -> tuple[SandboxProvider, str | None]:
+    def provider_for(arm_agent: Agent) -> BuiltSandbox:
         built = build_provider(
             SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
             repo=repo,
@@ -303,15 +313,14 @@ def _evaluate(
             keys=keys,
             jobs=options.jobs,
         )
-        providers.append(built[0])
+        providers.append(built.provider)
         return built
 
-    provider, image_digest = provider_for(agent)
+    built = provider_for(agent)
+    provider = built.provider
     try:  # nothing between the provider's birth and this: its close must run on every path
-        columns = {
-            a.spec.name: _column(a.agent, agent, provider, options, provider_for, config.sandbox)
-            for a in arms
-        }
+        placed = [_column(a, agent, provider, options, provider_for, config.sandbox) for a in arms]
+        columns, arms = {a.spec.name: c for c, a in placed}, [a for _, a in placed]
         exp = prepare(
             repo,
             request,
@@ -319,7 +328,8 @@ def _evaluate(
             store=store,
             agent=agent,
             sandbox=options.sandbox,
-            image_digest=image_digest,
+            image_digest=built.image_digest,
+            server=built.server,
             bounds=run_bounds(options, agent, config.gateway),
             control=None if cache is None else lambda e: pool(cache, e, BASE),
             arms=arms,

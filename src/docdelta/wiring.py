@@ -135,6 +135,19 @@ def build_agent(choice: AgentChoice) -> Agent:
 
 
 @dataclass(frozen=True)
+class BuiltSandbox:
+    """What `build_provider` built, and what it learned on the way."""
+
+    provider: SandboxProvider
+    image_digest: str | None = None
+    """The image the agent runs in (docker only): part of the experiment's identity and of the
+    results cache key."""
+    server: Mapping[str, str] | None = None
+    """What the model servers on the gateway's egress network say they serve
+    (`sandbox.upstream_identity`), for the manifest; None when there was none to ask."""
+
+
+@dataclass(frozen=True)
 class SandboxChoice:
     name: str = "local"
     allow_network: bool = False
@@ -151,9 +164,9 @@ def build_provider(
     keys: Keys | None = None,
     jobs: int = 1,
     image_npm: tuple[str, ...] = (),
-) -> tuple[SandboxProvider, str | None]:
-    """The sandbox provider, and the digest of the image the agent runs in (docker only;
-    it is part of the experiment's identity and of the results cache key).
+) -> BuiltSandbox:
+    """The sandbox provider, with what building it learned (`BuiltSandbox`): returned, never
+    set on the agent.
 
     Every provider is an allowlist: the repository and `private` (name -> directory: the
     results, the tasks with their gold) are invisible to the agent, and `.docdelta.yml`
@@ -186,7 +199,7 @@ def build_provider(
             from docdelta.agents.images import agent_image  # noqa: PLC0415
 
             built = agent_image(client, base=built.tag, npm=npm, extra_ca=image_config.extra_ca)
-        gateway = None
+        gateway, server = None, None
         if agent is not None and agent.network == "gateway":
             if not keys:
                 wanted = ", ".join(u.key_from for u in config.gateway.upstreams)
@@ -202,19 +215,23 @@ def build_provider(
 
                 hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
                 urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}
-                agent.server_identity = model_servers(client, built.tag, config.gateway.egress_network, urls)
+                server = model_servers(client, built.tag, config.gateway.egress_network, urls)
         provider = docker_sandbox.DockerProvider(
             client, built.tag, gateway=gateway, ro_paths=ro_paths, env=env
         )
-        return provider, built.digest
+        return BuiltSandbox(provider, built.digest, server)
     if jobs == 1:
-        return get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env), None
-    # A local provider holds one live sandbox (its slot): one per worker thread.
-    return PerThreadProvider(
-        lambda slot: get_provider(
-            choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
+        return BuiltSandbox(
+            get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env)
         )
-    ), None
+    # A local provider holds one live sandbox (its slot): one per worker thread.
+    return BuiltSandbox(
+        PerThreadProvider(
+            lambda slot: get_provider(
+                choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
+            )
+        )
+    )
 
 
 def build_results_store(

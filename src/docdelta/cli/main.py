@@ -1195,14 +1195,14 @@ def _selftest(args: argparse.Namespace) -> int:
         scratch = args.workdir or Path(tmp)
         from docdelta.wiring import SandboxChoice, build_provider
 
-        provider, _digest = build_provider(
+        provider = build_provider(
             SandboxChoice(args.sandbox),
             repo=repo,
             private={"tasks directory": args.tasks, "workdir": scratch},
             config=config,
             agent=None,
             image_npm=agent_npm(args.agent),
-        )
+        ).provider
         try:
             reports = selftest_tasks(
                 repo,

@@ -85,14 +85,14 @@ def check_agent(
             config.checkout_strip,
         )
         shown_before = set(_argv_files(agent))
-        provider, _digest = build_provider(
+        provider = build_provider(
             sandbox,
             repo=repo,
             private={"tasks directory": tasks_dir, "workdir": Path(scratch)},
             config=config,
             agent=agent,
             keys=resolve_keys(config.gateway.upstreams, environ),
-        )
+        ).provider
         host_files = sorted(set(_argv_files(agent)) - shown_before)
         try:
             with provider.create(sealed.path, SandboxSpec(network=agent.network)) as box:
