@@ -28,6 +28,7 @@ from docker import DockerClient
 from docker.models.networks import Network
 
 from docdelta.errors import InfraError
+from docdelta.gateway import server as gateway_server
 from docdelta.gateway.config import GatewayConfig, ModelCall, new_run_token
 from docdelta.gateway.server import DRAIN_S, READY, setup_message
 from docdelta.keys import Keys
@@ -54,7 +55,7 @@ def gateway_image(client: DockerClient, base: str) -> BuiltImage:
     """`base` (any image with python3 >= 3.11) plus the gateway package and httpx with its
     pure-Python dependencies, copied from this interpreter: no registry is needed."""
     files: dict[str, bytes] = {}
-    gateway_dir = Path(__file__).parent
+    gateway_dir = Path(gateway_server.__file__).parent  # the gateway package, not this one
     files["site/docdelta/__init__.py"] = b""  # the gateway needs nothing else from docdelta
     for source in sorted(gateway_dir.glob("*.py")):
         files[f"site/docdelta/gateway/{source.name}"] = source.read_bytes()
