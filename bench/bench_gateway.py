@@ -45,6 +45,7 @@ from modelserver.script import Script, TextTurn
 from modelserver.wire import CHUNK
 
 from docdelta.gateway.config import GatewayConfig, Upstream
+from docdelta.keys import Keys
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 from docdelta.sandbox.gateway_container import Gateway, gateway_image
 
@@ -188,7 +189,7 @@ def main() -> None:
         ]
         config = GatewayConfig(upstreams=routes)
         gateway = Gateway(
-            config, proxy_image, {r.name: "sk-bench" for r in routes}, egress_network=egress_name
+            config, proxy_image, Keys({r.name: "sk-bench" for r in routes}), egress_network=egress_name
         )
         running = gateway.start(client, internal, labels)
         paths = [

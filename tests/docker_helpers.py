@@ -21,6 +21,7 @@ from docdelta.agents.models import AgentOutcome
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.models import ModelCall
 from docdelta.gateway.server import Gateway, build, setup_message
+from docdelta.keys import Keys
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL
 
@@ -168,7 +169,7 @@ def run_scripted_agent(
         gateway = RuntimeGateway(
             config=GatewayConfig(upstreams=[route], model=agent.model),
             image=gateway_image,
-            keys={route.name: key},
+            keys=Keys({route.name: key}),
             egress_network=network,
         )
         ctx = ctx or AgentContext(seed=1, timeout_s=300)

@@ -7,10 +7,10 @@ cache is given, runs the matrix and computes the scorecard. Nothing else differs
 the entry points, so what the Action runs is exactly what the CLI runs (a test holds the
 two to the same manifest and results).
 
-The model API key reaches the gateway one way only: `Gateway.from_environ` reads the
-variable each upstream's `key_from` names. The CLI hands it the process environment; the
-Action's `api-key` input becomes that one variable for the upstream its `provider` input
-(or the agent) names, and nothing else ever sees it.
+The model API keys are resolved once per evaluation (`run_keys`, by `wiring.resolve_keys`)
+into one `Keys`, which the gateway and redaction both take: the CLI's come from the process
+environment, the Action's `api-key` input goes to the upstream its `provider` input (or the
+agent) names, and nothing else ever sees it.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from docdelta.experiment.runner import Column, MatrixReport, RateLimitPolicy, Ru
 from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
+from docdelta.keys import Keys
 from docdelta.results.backends import ArmStore
 from docdelta.results.layout import POWER_CACHE
 from docdelta.results.models import RunBounds
@@ -47,7 +48,14 @@ from docdelta.scorecard.power import cached_drop, power_line
 from docdelta.scorecard.summarize import design_of
 from docdelta.scorecard.workdir import scorecard, write_pooled
 from docdelta.vocabulary import BASE, CONFIG_PATH, DEFAULT_NOISE_BAND, HEAD
-from docdelta.wiring import AgentChoice, SandboxChoice, build_agent, build_provider
+from docdelta.wiring import (
+    AgentChoice,
+    BuiltSandbox,
+    SandboxChoice,
+    build_agent,
+    build_provider,
+    resolve_keys,
+)
 
 SandboxName = Literal["local", "docker", "none"]
 ProgressStyle = Literal["auto", "lines"]
@@ -168,28 +176,13 @@ class Evaluation:
         return sum(r.outcome.metrics.cost_usd or 0.0 for r in self.report.results)
 
 
-def gateway_environ(
-    options: RunOptions, agent: Agent, gateway: GatewayConfig, environ: Mapping[str, str]
-) -> Mapping[str, str]:
-    """Where the gateway reads its keys: the environment (`key_from` variables), or, when
-    an api key was given, only that key, under its upstream's `key_from` variable."""
-    key = options.api_key.get_secret_value().strip() if options.api_key is not None else ""
-    if not key or agent.network != "gateway":
-        return environ
-    name = options.provider or agent.upstream
-    routes = ", ".join(u.name for u in gateway.upstreams)
-    if name is None:
-        raise ConfigError(
-            f"an API key was given, but the {agent.name} agent names no model API to use it for",
-            hint=f"set the provider (one of the gateway's upstreams: {routes})",
-        )
-    upstream = next((u for u in gateway.upstreams if u.name == name), None)
-    if upstream is None:
-        raise ConfigError(
-            f"provider {name!r} is not one of the gateway's upstreams ({routes})",
-            hint="set provider to one of them, or add the upstream under gateway.upstreams in .docdelta.yml",
-        )
-    return {upstream.key_from: key}
+def run_keys(options: RunOptions, agent: Agent, gateway: GatewayConfig, environ: Mapping[str, str]) -> Keys:
+    """The run's keys: the `api_key` option, when given, for the upstream `provider` (else the
+    agent) names, if the agent calls a model API at all; else each upstream's from `environ`."""
+    given = options.api_key if agent.network == "gateway" else None
+    return resolve_keys(
+        gateway.upstreams, environ, given, options.provider or agent.upstream, asker=f"the {agent.name} agent"
+    )
 
 
 def run_bounds(options: RunOptions, agent: Agent, gateway: GatewayConfig) -> RunBounds:
@@ -261,18 +254,21 @@ def declared_arms(
 
 
 def _column(
-    arm_agent: Agent,
+    arm: Arm,
     agent: Agent,
     provider: SandboxProvider,
     options: RunOptions,
-    provider_for: Callable[[Agent], tuple[SandboxProvider, str | None]],
+    provider_for: Callable[[Agent], BuiltSandbox],
     sandbox: SandboxConfig,
-) -> Column:
+) -> tuple[Column, Arm]:
     """An arm's agent in the run's sandbox provider, or in one of its own under Docker when it
     is another agent or model: a container's image holds one agent CLI and its gateway pins
-    one model."""
-    own = options.sandbox == "docker" and (arm_agent.name, arm_agent.model) != (agent.name, agent.model)
-    return Column(arm_agent, provider_for(arm_agent)[0] if own else provider, sandbox.spec(arm_agent.network))
+    one model. The arm comes back with what its own provider learned of its model server."""
+    spec = sandbox.spec(arm.agent.network)
+    if options.sandbox != "docker" or (arm.agent.name, arm.agent.model) == (agent.name, agent.model):
+        return Column(arm.agent, provider, spec), arm
+    own = provider_for(arm.agent)
+    return Column(arm.agent, own.provider, spec), replace(arm, server=own.server)
 
 
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
@@ -302,30 +298,29 @@ def _evaluate(
     request = replace(request, noise_band=band)
     # One set of keys for every provider: the Action's one api-key goes to the upstream the
     # run's agent (or `provider`) names, never to another upstream an arm's agent speaks to.
-    keys = gateway_environ(options, agent, config.gateway, deps.environ)
+    keys = run_keys(options, agent, config.gateway, deps.environ)
     cache = deps.cache
     reused = None
     providers: list[SandboxProvider] = []
 
-    def provider_for(arm_agent: Agent) -> tuple[SandboxProvider, str | None]:
+    def provider_for(arm_agent: Agent) -> BuiltSandbox:
         built = build_provider(
             SandboxChoice(options.sandbox, allow_network=options.allow_network, extra_ca=options.extra_ca),
             repo=repo,
             private={"workdir": store.workdir, "tasks directory": request.tasks_dir},
             config=config,
             agent=arm_agent,
-            environ=keys,
+            keys=keys,
             jobs=options.jobs,
         )
-        providers.append(built[0])
+        providers.append(built.provider)
         return built
 
-    provider, image_digest = provider_for(agent)
+    built = provider_for(agent)
+    provider = built.provider
     try:  # nothing between the provider's birth and this: its close must run on every path
-        columns = {
-            a.spec.name: _column(a.agent, agent, provider, options, provider_for, config.sandbox)
-            for a in arms
-        }
+        placed = [_column(a, agent, provider, options, provider_for, config.sandbox) for a in arms]
+        columns, arms = {a.spec.name: c for c, a in placed}, [a for _, a in placed]
         exp = prepare(
             repo,
             request,
@@ -333,7 +328,8 @@ def _evaluate(
             store=store,
             agent=agent,
             sandbox=options.sandbox,
-            image_digest=image_digest,
+            image_digest=built.image_digest,
+            server=built.server,
             bounds=run_bounds(options, agent, config.gateway),
             control=None if cache is None else lambda e: pool(cache, e, BASE),
             arms=arms,
@@ -352,7 +348,7 @@ def _evaluate(
             options.limits(),
             _progress(options, deps),
             columns=columns,
-            secrets=[keys[u.key_from] for u in config.gateway.upstreams if keys.get(u.key_from)],
+            secrets=keys.secrets(),
         )
         cells = exp.manifest.order if options.shard is None else options.shard.cells(exp.manifest.order)
         ahead = forecast(exp, store, cells, jobs=options.jobs, history=deps.cache)

@@ -1,7 +1,8 @@
 """Secret values replaced by a mark before text is stored, logged or posted.
 
-One function for every place that holds secrets docdelta knows by value (the API keys, the
-GitHub token): the PR comment and job summary, and what proposed commands printed."""
+One function for every place that holds secrets docdelta knows by value (the API keys, as
+`docdelta.keys.Keys.secrets` hands them out, and the GitHub token): the PR comment and job
+summary, and what proposed commands printed."""
 
 from __future__ import annotations
 

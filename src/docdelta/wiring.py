@@ -1,29 +1,101 @@
-"""Build the real agent, sandbox provider and results store: the one place the CLI and the
-Action share.
+"""Build every real client: agents, sandbox providers and their gateways, the judge's and
+the draft's model clients, the loopback gateway, the Docker engine, the results stores; and
+resolve the model API keys (`resolve_keys`), the one rule for which upstream gets which key.
 
-Only the composition root (evaluation.py), `docdelta selftest` (which builds the same
-sandbox as a run, with no agent in it) and the Action's entry (its results store) call this
-module; everything else receives what it builds.
-The Docker SDK is imported only when Docker is asked for, so local runs (and the
-demo) never pay for it.
+The entry points (the CLI, the Action, the composition root evaluation.py, suggest's model
+draft) call this module; everything else receives what it builds. The Docker SDK and httpx
+are imported only when asked for, so local runs (and the demo) never pay for them.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
 
 from docdelta.agents import Agent, get_agent
 from docdelta.checkout.envs import sandbox_env, toolchain_paths
 from docdelta.config import ProjectConfig, check_exposure
 from docdelta.errors import ConfigError
+from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.git import Repo
+from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI, endpoint
+from docdelta.keys import Keys
 from docdelta.results.backends import ArmStore, open_store, token_auth
+from docdelta.results.grades import JudgeInfo
 from docdelta.sandbox import get_provider
 from docdelta.sandbox.base import SandboxProvider
 from docdelta.sandbox.pool import PerThreadProvider
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+    from docdelta.gateway.local import LocalGateway
+
+
+def resolve_keys(
+    upstreams: Sequence[Upstream],
+    environ: Mapping[str, str],
+    given: SecretStr | None = None,
+    provider: str | None = None,
+    *,
+    asker: str = "the run",
+) -> Keys:
+    """Which upstream gets which key, the one rule for every entry: each of `upstreams` gets
+    the value of the variable its `key_from` names. Without a `given` key (the CLI) that is
+    the environment; with one (the Action's `api-key` input) the given key is the value of
+    `provider`'s variable and nothing of the environment is read, so it never reaches an
+    upstream that reads another variable."""
+    key = given.get_secret_value().strip() if given is not None else ""
+    if key:
+        routes = ", ".join(u.name for u in upstreams)
+        if provider is None:
+            raise ConfigError(
+                f"an API key was given, but {asker} names no model API to use it for",
+                hint=f"set the provider (one of the gateway's upstreams: {routes})",
+            )
+        upstream = next((u for u in upstreams if u.name == provider), None)
+        if upstream is None:
+            raise ConfigError(
+                f"provider {provider!r} is not one of the gateway's upstreams ({routes})",
+                hint="set provider to one of them, "
+                "or add the upstream under gateway.upstreams in .docdelta.yml",
+            )
+        environ = {upstream.key_from: key}
+    return Keys({u.name: environ.get(u.key_from, "") for u in upstreams})
+
+
+def model_client(
+    endpoint: Endpoint, *, timeout_s: float, retries: int = 2, trust_env: bool = True
+) -> JudgeAPI:
+    """The HTTP client of one model API endpoint: the judge's, or suggest's draft through its
+    loopback gateway (`trust_env=False`: no proxy between it and the gateway)."""
+    import httpx  # noqa: PLC0415 - only the commands that ask a model pay for it
+
+    return JudgeAPI(endpoint, httpx.Client(timeout=timeout_s, trust_env=trust_env), retries=retries)
+
+
+def build_judge(judge: JudgeInfo, base_url: str | None, environ: Mapping[str, str]) -> JudgeAPI:
+    """`docdelta judge` and `calibrate`'s client: the provider's key from `environ`."""
+    keys = resolve_keys([UPSTREAMS[judge.provider]], environ)
+    return model_client(endpoint(judge, base_url, keys), timeout_s=120.0)
+
+
+def local_gateway(config: GatewayConfig, keys: Keys) -> LocalGateway:
+    """The gateway process on the host's loopback that holds `keys` for docdelta's own calls."""
+    from docdelta.gateway.local import LocalGateway  # noqa: PLC0415 - its server imports httpx
+
+    return LocalGateway(config, keys)
+
+
+def docker_engine() -> DockerClient:
+    """The Docker engine `DOCKER_HOST` names (the SDK is imported only now)."""
+    from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
+
+    return docker_sandbox.engine()
 
 
 @dataclass(frozen=True)
@@ -63,6 +135,19 @@ def build_agent(choice: AgentChoice) -> Agent:
 
 
 @dataclass(frozen=True)
+class BuiltSandbox:
+    """What `build_provider` built, and what it learned on the way."""
+
+    provider: SandboxProvider
+    image_digest: str | None = None
+    """The image the agent runs in (docker only): part of the experiment's identity and of the
+    results cache key."""
+    server: Mapping[str, str] | None = None
+    """What the model servers on the gateway's egress network say they serve
+    (`sandbox.upstream_identity`), for the manifest; None when there was none to ask."""
+
+
+@dataclass(frozen=True)
 class SandboxChoice:
     name: str = "local"
     allow_network: bool = False
@@ -76,17 +161,17 @@ def build_provider(
     private: Mapping[str, Path],
     config: ProjectConfig,
     agent: Agent | None,
-    environ: Mapping[str, str] = os.environ,
+    keys: Keys | None = None,
     jobs: int = 1,
     image_npm: tuple[str, ...] = (),
-) -> tuple[SandboxProvider, str | None]:
-    """The sandbox provider, and the digest of the image the agent runs in (docker only;
-    it is part of the experiment's identity and of the results cache key).
+) -> BuiltSandbox:
+    """The sandbox provider, with what building it learned (`BuiltSandbox`): returned, never
+    set on the agent.
 
     Every provider is an allowlist: the repository and `private` (name -> directory: the
     results, the tasks with their gold) are invisible to the agent, and `.docdelta.yml`
-    may not name them among its read-only toolchain paths. `environ` is where the gateway
-    reads its keys (`Gateway.from_environ`); `jobs` runs at once need that many local
+    may not name them among its read-only toolchain paths. `keys` (`resolve_keys`) go to the
+    gateway of an agent that speaks through one; `jobs` runs at once need that many local
     slots (the docker provider serves them all, each run in its own containers, network
     and gateway). `agent` None builds the sandbox hidden tests run in (`docdelta
     selftest`): the same paths and env as a run's, no gateway, and the image of a run of the
@@ -104,7 +189,7 @@ def build_provider(
         from docdelta.sandbox.gateway_container import Gateway, gateway_image  # noqa: PLC0415
         from docdelta.sandbox.images import environment_image  # noqa: PLC0415
 
-        client = docker_sandbox.engine()
+        client = docker_engine()
         image_config = config.docker
         if choice.extra_ca is not None:
             image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
@@ -114,33 +199,39 @@ def build_provider(
             from docdelta.agents.images import agent_image  # noqa: PLC0415
 
             built = agent_image(client, base=built.tag, npm=npm, extra_ca=image_config.extra_ca)
-        gateway = None
+        gateway, server = None, None
         if agent is not None and agent.network == "gateway":
-            # Keys are read from `environ` here and handed to the gateway over stdin.
+            if not keys:
+                wanted = ", ".join(u.key_from for u in config.gateway.upstreams)
+                raise ConfigError(
+                    "the model gateway has no API key", hint=f"set one of {wanted} in the environment"
+                )
             image = gateway_image(client, image_config.base).tag
             # The run's model is the only one its requests may name (agent.model: None = any priced).
             pinned = config.gateway.model_copy(update={"model": agent.model})
-            gateway = Gateway.from_environ(
-                pinned, image, environ, egress_network=config.gateway.egress_network
-            )
+            gateway = Gateway(pinned, image, keys, egress_network=config.gateway.egress_network)
             if config.gateway.egress_network:  # a local model server: ask it what it serves
                 from docdelta.sandbox.upstream_identity import model_servers  # noqa: PLC0415
 
                 hosted = {ANTHROPIC.base_url, GEMINI.base_url, OPENAI.base_url}
                 urls = {r.name: r.base_url for r in config.gateway.upstreams if r.base_url not in hosted}
-                agent.server_identity = model_servers(client, built.tag, config.gateway.egress_network, urls)
+                server = model_servers(client, built.tag, config.gateway.egress_network, urls)
         provider = docker_sandbox.DockerProvider(
             client, built.tag, gateway=gateway, ro_paths=ro_paths, env=env
         )
-        return provider, built.digest
+        return BuiltSandbox(provider, built.digest, server)
     if jobs == 1:
-        return get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env), None
-    # A local provider holds one live sandbox (its slot): one per worker thread.
-    return PerThreadProvider(
-        lambda slot: get_provider(
-            choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
+        return BuiltSandbox(
+            get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env)
         )
-    ), None
+    # A local provider holds one live sandbox (its slot): one per worker thread.
+    return BuiltSandbox(
+        PerThreadProvider(
+            lambda slot: get_provider(
+                choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
+            )
+        )
+    )
 
 
 def build_results_store(

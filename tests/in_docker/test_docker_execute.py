@@ -21,6 +21,7 @@ from docdelta.agents.models import AgentAnswer
 from docdelta.cli.main import main
 from docdelta.gateway.config import OPENAI, GatewayConfig
 from docdelta.grading.execute import execute_proposals
+from docdelta.keys import Keys
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.gateway_container import Gateway
@@ -36,7 +37,7 @@ def test_a_proposal_cannot_reach_the_egress_network_of_a_gateway_run(
     gateway = Gateway(
         config=GatewayConfig(upstreams=[route]),
         image=gateway_image,
-        keys={"openai": "k"},
+        keys=Keys({"openai": "k"}),
         egress_network=egress,
     )
     provider = DockerProvider(client, base_image, gateway=gateway)

@@ -15,6 +15,7 @@ from docker_helpers import UPSTREAM_PORT, control, leftovers, requests_seen
 from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
+from docdelta.keys import Keys
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 from docdelta.sandbox.gateway_container import Gateway
@@ -97,7 +98,7 @@ def gateway(egress: str, image: str, budget: Budget) -> Gateway:
         key_from="OPENAI_API_KEY",
     )
     config = GatewayConfig(upstreams=[route], budget=budget)
-    return Gateway(config=config, image=image, keys={"openai": KEY}, egress_network=egress)
+    return Gateway(config=config, image=image, keys=Keys({"openai": KEY}), egress_network=egress)
 
 
 @pytest.fixture

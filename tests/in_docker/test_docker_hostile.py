@@ -25,6 +25,7 @@ from modelserver.script import Script, TextTurn, TurnUsage
 from toolchain import CheckoutFactory
 
 from docdelta.gateway.config import OPENAI, GatewayConfig
+from docdelta.keys import Keys
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 from docdelta.sandbox.dockerapi import LABEL
@@ -82,7 +83,10 @@ def modelserver_script() -> Script:
 def gateway_for(egress: str, image: str) -> Gateway:
     route = OPENAI.model_copy(update={"base_url": f"http://{egress}-modelserver:{UPSTREAM_PORT}/v1"})
     return Gateway(
-        config=GatewayConfig(upstreams=[route]), image=image, keys={"openai": KEY}, egress_network=egress
+        config=GatewayConfig(upstreams=[route]),
+        image=image,
+        keys=Keys({"openai": KEY}),
+        egress_network=egress,
     )
 
 
@@ -144,7 +148,7 @@ CHILD = textwrap.dedent(
     image, checkout, egress, gateway_image, url = sys.argv[1:6]
     route = OPENAI.model_copy(update={"base_url": url})
     config = GatewayConfig(upstreams=[route])
-    gateway = Gateway(config, gateway_image, {"openai": "sk-x"}, egress_network=egress)
+    gateway = Gateway(config, gateway_image, Keys({"openai": "sk-x"}), egress_network=egress)
     provider = DockerProvider(docker.from_env(), image, gateway=gateway)
     with provider.create(Path(checkout), SandboxSpec(network="gateway")) as sb:
         print(sb.run_id, flush=True)

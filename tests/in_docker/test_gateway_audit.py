@@ -27,6 +27,7 @@ from docdelta.experiment.runner import RunLimits, Runner
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.git import Repo
 from docdelta.instructions.models import InstructionAudit
+from docdelta.keys import Keys
 from docdelta.report import render_markdown
 from docdelta.results.models import Cell
 from docdelta.results.store import ResultStore
@@ -149,7 +150,7 @@ def provider(client: Any, base_image: str, gateway_image: str, egress: str) -> I
     gateway = Gateway(
         config=GatewayConfig(upstreams=[route]),
         image=gateway_image,
-        keys={"anthropic": KEY},
+        keys=Keys({"anthropic": KEY}),
         egress_network=egress,
     )
     provider = DockerProvider(client, base_image, gateway=gateway)

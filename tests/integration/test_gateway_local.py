@@ -12,6 +12,7 @@ from modelserver.script import Script, TextTurn
 
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.gateway.local import LocalGateway
+from docdelta.keys import Keys
 
 KEY = "sk-docdelta-local-gateway-key-0123456789"
 MODEL = "gpt-4o-mini"
@@ -25,7 +26,7 @@ def test_only_the_run_token_gets_through_and_no_credential_is_printed() -> None:
         )
         config = GatewayConfig(upstreams=[upstream], model=MODEL, budget=Budget(max_requests=1))
         body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10}
-        with LocalGateway(config, {"openai": KEY}) as gw:
+        with LocalGateway(config, Keys({"openai": KEY})) as gw:
             url = f"{gw.url}/openai/chat/completions"
             with_key = httpx.post(url, json=body, headers={"authorization": f"Bearer {KEY}"})
             with_token = httpx.post(url, json=body, headers={"authorization": f"Bearer {gw.token}"})

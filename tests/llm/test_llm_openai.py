@@ -49,6 +49,7 @@ from docdelta.cli.main import main
 from docdelta.experiment.runner import with_gateway_telemetry
 from docdelta.gateway.config import GatewayConfig, Price, Upstream
 from docdelta.gateway.models import ModelCall
+from docdelta.keys import Keys
 from docdelta.results.models import RunResult
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
@@ -180,7 +181,7 @@ def provider_for(served: Served) -> DockerProvider:
     gateway = Gateway(
         config=GatewayConfig(upstreams=[route], prices={ALIAS: Price(input=0, output=0)}),
         image=gateway_image(served.client, served.base_image).tag,
-        keys={"openai": "llama-server-ignores-keys"},
+        keys=Keys({"openai": "llama-server-ignores-keys"}),
         egress_network=served.network,
     )
     return DockerProvider(served.client, served.base_image, gateway=gateway)

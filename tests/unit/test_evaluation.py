@@ -9,7 +9,7 @@ from pydantic import SecretStr
 from docdelta.agents import get_agent
 from docdelta.cli.main import COMMANDS, RUN_FLAGS, _parser, run_options
 from docdelta.errors import ConfigError
-from docdelta.evaluation import RunOptions, gateway_environ, run_bounds
+from docdelta.evaluation import RunOptions, run_bounds, run_keys
 from docdelta.gateway.config import GatewayConfig
 
 ENV = {"ANTHROPIC_API_KEY": "sk-env-anthropic", "OPENAI_API_KEY": "sk-env-openai", "HOME": "/root"}
@@ -21,36 +21,39 @@ def _options(**values: object) -> RunOptions:
 
 
 @pytest.mark.parametrize(
-    ("agent", "provider", "variable"),
+    ("agent", "provider", "upstream"),
     [
-        ("claude_code", None, "ANTHROPIC_API_KEY"),  # the agent implies its API
-        ("codex", None, "OPENAI_API_KEY"),
-        ("gemini", None, "GEMINI_API_KEY"),
-        ("opencode", "anthropic", "ANTHROPIC_API_KEY"),  # `provider` names another upstream
+        ("claude_code", None, "anthropic"),  # the agent implies its API
+        ("codex", None, "openai"),
+        ("gemini", None, "gemini"),
+        ("opencode", "anthropic", "anthropic"),  # `provider` names another upstream
     ],
 )
-def test_an_api_key_becomes_the_one_variable_its_upstream_reads_and_nothing_else(
-    agent: str, provider: str | None, variable: str
+def test_an_api_key_goes_to_the_one_upstream_it_is_for_and_nothing_else(
+    agent: str, provider: str | None, upstream: str
 ) -> None:
     options = _options(agent=agent, model="m", api_key=SecretStr(" sk-input "), provider=provider)
-    keys = gateway_environ(options, get_agent(agent, model="m"), GATEWAY, ENV)
-    assert keys == {variable: "sk-input"}  # not the environment's keys, not HOME
+    keys = run_keys(options, get_agent(agent, model="m"), GATEWAY, ENV)
+    assert keys.reveal() == {upstream: "sk-input"}  # not the environment's keys, not HOME
+
+
+FROM_ENV = {"anthropic": "sk-env-anthropic", "openai": "sk-env-openai"}
 
 
 def test_without_an_api_key_the_gateway_reads_the_environment_as_the_cli_does() -> None:
     agent = get_agent("claude_code", model="m")
-    assert gateway_environ(_options(agent="claude_code"), agent, GATEWAY, ENV) is ENV
+    assert run_keys(_options(agent="claude_code"), agent, GATEWAY, ENV).reveal() == FROM_ENV
     blank = _options(agent="claude_code", api_key=SecretStr(""))
-    assert gateway_environ(blank, agent, GATEWAY, ENV) is ENV
+    assert run_keys(blank, agent, GATEWAY, ENV).reveal() == FROM_ENV
     # an agent that calls no model API never needs the key (the demo passes one anyway)
     fake = _options(agent="fake", api_key=SecretStr("sk-x"))
-    assert gateway_environ(fake, get_agent("fake"), GATEWAY, ENV) is ENV
+    assert run_keys(fake, get_agent("fake"), GATEWAY, ENV).reveal() == FROM_ENV
 
 
 def test_a_provider_that_is_no_gateway_upstream_is_a_clear_error() -> None:
     options = _options(agent="codex", api_key=SecretStr("sk-secret-value"), provider="azure")
     with pytest.raises(ConfigError) as err:
-        gateway_environ(options, get_agent("codex"), GATEWAY, ENV)
+        run_keys(options, get_agent("codex"), GATEWAY, ENV)
     assert "provider 'azure' is not one of the gateway's upstreams (openai, anthropic, gemini)" in str(
         err.value
     )

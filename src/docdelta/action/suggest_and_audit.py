@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from docdelta.action.job import run_job
 from docdelta.action.publish import ActionContext, JobResults
 from docdelta.action.settings import ActionSettings
@@ -30,7 +32,7 @@ from docdelta.github.annotations import diff_hunks
 from docdelta.github.comment import suggestion_marker
 from docdelta.github.port import PrFile
 from docdelta.improve.suggest import Suggestion
-from docdelta.improve.suggest_model import REFUSED, ModelDraft, draft_for, upstream_of
+from docdelta.improve.suggest_model import REFUSED, ModelDraft, draft_for
 from docdelta.results.models import Manifest, RunResult
 from docdelta.tasks.models import Task
 from docdelta.vocabulary import HEAD, PATCHED
@@ -75,7 +77,6 @@ def _ask_model(
     ctx: ActionContext,
     repo: Repo,
     job: JobResults,
-    config: ProjectConfig,
     spent: list[float],
     drafted: Suggestion,
     tasks: Mapping[str, Task],
@@ -89,7 +90,7 @@ def _ask_model(
         got = draft_for(
             drafted, repo, job.manifest, job.results, tasks,
             provider=settings.suggest_provider, model=model,
-            environ=_draft_environ(settings, config), base_url=settings.suggest_base_url,
+            environ=os.environ, api_key=_draft_key(settings), base_url=settings.suggest_base_url,
         )  # fmt: skip
     except DraftRefused as exc:  # our words, never the reply's
         ctx.say(f"docdelta: suggest: {exc.message}")
@@ -102,14 +103,13 @@ def _ask_model(
     return got
 
 
-def _draft_environ(settings: ActionSettings, config: ProjectConfig) -> Mapping[str, str]:
-    """Where the draft's gateway reads its key: the `api-key` input when that key is for the
-    draft's API (`provider`, else the agent's), never another API's; else the step's env."""
+def _draft_key(settings: ActionSettings) -> SecretStr | None:
+    """The `api-key` input when that key is for the draft's API (`provider`, else the agent's),
+    never another API's; None leaves the draft's key to the step's env."""
     options = settings.options
-    key = options.api_key.get_secret_value().strip() if options.api_key is not None else ""
-    if key and (options.provider or agent_upstream(options.agent)) == settings.suggest_provider:
-        return {upstream_of(config.gateway, settings.suggest_provider).key_from: key}
-    return os.environ
+    if (options.provider or agent_upstream(options.agent)) == settings.suggest_provider:
+        return options.api_key
+    return None
 
 
 def _suggest_section(
@@ -138,7 +138,7 @@ def _suggest_section(
 
     proven, settled = None, True
     try:
-        ask = partial(_ask_model, ctx, repo, job, config, spent) if settings.suggest_model else None
+        ask = partial(_ask_model, ctx, repo, job, spent) if settings.suggest_model else None
         proven = prove_suggestion(
             repo, job.manifest, job.results, job.tasks_dir, settings.results_path, prove, ask
         )

@@ -145,9 +145,9 @@ class Invocation:
 class Agent(ABC):
     name: ClassVar[str]
     server_identity: Mapping[str, str] = MappingProxyType({})
-    """The model server's identity where it exposes one (llama-server's `/props`), set by
-    the wiring and recorded in the manifest beside the model name, which a local server
-    lets its operator give any weights."""
+    """The model server's identity where the agent knows it (llama-server's `/props`), unless
+    the wiring learned it from the sandbox (`wiring.BuiltSandbox.server`); recorded in the
+    manifest beside the model name, which a local server lets its operator give any weights."""
     npm: ClassVar[tuple[str, ...]] = ()
     """Pinned npm packages (`name@X.Y.Z`) the agent's image needs; the Docker sandbox
     builds an image with Node.js and exactly these (agents/images.py). Empty for agents

@@ -1195,14 +1195,14 @@ def _selftest(args: argparse.Namespace) -> int:
         scratch = args.workdir or Path(tmp)
         from docdelta.wiring import SandboxChoice, build_provider
 
-        provider, _digest = build_provider(
+        provider = build_provider(
             SandboxChoice(args.sandbox),
             repo=repo,
             private={"tasks directory": args.tasks, "workdir": scratch},
             config=config,
             agent=None,
             image_npm=agent_npm(args.agent),
-        )
+        ).provider
         try:
             reports = selftest_tasks(
                 repo,
@@ -1227,22 +1227,20 @@ def _selftest(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    """`judge` and `calibrate`: both build the judge's HTTP client here, with the key from the env."""
-    import httpx
-
+    """`judge` and `calibrate`: both ask through the judge's client, with the key from the env."""
     from docdelta.grading.calibration import below_threshold, calibrate_tasks, default_dirs
-    from docdelta.grading.judge_api import JudgeAPI, endpoint_from_env
     from docdelta.grading.judged import judge_workdir
     from docdelta.grading.rubrics import rubric_of
     from docdelta.results.grades import JudgeInfo
     from docdelta.results.store import ResultStore
     from docdelta.tasks.load import load_tasks
+    from docdelta.wiring import build_judge
 
     tasks = [t.task for t in load_tasks(args.tasks)]
     fixtures_dir, calibration_dir = default_dirs(args.tasks)
     calibration_dir = args.calibration or calibration_dir
     judge = JudgeInfo(provider=args.provider, model=args.judge_model)
-    api = JudgeAPI(endpoint_from_env(judge, args.base_url, os.environ), httpx.Client(timeout=120.0))
+    api = build_judge(judge, args.base_url, os.environ)
     try:
         if args.command == "judge":
             done = judge_workdir(ResultStore(args.workdir), tasks, api, calibration_dir)
@@ -1266,8 +1264,9 @@ def _judge(args: argparse.Namespace) -> int:
 def _gc(args: argparse.Namespace) -> int:
     """Live runs and other hosts' runs are never touched, so this needs no confirmation."""
     from docdelta.sandbox import docker as docker_sandbox  # Docker only when asked
+    from docdelta.wiring import docker_engine
 
-    names = docker_sandbox.gc(docker_sandbox.engine(), dry_run=args.dry_run)
+    names = docker_sandbox.gc(docker_engine(), dry_run=args.dry_run)
     for name in names:
         print(name)
     verb = "would remove" if args.dry_run else "removed"

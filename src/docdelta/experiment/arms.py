@@ -118,13 +118,15 @@ class Arm:
     source_dir: str | None = None
     """The repository directory the overlay was read from (`.docdelta.yml`): stripped from every
     checkout, so no other column sees the files as ordinary source."""
+    server: Mapping[str, str] | None = None
+    """What the model servers of the arm's own sandbox said they serve (`agent_info`)."""
 
     @property
     def strip(self) -> list[str]:
         return [] if self.source_dir is None else [f"/{self.source_dir}/**"]
 
     def record(self) -> ArmRecord:
-        info = agent_info(self.agent)
+        info = agent_info(self.agent, self.server)
         return ArmRecord(
             condition=self.spec.condition,
             agent=info,
@@ -141,14 +143,15 @@ class Arm:
         )
 
 
-def agent_info(agent: Agent) -> AgentInfo:
-    """What the manifest records of an agent (and the cache key hashes)."""
+def agent_info(agent: Agent, server: Mapping[str, str] | None = None) -> AgentInfo:
+    """What the manifest records of an agent (and the cache key hashes); `server`, what its
+    sandbox's model servers said they serve (`wiring.BuiltSandbox`), replaces the agent's own."""
     return AgentInfo(
         name=agent.name,
         version=agent.version,
         model=agent.model,
         settings=agent.recorded_settings,
-        server=dict(agent.server_identity),
+        server=dict(agent.server_identity if server is None else server),
     )
 
 

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
 from contextlib import suppress
 from types import TracebackType
 from typing import IO
@@ -26,6 +25,7 @@ from typing import IO
 from docdelta.errors import InfraError
 from docdelta.gateway.config import GatewayConfig, ModelCall, new_run_token
 from docdelta.gateway.server import READY, setup_message
+from docdelta.keys import Keys
 
 LOOPBACK = "127.0.0.1"
 _READY_TIMEOUT_S = 30.0
@@ -38,9 +38,9 @@ class LocalGateway:
     """`with LocalGateway(config, keys) as gw:` then call `gw.url/<upstream>/...` with
     `gw.token` as the key; `gw.calls()` after the block is the gateway's call log."""
 
-    def __init__(self, config: GatewayConfig, keys: Mapping[str, str]) -> None:
+    def __init__(self, config: GatewayConfig, keys: Keys) -> None:
         self._config = config.model_copy(update={"port": 0})
-        self._keys = dict(keys)
+        self._keys = keys
         self.token = new_run_token()
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -65,8 +65,10 @@ class LocalGateway:
         ]
         for reader in self._readers:
             reader.start()
-        setup = setup_message(self._config.model_dump(mode="json"), self._keys, self.token, None, LOOPBACK)
-        self._keys.clear()
+        setup = setup_message(
+            self._config.model_dump(mode="json"), self._keys.reveal(), self.token, None, LOOPBACK
+        )
+        self._keys = Keys()  # held no longer than it takes to hand them over
         try:
             self._proc.stdin.write(json.dumps(setup).encode() + b"\n")
             self._proc.stdin.flush()

@@ -6,19 +6,19 @@ Anthropic Messages (`<base>/v1/messages`, JSON asked for in the prompt). The def
 gateway route (`http://<gateway>/<upstream>`) with the placeholder key in the variable
 sends the judge through the same key-holding, usage-logging proxy as the agents.
 
-The key is read from the environment once, held out of `repr`, sent only in the auth
+The key comes in `Keys` (resolved once by `docdelta.wiring`), is held out of `repr`, sent only in the auth
 header, and scrubbed from any text that could reach an error message.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from docdelta.errors import ConfigError, InfraError
 from docdelta.gateway.config import ANTHROPIC, OPENAI, Upstream
+from docdelta.keys import Keys
 from docdelta.results.grades import JudgeInfo
 
 if TYPE_CHECKING:
@@ -41,9 +41,11 @@ class Endpoint:
     hint: str = "check --base-url, the model name and the key; rerun to resume (judged runs are kept)"
 
 
-def endpoint_from_env(judge: JudgeInfo, base_url: str | None, env: Mapping[str, str]) -> Endpoint:
+def endpoint(judge: JudgeInfo, base_url: str | None, keys: Keys) -> Endpoint:
+    """The judge's endpoint with its provider's key from `keys` (`wiring.resolve_keys` over
+    `UPSTREAMS`); a ConfigError naming the variable when there is none."""
     upstream = UPSTREAMS[judge.provider]
-    key = env.get(upstream.key_from, "")
+    key = keys.get(upstream.name)
     if not key:
         raise ConfigError(
             f"the {judge.provider} judge needs an API key in the environment variable {upstream.key_from}",
@@ -62,7 +64,7 @@ class Reply:
 class JudgeAPI:
     """A small synchronous client; transient failures (429, 5xx, timeouts) are retried.
 
-    The HTTP client is passed in (cli.py builds it, with its timeout) and closed by `close`.
+    The HTTP client is passed in (`docdelta.wiring` builds it, with its timeout) and closed by `close`.
     """
 
     def __init__(

@@ -27,7 +27,7 @@ from docdelta.git import Repo
 from docdelta.instructions.detect import instruction_files
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.tasks.load import load_tasks
-from docdelta.wiring import SandboxChoice, build_provider
+from docdelta.wiring import SandboxChoice, build_provider, resolve_keys
 
 SHOWN_OUTPUT = 4000
 """Characters of the agent's stdout and stderr shown (their tails): the answer is at the end."""
@@ -85,14 +85,14 @@ def check_agent(
             config.checkout_strip,
         )
         shown_before = set(_argv_files(agent))
-        provider, _digest = build_provider(
+        provider = build_provider(
             sandbox,
             repo=repo,
             private={"tasks directory": tasks_dir, "workdir": Path(scratch)},
             config=config,
             agent=agent,
-            environ=environ,
-        )
+            keys=resolve_keys(config.gateway.upstreams, environ),
+        ).provider
         host_files = sorted(set(_argv_files(agent)) - shown_before)
         try:
             with provider.create(sealed.path, SandboxSpec(network=agent.network)) as box:

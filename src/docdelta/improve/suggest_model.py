@@ -24,23 +24,22 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-import httpx
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 
 from docdelta.agents.models import RunStatus
 from docdelta.checkout.seal import apply_to_overlay
 from docdelta.config import load_project_config, matcher
 from docdelta.errors import ConfigError, DraftRefused, InfraError
 from docdelta.gateway.config import Budget, GatewayConfig, Upstream
-from docdelta.gateway.local import LocalGateway
 from docdelta.git import Repo
-from docdelta.grading.judge_api import UPSTREAMS, Endpoint, JudgeAPI
+from docdelta.grading.judge_api import UPSTREAMS, Endpoint
 from docdelta.improve.suggest import Suggestion
 from docdelta.instructions.detect import InstructionMatcher, Overlay, diff_files, instruction_files
 from docdelta.results.grades import JudgeInfo, JudgeProvider
 from docdelta.results.models import Manifest, RunResult
 from docdelta.tasks.models import Task
 from docdelta.vocabulary import HEAD, PATCHED, Frozen
+from docdelta.wiring import local_gateway, model_client, resolve_keys
 
 REFUSED = "the model's draft was refused: "
 """How every refusal starts; the Action's comment says the rest after the model's name."""
@@ -250,17 +249,20 @@ def draft_for(
     provider: JudgeProvider,
     model: str,
     environ: Mapping[str, str],
+    api_key: SecretStr | None = None,
     base_url: str | None = None,
 ) -> ModelDraft:
     """`draft` against the condition's instruction files in `repo`, through the gateway the
     project's `.docdelta.yml` (at base) configures: `suggest --model` and the Action's
-    `suggest-model` both ask this way."""
+    `suggest-model` both ask this way. `api_key` (the Action's input, when it is this
+    provider's) stands for the key `environ` would hold."""
     config = load_project_config(repo, manifest.base_sha)
     match = matcher(config)
     ref = manifest.head_sha if suggestion.condition == HEAD else manifest.base_sha
     return draft(
         suggestion, tasks, results, instruction_files(repo, ref, match), match,
-        provider=provider, model=model, gateway=config.gateway, environ=environ, base_url=base_url,
+        provider=provider, model=model, gateway=config.gateway, environ=environ, api_key=api_key,
+        base_url=base_url,
     )  # fmt: skip
 
 
@@ -275,6 +277,7 @@ def draft(
     model: str,
     gateway: GatewayConfig,
     environ: Mapping[str, str],
+    api_key: SecretStr | None = None,
     base_url: str | None = None,
 ) -> ModelDraft:
     """Ask `model` once through a loopback gateway (to the project's upstream for `provider`,
@@ -287,7 +290,8 @@ def draft(
             raise ConfigError(
                 f"--base-url {base_url!r} is not an http(s) URL", hint="e.g. https://api.openai.com/v1"
             ) from None
-    key = environ.get(upstream.key_from, "")
+    keys = resolve_keys([upstream], environ, api_key, provider)
+    key = keys.get(upstream.name)
     if not key:
         raise ConfigError(
             f"suggest --model needs the {provider} API key in the environment variable {upstream.key_from}",
@@ -302,7 +306,7 @@ def draft(
             "fingerprints": {},
         }
     )
-    with LocalGateway(config, {upstream.name: key}) as gw:
+    with local_gateway(config, keys) as gw:
         endpoint = Endpoint(
             judge=JudgeInfo(provider=provider, model=model),
             base_url=f"{gw.url}/{upstream.name}",
@@ -310,7 +314,7 @@ def draft(
             role="suggest's model draft",
             hint="check --model and the gateway's upstream in .docdelta.yml (gateway.upstreams)",
         )
-        api = JudgeAPI(endpoint, httpx.Client(timeout=300.0, trust_env=False), retries=0)
+        api = model_client(endpoint, timeout_s=300.0, retries=0, trust_env=False)
         try:
             reply = api.ask(SYSTEM, prompt(suggestion, tasks, results, head))
         except InfraError as exc:  # an upstream may echo the key in its error body

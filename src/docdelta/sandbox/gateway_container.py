@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import time
 from collections.abc import Mapping
 from contextlib import suppress
@@ -28,9 +27,11 @@ import requests
 from docker import DockerClient
 from docker.models.networks import Network
 
-from docdelta.errors import ConfigError, InfraError
+from docdelta.errors import InfraError
+from docdelta.gateway import server as gateway_server
 from docdelta.gateway.config import GatewayConfig, ModelCall, new_run_token
 from docdelta.gateway.server import DRAIN_S, READY, setup_message
+from docdelta.keys import Keys
 from docdelta.sandbox.dockerapi import (
     AGENT_USER,
     ROLE_LABEL,
@@ -54,7 +55,7 @@ def gateway_image(client: DockerClient, base: str) -> BuiltImage:
     """`base` (any image with python3 >= 3.11) plus the gateway package and httpx with its
     pure-Python dependencies, copied from this interpreter: no registry is needed."""
     files: dict[str, bytes] = {}
-    gateway_dir = Path(__file__).parent
+    gateway_dir = Path(gateway_server.__file__).parent  # the gateway package, not this one
     files["site/docdelta/__init__.py"] = b""  # the gateway needs nothing else from docdelta
     for source in sorted(gateway_dir.glob("*.py")):
         files[f"site/docdelta/gateway/{source.name}"] = source.read_bytes()
@@ -79,29 +80,15 @@ def gateway_image(client: DockerClient, base: str) -> BuiltImage:
 
 @dataclass(frozen=True)
 class Gateway:
-    """What a run's gateway needs; `keys` (upstream name -> real key) stay in this process
-    until they are written to the gateway's stdin."""
+    """What a run's gateway needs; `keys` stay in this process until they are written to the
+    gateway's stdin (it routes only the upstreams they name)."""
 
     config: GatewayConfig
     image: str
-    keys: Mapping[str, str] = field(repr=False)
+    keys: Keys
     ca_pem: str | None = field(default=None, repr=False)
     egress_network: str | None = None
     """An existing network to reach the upstreams on; default: a fresh bridge per run."""
-
-    @classmethod
-    def from_environ(
-        cls, config: GatewayConfig, image: str, environ: Mapping[str, str] = os.environ, **kw: Any
-    ) -> Gateway:
-        """Keys from the host environment variables named by each upstream's `key_from`;
-        upstreams without a key are not routed. For cli.py."""
-        keys = {u.name: environ[u.key_from] for u in config.upstreams if environ.get(u.key_from)}
-        if not keys:
-            wanted = ", ".join(u.key_from for u in config.upstreams)
-            raise ConfigError(
-                "the model gateway has no API key", hint=f"set one of {wanted} in the environment"
-            )
-        return cls(config=config, image=image, keys=keys, **kw)
 
     def start(self, client: DockerClient, internal: Network, labels: Mapping[str, str]) -> RunningGateway:
         """Start the gateway on `internal` (alias `gateway`) and an egress network, hand it
@@ -158,7 +145,7 @@ class RunningGateway:
         self._container.reload()
         listen = self._container.attrs["NetworkSettings"]["Networks"][internal.name]["IPAddress"]
         setup = setup_message(
-            gateway.config.model_dump(mode="json"), gateway.keys, self.token, gateway.ca_pem, listen
+            gateway.config.model_dump(mode="json"), gateway.keys.reveal(), self.token, gateway.ca_pem, listen
         )
         raw_socket(self._stdin).sendall(json.dumps(setup).encode() + b"\n")
         self._wait_ready()
