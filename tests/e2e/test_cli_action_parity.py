@@ -18,7 +18,8 @@ from fakegithub import FakeGitHub, event_path
 
 from docdelta.action import main as action_main
 from docdelta.action.settings import ActionSettings, input_variable
-from docdelta.cli.main import _parser, main, run_options
+from docdelta.cli.main import _parser, main
+from docdelta.cli.options import run_options
 from docdelta.demo import build_demo_repo
 from docdelta.github.actions import ActionsRuntime
 from docdelta.github.events import load_event

@@ -7,7 +7,8 @@ import pytest
 from pydantic import SecretStr
 
 from docdelta.agents import get_agent
-from docdelta.cli.main import COMMANDS, RUN_FLAGS, _parser, run_options
+from docdelta.cli.main import COMMANDS, _parser
+from docdelta.cli.options import RUN_FLAGS, run_options
 from docdelta.errors import ConfigError
 from docdelta.evaluation import RunOptions, run_bounds, run_keys
 from docdelta.gateway.config import GatewayConfig

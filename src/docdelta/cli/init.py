@@ -1,0 +1,45 @@
+"""`docdelta init`: adopt docdelta in a repository (`docdelta.improve.project_init`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from docdelta.errors import ExitCode
+from docdelta.git import Repo
+
+if TYPE_CHECKING:
+    pass
+
+
+def add_parser(sub: Any) -> None:
+    ini = sub.add_parser(
+        "init", help="adopt docdelta: write .docdelta.yml, the workflow and drafted tasks; print what to run"
+    )
+    ini.add_argument("--repo", type=Path, default=Path())
+    ini.add_argument("--ref", default="HEAD", help="the commit whose instruction files are drafted from")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from docdelta.improve.project_init import init_project, next_commands
+
+    repo = Repo(args.repo)
+    result = init_project(repo, args.ref)
+    for path in result.written:
+        print(f"wrote     {path.relative_to(repo.root)}")
+    for path in result.kept:
+        print(f"kept      {path.relative_to(repo.root)} (exists; not overwritten)")
+    drafted = len(result.drafts.drafts) if result.drafts else 0
+    print(
+        f"drafted {drafted} task(s) from {', '.join(result.sources)}: "
+        "each is `reviewed: false` until you check it"
+    )
+    print("next:")
+    for n, command in enumerate(next_commands(repo, result), 1):
+        print(f"  {n}. {command}")
+    return ExitCode.OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"init": _init}
