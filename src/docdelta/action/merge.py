@@ -11,8 +11,7 @@ from docdelta.action.settings import ActionSettings
 from docdelta.errors import ConfigError
 from docdelta.experiment.shard import merge_workdirs
 from docdelta.results.layout import MANIFEST_FILE
-from docdelta.results.store import ResultStore
-from docdelta.scorecard.workdir import scorecard
+from docdelta.scorecard.workdir import score_workdir
 
 
 def merged_shards(settings: ActionSettings, shards: Path, workdir: Path) -> JobResults:
@@ -25,14 +24,11 @@ def merged_shards(settings: ActionSettings, shards: Path, workdir: Path) -> JobR
             hint="download every run job's results-path artifact into that directory",
         )
     merged = merge_workdirs(found, workdir)
-    store = ResultStore(workdir)
-    detection = store.read_detection()
-    assert detection is not None  # merge_workdirs copied it from every shard
-    results = store.results(merged.manifest.repo)
+    scored = score_workdir(workdir)
+    assert scored is not None  # merge_workdirs copied the manifest and detection from every shard
+    store, results = scored.store, scored.results
     # As for one job's run (`job.run_job`): the scorecard names the repository, not the checkout.
-    summary = scorecard(store, merged.manifest, detection, results).model_copy(
-        update={"repo": settings.github.repository}
-    )
+    summary = scored.summary.model_copy(update={"repo": settings.github.repository})
     stopped = (
         f"{len(merged.missing)} planned runs have no result (a shard is missing)" if merged.missing else None
     )

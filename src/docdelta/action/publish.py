@@ -25,9 +25,8 @@ from docdelta.github.wording import action_words
 from docdelta.redaction import redact
 from docdelta.results.backends import ArmStore
 from docdelta.results.models import Cell, Manifest, RunResult
-from docdelta.results.store import ResultStore
 from docdelta.scorecard.models import Summary
-from docdelta.scorecard.workdir import scorecard
+from docdelta.scorecard.workdir import score_workdir
 
 
 @dataclass
@@ -261,11 +260,10 @@ def selftest_failed(ctx: ActionContext, workdir: Path, exc: SelftestFailed) -> J
     """The scorecard of a run stopped by a failed selftest: no runs, no verdict, and the
     failed legs' output under *Grading failures* (the workdir keeps the reports), published
     as any evaluation's; `exc` itself when the selftest's tests ran and said the task is wrong."""
-    store = ResultStore(workdir)
-    manifest, detection = store.read_manifest(), store.read_detection()
-    if manifest is None or detection is None:
+    scored = score_workdir(workdir, with_results=False)
+    if scored is None:
         raise exc
-    summary = scorecard(store, manifest, detection, [])
+    store, manifest, summary = scored.store, scored.manifest, scored.summary
     if not summary.grading_failures:  # a selftest whose tests ran and said the task is wrong
         raise exc
     ctx.say(f"docdelta: {exc.message.splitlines()[0]}")

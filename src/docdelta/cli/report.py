@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING, Any
 from docdelta.errors import ConfigError, ExitCode
 
 if TYPE_CHECKING:
-    from docdelta.results.models import Manifest, RunResult
-    from docdelta.results.store import ResultStore
-    from docdelta.scorecard.models import Summary
+    from docdelta.scorecard.workdir import ScoredWorkdir
 
 
 def add_parser(sub: Any) -> None:
@@ -33,34 +31,28 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--out", type=Path, required=True)
 
 
-def _load_summary(workdir: Path) -> Summary:
-    return load_experiment(workdir)[3]
-
-
-def load_experiment(workdir: Path) -> tuple[ResultStore, Manifest, list[RunResult], Summary]:
+def open_workdir(workdir: Path) -> ScoredWorkdir:
     """A finished (or partial) experiment's store, manifest, results and scorecard numbers."""
-    from docdelta.results.store import ResultStore
-    from docdelta.scorecard.workdir import scorecard
+    from docdelta.scorecard.workdir import score_workdir
 
-    store = ResultStore(workdir)
-    manifest, detection = store.read_manifest(), store.read_detection()
-    if manifest is None or detection is None:
+    scored = score_workdir(workdir)
+    if scored is None:
         raise ConfigError(
             f"{workdir} holds no docdelta experiment (manifest.json or detection.json missing)",
             hint="pass the --workdir you gave to `docdelta run`",
         )
-    results = store.results(manifest.repo)
-    return store, manifest, results, scorecard(store, manifest, detection, results)
+    return scored
 
 
 def _report(args: argparse.Namespace) -> int:
     from docdelta.report import render_json, render_markdown
     from docdelta.report.html import render_html
 
-    store, manifest, results, summary = load_experiment(args.workdir)
+    scored = open_workdir(args.workdir)
+    summary = scored.summary
     if args.format == "html":
-        cell_dir = partial(store.cell_dir, manifest.repo)
-        sys.stdout.write(render_html(summary, results, cell_dir=cell_dir, link_root=Path.cwd()))
+        cell_dir = partial(scored.store.cell_dir, scored.manifest.repo)
+        sys.stdout.write(render_html(summary, scored.results, cell_dir=cell_dir, link_root=Path.cwd()))
         return ExitCode.OK
     print(render_json(summary) if args.format == "json" else render_markdown(summary))
     return ExitCode.OK
@@ -69,7 +61,7 @@ def _report(args: argparse.Namespace) -> int:
 def _badge(args: argparse.Namespace) -> int:
     from docdelta.report import badge
 
-    data = badge(_load_summary(args.workdir))
+    data = badge(open_workdir(args.workdir).summary)
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=2) + "\n")

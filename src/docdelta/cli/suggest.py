@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from docdelta.cli.options import (
     at_least,
 )
-from docdelta.cli.report import load_experiment
+from docdelta.cli.report import open_workdir
 from docdelta.errors import DraftRefused, ExitCode
 from docdelta.git import Repo
 from docdelta.vocabulary import HEAD
@@ -48,7 +48,8 @@ def _suggest(args: argparse.Namespace) -> int:
     from docdelta.improve.suggest import write as write_suggestion
     from docdelta.tasks.load import load_tasks
 
-    _, manifest, results, _summary = load_experiment(args.workdir)
+    run = open_workdir(args.workdir)
+    manifest, results = run.manifest, run.results
     repo = Repo(args.repo)
     tasks = {lt.task.id: lt.task for lt in load_tasks(args.tasks)}
     drafted = suggest(repo, manifest, results, tasks, condition=args.condition, max_tasks=args.max_tasks)
@@ -66,7 +67,8 @@ def _suggest(args: argparse.Namespace) -> int:
     if args.measured is not None:
         from docdelta.improve.suggest_model import measured_as
 
-        _, proof_manifest, proof_results, _ = load_experiment(args.measured)
+        proof = open_workdir(args.measured)
+        proof_manifest, proof_results = proof.manifest, proof.results
         what = change(drafted)
         model = measured_as(drafted, out, proof_manifest)
         if model is not None:

@@ -9,6 +9,8 @@ drift apart, and a report never re-runs a simulation.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -23,6 +25,29 @@ from docdelta.scorecard.instruction_usage import read_docs
 from docdelta.scorecard.models import PooledControl, PowerSummary, Summary
 from docdelta.scorecard.power import DROPS, POWER_TARGET, PRIOR_RATE, power_line, stored_drop
 from docdelta.scorecard.summarize import design_of, summarize
+
+
+@dataclass(frozen=True)
+class ScoredWorkdir:
+    """A workdir's experiment as its readers use it: the store (for run files), the plan,
+    the saved results and their summary."""
+
+    store: ResultStore
+    manifest: Manifest
+    results: list[RunResult]
+    summary: Summary
+
+
+def score_workdir(workdir: Path, *, with_results: bool = True) -> ScoredWorkdir | None:
+    """The scorecard of a finished, partial or merged workdir; None when it holds no
+    experiment (no manifest or detection). Without `with_results`, only what the run recorded
+    before its first cell (a selftest that stopped it) is scored."""
+    store = ResultStore(workdir)
+    manifest, detection = store.read_manifest(), store.read_detection()
+    if manifest is None or detection is None:
+        return None
+    results = store.results(manifest.repo) if with_results else []
+    return ScoredWorkdir(store, manifest, results, scorecard(store, manifest, detection, results))
 
 
 def scorecard(
