@@ -15,7 +15,7 @@ from docdelta.action.publish import ActionContext, JobResults, selftest_failed
 from docdelta.config import load_project_config
 from docdelta.errors import ConfigError, SelftestFailed
 from docdelta.evaluation import Deps, evaluate
-from docdelta.experiment.plan import ExperimentRequest
+from docdelta.experiment.plan import ExperimentRequest, planned_repeats
 from docdelta.git import Repo
 from docdelta.github.wording import action_words
 from docdelta.results.backends import ArmStore
@@ -56,14 +56,14 @@ def run_job(
         return replace(merged, history=keep_history(ctx, cache, merged.manifest, merged.summary))
     shutil.rmtree(workdir / "tasks", ignore_errors=True)
     tasks_dir = export_tasks(repo, base_sha, tasks_path.strip("/"), workdir / "tasks")
-    adaptive = settings.repeats == "auto" and proof is None  # a proof has no base arm to decide on
+    repeats, auto = planned_repeats(settings.repeats, settings.max_repeats)
     request = ExperimentRequest(
         base=base_sha,
         head=head,
         tasks_dir=tasks_dir,
         conditions=conditions,
-        repeats=settings.max_repeats if settings.repeats == "auto" else settings.repeats,
-        adaptive=adaptive,
+        repeats=repeats,
+        adaptive=auto and proof is None,  # a proof has no base arm to decide on
         seed=settings.seed,
         source=source,
         patch=proof or settings.patch,

@@ -113,9 +113,10 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
 
 
 def _run(args: argparse.Namespace) -> int:
-    from docdelta.experiment.plan import ExperimentRequest
+    from docdelta.experiment.plan import ExperimentRequest, planned_repeats
 
     arms = args.arms or []
+    repeats, adaptive = planned_repeats(args.repeats, args.max_repeats)
     conditions = chosen_conditions(args)
     request = ExperimentRequest(
         base=args.base,
@@ -125,8 +126,8 @@ def _run(args: argparse.Namespace) -> int:
         arms=arms,
         config_arms=True,
         require_change=not arms,
-        repeats=args.max_repeats if args.repeats == AUTO else args.repeats,
-        adaptive=args.repeats == AUTO,
+        repeats=repeats,
+        adaptive=adaptive,
         seed=args.seed,
         source=args.source,
         patch=args.patch,

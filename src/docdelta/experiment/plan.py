@@ -37,7 +37,7 @@ from docdelta.scorecard import thresholds
 from docdelta.scorecard.models import PooledControl
 from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.tasks.models import PassThreshold
-from docdelta.validate import MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
+from docdelta.validate import AUTO, MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
 from docdelta.vocabulary import BASE, DEFAULT_CONDITIONS, HEAD, sha256_hex
 
 
@@ -108,6 +108,14 @@ class ExperimentRequest:
     """The base arm alone, stored for later PRs (the Action on a push to the default branch):
     a gold quote may stand only in the head such a PR brings, so citations are checked by each
     PR's evaluation over all its conditions, not here."""
+
+
+def planned_repeats(repeats: int | str, max_repeats: int) -> tuple[int, bool]:
+    """A `repeats` setting (a number or `auto`) as a request takes it: (`repeats`, `adaptive`).
+    `auto` plans up to `max_repeats` and runs round by round until each task is decided."""
+    if repeats == AUTO:
+        return max_repeats, True
+    return int(repeats), False
 
 
 class PlanTooLarge(ConfigError):
