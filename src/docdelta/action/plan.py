@@ -12,6 +12,7 @@ from docdelta.action.publish import ActionContext, ActionResult
 from docdelta.action.settings import Output
 from docdelta.config import load_project_config
 from docdelta.errors import ConfigError
+from docdelta.experiment.plan import plan_size
 from docdelta.experiment.shard import plan_matrix
 from docdelta.git import Repo
 from docdelta.tasks.load import export_tasks, load_tasks
@@ -33,7 +34,7 @@ def plan_job_matrix(ctx: ActionContext, repo: Repo, base_sha: str) -> ActionResu
     with tempfile.TemporaryDirectory(prefix="docdelta-plan-") as tmp:
         tasks = load_tasks(export_tasks(repo, base_sha, tasks_path, Path(tmp)))
     columns = len(settings.conditions) + len(config.arms)  # `.docdelta.yml`'s arms run in every PR
-    cells = len(tasks) * columns * settings.repeats
+    cells = plan_size(len(tasks), columns, settings.repeats)
     if cells > settings.max_runs:
         raise ConfigError(
             f"input 'plan': the plan is {cells:,} runs ({len(tasks)} tasks x {columns} "

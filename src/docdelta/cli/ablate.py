@@ -14,10 +14,10 @@ from docdelta.cli.options import (
     add_agent_options,
     add_band,
     at_least,
-    plan_cost,
+    plan_too_large,
     run_options,
 )
-from docdelta.errors import ConfigError, ExitCode
+from docdelta.errors import ExitCode
 from docdelta.git import Repo
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def _ablate(args: argparse.Namespace) -> int:
     try:
         report, done = ablate(request, options, Deps(repo=Repo(args.repo), workdir=args.workdir))
     except PlanTooLarge as exc:
-        raise ConfigError(exc.message, hint=plan_cost(exc.planned, options) + exc.hint) from None
+        raise plan_too_large(exc, options) from None
     ran, reused = done.report.ran, done.report.reused
     if done.summary.broken:  # the runs measured the failure: no effects are shown
         print(f"docdelta: error: no ablation: {done.summary.broken}", file=sys.stderr)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from docdelta import validate
+from docdelta.errors import ConfigError
 from docdelta.sandbox import provider_names
 from docdelta.validate import DEFAULT_MAX_OUTPUT_TOKENS
 from docdelta.vocabulary import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND
@@ -18,6 +19,7 @@ from docdelta.vocabulary import DEFAULT_CONDITIONS, DEFAULT_NOISE_BAND
 if TYPE_CHECKING:
     from docdelta.config import ArmSpec
     from docdelta.evaluation import RunOptions
+    from docdelta.experiment.plan import PlanTooLarge
 
 
 T = TypeVar("T")
@@ -155,13 +157,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
 
 
-def plan_cost(planned: int, options: RunOptions) -> str:
-    """What a plan may cost and take, where the options bound it: the reserve is each run's
-    spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
-    timeout = options.timeout_s
-    hours = f"take up to {planned * timeout / 3600:,.1f} hours (--timeout {timeout:g}s per run)"
-    if options.reserve_usd > 0:
-        return (
-            f"it may cost up to ${planned * options.reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
-        )
-    return f"it may {hours}; "
+def plan_too_large(exc: PlanTooLarge, options: RunOptions) -> ConfigError:
+    """The refusal of a plan over the confirmation bound, with what it may cost and take."""
+    from docdelta.experiment.plan import plan_cost
+
+    cost = plan_cost(exc.planned, timeout_s=options.timeout_s, reserve_usd=options.reserve_usd)
+    return ConfigError(exc.message, hint=cost + exc.hint)

@@ -17,7 +17,7 @@ from docdelta.cli.options import (
     at_least,
     chosen_conditions,
     parse_arm_specs,
-    plan_cost,
+    plan_too_large,
     run_options,
 )
 from docdelta.errors import ConfigError, ExitCode
@@ -169,7 +169,7 @@ def execute(
         project = None if config is None else load_config_file(config)
         done = evaluate(request, options, Deps(repo=repo, workdir=workdir, config=project))
     except PlanTooLarge as exc:
-        raise ConfigError(exc.message, hint=plan_cost(exc.planned, options) + exc.hint) from None
+        raise plan_too_large(exc, options) from None
     if done is None:
         print("nothing to evaluate: no agent instruction file changed")
         return ExitCode.OK

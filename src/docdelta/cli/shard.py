@@ -52,6 +52,7 @@ def add_parser(sub: Any) -> None:
 def _plan(args: argparse.Namespace) -> int:
     """The job matrix of one evaluation, as one JSON line for `$GITHUB_OUTPUT`."""
     from docdelta.config import load_project_config, matcher
+    from docdelta.experiment.plan import plan_size
     from docdelta.experiment.shard import plan_matrix
     from docdelta.tasks.load import load_tasks
 
@@ -60,7 +61,7 @@ def _plan(args: argparse.Namespace) -> int:
     config = load_project_config(repo, base)
     detection = detect_refs(repo, base, repo.resolve(args.head), matcher(config))
     columns = len(chosen_conditions(args)) + len(args.arms or config.arms)  # as `run` plans them
-    cells = 0 if detection.empty else len(load_tasks(args.tasks)) * columns * args.repeats
+    cells = 0 if detection.empty else plan_size(len(load_tasks(args.tasks)), columns, args.repeats)
     plan = plan_matrix(cells, max_parallel=args.max_parallel, cells_per_job=args.cells_per_job)
     print(plan.model_dump_json())
     what = f"{plan.cells} runs in {plan.jobs} jobs of up to {plan.cells_per_job}" if plan.evaluate else (

@@ -118,6 +118,22 @@ def planned_repeats(repeats: int | str, max_repeats: int) -> tuple[int, bool]:
     return int(repeats), False
 
 
+def plan_size(tasks: int, columns: int, repeats: int) -> int:
+    """The runs of a plan: every task in every column (condition or arm), `repeats` times.
+    `docdelta plan` and the Action's plan job size the job matrix with it, and a sharded run
+    runs exactly that many (it keeps a base arm the pool could stand in for)."""
+    return tasks * columns * repeats
+
+
+def plan_cost(planned: int, *, timeout_s: float, reserve_usd: float) -> str:
+    """What a plan may cost and take, where the options bound it: the reserve is each run's
+    spend limit, the timeout each run's longest wall-clock time (runs go one at a time)."""
+    hours = f"take up to {planned * timeout_s / 3600:,.1f} hours (--timeout {timeout_s:g}s per run)"
+    if reserve_usd > 0:
+        return f"it may cost up to ${planned * reserve_usd:,.2f} (--reserve-usd per run) and {hours}; "
+    return f"it may {hours}; "
+
+
 class PlanTooLarge(ConfigError):
     """The plan has more runs than the request allows without confirmation."""
 
@@ -186,7 +202,7 @@ def prepare(
 
     loaded = select_tasks(load_tasks(request.tasks_dir), request.only_tasks, request.tasks_dir)
     columns = [*request.conditions, *(a.spec.name for a in arms)]
-    planned = len(loaded) * len(columns) * request.repeats
+    planned = plan_size(len(loaded), len(columns), request.repeats)
     if request.max_runs is not None and planned > request.max_runs:
         raise PlanTooLarge(planned, len(loaded), len(columns), request.repeats, request.max_runs)
     require_reviewed(loaded, request.allow_unreviewed)
