@@ -274,6 +274,8 @@ def _column(
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
     """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
     save, and score. None when no instruction file changed between the refs."""
+    if options.shard is not None:  # the job matrix's plan counted every arm (`plan_size`): run them all
+        request = replace(request, skip_base_from=None)
     store = ResultStore(deps.workdir)
     with store.lock():  # one run per workdir: a second would run the same cells again
         return _evaluate(request, options, deps, store)

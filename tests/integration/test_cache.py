@@ -402,3 +402,39 @@ def test_a_pr_runs_no_base_arm_when_the_pool_holds_enough_base_runs(
     assert manifest.pooled_only == ["base"] and {c.condition for c in manifest.order} == {"head", "none"}
     assert not list(workdir.glob("runs/*/base/*/r*/result.json"))
     assert len(list((cache / "arms").glob("*.json"))) == 1  # no empty base arm saved
+
+
+@pytest.mark.timeout(300)
+def test_the_shards_of_a_pr_run_the_plan_its_job_matrix_counted_even_when_the_pool_could_stand_in(
+    tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
+) -> None:
+    """The plan job sizes the job matrix without the pool (its key needs the sealed checkouts
+    and the agent), so it counts the base arm; with `skip-base-from` met, the shards must still
+    run exactly that plan, not the head and none arms alone."""
+    ws, demo = workspace
+    cache = tmp_path / "cache"
+    heads = [
+        _docs_only_head(ws, demo.head_sha, f"# Agents\nUse `nox -s shard{n}`.\n".encode()) for n in range(2)
+    ]
+    for number, head in enumerate(heads, 50):
+        fake.add_pull(number, demo.head_sha, head, [("CLAUDE.md", "added")])
+    first = _pr_event(tmp_path, 50, demo.head_sha, heads[0])
+    result, log = _act(tmp_path, ws, fake, "pull_request", first, f"dir:{cache}", seed="1")
+    assert result.activity == "evaluate", log  # its base arm pools 2 runs of every task
+
+    event = _pr_event(tmp_path, 51, demo.head_sha, heads[1])
+    pr = {"seed": "2", "skip_base_from": "2"}
+    planned, log = _act(
+        tmp_path, ws, fake, "pull_request", event, f"dir:{cache}", plan="true", max_parallel="2", **pr
+    )
+    plan = json.loads(planned.outputs["plan"])
+    ran = []
+    for job in plan["matrix"]["include"]:
+        where = tmp_path / "shards" / job["id"]
+        done, log = _act(
+            tmp_path, ws, fake, "pull_request", event, f"dir:{cache}", shard=job["shard"],
+            results_path=str(where), **pr,
+        )  # fmt: skip
+        assert done.title == f"shard {job['shard']} done", log
+        ran += [p.parent for p in where.rglob("result.json")]
+    assert len(ran) == len(set(ran)) == plan["cells"] == 4 * 3 * 2  # tasks x base,head,none x repeats
