@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta import validate
 from docdelta.cli.options import (
@@ -19,9 +19,6 @@ from docdelta.cli.options import (
 )
 from docdelta.errors import ExitCode
 from docdelta.git import Repo
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(sub: Any) -> None:

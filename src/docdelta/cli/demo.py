@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta.cli.options import (
     at_least,
 )
 from docdelta.cli.run import execute
 from docdelta.git import Repo
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(sub: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from docdelta.errors import ConfigError, ExitCode
 from docdelta.git import Repo
@@ -13,9 +13,6 @@ from docdelta.instructions.detect import InstructionMatcher, detect_diff, detect
 from docdelta.instructions.models import NearMiss
 from docdelta.text import listing
 from docdelta.vocabulary import CONFIG_PATH
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(sub: Any) -> None:

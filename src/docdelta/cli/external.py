@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta import validate
 from docdelta.cli.options import (
+    add_comparison,
     arg,
     at_least,
 )
@@ -17,16 +18,10 @@ from docdelta.errors import ExitCode
 from docdelta.git import Repo
 from docdelta.vocabulary import DEFAULT_CONDITIONS, HEAD
 
-if TYPE_CHECKING:
-    pass
-
 
 def add_parser(sub: Any) -> None:
     pr = sub.add_parser("prepare", help="write the trials for an agent docdelta does not drive")
-    pr.add_argument("--repo", type=Path, default=Path())
-    pr.add_argument("--base", required=True)
-    pr.add_argument("--head", required=True)
-    pr.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    add_comparison(pr)
     pr.add_argument("--workdir", type=Path, required=True)
     pr.add_argument("--conditions", type=arg(validate.condition_list), default=list(DEFAULT_CONDITIONS))
     pr.add_argument("--patch", type=Path, help="unified diff applied to head's instruction files (patched)")

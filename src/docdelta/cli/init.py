@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta.errors import ExitCode
 from docdelta.git import Repo
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(sub: Any) -> None:

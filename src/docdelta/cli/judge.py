@@ -7,12 +7,9 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta.errors import ExitCode
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(sub: Any) -> None:

@@ -55,6 +55,14 @@ def chosen_conditions(args: argparse.Namespace) -> list[str]:
     return [] if args.arms else list(DEFAULT_CONDITIONS)
 
 
+def add_comparison(p: argparse.ArgumentParser) -> None:
+    """The repository, the two refs compared and the task files (`run`, `plan`, `prepare`)."""
+    p.add_argument("--repo", type=Path, default=Path())
+    p.add_argument("--base", required=True)
+    p.add_argument("--head", required=True)
+    p.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+
+
 def add_band(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--noise-band",

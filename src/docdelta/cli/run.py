@@ -13,6 +13,7 @@ from docdelta import validate
 from docdelta.cli.options import (
     add_agent_options,
     add_band,
+    add_comparison,
     arg,
     at_least,
     chosen_conditions,
@@ -33,10 +34,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     r = sub.add_parser("run", help="run the matrix of tasks x conditions x repeats and print the scorecard")
-    r.add_argument("--repo", type=Path, default=Path())
-    r.add_argument("--base", required=True)
-    r.add_argument("--head", required=True)
-    r.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    add_comparison(r)
     r.add_argument("--workdir", type=Path, required=True)
     r.add_argument(
         "--config",

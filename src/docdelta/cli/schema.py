@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta.errors import ExitCode
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_parser(sub: Any) -> None:

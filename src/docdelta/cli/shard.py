@@ -7,10 +7,11 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from docdelta import validate
 from docdelta.cli.options import (
+    add_comparison,
     arg,
     at_least,
     chosen_conditions,
@@ -21,16 +22,10 @@ from docdelta.git import Repo
 from docdelta.instructions.detect import detect_refs
 from docdelta.validate import DEFAULT_MAX_PARALLEL
 
-if TYPE_CHECKING:
-    pass
-
 
 def add_parser(sub: Any) -> None:
     pl = sub.add_parser("plan", help="write the GitHub Actions job matrix (JSON) for `run --shard I/N` jobs")
-    pl.add_argument("--repo", type=Path, default=Path())
-    pl.add_argument("--base", required=True)
-    pl.add_argument("--head", required=True)
-    pl.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+    add_comparison(pl)
     pl.add_argument("--conditions", type=arg(validate.condition_list), help="as `run`'s")
     pl.add_argument("--arms", type=arg(parse_arm_specs), help="as `run`'s")
     pl.add_argument("--repeats", type=at_least(1), default=3)
