@@ -364,6 +364,19 @@ def test_two_saves_racing_on_the_data_branch_both_join_the_pool(
     assert len(pooled.results) == 2 * len(results)
 
 
+def _docs_only_prs(
+    tmp: Path, ws: Path, demo: DemoRepo, fake: FakeGitHub, first: int, word: str
+) -> list[Path]:
+    """The events of two PRs on the demo's head, numbered from `first`, each adding its own
+    CLAUDE.md (`nox -s <word><n>`): two heads whose base arm is the same."""
+    events = []
+    for n in range(2):
+        head = _docs_only_head(ws, demo.head_sha, f"# Agents\nUse `nox -s {word}{n}`.\n".encode())
+        fake.add_pull(first + n, demo.head_sha, head, [("CLAUDE.md", "added")])
+        events.append(_pr_event(tmp, first + n, demo.head_sha, head))
+    return events
+
+
 @pytest.mark.timeout(400)  # two PR runs
 def test_a_pr_runs_no_base_arm_when_the_pool_holds_enough_base_runs(
     tmp_path: Path, workspace: tuple[Path, DemoRepo], fake: FakeGitHub
@@ -373,14 +386,10 @@ def test_a_pr_runs_no_base_arm_when_the_pool_holds_enough_base_runs(
     none only, decides head against the pooled runs, and the comment says so."""
     ws, demo = workspace
     cache = tmp_path / "cache"
-    heads = [
-        _docs_only_head(ws, demo.head_sha, f"# Agents\nUse `nox -s skip{n}`.\n".encode()) for n in range(2)
-    ]
-    for number, head in enumerate(heads, 40):
-        fake.add_pull(number, demo.head_sha, head, [("CLAUDE.md", "added")])
+    events = _docs_only_prs(tmp_path, ws, demo, fake, 40, "skip")
     bodies = []
     for number, seed in ((40, "1"), (41, "2")):
-        event = _pr_event(tmp_path, number, demo.head_sha, heads[number - 40])
+        event = events[number - 40]
         result, log = _act(
             tmp_path, ws, fake, "pull_request", event, f"dir:{cache}", seed=seed, skip_base_from="2"
         )
@@ -413,16 +422,10 @@ def test_the_shards_of_a_pr_run_the_plan_its_job_matrix_counted_even_when_the_po
     run exactly that plan, not the head and none arms alone."""
     ws, demo = workspace
     cache = tmp_path / "cache"
-    heads = [
-        _docs_only_head(ws, demo.head_sha, f"# Agents\nUse `nox -s shard{n}`.\n".encode()) for n in range(2)
-    ]
-    for number, head in enumerate(heads, 50):
-        fake.add_pull(number, demo.head_sha, head, [("CLAUDE.md", "added")])
-    first = _pr_event(tmp_path, 50, demo.head_sha, heads[0])
+    first, event = _docs_only_prs(tmp_path, ws, demo, fake, 50, "shard")
     result, log = _act(tmp_path, ws, fake, "pull_request", first, f"dir:{cache}", seed="1")
     assert result.activity == "evaluate", log  # its base arm pools 2 runs of every task
 
-    event = _pr_event(tmp_path, 51, demo.head_sha, heads[1])
     pr = {"seed": "2", "skip_base_from": "2"}
     planned, log = _act(
         tmp_path, ws, fake, "pull_request", event, f"dir:{cache}", plan="true", max_parallel="2", **pr
