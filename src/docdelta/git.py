@@ -211,6 +211,11 @@ class Repo:
             entries.append(TreeEntry(path.decode(), mode, oid, None if size == "-" else int(size)))
         return entries
 
+    def file_at(self, sha: str, path: str) -> bytes | None:
+        """The content of `path` at commit `sha`; None when the commit has no file there."""
+        entry = next((e for e in self.tree(sha, [path]) if e.path == path), None)
+        return None if entry is None else self.read_blob(entry.oid)
+
     def read_blob(self, oid: str) -> bytes:
         return self._git("cat-file", "blob", oid, what=f"read object {oid}")
 

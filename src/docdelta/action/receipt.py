@@ -59,8 +59,7 @@ def _head_bytes(ctx: ActionContext, repo: Repo, path: str) -> bytes:
     except ConfigError:  # a fork's head is not in the base checkout
         data = ctx.port.read_file(path, sha)
     else:
-        entry = next((e for e in repo.tree(commit, [path]) if e.path == path), None)
-        data = repo.read_blob(entry.oid) if entry is not None else None
+        data = repo.file_at(commit, path)
     if data is None:
         raise ConfigError(
             f"{path} is missing at the PR's head {sha[:12]}",

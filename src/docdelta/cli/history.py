@@ -85,10 +85,10 @@ def _file_bytes(repo_dir: Path, path: str, ref: str | None) -> bytes:
         except OSError as exc:
             raise ConfigError(f"cannot read {repo_dir / path}: {exc.strerror}", hint="check --file") from None
     repo = Repo(repo_dir)
-    entry = next((e for e in repo.tree(repo.resolve(ref), [path]) if e.path == path), None)
-    if entry is None:
+    data = repo.file_at(repo.resolve(ref), path)
+    if data is None:
         raise ConfigError(f"{path} does not exist at {ref}", hint="check --file and --ref")
-    return repo.read_blob(entry.oid)
+    return data
 
 
 def _receipt(args: argparse.Namespace) -> int:
