@@ -14,7 +14,7 @@ from toolchain import sandbox_config
 
 from docdelta.cli.main import main
 from docdelta.demo import build_demo_repo
-from docdelta.improve.task_audit import Label, SuiteAudit
+from docdelta.improve.task_audit import GoldLabel, SuiteAudit
 from docdelta.scorecard.models import Summary
 
 
@@ -31,18 +31,18 @@ def test_the_demo_control_and_targets_are_labelled_by_evidence_alone(
     audit = _audit(capsys, "--repo", str(demo.path), "--tasks", str(demo.tasks_dir))
     labels = {t.task: t.label for t in audit.tasks}
     assert labels == {
-        "install-dev": Label.control,
-        "currency-sync": Label.target,
-        "force-push": Label.target,
-        "run-tests": Label.target,
+        "install-dev": GoldLabel.control,
+        "currency-sync": GoldLabel.target,
+        "force-push": GoldLabel.target,
+        "run-tests": GoldLabel.target,
     }
     # The prompt of currency-sync names currencies.py, one of its gold files: a leak, not counted.
     leaks = [(t.task, i.expected) for t in audit.tasks for i in t.items if i.leaked]
     assert leaks == [("currency-sync", "pricebook/currencies.py")]
     # At the base commit the rules are not written down anywhere: the targets are unattainable.
     at_base = _audit(capsys, "--repo", str(demo.path), "--tasks", str(demo.tasks_dir), "--ref", demo.base_sha)
-    assert {t.task: t.label for t in at_base.tasks}["run-tests"] is Label.unattainable
-    assert {t.task: t.label for t in at_base.tasks}["install-dev"] is Label.control
+    assert {t.task: t.label for t in at_base.tasks}["run-tests"] is GoldLabel.unattainable
+    assert {t.task: t.label for t in at_base.tasks}["install-dev"] is GoldLabel.control
 
 
 TASK = """\

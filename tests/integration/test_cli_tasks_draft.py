@@ -13,7 +13,7 @@ import pytest
 from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
-from docdelta.improve.task_audit import Label, SuiteAudit
+from docdelta.improve.task_audit import GoldLabel, SuiteAudit
 from docdelta.scorecard.models import Summary
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.quotes import locate
@@ -56,7 +56,7 @@ def test_drafts_carry_gold_and_citations_of_the_head_file_and_leak_nothing(
     assert main(["tasks", "audit", "--repo", str(demo.path), "--tasks", str(out), "--json"]) == 0
     audit = SuiteAudit.model_validate_json(capsys.readouterr().out)
     assert [i for e in audit.tasks for i in e.items if i.leaked] == []
-    assert {e.task: e.label for e in audit.tasks} == dict.fromkeys(DRAFTED, Label.target)
+    assert {e.task: e.label for e in audit.tasks} == dict.fromkeys(DRAFTED, GoldLabel.target)
 
     # A rerun drafts nothing the tasks there already cover, and so keeps a reviewer's edits.
     (out / "rule-make-check.yaml").write_text((out / "rule-make-check.yaml").read_text() + "# edited\n")

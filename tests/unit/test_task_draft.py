@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docdelta.improve.task_audit import SourceText, audit_items
-from docdelta.improve.task_draft import BLANK, Draft, RuleKind, covers, draft_from_text
+from docdelta.improve.task_draft import BLANK, RuleKind, RuleTaskDraft, covers, draft_from_text
 from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import locate
 
@@ -48,7 +48,7 @@ print("not a shell command")
 TREE = ["pricebook/currencies.py", "pricebook/symbols.py", "Makefile"]
 
 
-def _drafts(text: str = GUIDE) -> dict[str, Draft]:
+def _drafts(text: str = GUIDE) -> dict[str, RuleTaskDraft]:
     return {d.task.id: d for d in draft_from_text(text, "AGENTS.md", TREE)}
 
 

@@ -42,7 +42,7 @@ from docdelta.improve.suggest import Measured, Suggestion, adding, change, measu
 from docdelta.improve.suggest import write as write_suggestion
 from docdelta.improve.suggest_model import ModelDraft, measured_as
 from docdelta.improve.suggest_model import write as write_model_draft
-from docdelta.improve.task_audit import FileKind, Label, SuiteAudit, audit_suite, read_source
+from docdelta.improve.task_audit import FileKind, GoldLabel, SuiteAudit, audit_suite, read_source
 from docdelta.results.models import Manifest, RunResult
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.models import Task
@@ -350,7 +350,7 @@ def audit_section(
     loaded = load_tasks(tasks_dir)
     audits = [audit_suite(loaded, read_source(repo, sha, config, strip), sha, workdirs) for sha in commits]
     entries = [
-        next((e for e in sides if e.label is Label.target), sides[0])
+        next((e for e in sides if e.label is GoldLabel.target), sides[0])
         for sides in zip(*(a.tasks for a in audits), strict=True)
     ]
     return audit_markdown(audits[0].model_copy(update={"tasks": entries}))
@@ -359,9 +359,9 @@ def audit_section(
 def audit_markdown(audit: SuiteAudit) -> str:
     """A summary line of counts and a table of every shown task with what the audit found."""
     shown = [e for e in audit.tasks if not e.holdout]
-    labels = {label: sum(e.label is label for e in audit.tasks) for label in Label}
+    labels = {label: sum(e.label is label for e in audit.tasks) for label in GoldLabel}
     leaked = sum(i.leaked for e in audit.tasks for i in e.items)
-    unattainable = sum(i.label is Label.unattainable for e in audit.tasks for i in e.items)
+    unattainable = sum(i.label is GoldLabel.unattainable for e in audit.tasks for i in e.items)
     saturated = sum(e.saturated is not None for e in audit.tasks)
     counts = ", ".join(f"{n} {label.value}" for label, n in labels.items() if n)
     head = (
@@ -371,9 +371,11 @@ def audit_markdown(audit: SuiteAudit) -> str:
     rows = ["| task | measures | findings |", "| --- | --- | --- |"]
     for e in shown:
         found = [f"the prompt states {i.kind} `{i.expected}`" for i in e.items if i.leaked]
-        found += [f"{i.kind} `{i.expected}` is in no doc" for i in e.items if i.label is Label.unattainable]
+        found += [
+            f"{i.kind} `{i.expected}` is in no doc" for i in e.items if i.label is GoldLabel.unattainable
+        ]
         docs = sorted(
-            {p for i in e.items if i.label is Label.control for p in i.found_in.get(FileKind.docs, [])}
+            {p for i in e.items if i.label is GoldLabel.control for p in i.found_in.get(FileKind.docs, [])}
         )
         found += [f"gold also in {', '.join(docs)}"] if docs else []
         if e.saturated is not None:

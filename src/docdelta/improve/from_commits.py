@@ -42,7 +42,7 @@ MAX_LISTED_TESTS = 12
 
 
 @dataclass(frozen=True)
-class Draft:
+class CommitTaskDraft:
     task: Task
     assets: ChangeAssets
     notes: list[str] = field(default_factory=list)
@@ -115,7 +115,7 @@ def _giveaways(title: str, fix: bytes, hidden: dict[str, bytes]) -> list[str]:
     return sorted(w for w in words if w in added and w not in tests)
 
 
-def task_from_commit(repo: Repo, ref: str) -> Draft:
+def task_from_commit(repo: Repo, ref: str) -> CommitTaskDraft:
     """A draft change task from commit `ref`: source = its parent, hidden = the test files it touched.
 
     The reference patch is the commit's whole diff; grading drops its test-file
@@ -168,7 +168,7 @@ def task_from_commit(repo: Repo, ref: str) -> Draft:
         gold=Gold(validation=Validation(hidden=sorted(hidden), command=command, source=parent)),
         reviewed=False,
     )
-    return Draft(task, ChangeAssets(hidden=hidden, reference=reference), notes)
+    return CommitTaskDraft(task, ChangeAssets(hidden=hidden, reference=reference), notes)
 
 
 def _text(repo: Repo, tree: dict[str, TreeEntry], path: str) -> str | None:
@@ -192,7 +192,7 @@ def _focused(found: ProjectCommand | None, hidden: list[str]) -> str:
     return command
 
 
-def write_task(draft: Draft, tasks_dir: Path) -> Path:
+def write_task(draft: CommitTaskDraft, tasks_dir: Path) -> Path:
     """Write `<tasks_dir>/<id>.yaml`, `<id>/hidden/<path>` and `<id>/reference.patch`; never overwrite."""
     task, assets = draft.task, draft.assets
     task_file = tasks_dir / f"{task.id}.yaml"

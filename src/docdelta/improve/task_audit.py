@@ -55,7 +55,7 @@ class FileKind(StrEnum):
     code = "code"
 
 
-class Label(StrEnum):
+class GoldLabel(StrEnum):
     """What an item or a task measures, by where its gold stands."""
 
     target = "target"
@@ -68,7 +68,7 @@ class Label(StrEnum):
 class ItemAudit(Frozen):
     kind: str = Field(description="command, file or citation")
     expected: str
-    label: Label
+    label: GoldLabel
     leaked: bool = Field(description="the task prompt states it")
     found_in: dict[FileKind, list[str]] = Field(default={}, description="kind -> files that hold it")
 
@@ -104,7 +104,7 @@ class TaskFlaw(Frozen):
 
 class TaskAuditEntry(Frozen):
     task: str
-    label: Label
+    label: GoldLabel
     holdout: bool
     items: list[ItemAudit]
     saturated: Saturation | None = None
@@ -172,12 +172,12 @@ def read_source(repo: Repo, sha: str, config: ProjectConfig, strip: Sequence[str
     return SourceText(files)
 
 
-def _label(found: dict[FileKind, list[str]]) -> Label:
+def _label(found: dict[FileKind, list[str]]) -> GoldLabel:
     if found.get(FileKind.docs):
-        return Label.control
+        return GoldLabel.control
     if found.get(FileKind.instructions):
-        return Label.target
-    return Label.unattainable
+        return GoldLabel.target
+    return GoldLabel.unattainable
 
 
 def _alternatives(entry: str | list[str]) -> list[str]:
@@ -304,17 +304,17 @@ def _sentence(text: str, start: int, end: int) -> str:
     return text[before[-1] if before else 0 : after.end() if after else len(text)].strip()
 
 
-def task_label(items: Sequence[ItemAudit]) -> Label:
+def task_label(items: Sequence[ItemAudit]) -> GoldLabel:
     """Target when an unleaked item is only in the instruction files; control when every
     unleaked item is in the human docs too; else unattainable (or unlabelled: nothing to go on)."""
     counted = [i.label for i in items if not i.leaked]
     if not counted:
-        return Label.unlabelled
-    if Label.target in counted:
-        return Label.target
-    if all(label is Label.control for label in counted):
-        return Label.control
-    return Label.unattainable
+        return GoldLabel.unlabelled
+    if GoldLabel.target in counted:
+        return GoldLabel.target
+    if all(label is GoldLabel.control for label in counted):
+        return GoldLabel.control
+    return GoldLabel.unattainable
 
 
 @dataclass

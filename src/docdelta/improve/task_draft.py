@@ -143,7 +143,7 @@ class Span:
 
 
 @dataclass(frozen=True)
-class Draft:
+class RuleTaskDraft:
     """One drafted task and the rule it came from, for the reviewer's header."""
 
     task: Task
@@ -157,8 +157,8 @@ class Draft:
 @dataclass(frozen=True)
 class DraftSet:
     source_sha: str
-    drafts: list[Draft]
-    covered: list[tuple[Draft, str]]
+    drafts: list[RuleTaskDraft]
+    covered: list[tuple[RuleTaskDraft, str]]
     """Rules an existing task already asks about, with that task's id: not drafted again."""
 
 
@@ -556,7 +556,7 @@ def _task(rule: _Found, path: str, task_id: str) -> Task:
 
 def draft_from_text(
     text: str, path: str, paths: Sequence[str] = (), taken: set[str] | None = None
-) -> list[Draft]:
+) -> list[RuleTaskDraft]:
     """The drafts of one instruction file's text (`path` is how tasks cite it); `taken`: ids
     already used (by another file's drafts), which numbered ids then avoid."""
     taken = set() if taken is None else taken
@@ -564,7 +564,7 @@ def draft_from_text(
     for found in _find_rules(text, paths):
         rule = _anchored(found, text)
         task = _unleaked(_task(rule, path, _task_id(rule, taken)))
-        drafts.append(Draft(task, rule.kind, path, rule.line, rule.section, rule.quote))
+        drafts.append(RuleTaskDraft(task, rule.kind, path, rule.line, rule.section, rule.quote))
     return drafts
 
 
@@ -574,8 +574,8 @@ def draft_tasks(repo: Repo, ref: str, files: Sequence[str], existing: Sequence[T
     sha = repo.resolve(ref)
     tree = GitTree(repo, sha)
     paths = visible_paths(tree)
-    drafts: list[Draft] = []
-    covered: list[tuple[Draft, str]] = []
+    drafts: list[RuleTaskDraft] = []
+    covered: list[tuple[RuleTaskDraft, str]] = []
     taken: set[str] = set()
     for path in files:
         data = read(tree, path)
@@ -594,7 +594,7 @@ def draft_tasks(repo: Repo, ref: str, files: Sequence[str], existing: Sequence[T
     return DraftSet(sha, drafts, covered)
 
 
-def covers(existing: Task, draft: Draft, text: str) -> bool:
+def covers(existing: Task, draft: RuleTaskDraft, text: str) -> bool:
     """Does `existing` already ask about the draft's rule: it cites lines of the same file that
     overlap the rule's (`text` is that file), or expects the same commands."""
     where = locate(text, draft.task.gold_citations[0].quote)
@@ -624,7 +624,7 @@ def gold_summary(task: Task) -> str:
     return ", ".join(parts)
 
 
-def _header(draft: Draft, sha: str) -> str:
+def _header(draft: RuleTaskDraft, sha: str) -> str:
     rule = " ".join(draft.rule.split())
     return (
         f"# Drafted by `docdelta tasks draft` from {draft.file}:{draft.line} at {sha[:12]}"
