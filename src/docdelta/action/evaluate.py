@@ -27,8 +27,9 @@ from docdelta.github.links import artifacts_url, diff_links, pr_files_url
 from docdelta.github.port import Conclusion, PrFile
 from docdelta.instructions.models import Detection, FileStatus
 from docdelta.report import render_comment_markdown
-from docdelta.report.html import REPORT_FILE, write_html
+from docdelta.report.html import write_html
 from docdelta.report.render import fmt_verdict
+from docdelta.results.layout import REPORT_FILE
 from docdelta.scorecard import stats, thresholds
 from docdelta.vocabulary import HEAD
 

@@ -43,13 +43,11 @@ from docdelta.improve.suggest import write as write_suggestion
 from docdelta.improve.suggest_model import ModelDraft, measured_as
 from docdelta.improve.suggest_model import write as write_model_draft
 from docdelta.improve.task_audit import FileKind, GoldLabel, SuiteAudit, audit_suite, read_source
+from docdelta.results.layout import SUGGESTED_PATCH
 from docdelta.results.models import Manifest, RunResult
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.models import Task
 from docdelta.vocabulary import HEAD, Frozen
-
-SUGGESTED_PATCH = "suggested.patch"
-"""In `results-path`, which the workflow uploads: the patch the section offers."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from docdelta.cli.options import (
 from docdelta.cli.report import open_workdir
 from docdelta.errors import DraftRefused, ExitCode
 from docdelta.git import Repo
+from docdelta.results.layout import SUGGESTED_PATCH
 from docdelta.vocabulary import HEAD
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _suggest(args: argparse.Namespace) -> int:
     if drafted is None:
         print(f"nothing to suggest: {args.condition} missed no gold item its files do not already state")
         return ExitCode.OK
-    out = args.out or args.workdir / "suggested.patch"
+    out = args.out or args.workdir / SUGGESTED_PATCH
     side = write_suggestion(drafted, out)
     print(drafted.patch, end="")
     worst = ", ".join(f"{t} ({m:.2f})" for t, m in drafted.tasks.items())

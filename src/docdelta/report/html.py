@@ -28,7 +28,7 @@ from docdelta.grading.judged import apply_judgement, read_judged
 from docdelta.report.plain import lead
 from docdelta.report.render import environment
 from docdelta.results.grades import JudgeRuling
-from docdelta.results.layout import DIFF_FILE, JUDGED_FILE, RESULT_FILE, TRANSCRIPT_FILE
+from docdelta.results.layout import DIFF_FILE, JUDGED_FILE, REPORT_FILE, RESULT_FILE, TRANSCRIPT_FILE
 from docdelta.results.models import Cell, JudgedResult, RunResult
 from docdelta.scorecard.models import Summary, TaskSummary
 from docdelta.vocabulary import BASE, HEAD, NONE, PATCHED
@@ -285,10 +285,6 @@ def render_html(
             lead=lead(summary, repeats_flag="--repeats {n}"),
         )
     )
-
-
-REPORT_FILE = "report.html"
-"""The HTML report's name beside the results (the Action's `results-path`, uploaded as an artifact)."""
 
 
 def write_html(

@@ -12,6 +12,10 @@ POOLED_FILE = "pooled.json"
 POWER_CACHE = "power.json"
 """Where `scorecard.power.cached_drop` keeps its simulations."""
 ABLATION_FILE = "ablation.json"
+REPORT_FILE = "report.html"
+"""The HTML report, written beside the results it links to."""
+SUGGESTED_PATCH = "suggested.patch"
+"""`docdelta suggest`'s and the Action's deterministic patch."""
 
 # --------------------------------------------------------- beside each run
 RESULT_FILE = "result.json"
