@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, settings
 from toolchain import CheckoutFactory
 
 if TYPE_CHECKING:
+    from fakegithub import FakeGitHub
+
     from docdelta.sandbox.local import LocalProvider
 
 # Hypothesis' per-example deadline and its too-slow health check are wall-clock budgets: on a
@@ -91,6 +93,15 @@ def tmp_checkout(tmp_path: Path) -> CheckoutFactory:
         return root
 
     return make
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    """A fake GitHub API server of this test only (tests/fakegithub)."""
+    from fakegithub import FakeGitHub  # noqa: PLC0415 (conftest stays light)
+
+    with FakeGitHub() as server:
+        yield server
 
 
 @pytest.fixture
