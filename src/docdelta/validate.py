@@ -11,8 +11,9 @@ switches the spend cap off.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
+from typing import TypeVar
 
 MAX_RUNS_WITHOUT_CONFIRMATION = 1000
 """Planned runs (tasks x conditions x repeats) above which `docdelta run` asks for
@@ -55,15 +56,28 @@ class AblationDesign(StrEnum):
     """One condition per removed unit."""
 
 
+_N = TypeVar("_N", int, float)
+
+
+def _number(
+    text: str, kind: Callable[[str], _N], fits: Callable[[_N], bool], *, expected: str, fitting: str
+) -> _N:
+    """`text` read by `kind`; a `ValueError` saying what was `expected` when it does not read,
+    and what `fitting` value when `fits` refuses it."""
+    try:
+        number = kind(text)
+    except ValueError:
+        raise ValueError(f"expected {expected}, got {text!r}") from None
+    if not fits(number):
+        raise ValueError(f"expected {fitting}, got {text!r}")
+    return number
+
+
 def whole_at_least(low: int, text: str) -> int:
     """A whole number >= low."""
-    try:
-        number = int(text)
-    except ValueError:
-        raise ValueError(f"expected a whole number, got {text!r}") from None
-    if number < low:
-        raise ValueError(f"expected a whole number >= {low}, got {text!r}")
-    return number
+    return _number(
+        text, int, lambda n: n >= low, expected="a whole number", fitting=f"a whole number >= {low}"
+    )
 
 
 def repeats(text: str) -> int | str:
@@ -81,24 +95,24 @@ def repeats(text: str) -> int | str:
 
 def fraction(text: str) -> float:
     """A share in (0, 1], e.g. a pass threshold of 0.8."""
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"expected a share between 0 and 1 like 0.8, got {text!r}") from None
-    if not 0 < number <= 1:  # also refuses NaN
-        raise ValueError(f"expected a share above 0 and at most 1 like 0.8, got {text!r}")
-    return number
+    return _number(
+        text,
+        float,
+        lambda n: 0 < n <= 1,  # also refuses NaN
+        expected="a share between 0 and 1 like 0.8",
+        fitting="a share above 0 and at most 1 like 0.8",
+    )
 
 
 def noise_band(text: str) -> float:
     """`--noise-band B`: a score difference, 0 <= B < 1 (a band of 1 would call nothing a change)."""
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"expected a score difference such as 0.2, got {text!r}") from None
-    if not 0 <= number < 1:
-        raise ValueError(f"expected a score difference from 0 up to (not including) 1, got {text!r}")
-    return number
+    return _number(
+        text,
+        float,
+        lambda n: 0 <= n < 1,
+        expected="a score difference such as 0.2",
+        fitting="a score difference from 0 up to (not including) 1",
+    )
 
 
 def condition_list(text: str) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_helpers import ScriptedRun, modelserver_image, run_scripted_agent
+from docker_helpers import ScriptedRun, modelserver_image, own_network, run_scripted_agent
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 
 from docdelta.agents import AgentContext
@@ -24,7 +24,6 @@ from docdelta.agents.gemini import VERSION, GeminiAgent
 from docdelta.agents.images import agent_image
 from docdelta.agents.models import RunStatus
 from docdelta.gateway.config import GEMINI
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -61,9 +60,7 @@ def run(
     (checkout / "AGENTS.md").write_text("agents-md-marker\n")
     # A repository, as the runner's sealed checkout is: the CLI looks for GEMINI.md up to its root.
     subprocess.run(["git", "init", "-q", str(checkout)], check=True)
-    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
-    network = client.networks.create(name, labels={LABEL: "1", RUN_LABEL: name})
-    try:
+    with own_network(client) as name:
         return run_scripted_agent(
             client,
             agent=GeminiAgent(model=MODEL),
@@ -80,8 +77,6 @@ def run(
             prepare=[f"mkdir -p $HOME/.gemini && echo {HOME_MARKER} > $HOME/.gemini/GEMINI.md"],
             ctx=AgentContext(seed=3, timeout_s=240),
         )
-    finally:
-        network.remove()
 
 
 def test_the_outcome_is_what_the_script_did(run: ScriptedRun) -> None:

@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 import pytest
-from docker_helpers import modelserver_image, run_scripted_agent
+from docker_helpers import SCRIPTED_CHAT, modelserver_image, own_network, run_scripted_agent
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
@@ -19,8 +19,6 @@ from docdelta.agents import AgentContext
 from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.experiment.runner import with_gateway_telemetry
-from docdelta.gateway.config import Upstream
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -42,10 +40,8 @@ KEY = f"sk-test-{uuid.uuid4().hex}"
 def test_the_agent_runs_through_the_gateway_and_the_usage_log_matches_the_server(
     client: Any, base_image: str, gateway_image: str, tmp_checkout: CheckoutFactory
 ) -> None:
-    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
-    network = client.networks.create(name, labels={LABEL: "1", RUN_LABEL: name})
     agent = OpenAIAgent(model="gpt-4o-mini")
-    try:
+    with own_network(client) as name:
         run = run_scripted_agent(
             client,
             agent=agent,
@@ -53,22 +49,13 @@ def test_the_agent_runs_through_the_gateway_and_the_usage_log_matches_the_server
             server_image=modelserver_image(client, base_image),
             gateway_image=gateway_image,
             network=name,
-            upstream=Upstream(
-                name="openai",
-                base_url=f"http://{name}-scripted:8000/v1",  # where run_scripted_agent serves
-                paths=["/chat/completions"],
-                base_url_env=["OPENAI_BASE_URL"],
-                key_env=["OPENAI_API_KEY"],
-                key_from="OPENAI_API_KEY",
-            ),
+            upstream=SCRIPTED_CHAT,
             script=SCRIPT,
             checkout=tmp_checkout({"AGENTS.md": AGENTS_MD}),
             prompt="Which command runs the tests?",
             key=KEY,
             ctx=AgentContext(seed=5, timeout_s=120),
         )
-    finally:
-        network.remove()
     outcome, calls = run.outcome, run.calls
 
     assert agent.network == "gateway"

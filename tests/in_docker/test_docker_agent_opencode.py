@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_helpers import modelserver_image, run_scripted_agent
+from docker_helpers import SCRIPTED_CHAT, modelserver_image, own_network, run_scripted_agent
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
 from toolchain import CheckoutFactory
 
@@ -20,8 +20,6 @@ from docdelta.agents import AgentContext
 from docdelta.agents.images import agent_image
 from docdelta.agents.models import CommandRun, RunStatus
 from docdelta.agents.opencode import OpenCodeAgent
-from docdelta.gateway.config import Upstream
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -55,9 +53,7 @@ def test_opencode_runs_through_the_gateway_isolated_and_parsed_as_scripted(
     agent = OpenCodeAgent(model="gpt-4o-mini")
     bundle = Path("/etc/ssl/certs/ca-certificates.crt")
     image = agent_image(client, base=base_image, npm=agent.npm, extra_ca=bundle if bundle.exists() else None)
-    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
-    network = client.networks.create(name, labels={LABEL: "1", RUN_LABEL: name})
-    try:
+    with own_network(client) as name:
         run = run_scripted_agent(
             client,
             agent=agent,
@@ -65,14 +61,7 @@ def test_opencode_runs_through_the_gateway_isolated_and_parsed_as_scripted(
             server_image=modelserver_image(client, base_image),
             gateway_image=gateway_image,
             network=name,
-            upstream=Upstream(
-                name="openai",
-                base_url=f"http://{name}-scripted:8000/v1",
-                paths=["/chat/completions"],
-                base_url_env=["OPENAI_BASE_URL"],
-                key_env=["OPENAI_API_KEY"],
-                key_from="OPENAI_API_KEY",
-            ),
+            upstream=SCRIPTED_CHAT,
             script=SCRIPT,
             checkout=tmp_checkout({"AGENTS.md": AGENTS_MD, "CLAUDE.md": CLAUDE_MD}),
             prompt="Which command runs the full test suite?",
@@ -80,8 +69,6 @@ def test_opencode_runs_through_the_gateway_isolated_and_parsed_as_scripted(
             prepare=PLANT,
             ctx=AgentContext(seed=3, timeout_s=240),
         )
-    finally:
-        network.remove()
     outcome = run.outcome
 
     assert outcome.status is RunStatus.ok, (outcome.error, run.result.stderr[-2000:])

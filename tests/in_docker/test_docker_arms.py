@@ -12,6 +12,7 @@ import pytest
 from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, TurnUsage
+from toolchain import MAKE_CHECK_TASK
 
 from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
@@ -22,13 +23,6 @@ pytestmark = pytest.mark.docker
 KEY = f"sk-arms-{uuid.uuid4().hex}"
 GOOD = {"answer": "Run make check.", "commands": ["make check"]}
 BAD = {"answer": "Run python setup.py test.", "commands": ["python setup.py test"]}
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +54,13 @@ gateway:
     model-b: {{input: 0, output: 0}}
 """
     repo = GitRepo.init(tmp_path / "proj")
-    repo.commit({".docdelta.yml": config, ".docdelta/tasks/t.yaml": TASK, "AGENTS.md": "# Agents\nbe nice\n"})
+    repo.commit(
+        {
+            ".docdelta.yml": config,
+            ".docdelta/tasks/t.yaml": MAKE_CHECK_TASK,
+            "AGENTS.md": "# Agents\nbe nice\n",
+        }
+    )
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     workdir = tmp_path / "work"

@@ -14,6 +14,7 @@ import pytest
 from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
+from toolchain import MAKE_CHECK_TASK
 
 from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
@@ -24,13 +25,6 @@ pytestmark = pytest.mark.docker
 MODEL = "scripted-model"
 KEY = f"sk-cli-gateway-{uuid.uuid4().hex}"
 ANSWER = {"answer": "Run make check.", "commands": ["make check"]}
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +54,13 @@ gateway:
     {MODEL}: {{input: 0, output: 0}}
 """
     repo = GitRepo.init(tmp_path / "proj")
-    repo.commit({".docdelta.yml": config, ".docdelta/tasks/t.yaml": TASK, "AGENTS.md": "# Agents\nbe nice\n"})
+    repo.commit(
+        {
+            ".docdelta.yml": config,
+            ".docdelta/tasks/t.yaml": MAKE_CHECK_TASK,
+            "AGENTS.md": "# Agents\nbe nice\n",
+        }
+    )
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     workdir = tmp_path / "work"

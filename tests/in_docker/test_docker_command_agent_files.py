@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 from gitrepo import GitRepo
+from toolchain import MAKE_CHECK_TASK
 
 from docdelta.cli.main import main
 from docdelta.results.models import RunResult
 
 pytestmark = pytest.mark.docker
 
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 
 PROBE = """\
 import json, os
@@ -44,7 +38,7 @@ def test_a_script_named_by_absolute_path_runs_read_only_without_its_folder(
     agent.write_text(PROBE)
     repo = GitRepo.init(tmp_path / "proj")
     repo.commit({
-        "README.md": "# proj\n", "AGENTS.md": "# Agents\n", ".docdelta/tasks/test-cmd.yaml": TASK,
+        "README.md": "# proj\n", "AGENTS.md": "# Agents\n", ".docdelta/tasks/test-cmd.yaml": MAKE_CHECK_TASK,
         ".docdelta.yml": f"docker:\n  base: {base_image}\n",
     })  # fmt: skip
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_helpers import modelserver_image, run_scripted_agent
+from docker_helpers import SCRIPTED_CHAT, modelserver_image, own_network, run_scripted_agent
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn
 
@@ -22,10 +22,8 @@ from docdelta.agents import AgentContext
 from docdelta.agents.models import RunStatus
 from docdelta.agents.openai_loop import OpenAIAgent
 from docdelta.checkout.seal import build_overlays, seal
-from docdelta.gateway.config import Upstream
 from docdelta.git import Repo
 from docdelta.instructions.detect import InstructionMatcher
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -53,20 +51,10 @@ def test_prompt_is_byte_identical_across_conditions_and_only_the_docs_differ(
     sealed = {c: seal(repo, head, o, tmp_path / c, matcher, strip=[]) for c, o in overlays.items()}
     assert sealed["base"].source_sha256 == sealed["head"].source_sha256
 
-    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
-    network = client.networks.create(name, labels={LABEL: "1", RUN_LABEL: name})
-    upstream = Upstream(
-        name="openai",
-        base_url=f"http://{name}-scripted:8000/v1",  # where run_scripted_agent serves
-        paths=["/chat/completions"],
-        base_url_env=["OPENAI_BASE_URL"],
-        key_env=["OPENAI_API_KEY"],
-        key_from="OPENAI_API_KEY",
-    )
     script = Script(name="same-prompt", turns=[TextTurn(text=json.dumps(ANSWER))])
     server_image = modelserver_image(client, base_image)
     bodies: dict[str, dict[str, Any]] = {}
-    try:
+    with own_network(client) as name:
         for condition, checkout in sealed.items():
             run = run_scripted_agent(
                 client,
@@ -75,7 +63,7 @@ def test_prompt_is_byte_identical_across_conditions_and_only_the_docs_differ(
                 server_image=server_image,
                 gateway_image=gateway_image,
                 network=name,
-                upstream=upstream,
+                upstream=SCRIPTED_CHAT,
                 script=script,
                 checkout=checkout.path,
                 prompt=PROMPT,
@@ -86,8 +74,6 @@ def test_prompt_is_byte_identical_across_conditions_and_only_the_docs_differ(
             assert run.outcome.answer is not None and run.outcome.answer.commands == ["make check"]
             (post,) = [r for r in run.requests if r["method"] == "POST"]
             bodies[condition] = post["body"]
-    finally:
-        network.remove()
 
     base_body, head_body = bodies["base"], bodies["head"]
     # The task prompt (the user message) reached the model byte for byte, in both conditions.

@@ -17,6 +17,7 @@ import pytest
 from docker_helpers import UPSTREAM_PORT
 from gitrepo import GitRepo
 from modelserver.script import ErrorTurn, Script, TextTurn, TurnUsage
+from toolchain import MAKE_CHECK_TASK
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, classify, parse_answer
 from docdelta.agents.models import AgentOutcome, RunStatus
@@ -43,13 +44,6 @@ CLAUDE_MD = "# Notes\nKeep every public function documented and type hinted.\n"
 ANSWER = '{"answer": "run make check", "commands": ["make check"]}'
 USAGE = TurnUsage(input_tokens=1000, output_tokens=10)
 """$0.00315 per call at claude-sonnet-4 prices ($3 in, $15 out per million)."""
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 
 AGENT = r"""
 import json, os, sys, urllib.error, urllib.request
@@ -123,7 +117,7 @@ def modelserver_script() -> Script:
 def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Experiment, ResultStore]:
     root = tmp_path_factory.mktemp("audit")
     git = GitRepo.init(root / "proj")
-    files = {"README.md": "# proj\n", "CLAUDE.md": CLAUDE_MD, ".docdelta/tasks/t.yaml": TASK}
+    files = {"README.md": "# proj\n", "CLAUDE.md": CLAUDE_MD, ".docdelta/tasks/t.yaml": MAKE_CHECK_TASK}
     git.commit({**files, "AGENTS.md": "# Agents\nBe nice to the build server, always.\n"})
     git.commit({"AGENTS.md": "# Agents\nRun `make check` before you push, every time.\n"})
     store = ResultStore(root / "work")

@@ -6,35 +6,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import cast
 
 import pytest
+from recorded_agents import recorded_run, recording_sandbox
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.claude_code import VERSION, ClaudeCodeAgent
 from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "claude_code"
-WORKSPACE = "/workspace/repo"
 CTX = AgentContext(seed=1)
 
 
 def recorded(case: str) -> ExecResult:
-    meta = json.loads((FIXTURES / case / "exec.json").read_text())
-    stdout = (FIXTURES / case / "stdout.jsonl").read_bytes()
-    return ExecResult(meta["exit_code"], stdout, b"", meta["duration_s"])
+    return recorded_run("claude_code", case)
 
 
-class _Sandbox:
-    """Only what `parse` reads: the workspace path the CLI saw when it was recorded."""
-
-    workspace = WORKSPACE
-    tools_dir = "/workspace/tools"
-
-
-SANDBOX = cast(Sandbox, _Sandbox())
+SANDBOX = recording_sandbox()
 
 
 def parse(result: ExecResult) -> AgentOutcome:

@@ -4,35 +4,27 @@ recorded from the real CLI (0.171.0) against the scripted model server through t
 
 from __future__ import annotations
 
-import json
 import subprocess
 import tomllib
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
+
+from recorded_agents import recorded_run, recording_sandbox
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.codex import PROVIDER, VERSION, CodexAgent
 from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "codex"
 CTX = AgentContext(seed=1)
 
 
 def recorded(case: str) -> ExecResult:
-    meta = json.loads((FIXTURES / case / "exec.json").read_text())
-    stdout = (FIXTURES / case / "stdout.jsonl").read_bytes()
-    return ExecResult(meta["exit_code"], stdout, b"", meta["duration_s"])
+    return recorded_run("codex", case)
 
 
-class _Sandbox:
-    workspace = "/workspace/repo"
-    tools_dir = "/workspace/tools"
-
-
-SANDBOX = cast(Sandbox, _Sandbox())
+SANDBOX = recording_sandbox()
 
 
 def parse(result: ExecResult, agent: CodexAgent | None = None) -> AgentOutcome:

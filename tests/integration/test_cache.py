@@ -12,7 +12,6 @@ import json
 import re
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +45,6 @@ def _git(cwd: Path, *args: str) -> str:
 @pytest.fixture
 def workspace(tmp_path: Path) -> tuple[Path, DemoRepo]:
     return demo_workspace(tmp_path)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _push_event(tmp: Path, sha: str) -> Path:

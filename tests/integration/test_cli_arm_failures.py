@@ -15,19 +15,12 @@ from pathlib import Path
 import pytest
 from clirun import run_args
 from gitrepo import GitRepo
-from toolchain import sandbox_config
+from toolchain import MAKE_CHECK_TASK, sandbox_config
 
 from docdelta.cli.main import main
 from docdelta.scorecard import stats
 from docdelta.scorecard.models import Summary
 
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 CRASHES_IN_HEAD = (
     "import json, sys; "
     "'make check' in open('AGENTS.md').read() and sys.exit('told to crash'); "
@@ -48,7 +41,7 @@ def test_an_agent_crashing_only_in_head_is_a_regression(
         {
             "README.md": "# proj\n",
             "AGENTS.md": "# Agents\nbe nice\n",
-            ".docdelta/tasks/test-cmd.yaml": TASK,
+            ".docdelta/tasks/test-cmd.yaml": MAKE_CHECK_TASK,
             ".docdelta.yml": sandbox_config(),
         }
     )

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from clirun import pr_args
 from gitrepo import GitRepo
 
 from docdelta.cli.main import main
@@ -49,10 +50,7 @@ def _past_pr(tmp_path: Path, later_rules: int) -> tuple[GitRepo, Path]:
 
 
 def _args(repo: GitRepo, tasks: Path, workdir: Path, *extra: str) -> list[str]:
-    return [
-        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD", "--tasks", str(tasks),
-        "--workdir", str(workdir), "--repeats", "1", "--conditions", "base,head", *extra,
-    ]  # fmt: skip
+    return pr_args(repo, tasks, workdir, "--repeats", "1", "--conditions", "base,head", *extra)
 
 
 def test_tasks_that_cannot_apply_are_skipped_with_a_count_and_a_list(

@@ -11,22 +11,19 @@ from pathlib import Path
 import pytest
 import yaml
 from gitrepo import GitRepo
+from toolchain import MAKE_CHECK_TASK
 
 from docdelta.cli.main import main
 from docdelta.results.models import RunResult
 
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
-
 
 def _project(tmp_path: Path, config: Mapping[str, object] | None = None) -> GitRepo:
     repo = GitRepo.init(tmp_path / "proj")
-    files = {"README.md": "# proj\n", "AGENTS.md": "# Agents\n", ".docdelta/tasks/test-cmd.yaml": TASK}
+    files = {
+        "README.md": "# proj\n",
+        "AGENTS.md": "# Agents\n",
+        ".docdelta/tasks/test-cmd.yaml": MAKE_CHECK_TASK,
+    }
     if config is not None:
         files[".docdelta.yml"] = yaml.safe_dump(config)
     repo.commit(files)

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from clirun import pr_args
 from gitrepo import GitRepo
 
 from docdelta.cli.main import main
@@ -31,10 +32,7 @@ def _project(tmp_path: Path) -> tuple[GitRepo, Path]:
 
 
 def _args(repo: GitRepo, tasks: Path, workdir: Path, *more: str) -> list[str]:
-    return [
-        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD", "--tasks", str(tasks),
-        "--workdir", str(workdir), "--conditions", "base,head", "--repeats", "2", *more,
-    ]  # fmt: skip
+    return pr_args(repo, tasks, workdir, "--conditions", "base,head", "--repeats", "2", *more)
 
 
 def _summary(workdir: Path, capsys: pytest.CaptureFixture[str]) -> Summary:

@@ -10,10 +10,8 @@ markup, and the page has the structure of the same scorecard with a benign answe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fakegithub import FakeGitHub
 from markdown_shape import MD, hostile_summary, structure
 
@@ -28,12 +26,6 @@ ATTACK = (
     "![t](http://t.example/p.png) @octocat </details>"
 )
 RUN_URL = "https://github.com/Codertocat/Hello-World/actions/runs/77"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _posted(fake: FakeGitHub, say: str, tmp_path: Path) -> tuple[str, str]:

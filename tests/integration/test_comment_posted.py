@@ -3,10 +3,8 @@ result models, posted through PyGithub to the fake GitHub server, read back from
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from factories import arm, detection, manifest
 from fakegithub import FakeGitHub
 
@@ -29,12 +27,6 @@ NEW_DOCS = (
     "# Agents\n\nRun `make check` before you commit.\nNever run `git push --force`.\nSee `docs/style.md`.\n"
 )
 RUN_URL = "https://github.com/Codertocat/Hello-World/actions/runs/77"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _ran(runs: list[RunResult], command: str) -> list[RunResult]:

@@ -11,17 +11,10 @@ from pathlib import Path
 import pytest
 from clirun import run_args, saved_results
 from gitrepo import GitRepo
-from toolchain import sandbox_config
+from toolchain import MAKE_CHECK_TASK, sandbox_config
 
 from docdelta.cli.main import main
 
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 AGENT = """\
 import json, os
 with open(os.environ["DOCDELTA_METRICS"], "w") as fh:
@@ -35,7 +28,7 @@ def _project(tmp_path: Path) -> tuple[GitRepo, str]:
     bin_dir = tmp_path / "agent-bin"
     bin_dir.mkdir()
     (bin_dir / "agent.py").write_text(textwrap.dedent(AGENT))
-    config = {".docdelta.yml": sandbox_config(bin_dir), ".docdelta/tasks/test-cmd.yaml": TASK}
+    config = {".docdelta.yml": sandbox_config(bin_dir), ".docdelta/tasks/test-cmd.yaml": MAKE_CHECK_TASK}
     repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", **config})
     repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     return repo, f"{sys.executable} {bin_dir / 'agent.py'}"

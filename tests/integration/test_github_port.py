@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from fakegithub import FakeGitHub
@@ -18,12 +17,6 @@ NOW = 1_780_000_000.0
 BASE, HEAD = "b" * 40, "h" * 40
 MARK = marker("default")
 SECONDARY = {"retry-after": "7"}
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 @pytest.fixture

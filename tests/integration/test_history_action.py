@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,6 @@ pytestmark = pytest.mark.timeout(400)  # two PR evaluations
 
 STORE = "branch:docdelta-results"
 BRANCH = "refs/heads/docdelta-results"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _listed(origin: Path) -> list[str]:

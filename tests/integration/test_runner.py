@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import pytest
 from gitrepo import GitRepo
+from toolchain import MAKE_CHECK_TASK
 
 from docdelta.agents.base import Agent, AgentContext, Invocation, parse_answer
 from docdelta.agents.models import AgentMetrics, AgentOutcome, RunStatus
@@ -31,13 +32,6 @@ from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
 from docdelta.scorecard import stats
 from docdelta.scorecard.summarize import summarize
 
-TASK = """\
-id: test-cmd
-prompt: How do I run the tests?
-gold:
-  commands: ["make check"]
-reviewed: true
-"""
 ANSWER = '{"answer": "run make check", "commands": ["make check"]}'
 
 Step = RunStatus | InfraError
@@ -84,7 +78,13 @@ class StatusAgent(Agent):
 @pytest.fixture
 def setup(tmp_path: Path) -> tuple[Repo, ExperimentRequest, ResultStore]:
     git = GitRepo.init(tmp_path / "proj")
-    git.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\nbe nice\n", ".docdelta/tasks/t.yaml": TASK})
+    git.commit(
+        {
+            "README.md": "# proj\n",
+            "AGENTS.md": "# Agents\nbe nice\n",
+            ".docdelta/tasks/t.yaml": MAKE_CHECK_TASK,
+        }
+    )
     git.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
     request = ExperimentRequest(
         base="HEAD~1",

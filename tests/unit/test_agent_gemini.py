@@ -7,31 +7,20 @@ fresh input tokens, 300 cached, 20 + 40 output), `not_found` the CLI failing on 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import cast
+
+from recorded_agents import recorded_run, recording_sandbox
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.gemini import PACKAGE, VERSION, GeminiAgent
 from docdelta.agents.models import RunStatus
 from docdelta.gateway.config import GEMINI
-from docdelta.sandbox.base import ExecResult, Sandbox
+from docdelta.sandbox.base import ExecResult
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "gemini"
-
-
-class _Sandbox:
-    workspace = "/workspace/repo"
-    tools_dir = "/workspace/tools"
-
-
-SANDBOX = cast(Sandbox, _Sandbox())
+SANDBOX = recording_sandbox()
 
 
 def recorded(case: str) -> ExecResult:
-    folder = FIXTURES / case
-    meta = json.loads((folder / "exec.json").read_text())
-    stdout, stderr = (folder / "stdout.json").read_bytes(), (folder / "stderr.txt").read_bytes()
-    return ExecResult(meta["exit_code"], stdout, stderr, meta["duration_s"])
+    return recorded_run("gemini", case)
 
 
 def test_a_successful_run_yields_the_answer_tokens_and_tool_calls_the_script_produced() -> None:

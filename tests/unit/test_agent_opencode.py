@@ -6,33 +6,22 @@ exec's exit code)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import cast
+
+from recorded_agents import recorded_run, recording_sandbox
 
 from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.agents.opencode import PACKAGE, VERSION, OpenCodeAgent
-from docdelta.sandbox.base import ExecResult, Sandbox
+from docdelta.sandbox.base import ExecResult
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "agents" / "opencode"
 CTX = AgentContext(seed=1)
 
 
-class _Sandbox:
-    """Only what the adapter reads: the paths the CLI saw when it was recorded."""
-
-    workspace = "/workspace/repo"
-    tools_dir = "/workspace/tools"
-
-
-SANDBOX = cast(Sandbox, _Sandbox())
+SANDBOX = recording_sandbox()
 
 
 def recorded(case: str) -> ExecResult:
-    meta = json.loads((FIXTURES / case / "exec.json").read_text())
-    return ExecResult(
-        meta["exit_code"], (FIXTURES / case / "stdout.jsonl").read_bytes(), b"", meta["duration_s"]
-    )
+    return recorded_run("opencode", case)
 
 
 def parse(result: ExecResult, ctx: AgentContext = CTX) -> AgentOutcome:

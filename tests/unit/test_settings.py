@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from actionenv import action_env
 
 from docdelta.action.activity import Activity
 from docdelta.action.settings import INPUTS, ActionSettings, Output, StoreSpec, input_variable
@@ -14,20 +15,6 @@ from docdelta.evaluation import RunOptions
 from docdelta.validate import DEFAULT_MAX_REPEATS
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env(tmp_path: Path, **inputs: str) -> dict[str, str]:
-    env = {
-        "GITHUB_REPOSITORY": "octo/repo",
-        "GITHUB_EVENT_NAME": "pull_request",
-        "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
-        "GITHUB_WORKSPACE": str(tmp_path),
-        "GITHUB_RUN_ID": "42",
-        "INPUT_GITHUB-TOKEN": "ghs_token",
-        "INPUT_AGENT": "fake",
-    }
-    env.update({input_variable(k.replace("_", "-")): v for k, v in inputs.items()})
-    return env
 
 
 def test_action_yml_declares_every_input_settings_read_and_leaves_the_mapping_to_the_runner() -> None:
@@ -43,7 +30,7 @@ def test_action_yml_declares_every_input_settings_read_and_leaves_the_mapping_to
 def test_inputs_are_read_under_the_names_the_runner_sets(tmp_path: Path) -> None:
     """GitHub's runner and act keep the hyphen: `api-key` arrives as INPUT_API-KEY."""
     assert input_variable("api-key") == "INPUT_API-KEY"
-    env = _env(tmp_path) | {"INPUT_API-KEY": "sk-1", "INPUT_FAIL-ON": "never", "INPUT_FAIL_ON": "bogus"}
+    env = action_env(tmp_path) | {"INPUT_API-KEY": "sk-1", "INPUT_FAIL-ON": "never", "INPUT_FAIL_ON": "bogus"}
     s = ActionSettings.from_env(env)
     assert s.options.api_key is not None and s.options.api_key.get_secret_value() == "sk-1"
     assert s.fail_on == "never"  # the underscore spelling is nobody's: ignored
@@ -64,7 +51,7 @@ def test_every_run_option_is_an_action_input_and_every_output_is_declared() -> N
 
 def test_run_limits_and_the_key_source_parse_from_inputs(tmp_path: Path) -> None:
     s = ActionSettings.from_env(
-        _env(
+        action_env(
             tmp_path, max_turns="7", reserve_usd="0.25", infra_retries="0", rate_limit="wait",
             source="base", api_key="sk-xyz", provider="anthropic", timeout="90",
         )
@@ -84,14 +71,14 @@ def test_run_limits_and_the_key_source_parse_from_inputs(tmp_path: Path) -> None
 
 def test_a_patch_input_is_a_file_in_the_workspace(tmp_path: Path) -> None:
     (tmp_path / "fix.diff").write_text("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
-    s = ActionSettings.from_env(_env(tmp_path, patch="fix.diff", conditions="base,head,patched"))
+    s = ActionSettings.from_env(action_env(tmp_path, patch="fix.diff", conditions="base,head,patched"))
     assert s.patch == tmp_path / "fix.diff" and s.conditions == ("base", "head", "patched")
     with pytest.raises(ConfigError, match=r"input 'patch'.*is not a readable file"):
-        ActionSettings.from_env(_env(tmp_path, patch="missing.diff"))
+        ActionSettings.from_env(action_env(tmp_path, patch="missing.diff"))
 
 
 def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
-    s = ActionSettings.from_env(_env(tmp_path))
+    s = ActionSettings.from_env(action_env(tmp_path))
     assert (s.repeats, s.fail_on, s.comment, s.conditions) == (
         "auto",
         "regression",
@@ -102,7 +89,7 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     assert s.github.run_url == "https://github.com/octo/repo/actions/runs/42"
 
     s = ActionSettings.from_env(
-        _env(
+        action_env(
             tmp_path, repeats="5", fail_on="never", comment="false", conditions="base, head",
             cap_usd="1.5", results_store="branch:docdelta-results", check_name="docdelta / api docs",
         )
@@ -110,9 +97,9 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
     assert (s.repeats, s.fail_on, s.comment, s.options.cap_usd) == (5, "never", False, 1.5)
     assert s.conditions == ("base", "head")
     assert s.results_store == StoreSpec(kind="branch", location="docdelta-results")
-    auto = ActionSettings.from_env(_env(tmp_path, repeats="auto"))
+    auto = ActionSettings.from_env(action_env(tmp_path, repeats="auto"))
     assert (auto.repeats, auto.max_repeats) == ("auto", DEFAULT_MAX_REPEATS)
-    capped = ActionSettings.from_env(_env(tmp_path, repeats="auto", max_repeats="12"))
+    capped = ActionSettings.from_env(action_env(tmp_path, repeats="auto", max_repeats="12"))
     assert (capped.repeats, capped.max_repeats) == ("auto", 12)
     assert s.config_id == "docdelta/api-docs"
 
@@ -145,13 +132,13 @@ def test_defaults_and_explicit_values_parse(tmp_path: Path) -> None:
 )
 def test_a_bad_input_is_named_in_the_error(tmp_path: Path, inputs: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError) as err:
-        ActionSettings.from_env(_env(tmp_path, **inputs))
+        ActionSettings.from_env(action_env(tmp_path, **inputs))
     assert message in err.value.message
     assert err.value.hint
 
 
 def test_secrets_never_show_in_errors_or_reprs(tmp_path: Path) -> None:
-    env = _env(tmp_path, api_key="sk-very-secret", github_token="ghs_secret_token")
+    env = action_env(tmp_path, api_key="sk-very-secret", github_token="ghs_secret_token")
     s = ActionSettings.from_env(env)
     assert "sk-very-secret" not in repr(s) and "ghs_secret_token" not in repr(s)
     assert s.secrets() == ["ghs_secret_token", "sk-very-secret"]
@@ -161,17 +148,17 @@ def test_secrets_never_show_in_errors_or_reprs(tmp_path: Path) -> None:
 
 
 def test_outside_actions_the_missing_variable_is_named(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+    env = action_env(tmp_path)
     del env["GITHUB_REPOSITORY"]
     with pytest.raises(ConfigError, match="GITHUB_REPOSITORY"):
         ActionSettings.from_env(env)
 
 
 def test_the_model_draft_inputs_parse_and_default_to_no_model(tmp_path: Path) -> None:
-    plain = ActionSettings.from_env(_env(tmp_path, suggest="true"))
+    plain = ActionSettings.from_env(action_env(tmp_path, suggest="true"))
     assert (plain.suggest_model, plain.suggest_provider, plain.suggest_base_url) == (None, "openai", None)
     asked = ActionSettings.from_env(
-        _env(
+        action_env(
             tmp_path,
             suggest="true",
             suggest_model="claude-haiku-4-5",

@@ -6,22 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from actionenv import action_env
 
-from docdelta.action.settings import ActionSettings, input_variable
+from docdelta.action.settings import ActionSettings
 from docdelta.errors import ConfigError
 
 
 def _env(tmp_path: Path, **inputs: str) -> dict[str, str]:
-    env = {
-        "GITHUB_REPOSITORY": "octo/repo",
-        "GITHUB_EVENT_NAME": "pull_request",
-        "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
-        "GITHUB_WORKSPACE": str(tmp_path),
-        "INPUT_GITHUB-TOKEN": "ghs_token",
-        "INPUT_AGENT": "command",
-    }
-    env.update({input_variable(k): v for k, v in inputs.items()})
-    return env
+    return action_env(tmp_path, agent="command", **inputs)
 
 
 def test_the_action_refuses_to_run_an_agent_unsandboxed(tmp_path: Path) -> None:

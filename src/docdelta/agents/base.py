@@ -113,6 +113,31 @@ def status_for_api_error(status_code: Any) -> RunStatus:
     return RunStatus.infra_error
 
 
+def stdout_events(result: ExecResult) -> list[dict[str, Any]]:
+    """The JSON events a CLI printed on stdout (see `json_lines`)."""
+    return json_lines(result.stdout.decode("utf-8", errors="replace"))
+
+
+def failed_stderr(result: ExecResult) -> str | None:
+    """The tail of stderr when the CLI exited non-zero: what went wrong when its own output
+    says nothing."""
+    if result.exit_code not in (0, None) and result.stderr:
+        return result.stderr.decode("utf-8", errors="replace")[-2000:]
+    return None
+
+
+def fresh_home(home: str) -> dict[str, str]:
+    """HOME and every XDG directory under `home`, a directory of this run only: no user-level
+    config, instructions or cache of the CLI exists there to be loaded."""
+    return {
+        "HOME": home,
+        "XDG_CONFIG_HOME": f"{home}/.config",
+        "XDG_DATA_HOME": f"{home}/.local/share",
+        "XDG_CACHE_HOME": f"{home}/.cache",
+        "XDG_STATE_HOME": f"{home}/.local/state",
+    }
+
+
 def workspace_relative(path: str, workspace: str) -> str:
     """A path an agent's tool named, relative to the checkout when it lies inside it."""
     relative = posixpath.relpath(path, workspace) if path.startswith("/") else path

@@ -15,7 +15,6 @@ assistant's `tool_use` blocks and their `tool_result`s.
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -26,9 +25,11 @@ from docdelta.agents.base import (
     GatewayAgent,
     Invocation,
     classify,
-    json_lines,
+    failed_stderr,
     parse_answer,
     status_for_api_error,
+    stdout_events,
+    workspace_relative,
 )
 from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
@@ -94,8 +95,7 @@ class ClaudeCodeAgent(GatewayAgent):
         return Invocation(argv=argv, env=env, stdin=prompt.encode(), files=files)
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
-        events = json_lines(result.stdout.decode("utf-8", errors="replace"))
-        return outcome_from_events(events, result, workspace=sandbox.workspace, agent=self)
+        return outcome_from_events(stdout_events(result), result, workspace=sandbox.workspace, agent=self)
 
 
 def outcome_from_events(
@@ -149,7 +149,7 @@ def _metrics(
         if u.get("name") == "Bash" and isinstance((u.get("input") or {}).get("command"), str)
     ]
     reads = [
-        _relative(str(u["input"]["file_path"]), workspace)
+        workspace_relative(str(u["input"]["file_path"]), workspace)
         for u in uses
         if u.get("name") == "Read" and isinstance((u.get("input") or {}).get("file_path"), str)
     ]
@@ -184,11 +184,6 @@ def _text(content: Any) -> str:
     return str(content or "")
 
 
-def _relative(path: str, workspace: str) -> str:
-    relative = posixpath.relpath(path, workspace) if path.startswith("/") else path
-    return path if relative.startswith("..") else relative
-
-
 def _status(final: Mapping[str, Any], error: str | None, fallback: RunStatus) -> RunStatus:
     """The sharpest status the events support; `fallback` (from the answer and exit code)
     when the run ended normally."""
@@ -207,6 +202,4 @@ def _error(final: Mapping[str, Any], result: ExecResult) -> str | None:
     """What went wrong, from the result event, else from stderr when the CLI failed."""
     if final.get("is_error") or final.get("subtype", "success") != "success":
         return str(final.get("result") or final.get("subtype"))[-2000:]
-    if result.exit_code not in (0, None) and result.stderr:
-        return result.stderr.decode("utf-8", errors="replace")[-2000:]
-    return None
+    return failed_stderr(result)

@@ -31,9 +31,10 @@ from docdelta.agents.base import (
     GatewayAgent,
     Invocation,
     classify,
-    json_lines,
+    failed_stderr,
     parse_answer,
     status_for_api_error,
+    stdout_events,
 )
 from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, Sandbox
@@ -110,8 +111,7 @@ class CodexAgent(GatewayAgent):
         return Invocation(argv=argv, env=env, stdin=prompt.encode(), files=files)
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
-        events = json_lines(result.stdout.decode("utf-8", errors="replace"))
-        return outcome_from_events(events, result, agent=self)
+        return outcome_from_events(stdout_events(result), result, agent=self)
 
 
 def outcome_from_events(
@@ -123,8 +123,9 @@ def outcome_from_events(
     text = messages[-1] if messages else ""
     answer, why = parse_answer(text)
     errors = [_message(e) for e in _typed(events, "error", "turn.failed")]
-    if result.exit_code not in (0, None) and not errors and result.stderr:
-        errors.append(result.stderr.decode("utf-8", errors="replace")[-2000:])
+    stderr = None if errors else failed_stderr(result)
+    if stderr is not None:
+        errors.append(stderr)
     status = classify(result, answer)
     api_status = _API_STATUS.search(errors[-1]) if errors else None
     if api_status is not None:  # the model API failed: its HTTP status says whose fault

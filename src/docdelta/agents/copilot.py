@@ -36,9 +36,11 @@ from docdelta.agents.base import (
     GatewayAgent,
     Invocation,
     classify,
-    json_lines,
+    failed_stderr,
+    fresh_home,
     parse_answer,
     status_for_api_error,
+    stdout_events,
     workspace_relative,
 )
 from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun
@@ -83,27 +85,26 @@ class CopilotAgent(GatewayAgent):
         home = f"{sandbox.tools_dir}/copilot-home"
         env = {
             **_ENV,
+            **fresh_home(home),
             "COPILOT_MODEL": self.required_model,
-            "HOME": home,
             "COPILOT_HOME": f"{home}/.copilot",
             "COPILOT_CACHE_HOME": f"{home}/.cache/copilot",
             "COPILOT_PKG_CACHE_HOME": f"{home}/.cache/copilot-pkg",
-            "XDG_CONFIG_HOME": f"{home}/.config",
-            "XDG_DATA_HOME": f"{home}/.local/share",
-            "XDG_CACHE_HOME": f"{home}/.cache",
-            "XDG_STATE_HOME": f"{home}/.local/state",
         }
         argv = ["sh", "-c", _LAUNCH, "copilot", "-p", prompt, *_FLAGS]
         return Invocation(argv=argv, env=env, files={f"{home}/.keep": b""})
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
-        events = json_lines(result.stdout.decode("utf-8", errors="replace"))
-        return self.outcome(events, result, workspace=sandbox.workspace)
+        return self.outcome(stdout_events(result), result, workspace=sandbox.workspace)
 
     def outcome(
         self, events: Sequence[Mapping[str, Any]], result: ExecResult, *, workspace: str
     ) -> AgentOutcome:
-        """The normalized outcome of one `copilot -p ... --output-format json` run."""
+        """The normalized outcome of one `copilot -p ... --output-format json` run.
+
+        A parser of its own: Copilot's events (`type` plus a `data` payload, tool calls as
+        `tool.execution_*` pairs, no token counts) share no shape with OpenCode's or the
+        other CLIs' streams."""
         data: list[Mapping[str, Any]] = [_data(e) for e in events]
         kinds = [str(e.get("type", "")) for e in events]
         messages = [d for k, d in zip(kinds, data, strict=True) if k == "assistant.message"]
@@ -117,8 +118,8 @@ class CopilotAgent(GatewayAgent):
             last = errors[-1] if errors else failures[-1]  # session.error: after the CLI's own retries
             status = status_for_api_error(last.get("statusCode"))
             error = str(last.get("message") or last.get("errorMessage") or "")[:2000]
-        if error is None and answer is None and result.exit_code not in (0, None) and result.stderr:
-            error = result.stderr.decode("utf-8", errors="replace")[-2000:]
+        if error is None and answer is None:
+            error = failed_stderr(result)
         return self.make_outcome(
             status,
             answer=answer,

@@ -36,6 +36,7 @@ from docdelta.agents.base import (
     GatewayAgent,
     Invocation,
     classify,
+    failed_stderr,
     parse_answer,
     status_for_api_error,
 )
@@ -111,8 +112,8 @@ class GeminiAgent(GatewayAgent):
             )
             if answer is None:
                 status = status_for_api_error(error_obj.get("code"))
-        elif answer is None and not output and result.exit_code not in (0, None) and result.stderr:
-            error = result.stderr.decode("utf-8", errors="replace")[-2000:]
+        elif answer is None and not output:
+            error = failed_stderr(result)
         return self.make_outcome(
             status,
             answer=answer,

@@ -38,9 +38,11 @@ from docdelta.agents.base import (
     GatewayAgent,
     Invocation,
     classify,
-    json_lines,
+    failed_stderr,
+    fresh_home,
     parse_answer,
     status_for_api_error,
+    stdout_events,
     workspace_relative,
 )
 from docdelta.agents.models import AgentMetrics, AgentOutcome, CommandRun, RunStatus
@@ -95,11 +97,7 @@ class OpenCodeAgent(GatewayAgent):
         home = f"{sandbox.tools_dir}/opencode-home"
         env = {
             **_ENV,
-            "HOME": home,
-            "XDG_CONFIG_HOME": f"{home}/.config",
-            "XDG_DATA_HOME": f"{home}/.local/share",
-            "XDG_CACHE_HOME": f"{home}/.cache",
-            "XDG_STATE_HOME": f"{home}/.local/state",
+            **fresh_home(home),
             "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(ctx)),
         }
         # The prompt goes on stdin (OpenCode appends stdin to the message), not into argv.
@@ -107,13 +105,18 @@ class OpenCodeAgent(GatewayAgent):
         return Invocation(argv=argv, env=env, stdin=prompt.encode(), files={f"{home}/.keep": b""})
 
     def parse(self, result: ExecResult, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
-        events = json_lines(result.stdout.decode("utf-8", errors="replace"))
-        return self.outcome(events, result, workspace=sandbox.workspace, max_turns=self.turns(ctx.max_turns))
+        return self.outcome(
+            stdout_events(result), result, workspace=sandbox.workspace, max_turns=self.turns(ctx.max_turns)
+        )
 
     def outcome(
         self, events: Sequence[Mapping[str, Any]], result: ExecResult, *, workspace: str, max_turns: int
     ) -> AgentOutcome:
-        """The normalized outcome of one `opencode run --format json` run."""
+        """The normalized outcome of one `opencode run --format json` run.
+
+        A parser of its own: OpenCode's events (`part` payloads, one `step_finish` with tokens
+        per model call, `tool_use` parts carrying their own state) share no shape with
+        Copilot's or the other CLIs' streams."""
         parts = [e.get("part") or {} for e in events]
         steps = [p for e, p in zip(events, parts, strict=True) if e.get("type") == "step_finish"]
         tools = [p for e, p in zip(events, parts, strict=True) if e.get("type") == "tool_use"]
@@ -128,8 +131,8 @@ class OpenCodeAgent(GatewayAgent):
             status = status_for_api_error((errors[-1].get("data") or {}).get("statusCode"))
         elif answer is None and len(steps) >= max_turns:
             status = RunStatus.max_turns
-        if error is None and answer is None and result.exit_code not in (0, None) and result.stderr:
-            error = result.stderr.decode("utf-8", errors="replace")[-2000:]
+        if error is None and answer is None:
+            error = failed_stderr(result)
         return self.make_outcome(
             status,
             answer=answer,

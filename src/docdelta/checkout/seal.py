@@ -34,6 +34,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -462,18 +463,10 @@ def source_once(
     through one checkout's hard link from reaching the next checkout made from it."""
     key = source_key(repo, source_sha, matcher, strip, env_links)
     dest = parent / f"{SOURCE_PREFIX}{key[:16]}"
-    try:
-        record: SourceRecord | None = SourceRecord.model_validate_json(record_path(dest).read_bytes())
-    except (OSError, ValidationError):
-        record = None
+    record = _read_record(record_path(dest), SourceRecord)
     if record is not None and record.key == key and _as_indexed(dest, record.tree):
         return SealedSource(path=dest, tree=record.tree, digests=record.digests)
-    record_path(dest).unlink(missing_ok=True)
-    partial = dest.with_name(dest.name + ".partial")
-    for stale in (dest, partial):
-        shutil.rmtree(stale, ignore_errors=True)
-    source = seal_source(repo, source_sha, partial, matcher, strip, env_links)
-    partial.rename(dest)
+    source = _built_beside(dest, lambda at: seal_source(repo, source_sha, at, matcher, strip, env_links))
     made = SourceRecord(key=key, tree=source.tree, digests=dict(source.digests))
     atomic_write(record_path(dest), made.model_dump_json().encode())
     return replace(source, path=dest)
@@ -530,7 +523,7 @@ def _seal_once(
     source_of: Callable[[Path], SealedSource],
 ) -> SealedCheckout:
     key = seal_key(source_sha, overlay, matcher, strip, env_links)
-    record = _read_record(record_path(dest))
+    record = _read_record(record_path(dest), SealRecord)
     if record is not None and record.key == key and _unchanged(dest, record.commit):
         return SealedCheckout(
             path=dest,
@@ -539,12 +532,9 @@ def _seal_once(
             overlay_sha256=record.overlay_sha256,
             source_sha256=record.source_sha256,
         )
-    record_path(dest).unlink(missing_ok=True)
-    partial = dest.with_name(dest.name + ".partial")
-    for stale in (dest, partial):
-        shutil.rmtree(stale, ignore_errors=True)
-    sealed = overlay_checkout(source_of(dest.parent), overlay, partial, strip, source_sha)
-    partial.rename(dest)
+    sealed = _built_beside(
+        dest, lambda at: overlay_checkout(source_of(dest.parent), overlay, at, strip, source_sha)
+    )
     made = SealRecord(
         key=key,
         commit=sealed.commit,
@@ -573,9 +563,26 @@ def _as_indexed(dest: Path, tree: str) -> bool:
     return same.returncode == 0 and others.returncode == 0 and not others.stdout
 
 
-def _read_record(path: Path) -> SealRecord | None:
+_Built = TypeVar("_Built")
+_Record = TypeVar("_Record", SealRecord, SourceRecord)
+
+
+def _built_beside(dest: Path, build: Callable[[Path], _Built]) -> _Built:
+    """`build` run on a directory beside `dest`, then moved into place, with `dest`'s record
+    dropped first: a half-built directory is never where a later run would reuse it."""
+    record_path(dest).unlink(missing_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    for stale in (dest, partial):
+        shutil.rmtree(stale, ignore_errors=True)
+    built = build(partial)
+    partial.rename(dest)
+    return built
+
+
+def _read_record(path: Path, kind: type[_Record]) -> _Record | None:
+    """The record at `path`, or None when there is none or it does not read as `kind`."""
     try:
-        return SealRecord.model_validate_json(path.read_bytes())
+        return kind.model_validate_json(path.read_bytes())
     except (OSError, ValidationError):
         return None
 
