@@ -6,6 +6,7 @@ store; only the agent is a test double that ends each run with a chosen status."
 from __future__ import annotations
 
 import io
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import replace
@@ -28,7 +29,7 @@ from docdelta.git import Repo
 from docdelta.report import render_markdown
 from docdelta.results.store import ResultStore
 from docdelta.sandbox import get_provider
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.scorecard import stats
 from docdelta.scorecard.summarize import summarize
 
@@ -273,3 +274,57 @@ def test_jobs_count_the_reserve_of_every_run_in_flight_against_the_cap(
     report, _, _, _ = run(setup, [RunStatus.ok], costs=[0.25], cap_usd=1.5, reserve_usd=1.0, jobs=2)
     assert report.ran == 1
     assert report.stopped == "spend cap reached: $0.00 spent + $1.00 reserve + 1 in flight > $1.50 cap"
+
+
+class SplitProvider(SandboxProvider):
+    """The local provider, its sandboxes reporting a split of their making as Docker's do,
+    with one name `PhaseTimings` does not know."""
+
+    name: ClassVar[str] = "split"
+
+    def __init__(self) -> None:
+        self.inner = get_provider("local", allow_network=True)
+
+    def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
+        sandbox = self.inner.create(checkout, spec)
+        sandbox.phases = {"create": 0.25, "copy": 0.5, "start": 0.125, "warm-up": 9.0}
+        return sandbox
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_each_result_records_where_its_time_went(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    repo, request, store = setup
+    agent = StatusAgent([RunStatus.ok, RunStatus.ok])
+    exp = prepare(repo, request, config=ProjectConfig(), store=store, agent=agent, sandbox="local")
+    assert exp is not None
+    provider = SplitProvider()
+    runner = Runner(store, provider, SandboxSpec(), agent, RunLimits(), LineProgress(out=io.StringIO()))
+    try:
+        runner.run(exp)
+    finally:
+        provider.close()
+    for result in store.results(exp.repo_name):
+        timings = result.timings
+        assert timings is not None
+        assert (timings.create_s, timings.copy_s, timings.start_s) == (0.25, 0.5, 0.125)
+        measured = [timings.sandbox_s, timings.agent_s, timings.teardown_s, timings.grading_s]
+        assert all(t is not None and t > 0 for t in measured), timings
+        span = (result.finished_at - result.started_at).total_seconds()
+        assert sum(t for t in measured if t is not None) <= span
+
+
+def test_a_result_written_before_timings_were_kept_still_loads(
+    setup: tuple[Repo, ExperimentRequest, ResultStore],
+) -> None:
+    report, exp, _, _ = run(setup, [RunStatus.ok, RunStatus.ok])
+    store = setup[2]
+    cell = report.results[0].cell
+    path = store.cell_dir(exp.repo_name, cell) / "result.json"
+    old = {k: v for k, v in json.loads(path.read_text()).items() if k != "timings"}
+    path.write_text(json.dumps(old))
+    loaded = store.load(exp.repo_name, cell)
+    assert loaded is not None and loaded.timings is None and loaded.status is RunStatus.ok

@@ -47,7 +47,7 @@ from docdelta.instructions.audit import audit_run
 from docdelta.interrupts import deferred_signals
 from docdelta.results.grades import ChecksResult, CommandsExecuted, HiddenTestResult, Score
 from docdelta.results.layout import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
-from docdelta.results.models import Cell, RunResult
+from docdelta.results.models import Cell, PhaseTimings, RunResult
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import Task
@@ -379,30 +379,25 @@ class Runner:
             transcript: bytes | None = None
             hidden: HiddenTestResult | None = None
             executed: CommandsExecuted | None = None
+            clock = _Clock()
             try:
-                with col.provider.create(checkout.path, spec) as sandbox, self._tracked(sandbox):
+                with clock.phase("sandbox"):
+                    sandbox = col.provider.create(checkout.path, spec)
+                clock.add(sandbox.phases)
+                with clock.closing(sandbox), self._tracked(sandbox):
                     isolation = sandbox.isolation
-                    outcome, printed = col.agent.execute(prompt, sandbox, ctx)
+                    with clock.phase("agent"):
+                        outcome, printed = col.agent.execute(prompt, sandbox, ctx)
                     transcript = _transcript(printed)
                     if sandbox.gateway is not None:
                         calls = sandbox.gateway.calls()
                         outcome = with_gateway_telemetry(outcome, calls, sandbox.gateway.budget_exceeded())
                         audit = audit_run(exp.audit_index, cell.condition, calls)
                     if loaded.task.kind == "change":
-                        diff = capture_agent_diff(sandbox, checkout.commit)
-                if diff is not None:
-                    # After the agent's sandbox is gone: a fresh, offline one from trusted copies.
-                    hidden = grade_change(
-                        loaded.task,
-                        checkout,
-                        diff,
-                        exp.assets[cell.task].hidden,
-                        self.provider,
-                        spec=self.spec,
-                        instructions=sorted({p for c in exp.manifest.conditions for p in c.files}),
-                    )
-                    if hidden.status == "infra_error":
-                        raise InfraError("the hidden-test grader failed: " + "; ".join(hidden.notes))
+                        with clock.phase("grading"):
+                            diff = capture_agent_diff(sandbox, checkout.commit)
+                clock.begin("grading")
+                hidden = None if diff is None else self._hidden_tests(exp, cell, diff)
                 executed = self._execute(loaded.task, checkout, outcome)
             except (InfraError, OSError) as exc:
                 outcome = self._infra_outcome(col.agent, exc)
@@ -410,10 +405,10 @@ class Runner:
                 break
         self._check_running()  # a run whose sandbox was closed under it leaves nothing
         score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden, executed)
-        if transcript is not None:
-            self.store.save_artifact(exp.repo_name, cell, TRANSCRIPT_FILE, transcript)
-        if diff is not None:
-            self.store.save_artifact(exp.repo_name, cell, DIFF_FILE, diff)
+        for name, artifact in ((TRANSCRIPT_FILE, transcript), (DIFF_FILE, diff)):
+            if artifact is not None:
+                self.store.save_artifact(exp.repo_name, cell, name, artifact)
+        clock.end("grading")
         return RunResult(
             cell=cell,
             status=outcome.status,
@@ -432,7 +427,24 @@ class Runner:
             hidden_tests=hidden,
             checks=checks,
             executed=executed,
+            timings=clock.timings(),
         )
+
+    def _hidden_tests(self, exp: Experiment, cell: Cell, diff: bytes) -> HiddenTestResult:
+        """The hidden tests on the agent's diff, after the agent's sandbox is gone: a fresh,
+        offline one from trusted copies. A grader that could not run is our failure."""
+        hidden = grade_change(
+            exp.tasks[cell.task].task,
+            exp.checkout(cell.task, cell.condition),
+            diff,
+            exp.assets[cell.task].hidden,
+            self.provider,
+            spec=self.spec,
+            instructions=sorted({p for c in exp.manifest.conditions for p in c.files}),
+        )
+        if hidden.status == "infra_error":
+            raise InfraError("the hidden-test grader failed: " + "; ".join(hidden.notes))
+        return hidden
 
     def _execute(
         self, task: Task, checkout: SealedCheckout, outcome: AgentOutcome
@@ -481,6 +493,49 @@ class Runner:
             RunStatus.infra_error,
             error=str(exc),
         )
+
+
+class _Clock:
+    """Wall seconds per phase of one attempt of a run (`PhaseTimings`), summed when a phase
+    recurs; a phase begun and never ended (an attempt that failed in it) is not recorded."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._begun: dict[str, float] = {}
+
+    def begin(self, name: str) -> None:
+        self._begun[name] = time.perf_counter()
+
+    def end(self, name: str) -> None:
+        started = self._begun.pop(name, None)
+        if started is not None:
+            key = f"{name}_s"
+            self.phases[key] = self.phases.get(key, 0.0) + time.perf_counter() - started
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self.begin(name)
+        yield
+        self.end(name)
+
+    @contextlib.contextmanager
+    def closing(self, sandbox: Sandbox) -> Iterator[Sandbox]:
+        """`sandbox` closed on every exit path, as `with sandbox:` does, the close timed."""
+        try:
+            yield sandbox
+        finally:
+            with self.phase("teardown"):
+                sandbox.close()
+
+    def add(self, measured: Mapping[str, float]) -> None:
+        """A sandbox's own split of its making (`Sandbox.phases`), the names it shares with
+        `PhaseTimings` only."""
+        for name, seconds in measured.items():
+            if f"{name}_s" in PhaseTimings.model_fields:
+                self.phases[f"{name}_s"] = seconds
+
+    def timings(self) -> PhaseTimings:
+        return PhaseTimings(**self.phases)
 
 
 @dataclass

@@ -33,6 +33,33 @@ class Cell(Frozen):
         return f"{self.task}/{self.condition}/r{self.repeat}"
 
 
+class PhaseTimings(Frozen):
+    """Wall seconds of one run's phases (its last attempt), as the runner and its sandbox
+    measured them: where a cell's time goes (bench/bench_docker.py prints the split). None: the
+    phase was not measured (a provider that does not split it, an attempt that ended before).
+    Never part of a result's identity, and absent from results written before it existed."""
+
+    sandbox_s: float | None = Field(default=None, description="making the run's sandbox (all of it)")
+    create_s: float | None = Field(
+        default=None, description="of sandbox_s: its objects (Docker: volume, container, network, gateway)"
+    )
+    copy_s: float | None = Field(
+        default=None, description="of sandbox_s: the checkout put into it (Docker: one archive)"
+    )
+    start_s: float | None = Field(default=None, description="of sandbox_s: its container started")
+    agent_s: float | None = Field(
+        default=None, description="the agent: its files written, its exec, its output read back"
+    )
+    teardown_s: float | None = Field(
+        default=None,
+        description="closing the sandbox on the run's path (removal a provider defers is not in it)",
+    )
+    grading_s: float | None = Field(
+        default=None,
+        description="the diff, hidden tests, proposed commands, scoring and the artifacts saved",
+    )
+
+
 class RunResult(Frozen):
     """result.json: written once, atomically, when a run is complete."""
 
@@ -63,6 +90,9 @@ class RunResult(Frozen):
     )
     executed: CommandsExecuted | None = Field(
         default=None, description="gold.execute: the answer's proposed commands, as they ran"
+    )
+    timings: PhaseTimings | None = Field(
+        default=None, description="wall seconds per phase of the run, for speed work; None before it was kept"
     )
 
 

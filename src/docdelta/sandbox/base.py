@@ -104,6 +104,9 @@ class Sandbox(ABC):
     isolation: str
     gateway: ModelTelemetry | None = None
     """Set by providers that route the agent's model calls through a gateway."""
+    phases: Mapping[str, float] = {}
+    """Wall seconds of the parts of making this sandbox a provider measures (`create`, `copy`,
+    `start`); the runner records them in the run's `PhaseTimings`. Empty: not split."""
 
     @abstractmethod
     def exec(

@@ -201,11 +201,16 @@ class DockerSandbox(Sandbox):
         self._oom_kills = 0
         self._closed = False
         self.isolation = f"docker-{ {'none': 'none', 'gateway': 'internal', 'open': 'open'}[spec.network] }"
+        self.phases: dict[str, float] = {}
         try:
+            mark = time.perf_counter()
             network = self._network(provider)
             self._container = self._create_container(provider.image, network)
+            mark = self._phase("create", mark)
             self._container.put_archive(VOLUME_ROOT, provider.checkout_tar(checkout))
+            mark = self._phase("copy", mark)
             self._start()
+            self._phase("start", mark)
         except BaseException as exc:
             self.close()
             if isinstance(exc, docker.errors.DockerException):
@@ -213,6 +218,12 @@ class DockerSandbox(Sandbox):
             raise
 
     # ------------------------------------------------------------ lifecycle
+    def _phase(self, name: str, since: float) -> float:
+        """Record `name` as taking from `since` until now; returns now."""
+        now = time.perf_counter()
+        self.phases[name] = now - since
+        return now
+
     def _network(self, provider: DockerProvider) -> str:
         """The container's network: none, the default bridge, or a fresh internal network
         whose only other member is this run's gateway (reachable as `gateway`)."""
