@@ -120,6 +120,7 @@ def gated(
     sandbox = provider.create(checkout, SandboxSpec(network="gateway"))
     with sandbox:
         yield sandbox
+    provider.close()  # removal is off the run's path; closing the provider waits for it
     assert leftovers(client, sandbox.run_id) == [], "gateway, networks and volume are removed"
 
 

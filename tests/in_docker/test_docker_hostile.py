@@ -151,6 +151,7 @@ CHILD = textwrap.dedent(
     gateway = Gateway(config, gateway_image, Keys({"openai": "sk-x"}), egress_network=egress)
     provider = DockerProvider(docker.from_env(), image, gateway=gateway)
     with provider.create(Path(checkout), SandboxSpec(network="gateway")) as sb:
+        sb.exec(["sleep", "60"], timeout=0.5)  # timed out: the restart brings the workspace holder
         print(sb.run_id, flush=True)
         sb.exec(["sh", "-c", "sleep 600 & sleep 600"], timeout=900)
     """

@@ -35,13 +35,18 @@ def test_success_failure_and_timeout_leave_nothing(client: Any, base_image: str,
     with provider.create(checkout, SandboxSpec()) as ok:
         run_ids.append(ok.run_id)
         assert ok.exec(["true"]).exit_code == 0
-        assert leftovers(client, ok.run_id), "a live sandbox is visible by its labels"
+        assert sorted(leftovers(client, ok.run_id)) == [f"docdelta-{ok.run_id}"] * 2, (
+            "a live sandbox is visible by its labels: its container and volume, no holder"
+        )
     with pytest.raises(RuntimeError), provider.create(checkout, SandboxSpec()) as failing:
         run_ids.append(failing.run_id)
         raise RuntimeError("the agent adapter crashed")
     with provider.create(checkout, SandboxSpec()) as slow:
         run_ids.append(slow.run_id)
         assert slow.exec(["sleep", "30"], timeout=0.5).timed_out
+        assert f"docdelta-{slow.run_id}-disk" in leftovers(client, slow.run_id), "the restart's holder"
+        assert slow.exec(["cat", "README.md"]).stdout == b"hi\n", "the workspace outlived the restart"
+    provider.close()  # removal is off the run's path; closing the provider waits for it
     assert {run: leftovers(client, run) for run in run_ids} == {run: [] for run in run_ids}
 
 
@@ -104,14 +109,14 @@ def test_gc_removes_what_a_killed_run_left_and_spares_live_runs(
     child.wait(timeout=30)
     try:
         left = leftovers(client, run_id)
-        assert len(left) == 3, "a killed run leaves its containers (agent, workspace holder) and volume"
+        assert len(left) == 2, "a killed run leaves its container and volume"
         assert set(left) <= set(gc(client, dry_run=True)), "a dry run names them"
-        assert len(leftovers(client, run_id)) == 3, "and removes nothing"
+        assert len(leftovers(client, run_id)) == 2, "and removes nothing"
         removed = gc(client)
         assert set(left) <= set(removed)
         assert leftovers(client, run_id) == []
         assert not set(leftovers(client, live_id)) & set(removed), "a live run is never removed"
-        assert len(leftovers(client, live_id)) == 3
+        assert len(leftovers(client, live_id)) == 2
     finally:
         live.kill()
         live.wait(timeout=30)

@@ -15,7 +15,9 @@ attached to this process (the SDK's create sets StdinOnce), so when docdelta exi
 killed Docker closes that stdin, the process ends and with it the container and every
 process in it (the gateway has the same watchdog). Every container, network and volume
 carries the `org.docdelta` labels, with its owner (host/pid/start), and is removed on
-every exit path; each new provider, and `docdelta gc`, removes what dead owners left.
+every exit path: a closed run's container is killed at once, and its objects are removed
+off the run's path (`_Removals`), waited for by the provider's `close` and at exit; each
+new provider, and `docdelta gc`, removes what dead owners left.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent import futures
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -37,6 +40,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests
 from docker import DockerClient
 
 from docdelta.errors import InfraError, SandboxError
@@ -130,7 +134,19 @@ class DockerProvider(SandboxProvider):
         self.env = dict(env or {})
         self._tars: dict[tuple[str, int, int], bytes] = {}
         self._tars_lock = threading.Lock()
+        self._image_present = False
+        self.removals = _Removals()
+        """Closed runs' containers, volumes and networks, removed off the run's path."""
         gc(client)  # leftovers of runs whose docdelta process is gone
+
+    def drain(self) -> None:
+        """Wait until every closed run's objects are removed (benches, tests)."""
+        self.removals.drain()
+
+    def close(self) -> None:
+        """Wait for the removal of every closed run's objects: nothing of this provider's
+        runs is left once it returns."""
+        self.removals.drain()
 
     def checkout_tar(self, checkout: Path) -> bytes:
         """The archive a run's volume is filled from, built once per checkout (path, inode,
@@ -162,13 +178,15 @@ class DockerProvider(SandboxProvider):
                 "network mode 'gateway' needs a model gateway, and none is configured",
                 hint="configure the gateway (model API key and upstreams) or use network 'none'",
             )
-        try:
-            self.client.images.get(self.image)
-        except docker.errors.ImageNotFound as exc:
-            raise SandboxError(
-                f"Docker image {self.image!r} is not present on the engine",
-                hint="build it first (scripts/provision-docker.sh builds docdelta-base:latest)",
-            ) from exc
+        if not self._image_present:  # once: a run whose image went since fails in its create
+            try:
+                self.client.images.get(self.image)
+            except docker.errors.ImageNotFound as exc:
+                raise SandboxError(
+                    f"Docker image {self.image!r} is not present on the engine",
+                    hint="build it first (scripts/provision-docker.sh builds docdelta-base:latest)",
+                ) from exc
+            self._image_present = True
         return DockerSandbox(self, checkout, spec)
 
     def environment(self) -> str:
@@ -194,6 +212,11 @@ class DockerSandbox(Sandbox):
         self._labels = {LABEL: "1", RUN_LABEL: self.run_id, OWNER_LABEL: owner_id()}
         self._watchdog: Any = None
         self._holder_watchdog: Any = None
+        self._holder: Any = None
+        self._image = provider.image
+        self._volume = ""
+        self._holder_at = 0
+        self._removals = provider.removals
         self._cleanups: list[Callable[[], None]] = []
         self.gateway: RunningGateway | None = None
         self._ro_paths = provider.ro_paths
@@ -207,10 +230,12 @@ class DockerSandbox(Sandbox):
             network = self._network(provider)
             self._container = self._create_container(provider.image, network)
             mark = self._phase("create", mark)
-            self._container.put_archive(VOLUME_ROOT, provider.checkout_tar(checkout))
-            mark = self._phase("copy", mark)
+            # Started first: the engine mounts a tmpfs volume when a container starts, and an
+            # archive put before that would land on the disk beneath it, hidden.
             self._start()
-            self._phase("start", mark)
+            mark = self._phase("start", mark)
+            self._container.put_archive(VOLUME_ROOT, provider.checkout_tar(checkout))
+            self._phase("copy", mark)
         except BaseException as exc:
             self.close()
             if isinstance(exc, docker.errors.DockerException):
@@ -244,9 +269,7 @@ class DockerSandbox(Sandbox):
 
     def _create_container(self, image: str, network: str) -> Any:
         # The workspace quota: a tmpfs of fixed size (the only quota every Docker host
-        # supports; overlay2's size option needs xfs project quotas). A tmpfs volume lives
-        # while a container has it mounted, so a holder container (no network, nothing to
-        # do, the same stdin watchdog) keeps it across the restart that ends a timed-out run.
+        # supports; overlay2's size option needs xfs project quotas).
         size = f"size={self._spec.workspace_mb}m,uid={AGENT_UID},gid={AGENT_UID},mode=0755"
         volume = self._client.volumes.create(
             f"docdelta-{self.run_id}",
@@ -254,27 +277,11 @@ class DockerSandbox(Sandbox):
             driver_opts={"type": "tmpfs", "device": "tmpfs", "o": size},
             labels=self._labels,
         )
+        self._volume = str(volume.name)
         self._cleanups.append(volume.remove)
-        holder = self._client.containers.create(
-            image,
-            WATCHDOG,
-            stdin_open=True,
-            name=f"docdelta-{self.run_id}-disk",
-            user=AGENT_USER,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            volumes={volume.name: {"bind": VOLUME_ROOT, "mode": "ro"}},
-            mem_limit="32m",
-            pids_limit=4,
-            network_mode="none",
-            labels={**self._labels, ROLE_LABEL: "disk"},
-            environment={},
-            log_config=bounded_log(LOG_MAX_BYTES),
-        )
-        self._cleanups.append(lambda: remove_container(holder))
-        self._holder_watchdog = holder.attach_socket(params={"stdin": 1, "stream": 1})
-        holder.start()
+        self._holder_at = len(self._cleanups)
+        """Where a holder's removal goes in `_cleanups`: undone after the agent's container
+        (cleanups run in reverse), before the volume it holds."""
         container = self._client.containers.create(
             image,
             WATCHDOG,
@@ -304,6 +311,35 @@ class DockerSandbox(Sandbox):
         self._cleanups.append(lambda: remove_container(container))
         return container
 
+    def _hold_workspace(self) -> None:
+        """A tmpfs volume lives while a container has it mounted: before the restart that
+        ends a timed-out run, a holder container (no network, nothing to do, the same stdin
+        watchdog) mounts it too, so the files outlive the agent's container's stop. Made only
+        then, once per run: a run that never times out never pays for it."""
+        if self._holder is not None:
+            return
+        holder = self._client.containers.create(
+            self._image,
+            WATCHDOG,
+            stdin_open=True,
+            name=f"docdelta-{self.run_id}-disk",
+            user=AGENT_USER,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            volumes={self._volume: {"bind": VOLUME_ROOT, "mode": "ro"}},
+            mem_limit="32m",
+            pids_limit=4,
+            network_mode="none",
+            labels={**self._labels, ROLE_LABEL: "disk"},
+            environment={},
+            log_config=bounded_log(LOG_MAX_BYTES),
+        )
+        self._holder = holder
+        self._cleanups.insert(self._holder_at, lambda: remove_container(holder))
+        self._holder_watchdog = holder.attach_socket(params={"stdin": 1, "stream": 1})
+        holder.start()
+
     def _start(self) -> None:
         """Start the container with its watchdog attached (before the start, so its stdin
         is never closed while it runs)."""
@@ -313,29 +349,28 @@ class DockerSandbox(Sandbox):
         self._container.start()
 
     def close(self) -> None:
-        """Undo creation in reverse order (container, volume, gateway, network); each step
-        runs even when another fails, and a second call does nothing. Safe from another
-        thread while an exec runs (Ctrl-C with `--jobs N`): the container goes, so the exec
-        ends. Signals are held meanwhile, so a second Ctrl-C cannot skip a step."""
+        """End the run now, remove its objects soon: every process of the run is killed
+        before this returns (the agent's container is killed and waited for: SIGKILL to its
+        init ends its whole PID namespace, so nothing of the agent runs on, writes or reaches
+        the gateway); the removal of the containers, volume, gateway and network, in reverse
+        order of creation, goes to the provider's `removals`, off the run's path, and the
+        provider's `close` waits for it. A second call does nothing. Safe from another
+        thread while an exec runs (Ctrl-C with `--jobs N`): the container is killed, so the
+        exec ends. Signals are held meanwhile, so a second Ctrl-C cannot skip a step."""
         with deferred_signals():
-            self._undo()
-
-    def _undo(self) -> None:
-        self._closed = True
-        for watchdog in (self._watchdog, self._holder_watchdog):
-            if watchdog is not None:
-                close_stdin(watchdog)
-        self._watchdog = self._holder_watchdog = None
-        cleanups, self._cleanups = self._cleanups, []
-        for cleanup in reversed(cleanups):
-            with suppress(docker.errors.NotFound):
-                try:
-                    cleanup()
-                except docker.errors.APIError:
-                    # e.g. the daemon still tearing the container down: retry once.
-                    time.sleep(0.2)
-                    with suppress(docker.errors.APIError):
-                        cleanup()
+            if self._closed:
+                return
+            self._closed = True
+            for watchdog in (self._watchdog, self._holder_watchdog):
+                if watchdog is not None:
+                    close_stdin(watchdog)
+            self._watchdog = self._holder_watchdog = None
+            container = getattr(self, "_container", None)
+            if container is not None:
+                _retried(container.kill, docker.errors.APIError)  # 409: it has stopped already
+                _retried(lambda: container.wait(timeout=30))
+            cleanups, self._cleanups = self._cleanups, []
+            self._removals.submit(lambda: _undo(cleanups))
 
     # ----------------------------------------------------------------- exec
     def exec(
@@ -407,6 +442,7 @@ class DockerSandbox(Sandbox):
         """Kill every process of the run by restarting the container: SIGKILL to PID 1 ends
         the PID namespace (no process survives, however many it forked); the workspace
         volume keeps the files, so the sandbox stays usable."""
+        self._hold_workspace()
         self._container.kill()
         self._container.wait(timeout=30)
         self._start()
@@ -473,6 +509,77 @@ class DockerSandbox(Sandbox):
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
         self._container.put_archive(VOLUME_ROOT, buf.getvalue())
+
+
+def _retried(step: Callable[[], object], *ignored: type[Exception]) -> None:
+    """One step of ending a run, once more after a daemon error (e.g. the daemon still
+    tearing the container down); an error of `ignored` and a missing object (gone already)
+    end it quietly."""
+    quiet: tuple[type[Exception], ...] = (docker.errors.NotFound, *ignored)
+    for attempt in (1, 2):
+        try:
+            step()
+        except quiet:
+            return
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            if attempt == 2:
+                return
+            time.sleep(0.2)
+        else:
+            return
+
+
+def _undo(cleanups: Sequence[Callable[[], None]]) -> None:
+    """Undo a run's creation in reverse order; each step runs even when another fails (what
+    one leaves, `gc` removes once this process is gone)."""
+    for cleanup in reversed(cleanups):
+        with suppress(Exception):
+            _retried(cleanup)
+
+
+_PENDING_REMOVALS = 4
+"""Closed runs whose removal may wait at once; past that a close waits for its own, so a
+backlog never holds many runs' workspaces (tmpfs: memory) on the engine."""
+
+
+class _Removals:
+    """Closed runs' objects removed on worker threads, off the runs' path. The threads are
+    the pool's, which Python joins at exit: a process that ends without closing its provider
+    (an uncaught Ctrl-C) still removes what it submitted before it exits; a SIGKILL leaves
+    it to the next provider's `gc`."""
+
+    def __init__(self) -> None:
+        self._pool = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-removal")
+        self._slots = threading.BoundedSemaphore(_PENDING_REMOVALS)
+        self._pending: set[futures.Future[None]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, removal: Callable[[], None]) -> None:
+        self._slots.acquire()
+
+        def run() -> None:
+            try:
+                removal()
+            finally:
+                self._slots.release()
+
+        try:
+            future = self._pool.submit(run)
+        except RuntimeError:  # the interpreter is shutting down: remove it here and now
+            run()
+            return
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: futures.Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def drain(self) -> None:
+        with self._lock:
+            pending = list(self._pending)
+        futures.wait(pending)
 
 
 def gc(client: DockerClient, *, dry_run: bool = False) -> list[str]:
