@@ -224,14 +224,20 @@ def build_provider(
         return BuiltSandbox(
             get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env)
         )
-    # A local provider holds one live sandbox (its slot): one per worker thread.
-    return BuiltSandbox(
-        PerThreadProvider(
-            lambda slot: get_provider(
-                choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot
-            )
+    # A local provider holds one live sandbox (its slot): one per worker thread, all in the
+    # first one's private root, so its /etc and clean-up are made and paid for once, not per worker.
+    made: list[SandboxProvider] = []
+
+    def slot_provider(slot: int) -> SandboxProvider:
+        root = getattr(made[0], "root", None) if made else None
+        shared = {"root": root} if isinstance(root, Path) else {}
+        provider = get_provider(
+            choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env, slot=slot, **shared
         )
-    )
+        made.append(provider)
+        return provider
+
+    return BuiltSandbox(PerThreadProvider(slot_provider))
 
 
 def build_results_store(

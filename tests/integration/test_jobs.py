@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from concurrent import futures
 from pathlib import Path
 
 import pytest
@@ -16,10 +18,14 @@ from toolchain import sandbox_config
 
 from docdelta.agents.models import RunStatus
 from docdelta.cli.main import main
+from docdelta.config import ProjectConfig
 from docdelta.demo import DemoRepo, build_demo_repo
 from docdelta.errors import ExitCode
 from docdelta.experiment.plan import plan_order
+from docdelta.git import Repo
 from docdelta.results.models import Manifest, RunResult
+from docdelta.sandbox.base import SandboxSpec
+from docdelta.wiring import SandboxChoice, build_provider
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +122,35 @@ def test_sigint_at_jobs_4_kills_the_blocked_agents_keeps_results_and_resumes(tmp
         assert saved_results(tmp_path / "work") == saved, "a complete result is never rewritten"
     finally:
         agent.close()
+
+
+def test_parallel_slots_share_one_private_root_made_and_removed_once(tmp_path: Path) -> None:
+    """Each worker's local provider used to make its own private root, with its own copy of
+    /etc, and remove it at the end: seconds of clean-up after the last cell, per worker."""
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({"README.md": "hi\n"})
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "README.md").write_text("hi\n")
+    provider = build_provider(
+        SandboxChoice(), repo=Repo(repo.path), private={}, config=ProjectConfig(), agent=None, jobs=3
+    ).provider
+    slots: list[Path] = []
+    barrier = threading.Barrier(3)
+
+    def run() -> None:
+        with provider.create(checkout, SandboxSpec()) as sandbox:
+            barrier.wait(timeout=60)  # three live at once, one per slot
+            assert sandbox.exec(["cat", "README.md"]).stdout == b"hi\n"
+            slots.append(Path(getattr(sandbox, "slot_dir")))  # noqa: B009
+
+    with futures.ThreadPoolExecutor(max_workers=3) as workers:  # re-raises what a worker raised
+        list(workers.map(lambda _: run(), range(3)))
+    try:
+        assert sorted(p.name for p in slots) == ["slot-0", "slot-1", "slot-2"], "a slot per worker"
+        assert len({p.parent for p in slots}) == 1, slots
+        root = slots[0].parent
+        assert (root / "etc").is_dir(), "one /etc for every slot"
+    finally:
+        provider.close()
+    assert not root.exists(), "the first slot's provider removes the shared root, after the others"

@@ -228,6 +228,7 @@ def _owner_stamp(pid: int) -> str | None:
     return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
 
 
+_ETC_LOCK = threading.Lock()
 _ROOTS: set[Path] = set()
 """Private roots this process created and has not removed yet (see `_private_root`)."""
 _ROOTS_LOCK = threading.Lock()
@@ -469,8 +470,9 @@ class LocalProvider(SandboxProvider):
         slot_dir, limits = self._slot(checkout, spec)
         namespaces, start, uid = _identity(network=network)
         etc = self.root / "etc"
-        if not etc.is_dir():
-            _filtered_etc(etc, uid)
+        with _ETC_LOCK:  # once per root, which the providers of parallel slots share
+            if not etc.is_dir():
+                _filtered_etc(etc, uid)
         mounts = {
             INSIDE_WORKSPACE: slot_dir / ("upper" if lower else "repo"),
             INSIDE_TOOLS: slot_dir / "tools",

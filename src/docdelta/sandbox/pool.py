@@ -14,7 +14,8 @@ from docdelta.sandbox.base import Sandbox, SandboxProvider, SandboxSpec
 class PerThreadProvider(SandboxProvider):
     """Hands each thread's `create` to that thread's own provider, made on first use by
     `factory(slot)` with slots counted from 0, so parallel runs never share a slot; every
-    one is closed by `close`."""
+    one is closed by `close`, the last made first (a later slot's provider may use what the
+    first one owns, e.g. its private root)."""
 
     def __init__(self, factory: Callable[[int], SandboxProvider]) -> None:
         self._factory = factory
@@ -43,5 +44,5 @@ class PerThreadProvider(SandboxProvider):
         with self._lock:
             self._closed = True
             providers, self._providers = list(self._providers.values()), {}
-        for provider in providers:
+        for provider in reversed(providers):
             provider.close()
