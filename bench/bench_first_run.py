@@ -6,7 +6,9 @@
    tasks (12 cells a repeat), a no-op command agent. Goal: <= 1.5x. The real tree costs one
    sealed source per commit; each condition is an overlay of its instruction files on it.
 2. `--jobs 4` vs `--jobs 1`, a first run of the same real matrix whose agent waits 2 s (a
-   `sleep 2` inside the sandbox, as a model call would). Goal: >= 3.5x.
+   `sleep 2` inside the sandbox, as a model call would). Goal: >= 3.5x. Each side's time is
+   split from its results' clocks: start-up (to the first cell's start), cells, tail (after
+   the last cell's end): start-up and tail are paid alike at any --jobs, so they bound the ratio.
 
 Each pair runs A then B (or B then A, alternating) so a machine whose speed drifts moves
 both; the ratio is taken pair by pair and its median printed, with the load average: on a
@@ -36,6 +38,7 @@ from pathlib import Path
 
 import docdelta as docdelta_package
 from docdelta.demo import build_demo_repo
+from docdelta.results.models import RunResult
 
 SMOKE_ARGS = ["--smoke"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
@@ -67,19 +70,32 @@ class Matrix:
     def __init__(self, repo: Path, base: str, head: str, tasks: Path, scratch: Path) -> None:
         self.args = ["--repo", str(repo), "--base", base, "--head", head, "--tasks", str(tasks)]
         self.scratch = scratch
+        self.splits: dict[str, list[tuple[float, float, float]]] = {}
+        """Per flag set: (start-up, cells, tail) seconds of each run, from its results' clocks."""
 
     def run(self, repeats: int, extra: Sequence[str]) -> float:
         """Wall seconds of one whole `docdelta run` process into a fresh workdir."""
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=self.scratch))
         argv = [_docdelta(), "run", *self.args, "--workdir", str(workdir), "--repeats", str(repeats), *extra]
-        start = time.perf_counter()
+        start, started = time.perf_counter(), time.time()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
-        wall = time.perf_counter() - start
+        wall, ended = time.perf_counter() - start, time.time()
         if done.returncode != 0:
             sys.exit(f"docdelta run exited {done.returncode}: {done.stderr[-2000:]}")
+        results = [RunResult.model_validate_json(p.read_bytes()) for p in workdir.rglob("result.json")]
+        first = min(r.started_at.timestamp() for r in results)
+        last = max(r.finished_at.timestamp() for r in results)
+        self.splits.setdefault(" ".join(extra), []).append((first - started, last - first, ended - last))
         shutil.rmtree(workdir, ignore_errors=True)
         return wall
+
+    def split(self, extra: Sequence[str]) -> str:
+        """Median start-up (process start to the first cell), cells (first cell's start to
+        the last one's end) and tail (to the process's exit) of the runs with `extra`."""
+        runs = self.splits[" ".join(extra)]
+        up, cells, tail = (statistics.median(r[i] for r in runs) for i in range(3))
+        return f"start-up {up:.1f} + cells {cells:.1f} + tail {tail:.1f} s"
 
 
 def pairs(a: Matrix, a_extra: Sequence[str], b: Matrix, b_extra: Sequence[str], n: int, repeats: int) -> str:
@@ -135,8 +151,10 @@ def main() -> None:
         first = pairs(real, _agent(0), demo, _agent(0), n, repeats)
         print(f"load average at start: {load:.1f} on {os.cpu_count()} CPUs")
         print(f"first run, {name} / demo, {cells} cells each, no-op agent: {first}   (goal <= 1.5x)")
-        jobs = pairs(real, [*_agent(wait), "--jobs", "1"], real, [*_agent(wait), "--jobs", "4"], n, repeats)
+        one, four = [*_agent(wait), "--jobs", "1"], [*_agent(wait), "--jobs", "4"]
+        jobs = pairs(real, one, real, four, n, repeats)
         print(f"--jobs 1 / --jobs 4, {name}, {cells} cells, agent waits {wait:g} s: {jobs}   (goal >= 3.5x)")
+        print(f"  --jobs 1: {real.split(one)}; --jobs 4: {real.split(four)} (medians)")
 
 
 if __name__ == "__main__":
