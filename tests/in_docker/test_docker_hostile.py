@@ -142,6 +142,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import docker
     from docdelta.gateway.config import OPENAI, GatewayConfig
+    from docdelta.keys import Keys
     from docdelta.sandbox.gateway_container import Gateway
     from docdelta.sandbox.base import SandboxSpec
     from docdelta.sandbox.docker import DockerProvider
