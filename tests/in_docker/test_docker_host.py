@@ -101,7 +101,11 @@ def second_engine(client: Any, base_image: str) -> Iterator[Engine]:
 
     # A short path: a Unix socket's path is limited to 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="dd-engine-", dir="/tmp"))
-    bridges = sorted(p.name for p in Path("/sys/class/net").iterdir() if not p.name.startswith("veth"))
+    # The host's own interfaces and the main engine's docker0; a user network's `br-*` bridge
+    # and a container's `veth*` come and go with other tests running beside this one.
+    bridges = sorted(
+        p.name for p in Path("/sys/class/net").iterdir() if not p.name.startswith(("veth", "br-"))
+    )
     proc = _start_dockerd(root)
     try:
         second = docker.DockerClient(base_url=f"unix://{root}/docker.sock")
