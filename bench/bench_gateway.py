@@ -47,7 +47,7 @@ from modelserver.wire import CHUNK
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.keys import Keys
 from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
-from docdelta.sandbox.gateway_container import Gateway, gateway_image
+from docdelta.sandbox.gateway_container import GatewayContainer, gateway_image
 
 SMOKE_ARGS = ["1"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
@@ -188,7 +188,7 @@ def main() -> None:
             for r, url, _ in series
         ]
         config = GatewayConfig(upstreams=routes)
-        gateway = Gateway(
+        gateway = GatewayContainer(
             config, proxy_image, Keys({r.name: "sk-bench" for r in routes}), egress_network=egress_name
         )
         running = gateway.start(client, internal, labels)

@@ -175,7 +175,7 @@ def run_scripted_agent(
     `fingerprints` (docdelta.instructions.audit's, id -> line hashes) the gateway audits each request
     for them, as in a matrix run."""
     from docdelta.sandbox.docker import DockerProvider  # noqa: PLC0415
-    from docdelta.sandbox.gateway_container import Gateway as RuntimeGateway  # noqa: PLC0415
+    from docdelta.sandbox.gateway_container import GatewayContainer  # noqa: PLC0415
 
     name = f"{network}-scripted"
     server = client.containers.run(
@@ -191,7 +191,7 @@ def run_scripted_agent(
         base_url = f"http://{name}:8000"
         _server_log(server)  # waits until it listens
         route = upstream.model_copy(update={"base_url": upstream.base_url.format(server=base_url)})
-        gateway = RuntimeGateway(
+        gateway = GatewayContainer(
             config=GatewayConfig(upstreams=[route], model=agent.model),
             image=gateway_image,
             keys=Keys({route.name: key}),

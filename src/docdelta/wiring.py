@@ -186,7 +186,7 @@ def build_provider(
     if choice.name == "docker":
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
-        from docdelta.sandbox.gateway_container import Gateway, gateway_image  # noqa: PLC0415
+        from docdelta.sandbox.gateway_container import GatewayContainer, gateway_image  # noqa: PLC0415
         from docdelta.sandbox.images import environment_image  # noqa: PLC0415
 
         client = docker_engine()
@@ -209,7 +209,7 @@ def build_provider(
             image = gateway_image(client, image_config.base).tag
             # The run's model is the only one its requests may name (agent.model: None = any priced).
             pinned = config.gateway.model_copy(update={"model": agent.model})
-            gateway = Gateway(pinned, image, keys, egress_network=config.gateway.egress_network)
+            gateway = GatewayContainer(pinned, image, keys, egress_network=config.gateway.egress_network)
             if config.gateway.egress_network:  # a local model server: ask it what it serves
                 from docdelta.sandbox.upstream_identity import model_servers  # noqa: PLC0415
 

@@ -24,7 +24,7 @@ from docdelta.grading.execute import execute_proposals
 from docdelta.keys import Keys
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
-from docdelta.sandbox.gateway_container import Gateway
+from docdelta.sandbox.gateway_container import GatewayContainer
 from docdelta.tasks.models import Gold, Task
 
 pytestmark = pytest.mark.docker
@@ -34,7 +34,7 @@ def test_a_proposal_cannot_reach_the_egress_network_of_a_gateway_run(
     client: Any, base_image: str, gateway_image: str, egress: str, tmp_path: Path
 ) -> None:
     route = OPENAI.model_copy(update={"base_url": f"http://{egress}-modelserver:{UPSTREAM_PORT}/v1"})
-    gateway = Gateway(
+    gateway = GatewayContainer(
         config=GatewayConfig(upstreams=[route]),
         image=gateway_image,
         keys=Keys({"openai": "k"}),

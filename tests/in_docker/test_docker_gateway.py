@@ -18,7 +18,7 @@ from docdelta.gateway.config import Budget, GatewayConfig, Upstream
 from docdelta.keys import Keys
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
-from docdelta.sandbox.gateway_container import Gateway
+from docdelta.sandbox.gateway_container import GatewayContainer
 
 pytestmark = pytest.mark.docker
 
@@ -88,7 +88,7 @@ print(json.dumps(results))
 """
 
 
-def gateway(egress: str, image: str, budget: Budget) -> Gateway:
+def gateway(egress: str, image: str, budget: Budget) -> GatewayContainer:
     route = Upstream(
         name="openai",
         base_url=f"http://{egress}-modelserver:{UPSTREAM_PORT}/v1",
@@ -98,7 +98,7 @@ def gateway(egress: str, image: str, budget: Budget) -> Gateway:
         key_from="OPENAI_API_KEY",
     )
     config = GatewayConfig(upstreams=[route], budget=budget)
-    return Gateway(config=config, image=image, keys=Keys({"openai": KEY}), egress_network=egress)
+    return GatewayContainer(config=config, image=image, keys=Keys({"openai": KEY}), egress_network=egress)
 
 
 @pytest.fixture

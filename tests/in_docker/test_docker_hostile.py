@@ -29,7 +29,7 @@ from docdelta.keys import Keys
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, DockerSandbox
 from docdelta.sandbox.dockerapi import LABEL
-from docdelta.sandbox.gateway_container import Gateway
+from docdelta.sandbox.gateway_container import GatewayContainer
 
 pytestmark = pytest.mark.docker
 
@@ -80,9 +80,9 @@ def modelserver_script() -> Script:
     )
 
 
-def gateway_for(egress: str, image: str) -> Gateway:
+def gateway_for(egress: str, image: str) -> GatewayContainer:
     route = OPENAI.model_copy(update={"base_url": f"http://{egress}-modelserver:{UPSTREAM_PORT}/v1"})
-    return Gateway(
+    return GatewayContainer(
         config=GatewayConfig(upstreams=[route]),
         image=image,
         keys=Keys({"openai": KEY}),
@@ -143,13 +143,13 @@ CHILD = textwrap.dedent(
     import docker
     from docdelta.gateway.config import OPENAI, GatewayConfig
     from docdelta.keys import Keys
-    from docdelta.sandbox.gateway_container import Gateway
+    from docdelta.sandbox.gateway_container import GatewayContainer
     from docdelta.sandbox.base import SandboxSpec
     from docdelta.sandbox.docker import DockerProvider
     image, checkout, egress, gateway_image, url = sys.argv[1:6]
     route = OPENAI.model_copy(update={"base_url": url})
     config = GatewayConfig(upstreams=[route])
-    gateway = Gateway(config, gateway_image, Keys({"openai": "sk-x"}), egress_network=egress)
+    gateway = GatewayContainer(config, gateway_image, Keys({"openai": "sk-x"}), egress_network=egress)
     provider = DockerProvider(docker.from_env(), image, gateway=gateway)
     with provider.create(Path(checkout), SandboxSpec(network="gateway")) as sb:
         sb.exec(["sleep", "60"], timeout=0.5)  # timed out: the restart brings the workspace holder

@@ -34,7 +34,7 @@ from docdelta.results.models import Cell
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, NetworkMode, Sandbox, SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
-from docdelta.sandbox.gateway_container import Gateway
+from docdelta.sandbox.gateway_container import GatewayContainer
 from docdelta.scorecard.summarize import summarize
 
 pytestmark = pytest.mark.docker
@@ -141,7 +141,7 @@ def provider(client: Any, base_image: str, gateway_image: str, egress: str) -> I
         key_env=["ANTHROPIC_API_KEY"],
         key_from="ANTHROPIC_API_KEY",
     )
-    gateway = Gateway(
+    gateway = GatewayContainer(
         config=GatewayConfig(upstreams=[route]),
         image=gateway_image,
         keys=Keys({"anthropic": KEY}),

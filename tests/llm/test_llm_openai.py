@@ -54,7 +54,7 @@ from docdelta.results.models import RunResult
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id
-from docdelta.sandbox.gateway_container import Gateway, gateway_image
+from docdelta.sandbox.gateway_container import GatewayContainer, gateway_image
 from docdelta.sandbox.upstream_identity import server_identity
 
 pytestmark = [pytest.mark.llm, pytest.mark.docker, pytest.mark.timeout(3600)]
@@ -178,7 +178,7 @@ def provider_for(served: Served) -> DockerProvider:
         key_env=["OPENAI_API_KEY"],
         key_from="OPENAI_API_KEY",
     )
-    gateway = Gateway(
+    gateway = GatewayContainer(
         config=GatewayConfig(upstreams=[route], prices={ALIAS: Price(input=0, output=0)}),
         image=gateway_image(served.client, served.base_image).tag,
         keys=Keys({"openai": "llama-server-ignores-keys"}),

@@ -67,7 +67,7 @@ from docdelta.sandbox.dockerapi import (
     raw_socket,
     remove_container,
 )
-from docdelta.sandbox.gateway_container import Gateway, RunningGateway
+from docdelta.sandbox.gateway_container import GatewayContainer, RunningGateway
 
 VOLUME_ROOT = "/workspace"
 WORKSPACE = f"{VOLUME_ROOT}/repo"
@@ -106,7 +106,7 @@ def engine() -> DockerClient:
     return client
 
 
-def from_env(image: str, *, gateway: Gateway | None = None) -> DockerProvider:
+def from_env(image: str, *, gateway: GatewayContainer | None = None) -> DockerProvider:
     """The provider on the default engine."""
     return DockerProvider(engine(), image, gateway=gateway)
 
@@ -121,7 +121,7 @@ class DockerProvider(SandboxProvider):
         client: DockerClient,
         image: str,
         *,
-        gateway: Gateway | None = None,
+        gateway: GatewayContainer | None = None,
         ro_paths: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
     ) -> None:

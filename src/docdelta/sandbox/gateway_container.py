@@ -79,7 +79,7 @@ def gateway_image(client: DockerClient, base: str) -> BuiltImage:
 
 
 @dataclass(frozen=True)
-class Gateway:
+class GatewayContainer:
     """What a run's gateway needs; `keys` stay in this process until they are written to the
     gateway's stdin (it routes only the upstreams they name)."""
 
@@ -115,7 +115,7 @@ class RunningGateway:
         self._own_network: Network | None = None
         self._final_calls: list[ModelCall] | None = None
 
-    def attach(self, gateway: Gateway, internal: Network, labels: dict[str, str]) -> None:
+    def attach(self, gateway: GatewayContainer, internal: Network, labels: dict[str, str]) -> None:
         name = f"{internal.name}-gateway"
         if gateway.egress_network:
             egress = self._client.networks.get(gateway.egress_network)
