@@ -145,6 +145,12 @@ def test_no_docs_without_a_base_arm_or_without_the_checkouts(sealed: tuple[Resul
         ),
         ("Read/write i.e. e.g. Python 3.11 and/or v1.2 at https://x.invalid/a.py", []),
         ("Keep `docs/*.md` short.", [("path", "docs/*.md")]),
+        # a bold path is the same file as its code span, not a second one named `**docs/api.md**`
+        (
+            "- **docs/api.md**: see `docs/api.md`, and *docs/guide.md*.",
+            [("path", "docs/api.md"), ("path", "docs/guide.md")],
+        ),
+        ("**AGENTS.md** rules; match **/*.py", [("path", "AGENTS.md"), ("path", "**/*.py")]),
     ],
 )
 def test_what_a_line_names(line: str, expected: list[tuple[str, str]]) -> None:

@@ -51,6 +51,8 @@ _PATH_TOKEN = re.compile(r"(?<![\w/.@:-])(?:\.{1,2}/)?[\w.*-]+(?:/[\w.*-]*)*")
 _FILE_NAME = re.compile(r"[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z][\w]{0,7}")
 _WORD = re.compile(r"[^\s'\"`;&|()<>]+")
 _PROMPT = re.compile(r"^\s*[$>]\s+")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?P<inner>[^*_].*?)\1")
+"""A token wrapped in Markdown emphasis (`**docs/api.md**`): the path is what is inside."""
 
 
 # ------------------------------------------------------------------ extract
@@ -87,6 +89,8 @@ def references(line: str, *, shell_block: bool = False) -> list[tuple[RefKind, s
     prose = _URL.sub(" ", _SPAN.sub(" ", line))
     for m in _PATH_TOKEN.finditer(prose):
         token = m.group(0).rstrip(".")
+        bold = _EMPHASIS.fullmatch(token)
+        token = bold.group("inner") if bold else token
         if path_like(token):
             found.append(("path", token))
     return list(dict.fromkeys(found))
