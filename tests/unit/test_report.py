@@ -147,6 +147,18 @@ def test_confounds_isolation_near_misses_unscored_points_missing_runs() -> None:
     assert "- ⚠ 1 planned run without a result: rerun to resume the matrix" in md
 
 
+def test_full_uniform_isolation_is_stated_in_the_header_not_listed_as_a_confound() -> None:
+    """Every run in bwrap is the normal case; only weak or mixed isolation is a confound."""
+    uniform = summary_of([result("a", "base", 1.0, 1), result("a", "head", 1.0, 1)])
+    full = render_markdown(uniform)
+    assert "· isolation: bwrap ·" in full and "- isolation:" not in full
+    assert "⚠ 1 confound a reader" in render_comment_markdown(uniform)  # the missing repeats only
+    mixed = summary_of([result("a", "base", 1.0, 1), result("a", "head", 1.0, 1, isolation="docker-none")])
+    assert mixed.confounds.isolation_confound()
+    assert "- isolation: bwrap (1 run), docker-none (1 run) — ⚠ mixed" in render_markdown(mixed)
+    assert "⚠ 2 confounds a reader" in render_comment_markdown(mixed)
+
+
 def test_near_misses_with_one_reason_are_one_line_with_a_count() -> None:
     """A docs site's translated `agents.md` pages are one finding, not a line each."""
     runs = [result("a", "base", 1.0, 1), result("a", "head", 1.0, 1)]

@@ -167,6 +167,12 @@ class MissedItem(Frozen):
 class Confounds(Frozen):
     isolation: dict[str, int] = Field(default={}, description="isolation value -> runs")
     weak_isolation: list[str] = Field(default=[], description="isolation values seen that are not full")
+
+    def isolation_confound(self) -> bool:
+        """Some runs were not fully isolated, or runs were isolated differently: full and
+        uniform isolation is the normal case, which the header states and Confounds omits."""
+        return bool(self.weak_isolation) or len(self.isolation) > 1
+
     near_misses: list[NearMiss] = []
     unscored_points: int = Field(default=0, description="distinct (task, key point) pairs left to the judge")
     missing_conditions: list[str] = []
