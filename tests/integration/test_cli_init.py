@@ -41,6 +41,10 @@ def test_init_writes_the_files_and_its_next_commands_run_as_printed(
         line.split(". ", 1)[1] for line in out.splitlines() if line.startswith(("  1.", "  2.", "  3."))
     ]
     assert [c.split()[1] for c in commands] == ["tasks", "agent-check", "run"]
+    # the work tree's config, which the past commit's base does not hold
+    assert "--config .docdelta.yml --workdir .docdelta-results" in commands[2]
+    assert "added     /.docdelta-results/ to .gitignore" in out
+    assert (repo.path / ".gitignore").read_text() == "/.docdelta-results/\n"
     for draft in drafts:  # the review the first command asks for
         draft.write_text(draft.read_text().replace("reviewed: false", "reviewed: true"))
     for command in commands:
@@ -51,7 +55,9 @@ def test_init_writes_the_files_and_its_next_commands_run_as_printed(
     assert "docdelta scorecard" in report  # the run evaluated the commit that changed AGENTS.md
 
 
-def test_init_again_keeps_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_again_keeps_every_file_and_never_brings_back_a_deleted_draft(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = _repo(tmp_path)
     (repo.path / ".docdelta.yml").write_text("tasks: my/tasks\n")
     assert main(["init", "--repo", str(repo.path)]) == 0
@@ -60,9 +66,26 @@ def test_init_again_keeps_every_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     drafts = {p: p.read_text() + "# edited\n" for p in (repo.path / ".docdelta/tasks").glob("*.yaml")}
     for path, text in drafts.items():
         path.write_text(text)
+    deleted = next(iter(drafts))
+    deleted.unlink()  # a draft the user judged not worth a task
+    (repo.path / ".gitignore").write_text("build/\n.docdelta-results\n")
     assert main(["init", "--repo", str(repo.path)]) == 0
-    assert "wrote" not in capsys.readouterr().out
-    assert {p: p.read_text() for p in drafts} == drafts
+    out = capsys.readouterr().out
+    assert "wrote" not in out and "added" not in out
+    assert "drafted nothing: .docdelta/tasks exists" in out
+    assert not deleted.exists()
+    assert {p: p.read_text() for p in drafts if p != deleted} == {
+        p: t for p, t in drafts.items() if p != deleted
+    }
+    assert (repo.path / ".gitignore").read_text() == "build/\n.docdelta-results\n"  # named once already
+
+
+def test_init_help_says_what_it_writes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["init", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for written in (".docdelta.yml", ".github/workflows/docdelta.yml", ".docdelta/tasks/", ".gitignore"):
+        assert written in out
 
 
 def test_init_without_an_instruction_file_says_what_to_write(

@@ -13,14 +13,22 @@ from docdelta.git import Repo
 
 def add_parser(sub: Any) -> None:
     ini = sub.add_parser(
-        "init", help="adopt docdelta: write .docdelta.yml, the workflow and drafted tasks; print what to run"
+        "init",
+        help="adopt docdelta: write .docdelta.yml, the workflow and drafted tasks; print what to run",
+        description="Adopt docdelta in the repository's work tree. Writes .docdelta.yml (the project "
+        "config), .github/workflows/docdelta.yml (the example pull-request workflow) and, when the "
+        "folder does not exist yet, .docdelta/tasks/ with answer tasks drafted from the instruction "
+        "files every prompt loads (each `reviewed: false`); adds /.docdelta-results/ (the results "
+        "workdir) to .gitignore. Never overwrites a file, and never re-drafts into an existing tasks "
+        "folder, so a deleted draft stays deleted (`docdelta tasks draft` drafts more). Ends with the "
+        "next three commands: review the drafts, check the agent, run on the last change.",
     )
     ini.add_argument("--repo", type=Path, default=Path())
     ini.add_argument("--ref", default="HEAD", help="the commit whose instruction files are drafted from")
 
 
 def _init(args: argparse.Namespace) -> int:
-    from docdelta.improve.project_init import init_project, next_commands
+    from docdelta.improve.project_init import GITIGNORE_LINE, TASKS_DIR, init_project, next_commands
 
     repo = Repo(args.repo)
     result = init_project(repo, args.ref)
@@ -28,11 +36,15 @@ def _init(args: argparse.Namespace) -> int:
         print(f"wrote     {path.relative_to(repo.root)}")
     for path in result.kept:
         print(f"kept      {path.relative_to(repo.root)} (exists; not overwritten)")
-    drafted = len(result.drafts.drafts) if result.drafts else 0
-    print(
-        f"drafted {drafted} task(s) from {', '.join(result.sources)}: "
-        "each is `reviewed: false` until you check it"
-    )
+    if result.gitignored:
+        print(f"added     {GITIGNORE_LINE} to .gitignore (the results workdir)")
+    if result.drafts is None:
+        print(f"drafted nothing: {TASKS_DIR} exists (`docdelta tasks draft` adds drafts to it)")
+    else:
+        print(
+            f"drafted {len(result.drafts.drafts)} task(s) from {', '.join(result.sources)}: "
+            "each is `reviewed: false` until you check it"
+        )
     print("next:")
     for n, command in enumerate(next_commands(repo, result), 1):
         print(f"  {n}. {command}")

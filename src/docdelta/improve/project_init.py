@@ -3,9 +3,11 @@
 A new user's first hour went to finding which files docdelta needs and where (the config,
 the workflow, reviewed tasks). `init` writes each where it belongs, from what the repository
 already holds: `.docdelta.yml`, the pull-request workflow (the shipped example, unchanged),
-and answer tasks drafted from the always-loaded instruction files for review. It never
-overwrites a file, so running it again only adds what is missing, and it ends by printing the
-next three commands: review, check the agent, run.
+answer tasks drafted from the always-loaded instruction files for review, and the results
+workdir's line in `.gitignore`. It never overwrites a file. It drafts only into a tasks folder
+it creates, so running it again never brings back a draft the user deleted (`docdelta tasks
+draft` adds more on purpose); it ends by printing the next three commands: review, check the
+agent, run.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from docdelta.instructions.models import LoadMode
 from docdelta.vocabulary import CONFIG_PATH
 
 TASKS_DIR = ".docdelta/tasks"
+WORKDIR = ".docdelta-results"
+"""The results workdir the printed `run` writes: generated, so `.gitignore` gets its line."""
+GITIGNORE_LINE = f"/{WORKDIR}/"
 WORKFLOW = ".github/workflows/docdelta.yml"
 EXAMPLE_WORKFLOW = "docdelta-pr.yml"
 """The shipped example the workflow is copied from (examples/workflows/)."""
@@ -46,6 +51,9 @@ class InitResult:
     kept: list[Path] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     drafts: DraftSet | None = None
+    """None when the tasks folder existed: nothing was drafted into it."""
+    gitignored: bool = False
+    """`.gitignore` gained the workdir's line this time."""
 
 
 def always_loaded(repo: Repo, ref: str) -> list[str]:
@@ -76,23 +84,38 @@ def init_project(repo: Repo, ref: str = "HEAD") -> InitResult:
         target.write_text(text, encoding="utf-8")
         result.written.append(target)
     tasks = repo.root / TASKS_DIR
-    result.drafts = draft_tasks(repo, ref, sources, existing_tasks(tasks))
-    written, kept = write_drafts(result.drafts, tasks)
-    result.written += written
-    result.kept += kept
+    if tasks.exists():  # the user's since: a deleted draft stays deleted
+        result.kept.append(tasks)
+    else:
+        result.drafts = draft_tasks(repo, ref, sources, existing_tasks(tasks))
+        result.written += write_drafts(result.drafts, tasks)[0]
+    result.gitignored = _ignore_workdir(repo.root / ".gitignore")
     return result
+
+
+def _ignore_workdir(gitignore: Path) -> bool:
+    """Add the workdir's line to `gitignore` unless a line already names it; True if added."""
+    text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    if any(line.strip().strip("/") == WORKDIR for line in text.splitlines()):
+        return False
+    separator = "" if not text or text.endswith("\n") else "\n"
+    gitignore.write_text(f"{text}{separator}{GITIGNORE_LINE}\n", encoding="utf-8")
+    return True
 
 
 def next_commands(repo: Repo, result: InitResult) -> list[str]:
     """What to type next, in order, each runnable as printed: review the drafts, see an agent
-    (the bundled example) run once, and evaluate the last commit that changed the files."""
+    (the bundled example) run once, and evaluate the last commit that changed the files, with
+    the work tree's config (a past commit's base has none, and `run` reads the base's)."""
     where = "" if repo.root.resolve() == Path.cwd().resolve() else f" --repo {repo.root}"
-    tasks = TASKS_DIR if not where else repo.root / TASKS_DIR
+    tasks, config, workdir = (
+        rel if not where else repo.root / rel for rel in (TASKS_DIR, CONFIG_PATH, WORKDIR)
+    )
     agent = f'--agent command --agent-cmd "python3 {examples_dir("agents") / EXAMPLE_AGENT}"'
     changed = repo.last_change("HEAD", result.sources)
     refs = f"--base {changed[:12]}~1 --head {changed[:12]}" if changed else "--base HEAD~1 --head HEAD"
     return [
         f"docdelta tasks audit{where} --tasks {tasks}   # review each draft, then set `reviewed: true`",
         f"docdelta agent-check{where} --tasks {tasks} {agent}",
-        f"docdelta run{where} {refs} --tasks {tasks} --workdir .docdelta-results {agent}",
+        f"docdelta run{where} {refs} --tasks {tasks} --config {config} --workdir {workdir} {agent}",
     ]
