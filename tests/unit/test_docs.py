@@ -9,6 +9,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
+
+from docdelta.tasks.models import Task
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -77,3 +80,13 @@ def test_every_link_between_pages_lands_on_a_file_and_a_heading(page: Path) -> N
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
                 broken.append(f"{target}: no heading #{anchor} in {dest.relative_to(ROOT)}")
     assert not broken, "\n".join(broken)
+
+
+def test_the_task_pages_example_is_a_valid_task_with_both_shapes_of_gold_command() -> None:
+    """docs/tasks.md says a `commands` item is a string or a list of alternatives: its example
+    shows both, and loads as the schema reads it."""
+    page = (ROOT / "docs" / "tasks.md").read_text()
+    example = page.split("```yaml\n", 1)[1].split("```", 1)[0]
+    task = Task.model_validate(yaml.safe_load(example))
+    assert [type(c) for c in task.gold.commands] == [str, list]
+    assert "## How an answer is scored" in page
