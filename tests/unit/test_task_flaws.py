@@ -78,3 +78,19 @@ def test_a_fill_in_the_blank_quiz_recites_its_rule() -> None:
     )
     (flaw,) = task_flaws(task, SOURCE)
     assert flaw.kind is Flaw.recites and "fill in a blank" in flaw.detail
+
+
+def test_a_condition_around_a_code_block_applies_but_a_keyword_inside_one_does_not() -> None:
+    """The intro before a fenced block ("When you release a version:") still conditions the
+    prohibition after it; `while` in the block's script, or `--only` in a span, is code."""
+    around = (
+        "# Rules\n\nWhen you release a version:\n\n```sh\nmake release\n```\n\nNever push tags by hand.\n"
+    )
+    inside = "# Rules\n\n```sh\nwhile true; do make; done\n```\n\nNever push to `main`; use `make --only`.\n"
+    for text, quote, flagged in (
+        (around, "Never push tags by hand", True),
+        (inside, "Never push to `main`", False),
+    ):
+        source = SourceText({"AGENTS.md": (FileKind.instructions, normalize(text))})
+        flaws = {f.kind for f in task_flaws(_task("May I do that now?", quote), source)}
+        assert (Flaw.lost_condition in flaws) is flagged, text

@@ -236,6 +236,9 @@ def audit_items(task: Task, source: SourceText) -> list[ItemAudit]:
 RECITED_WORDS = 6
 """Consecutive words of an instruction file a prompt may share before it recites the rule."""
 _CONDITION = re.compile(r"\b(?:if|when|whenever|unless|except|only|while)\b", re.IGNORECASE)
+_CODE = re.compile(r"(`{3,}|~{3,}).*?(?:\1|$)|`[^`]*`")
+"""Fenced blocks and code spans of normalised text: `if`/`while` in a script, or `--only` in a
+flag, are code, not a rule's condition; the prose around a block still is."""
 _PROHIBITION = re.compile(r"\b(?:never|not|don't|avoid|no)\b", re.IGNORECASE)
 _BLANK = re.compile(r"\[blank\]|\bfill in the blank", re.IGNORECASE)
 """How `tasks draft`'s quiz prompts (and hand-written ones like them) ask for a rule's missing words."""
@@ -275,7 +278,7 @@ def task_flaws(task: Task, source: SourceText, tally: _Tally | None = None) -> l
         at = cited[1].find(normalize(cite.quote)) if cited else -1
         if cited is not None and at >= 0:
             sentence = _sentence(cited[1], at, at + len(normalize(cite.quote)))
-            condition = _CONDITION.search(sentence.replace(normalize(cite.quote), " "))
+            condition = _CONDITION.search(_CODE.sub(" ", sentence.replace(normalize(cite.quote), " ")))
             if condition and _PROHIBITION.search(cite.quote) and not _CONDITION.search(cite.quote):
                 flaws.append(
                     TaskFlaw(
