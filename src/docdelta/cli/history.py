@@ -50,8 +50,8 @@ def _add_history_source(p: argparse.ArgumentParser) -> None:
 def _open_history(args: argparse.Namespace) -> History:
     """`--history DIR`, or the `history/` folder of `--results-store` (the data branch included)."""
     from docdelta.action.settings import StoreSpec
-    from docdelta.results.backends import open_store
     from docdelta.scorecard.history import HISTORY_DIR, History
+    from docdelta.wiring import build_results_store
 
     if args.history is not None:
         return History.at(args.history)
@@ -59,7 +59,8 @@ def _open_history(args: argparse.Namespace) -> History:
         spec = StoreSpec.parse(args.results_store)
     except ValueError as exc:
         raise ConfigError(f"--results-store: {exc}", hint="e.g. branch:docdelta-results") from None
-    store = open_store(spec.kind, spec.location, args.repo)
+    # The checkout's own git credentials reach a data branch; the CLI passes no token.
+    store = build_results_store(spec.kind, spec.location, args.repo, server_url="", token="")
     if store is None:
         raise ConfigError("--results-store none keeps no history", hint="name the branch or directory")
     return History(store, HISTORY_DIR)
