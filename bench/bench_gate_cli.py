@@ -36,9 +36,11 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from docdelta.results.layout import POWER_CACHE
 from docdelta.scorecard.decision import Design
 from docdelta.scorecard.models import Summary
-from docdelta.scorecard.power import Scenario, drop_scenario, simulate, wilson
+from docdelta.scorecard.power import Scenario, cached_drop, drop_scenario, simulate, wilson
+from docdelta.scorecard.stats import DEFAULT_ALPHA
 from docdelta.validate import DEFAULT_MAX_REPEATS
 from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
@@ -55,14 +57,18 @@ gold:
 reviewed: true
 """
 AGENT = """\
-import json, pathlib, random, re, sys
-prompt = sys.stdin.read()
-task = re.search(r"Task (t[0-9]+)", prompt).group(1)
-docs = pathlib.Path("AGENTS.md")
-rates = dict(re.findall(r"(t[0-9]+)=([0-9.]+)", docs.read_text() if docs.exists() else ""))
-right = random.SystemRandom().random() < float(rates.get(task, 0))
-command = "make check" if right else "python setup.py test"
-print(json.dumps({"answer": f"run {command}", "commands": [command]}))
+#!/bin/sh
+# Right with the rate AGENTS.md states for the task the prompt names; a shell script, not a
+# python one, so a run costs a few milliseconds of agent and the bench measures docdelta.
+task=$(sed -n 's/.*Task \\(t[0-9]*\\).*/\\1/p' | head -n 1)
+rate=$(sed -n "s/.* $task=\\([0-9.]*\\).*/\\1/p" AGENTS.md 2>/dev/null | head -n 1)
+draw=$(od -An -N4 -tu4 /dev/urandom)
+if awk -v d="$draw" -v p="${rate:-0}" 'BEGIN { exit !(d / 4294967296 < p) }'; then
+  command="make check"
+else
+  command="python setup.py test"
+fi
+printf '{"answer": "run %s", "commands": ["%s"]}\\n' "$command" "$command"
 """
 
 
@@ -99,7 +105,7 @@ def _project(root: Path, case: Case) -> Path:
     tasks.mkdir(parents=True)
     agent_dir = root / "agent-bin"
     agent_dir.mkdir()
-    (agent_dir / "agent.py").write_text(textwrap.dedent(AGENT))
+    (agent_dir / "agent.sh").write_text(textwrap.dedent(AGENT))
     (repo / ".docdelta.yml").write_text(json.dumps({"sandbox": {"paths": [str(agent_dir)]}}) + "\n")
     for i in range(len(RATES)):
         (tasks / f"t{i + 1}.yaml").write_text(TASK.format(id=f"t{i + 1}"))
@@ -119,16 +125,21 @@ def _docdelta(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def one_pr(case: Case, seed: int, extra: tuple[str, ...] = ()) -> tuple[str, int]:
-    """One simulated PR through the CLI: its verdict kind and the runs it took."""
+def one_pr(case: Case, seed: int, extra: tuple[str, ...] = (), power: bytes | None = None) -> tuple[str, int]:
+    """One simulated PR through the CLI: its verdict kind and the runs it took. `power`: the
+    workdir's power cache (`power.POWER_CACHE`), simulated once for all PRs of this design
+    instead of once per PR; it only feeds the power line, never the verdict."""
     root = Path(tempfile.mkdtemp(prefix="docdelta-gate-"))
     try:
         repo = _project(root, case)
         work = root / "work"
+        if power is not None:
+            work.mkdir()
+            (work / POWER_CACHE).write_bytes(power)
         run = _docdelta(
             "run", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD",
             "--tasks", str(repo / ".docdelta" / "tasks"), "--workdir", str(work),
-            "--agent", "command", "--agent-cmd", f"python3 {root / 'agent-bin' / 'agent.py'}",
+            "--agent", "command", "--agent-cmd", f"sh {root / 'agent-bin' / 'agent.sh'}",
             "--seed", str(seed), *extra,
         )  # fmt: skip
         if run.returncode != 0:
@@ -167,6 +178,10 @@ def main() -> None:
     extra = ("--max-repeats", str(cap)) if args.smoke else ()
     design = Design.auto(cap)
     began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / POWER_CACHE
+        cached_drop(cache, len(RATES), design, alpha=DEFAULT_ALPHA, band=DEFAULT_NOISE_BAND)
+        power = cache.read_bytes()
     what = "smoke (not the defaults)" if args.smoke else "shipped defaults"
     print(
         f"{what}: repeats auto (cap {cap}, {design.label}), noise band "
@@ -181,7 +196,7 @@ def main() -> None:
         start = time.perf_counter()
         with ThreadPoolExecutor(args.jobs) as pool:
             seeds = [args.seed + 1000 * i + k for k in range(prs)]
-            done = list(pool.map(partial(one_pr, case, extra=extra), seeds))
+            done = list(pool.map(partial(one_pr, case, extra=extra, power=power), seeds))
         kinds = Counter(kind for kind, _ in done)
         runs = sum(r for _, r in done) / len(done)
         secs = time.perf_counter() - start
