@@ -112,6 +112,7 @@ def test_no_change_is_reachable_for_mid_rate_tasks_at_the_default_cap() -> None:
     d = decide(from_strata(strata), Design.auto(24), alpha=ALPHA, band=BAND)
     assert d is not None and d.kind == "no_change", d and d.reason
     assert all(t.interval is not None and not t.interval.inside(BAND) for t in d.tasks if t.task == "t2")
+    assert task_band(BAND) == 2 * BAND and "every task's own interval lies inside ±0.40" in d.reason
 
 
 def test_a_drop_of_the_task_margin_is_called_no_change_at_most_alpha() -> None:

@@ -256,7 +256,7 @@ class Decision:
     no_change_reachable: bool = True
     """Whether running every task to the cap could still show no change: False when the
     interval projected to the cap (each task's current delta, its spread shrunk to the cap's
-    run count, `_projected_inside`) does not lie inside the band. Only the round loop reads
+    run count, `_projected_inside`) does not lie inside its margin. Only the round loop reads
     it, to stop early; like any stopping rule it cannot raise an error rate."""
     subject: str = OVERALL
     """The hypothesis the headline's estimate, interval and p belong to: the deciding task
@@ -397,14 +397,14 @@ def _look(
 
 
 def _projected_inside(usable: Mapping[str, TaskRuns], cap: int, *, alpha: float, band: float) -> bool:
-    """Could the equivalence interval at the cap lie inside the band, if the runs still to
+    """Could the equivalence intervals at the cap lie inside their margins, if the runs still to
     come showed no difference? Each task's delta is diluted by its remaining runs (delta
     times runs now over runs at the cap: optimistic, so an A/A PR whose early runs wobble is
     not given up), each arm keeps its Agresti-Caffo spread with its run count grown to what
     the cap gives it (an arm of pooled runs only does not grow). A task already at the cap
     keeps its delta: one that dropped by 0.5 puts no change out of reach. No change needs
-    every task's own interval inside the band too, so one task whose projected interval is
-    wider than the band (a coin-flip task at the cap) puts it out of reach. True while an arm
+    every task's own interval inside the task margin too (`task_band`), so one task whose
+    projected interval is wider than that puts it out of reach. True while an arm
     is too small to say. A guess for the round loop's stopping, never part of a decision."""
     z = _upper_quantile(alpha)
     centre, variance = 0.0, 0.0
