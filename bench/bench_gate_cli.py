@@ -1,7 +1,7 @@
 """The gate as shipped, end to end: simulated PRs through the real `docdelta run` + `report`.
 
 Each simulated PR is a fresh git repository and workdir: three tasks that ask for the test
-command, a command agent (system python3, a script in a directory the sandbox shows) that
+command, a command agent (a POSIX shell script in a directory the sandbox shows) that
 answers right with the per-task rate its checkout's AGENTS.md states, and base and head
 commits whose AGENTS.md differ. A/A: head states the same rates (the edit changes nothing
 the agent reads). Drop: head states task t3 at 0.3 instead of 0.8. Nothing else is set: the
@@ -9,12 +9,15 @@ repeats, noise band, conditions and caps are the CLI's shipped defaults, so the 
 what a user who configures nothing gets. Beside each case, `docdelta.scorecard.power.simulate` runs the
 same scenario, design and band in-process, so a divergence between the two shows.
 
-    .venv/bin/python bench/bench_gate_cli.py [--prs 100] [--sim-prs 1000] [--jobs 2] [--seed 0]
+    .venv/bin/python bench/bench_gate_cli.py [--prs 100] [--sim-prs 1000] [--jobs 4] [--seed 0]
     .venv/bin/python bench/bench_gate_cli.py --smoke   # one PR per case, cap 2: the path, not the figures
 
-At the defaults a PR takes 70-180 runs (about 1-2 minutes on a busy 2-core machine), so a
-figure tight enough to judge the targets through the CLI takes hours; the simulator's
-columns carry the tight intervals, the CLI's show the two agree.
+At the defaults a PR takes 50-216 runs (none arm included). The agent is a shell script (a
+few milliseconds a run, where a python one took about 80 ms to start), the power line's
+simulation is done once and copied into every workdir (it does not touch the verdict), and
+PRs run --jobs at a time: a run costs docdelta about 30 ms of CPU, so an A/A PR about 6 s and
+a drop PR about 3 s, and 100 PRs per case take about 10 minutes of two idle cores (each case
+prints its wall time per PR; a machine shared with other work takes longer).
 
 Every rate is printed with its 95% Wilson interval.
 """
@@ -36,9 +39,11 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from docdelta.results.layout import POWER_CACHE
 from docdelta.scorecard.decision import Design
 from docdelta.scorecard.models import Summary
-from docdelta.scorecard.power import Scenario, drop_scenario, simulate, wilson
+from docdelta.scorecard.power import Scenario, cached_drop, drop_scenario, simulate, wilson
+from docdelta.scorecard.stats import DEFAULT_ALPHA
 from docdelta.validate import DEFAULT_MAX_REPEATS
 from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
@@ -55,14 +60,18 @@ gold:
 reviewed: true
 """
 AGENT = """\
-import json, pathlib, random, re, sys
-prompt = sys.stdin.read()
-task = re.search(r"Task (t[0-9]+)", prompt).group(1)
-docs = pathlib.Path("AGENTS.md")
-rates = dict(re.findall(r"(t[0-9]+)=([0-9.]+)", docs.read_text() if docs.exists() else ""))
-right = random.SystemRandom().random() < float(rates.get(task, 0))
-command = "make check" if right else "python setup.py test"
-print(json.dumps({"answer": f"run {command}", "commands": [command]}))
+#!/bin/sh
+# Right with the rate AGENTS.md states for the task the prompt names; a shell script, not a
+# python one, so a run costs a few milliseconds of agent and the bench measures docdelta.
+task=$(sed -n 's/.*Task \\(t[0-9]*\\).*/\\1/p' | head -n 1)
+rate=$(sed -n "s/.* $task=\\([0-9.]*\\).*/\\1/p" AGENTS.md 2>/dev/null | head -n 1)
+draw=$(od -An -N4 -tu4 /dev/urandom)
+if awk -v d="$draw" -v p="${rate:-0}" 'BEGIN { exit !(d / 4294967296 < p) }'; then
+  command="make check"
+else
+  command="python setup.py test"
+fi
+printf '{"answer": "run %s", "commands": ["%s"]}\\n' "$command" "$command"
 """
 
 
@@ -99,7 +108,7 @@ def _project(root: Path, case: Case) -> Path:
     tasks.mkdir(parents=True)
     agent_dir = root / "agent-bin"
     agent_dir.mkdir()
-    (agent_dir / "agent.py").write_text(textwrap.dedent(AGENT))
+    (agent_dir / "agent.sh").write_text(textwrap.dedent(AGENT))
     (repo / ".docdelta.yml").write_text(json.dumps({"sandbox": {"paths": [str(agent_dir)]}}) + "\n")
     for i in range(len(RATES)):
         (tasks / f"t{i + 1}.yaml").write_text(TASK.format(id=f"t{i + 1}"))
@@ -119,16 +128,21 @@ def _docdelta(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def one_pr(case: Case, seed: int, extra: tuple[str, ...] = ()) -> tuple[str, int]:
-    """One simulated PR through the CLI: its verdict kind and the runs it took."""
+def one_pr(case: Case, seed: int, extra: tuple[str, ...] = (), power: bytes | None = None) -> tuple[str, int]:
+    """One simulated PR through the CLI: its verdict kind and the runs it took. `power`: the
+    workdir's power cache (`power.POWER_CACHE`), simulated once for all PRs of this design
+    instead of once per PR; it only feeds the power line, never the verdict."""
     root = Path(tempfile.mkdtemp(prefix="docdelta-gate-"))
     try:
         repo = _project(root, case)
         work = root / "work"
+        if power is not None:
+            work.mkdir()
+            (work / POWER_CACHE).write_bytes(power)
         run = _docdelta(
             "run", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD",
             "--tasks", str(repo / ".docdelta" / "tasks"), "--workdir", str(work),
-            "--agent", "command", "--agent-cmd", f"python3 {root / 'agent-bin' / 'agent.py'}",
+            "--agent", "command", "--agent-cmd", f"sh {root / 'agent-bin' / 'agent.sh'}",
             "--seed", str(seed), *extra,
         )  # fmt: skip
         if run.returncode != 0:
@@ -154,7 +168,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prs", type=int, default=100, help="simulated PRs per case through the CLI")
     p.add_argument("--sim-prs", type=int, default=1000, help="PRs per case of the in-process simulator")
-    p.add_argument("--jobs", type=int, default=2, help="PRs run at once")
+    p.add_argument(
+        "--jobs", type=int, default=2 * (os.cpu_count() or 1), help="PRs run at once (default 2 per core)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--smoke",
@@ -167,6 +183,10 @@ def main() -> None:
     extra = ("--max-repeats", str(cap)) if args.smoke else ()
     design = Design.auto(cap)
     began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / POWER_CACHE
+        cached_drop(cache, len(RATES), design, alpha=DEFAULT_ALPHA, band=DEFAULT_NOISE_BAND)
+        power = cache.read_bytes()
     what = "smoke (not the defaults)" if args.smoke else "shipped defaults"
     print(
         f"{what}: repeats auto (cap {cap}, {design.label}), noise band "
@@ -181,14 +201,14 @@ def main() -> None:
         start = time.perf_counter()
         with ThreadPoolExecutor(args.jobs) as pool:
             seeds = [args.seed + 1000 * i + k for k in range(prs)]
-            done = list(pool.map(partial(one_pr, case, extra=extra), seeds))
+            done = list(pool.map(partial(one_pr, case, extra=extra, power=power), seeds))
         kinds = Counter(kind for kind, _ in done)
         runs = sum(r for _, r in done) / len(done)
         secs = time.perf_counter() - start
         print(
             f"{case.name:<20} {'CLI':<10} {prs:>5} {_rate(kinds['regressed'], prs):>22} "
             f"{_rate(kinds['improved'], prs):>22} {_rate(kinds['no_change'], prs):>22} {runs:8.1f}"
-            f"  ({secs:.0f}s)"
+            f"  ({secs:.0f}s, {secs / prs:.1f}s per PR at {args.jobs} at once)"
         )
         sim = simulate(case.scenario, design, prs=sim_prs, band=DEFAULT_NOISE_BAND, seed=args.seed + i)
         # the simulator runs head and base only; the CLI's default none arm runs the same rounds

@@ -12,7 +12,8 @@ SCHEMA_VERSION = 1
 
 DEFAULT_NOISE_BAND = 0.2
 """Head - base differences within +- this are noise: never called a change, and "no change"
-needs every interval inside it. One default for the CLI (`--noise-band`), `.docdelta.yml`
+needs the overall interval inside it and every task's inside twice it
+(`scorecard.decision.TASK_BAND_FACTOR`). One default for the CLI (`--noise-band`), `.docdelta.yml`
 (`noise_band`) and the Action (`noise-band`); a run records the band it planned with in its
 manifest, so `docdelta report` decides alike. Measured by bench/bench_gate_cli.py at the shipped
 defaults (docs/scorecard.md has its figures): at +-0.05 "no change" is out of reach of any

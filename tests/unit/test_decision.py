@@ -15,7 +15,7 @@ from scipy.stats import binom, norm
 from docdelta.results.layout import POWER_CACHE
 from docdelta.results.models import Cell
 from docdelta.scorecard import decision, power
-from docdelta.scorecard.decision import Design, decide, from_strata, holm
+from docdelta.scorecard.decision import AUTO_SPENT, Design, decide, from_strata, holm
 from docdelta.scorecard.models import VerdictKind
 from docdelta.scorecard.power import Scenario, ScoreModel, simulate, wilson
 from docdelta.scorecard.sequential import round_cells, run_rounds
@@ -99,10 +99,10 @@ def test_holm_adjusted_p_values_are_at_least_raw_and_keep_their_order(ps: dict[s
 
 
 @given(st.integers(2, 60))
-def test_auto_design_spends_all_of_alpha_and_ends_at_the_cap(cap: int) -> None:
+def test_auto_design_spends_at_most_alpha_and_ends_at_the_cap(cap: int) -> None:
     design = Design.auto(cap)
     assert design.looks[-1] == cap and list(design.looks) == sorted(set(design.looks))
-    assert sum(design.weights) == pytest.approx(1.0)
+    assert sum(design.weights) == pytest.approx(AUTO_SPENT[-1]) and sum(design.weights) <= 1.0
     assert design.weights[0] >= 0 and all(w > 0 for w in design.weights[1:])
 
 

@@ -1,6 +1,6 @@
 """One statistic, one hypothesis, one line: every estimate the gate prints lies inside its
 interval, the p beside it agrees with that interval, the interval covers the true delta at
-its nominal rate, and "no change" needs every task's own interval inside the band."""
+its nominal rate, and "no change" needs every task's own interval inside its margin."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from docdelta.report import render_markdown
 from docdelta.results.models import RunResult
-from docdelta.scorecard.decision import OVERALL, Design, Interval, decide, from_strata
-from docdelta.scorecard.power import interval_coverage, power_line, wilson
+from docdelta.scorecard.decision import OVERALL, Design, Interval, decide, from_strata, task_band
+from docdelta.scorecard.power import Scenario, interval_coverage, power_line, simulate, wilson
 
 ALPHA = 0.05
 BAND = 0.2
@@ -68,7 +68,7 @@ def test_no_line_prints_an_estimate_outside_its_interval_or_a_p_that_disagrees_w
             assert f"task {d.subject} {d.estimate:+.2f}" in d.reason  # the deciding task's own numbers
     elif d.kind == "no_change":
         assert d.interval.inside(BAND) and d.p_value <= ALPHA
-        assert all(t.interval is not None and t.interval.inside(BAND) for t in d.tasks)
+        assert all(t.interval is not None and t.interval.inside(task_band(BAND)) for t in d.tasks)
     else:
         p_lower = d.p_value if d.estimate < 0 else 1.0
         p_higher = d.p_value if d.estimate >= 0 else 1.0
@@ -90,6 +90,37 @@ def test_a_one_task_drop_never_ends_as_no_change() -> None:
     assert d.kind != "no_change"
     t3 = next(t for t in d.tasks if t.task == "t3")
     assert t3.interval is not None and not t3.interval.inside(0.3)
+
+
+def test_the_issues_drop_never_ends_as_no_change_at_the_default_band_in_the_auto_design() -> None:
+    """20/24 -> 11/24 on t3 at band 0.2 (issue 24): t3's own interval reaches past the task margin."""
+    held = ([1.0] * 20 + [0.0] * 4, [1.0] * 20 + [0.0] * 4)
+    strata = {"t1": held, "t2": held, "t3": ([1.0] * 11 + [0.0] * 13, [1.0] * 20 + [0.0] * 4)}
+    d = decide(from_strata(strata), Design.auto(24), alpha=ALPHA, band=BAND)
+    assert d is not None and d.kind != "no_change"
+    t3 = next(t for t in d.tasks if t.task == "t3")
+    assert t3.interval is not None and not t3.interval.inside(task_band(BAND))
+
+
+def test_no_change_is_reachable_for_mid_rate_tasks_at_the_default_cap() -> None:
+    """Tasks at 0.3 / 0.5 / 0.8 whose arms agree: no change at 24 runs per arm, which needs the
+    task margin (at the band itself a 0.5 task's 90% half-width is 0.24 > 0.2)."""
+    strata = {
+        f"t{i}": ([1.0] * k + [0.0] * (24 - k), [1.0] * k + [0.0] * (24 - k))
+        for i, k in enumerate((7, 12, 19), 1)
+    }
+    d = decide(from_strata(strata), Design.auto(24), alpha=ALPHA, band=BAND)
+    assert d is not None and d.kind == "no_change", d and d.reason
+    assert all(t.interval is not None and not t.interval.inside(BAND) for t in d.tasks if t.task == "t2")
+    assert task_band(BAND) == 2 * BAND and "every task's own interval lies inside ±0.40" in d.reason
+
+
+def test_a_drop_of_the_task_margin_is_called_no_change_at_most_alpha() -> None:
+    """TOST at the task margin: one of three tasks dropping by exactly task_band(0.2) = 0.4 (the
+    overall mean by 0.13, inside the band) ends as no change in at most alpha of PRs."""
+    sim = simulate(Scenario((0.9, 0.5, 0.9), (0.9, 0.5, 0.5)), Design.fixed(24), prs=200, band=BAND, seed=7)
+    low, _ = wilson(sim.count("no_change"), sim.prs)
+    assert low <= ALPHA, sim.verdicts
 
 
 def test_the_headline_of_a_task_regression_is_that_tasks_numbers() -> None:

@@ -141,7 +141,7 @@ def certainty_line(s: Summary) -> str:
     if v.kind == "no_change":
         return (
             f"**Within the noise band:** {numbers}: the interval lies inside ±{v.band:.2f}, "
-            "and so does every task's own interval."
+            f"and every task's own interval inside ±{decision.task_band(v.band):.2f}."
         )
     if v.p_value is None:
         return "**No test possible** (inconclusive): an arm has too few runs for any test to reject."

@@ -26,6 +26,7 @@ from docdelta.scorecard.decision import (
     MIN_ARM_RUNS,
     OVERALL,
     POOLED,
+    TASK_BAND_FACTOR,
     Design,
     TaskRuns,
     decide,
@@ -233,10 +234,12 @@ def detectable_drop(
 
 
 def _power_key(tasks: int, design: Design, alpha: float, band: float) -> str:
-    """Everything the simulation depends on, the futility threshold included (a cache written
-    under another threshold simulated another rule)."""
+    """Everything the simulation depends on, the futility threshold and the task margin included
+    (a cache written under another threshold simulated another rule; the margin decides when the
+    round loop gives up on no change)."""
     weights = [round(w, 9) for w in design.weights]
-    return json.dumps([tasks, design.looks, weights, design.futility, FUTILITY_P, alpha, band, POWER_PRS])
+    rule = [design.futility, FUTILITY_P, TASK_BAND_FACTOR]
+    return json.dumps([tasks, design.looks, weights, *rule, alpha, band, POWER_PRS])
 
 
 def _read_cache(path: Path) -> dict[str, float | None]:
