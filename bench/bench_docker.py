@@ -12,7 +12,7 @@ result is written is not part of the cell; it is joined after each cell, outside
 window, so it never slows the next floor, and its median is printed on its own line.
 
 The demo checkout always; the minijinja checkout of the largest real bundle too when
-DOCDELTA_REAL_REPOS names the bundles' directory. Goal (issue 28): cell <= 1.5x the floor.
+DOCDELTA_REAL_REPOS names the bundles' directory. Goal: cell <= 1.5x the floor.
 
     DOCDELTA_REAL_REPOS=/work/shared/real-repos python bench/bench_docker.py [--pairs 7] [--image IMAGE]
     python bench/bench_docker.py --smoke      # one pair on the demo: shows it runs

@@ -93,7 +93,7 @@ def test_a_one_task_drop_never_ends_as_no_change() -> None:
 
 
 def test_the_issues_drop_never_ends_as_no_change_at_the_default_band_in_the_auto_design() -> None:
-    """20/24 -> 11/24 on t3 at band 0.2 (issue 24): t3's own interval reaches past the task margin."""
+    """20/24 -> 11/24 on t3 at band 0.2: t3's own interval reaches past the task margin."""
     held = ([1.0] * 20 + [0.0] * 4, [1.0] * 20 + [0.0] * 4)
     strata = {"t1": held, "t2": held, "t3": ([1.0] * 11 + [0.0] * 13, [1.0] * 20 + [0.0] * 4)}
     d = decide(from_strata(strata), Design.auto(24), alpha=ALPHA, band=BAND)
