@@ -87,7 +87,7 @@ class Cells:
         if result.outcome.status.value != "ok":
             sys.exit(f"the no-op agent's run ended {result.outcome.status}: {result.outcome.error}")
         drained = time.perf_counter()
-        self.provider.drain()
+        self.provider.removals.drain()
         self.deferred.append(time.perf_counter() - drained)
         self.results.append(result)
         self.walls.append(wall)

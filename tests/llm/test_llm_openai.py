@@ -220,7 +220,7 @@ def run_once(
         assert sandbox.gateway is not None
         calls = sandbox.gateway.calls()
     after = served.counters()
-    provider.drain()  # removal is off the run's path
+    provider.removals.drain()  # removal is off the run's path
     assert leftovers(served.client, run_id) == [], "the sandbox and its gateway are gone"
 
     assert outcome.status in MODEL_ENDINGS, (outcome.status, outcome.error)

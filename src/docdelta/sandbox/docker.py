@@ -139,10 +139,6 @@ class DockerProvider(SandboxProvider):
         """Closed runs' containers, volumes and networks, removed off the run's path."""
         gc(client)  # leftovers of runs whose docdelta process is gone
 
-    def drain(self) -> None:
-        """Wait until every closed run's objects are removed (benches, tests)."""
-        self.removals.drain()
-
     def close(self) -> None:
         """Wait for the removal of every closed run's objects: nothing of this provider's
         runs is left once it returns."""
