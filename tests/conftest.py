@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Generator, Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -143,3 +144,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if os.environ.get("DOCDELTA_REQUIRE_DOCKER") == "1":
         pytest.fail(f"DOCDELTA_REQUIRE_DOCKER=1 but {why}", pytrace=False)
     pytest.skip(why)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """After every test that could have used Docker in this process (the SDK is imported),
+    nothing this process started may still be listed: a test whose run left a container,
+    network or volume fails here, named, instead of a later test of the same worker
+    inheriting the leftover. What it left is removed, so the failure stays its own."""
+    result = yield
+    if "docker" not in sys.modules or _docker_answers() is not None:
+        return result
+    import docker  # noqa: PLC0415 - imported already (checked above)
+    from docker_helpers import owned_by, remove_owned_by  # noqa: PLC0415 (conftest stays light)
+
+    client = docker.from_env()
+    left = owned_by(client, os.getpid())
+    if left:
+        remove_owned_by(client, os.getpid())
+        pytest.fail(f"{item.nodeid} left Docker objects of this process behind: {left}", pytrace=False)
+    return result

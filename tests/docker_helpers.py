@@ -235,10 +235,9 @@ def _server_log(server: Any) -> list[dict[str, Any]]:
     return requests
 
 
-def owned_by(client: Any, pid: int) -> list[str]:
-    """Names of every container, network and volume whose owner label names the docdelta
-    process `pid` on this host (in our PID namespace): what that one run left, whatever
-    other runs share the engine."""
+def _owned(client: Any, pid: int) -> list[Any]:
+    """Every container, network and volume whose owner label names the docdelta process
+    `pid` on this host (in our PID namespace), containers first (they hold the rest)."""
     prefix = f"{socket.gethostname()}/{os.readlink('/proc/self/ns/pid')}/{pid}/"
     label = {"label": OWNER_LABEL}
 
@@ -246,7 +245,22 @@ def owned_by(client: Any, pid: int) -> list[str]:
         return (labels or {}).get(OWNER_LABEL, "").startswith(prefix)
 
     return [
-        *(c.name for c in client.containers.list(all=True, filters=label) if mine(c.labels)),
-        *(n.name for n in client.networks.list(filters=label) if mine(n.attrs.get("Labels"))),
-        *(v.name for v in client.volumes.list(filters=label) if mine(v.attrs.get("Labels"))),
+        *(c for c in client.containers.list(all=True, filters=label, ignore_removed=True) if mine(c.labels)),
+        *(n for n in client.networks.list(filters=label) if mine(n.attrs.get("Labels"))),
+        *(v for v in client.volumes.list(filters=label) if mine(v.attrs.get("Labels"))),
     ]
+
+
+def owned_by(client: Any, pid: int) -> list[str]:
+    """Names of what the docdelta process `pid` left: what that one run left, whatever
+    other runs share the engine."""
+    return [thing.name for thing in _owned(client, pid)]
+
+
+def remove_owned_by(client: Any, pid: int) -> None:
+    """Remove what the process `pid` left, so a leak fails only the test that made it."""
+    for thing in _owned(client, pid):
+        if hasattr(thing, "kill"):
+            thing.remove(force=True, v=True)
+        else:
+            thing.remove()
