@@ -147,20 +147,25 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    """After every test that could have used Docker in this process (the SDK is imported),
-    nothing this process started may still be listed: a test whose run left a container,
-    network or volume fails here, named, instead of a later test of the same worker
-    inheriting the leftover. What it left is removed, so the failure stays its own."""
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """When a test file's last test has torn down (its module fixtures too), nothing this
+    process started in Docker may still be listed: a file whose runs left a container,
+    network or volume fails there, named, instead of a later file of the same worker
+    inheriting the leftover. Closed runs' removals are waited for first (they run off the
+    run's path); what was left is then removed, so the failure stays that file's own."""
     result = yield
-    if "docker" not in sys.modules or _docker_answers() is not None:
+    docker_sandbox = sys.modules.get("docdelta.sandbox.docker")
+    if docker_sandbox is None or (nextitem is not None and nextitem.path == item.path):
         return result
-    import docker  # noqa: PLC0415 - imported already (checked above)
+    if _docker_answers() is not None:  # no engine: nothing can have been left in one
+        return result
+    docker_sandbox.REMOVALS.drain()
+    import docker  # noqa: PLC0415 - imported already by docdelta.sandbox.docker
     from docker_helpers import owned_by, remove_owned_by  # noqa: PLC0415 (conftest stays light)
 
     client = docker.from_env()
     left = owned_by(client, os.getpid())
     if left:
         remove_owned_by(client, os.getpid())
-        pytest.fail(f"{item.nodeid} left Docker objects of this process behind: {left}", pytrace=False)
+        pytest.fail(f"{item.path.name} left Docker objects of this process behind: {left}", pytrace=False)
     return result

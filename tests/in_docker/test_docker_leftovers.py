@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -64,10 +65,35 @@ CHILD = textwrap.dedent(
 )
 
 
-def _start_child(base_image: str, checkout: Path) -> tuple[subprocess.Popen[str], str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, base_image, str(checkout)], stdout=subprocess.PIPE, text=True
-    )
+GC = (
+    "import json, sys, docker\n"
+    "from docdelta.sandbox.docker import gc\n"
+    "print(json.dumps(gc(docker.from_env(), dry_run=sys.argv[1] == 'dry')))"
+)
+
+
+def _on_host(host: str | None, argv: list[str]) -> list[str]:
+    """`argv` as a process of the host name `host` (a UTS namespace of its own; as is without
+    one): what its runs' owner labels name, and the only runs its `gc` counts as its host's."""
+    if host is None:
+        return argv
+    return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv]
+
+
+def _gc_on(host: str, *, dry_run: bool) -> list[str]:
+    done = subprocess.run(
+        _on_host(host, [sys.executable, "-c", GC, "dry" if dry_run else "wet"]),
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names: list[str] = json.loads(done.stdout)
+    return names
+
+
+def _start_child(
+    base_image: str, checkout: Path, host: str | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    argv = _on_host(host, [sys.executable, "-c", CHILD, base_image, str(checkout)])
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None
     return child, child.stdout.readline().strip()
 
@@ -103,24 +129,28 @@ def test_ctrl_c_removes_the_run(client: Any, base_image: str, checkout: Path) ->
 def test_gc_removes_what_a_killed_run_left_and_spares_live_runs(
     client: Any, base_image: str, checkout: Path
 ) -> None:
-    live, live_id = _start_child(base_image, checkout)
-    child, run_id = _start_child(base_image, checkout)
+    """The runs and the sweeps happen on a host name of this test's own, so the `gc` of
+    every other docdelta on this engine (each provider sweeps when it starts) counts the
+    killed run as another host's and leaves it to this test's sweeps."""
+    host = f"docdelta-gc-{uuid.uuid4().hex[:8]}"
+    live, live_id = _start_child(base_image, checkout, host)
+    child, run_id = _start_child(base_image, checkout, host)
     child.kill()  # SIGKILL: no cleanup can run
     child.wait(timeout=30)
     try:
         left = leftovers(client, run_id)
         assert len(left) == 2, "a killed run leaves its container and volume"
-        assert set(left) <= set(gc(client, dry_run=True)), "a dry run names them"
-        assert len(leftovers(client, run_id)) == 2, "and removes nothing"
-        removed = gc(client)
-        assert set(left) <= set(removed)
+        assert set(left) <= set(_gc_on(host, dry_run=True)), "a dry run names them"
+        assert not set(left) & set(gc(client)), "a sweep from another host spares them"
+        assert len(leftovers(client, run_id)) == 2, "and a dry run removes nothing"
+        removed = _gc_on(host, dry_run=False)
+        assert sorted(removed) == sorted(left), "its own host's sweep removes them, and only them"
         assert leftovers(client, run_id) == []
-        assert not set(leftovers(client, live_id)) & set(removed), "a live run is never removed"
-        assert len(leftovers(client, live_id)) == 2
+        assert len(leftovers(client, live_id)) == 2, "a live run is never removed"
     finally:
         live.kill()
         live.wait(timeout=30)
-    gc(client)
+    _gc_on(host, dry_run=False)
 
 
 def test_gc_survives_a_container_another_process_removes_while_it_lists(client: Any, base_image: str) -> None:

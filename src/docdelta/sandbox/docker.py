@@ -135,14 +135,40 @@ class DockerProvider(SandboxProvider):
         self._tars: dict[tuple[str, int, int], bytes] = {}
         self._tars_lock = threading.Lock()
         self._image_present = False
-        self.removals = _Removals()
-        """Closed runs' containers, volumes and networks, removed off the run's path."""
+        self._open: set[DockerSandbox] = set()
+        """Runs made and not closed yet: held here, so one its caller dropped unclosed is
+        still ended by `close`."""
+        self._open_lock = threading.Lock()
+        self._closed = False
+        self.removals = REMOVALS
+        """Closed runs' containers, volumes and networks, removed off the run's path (the
+        process's one queue, shared by its providers)."""
         gc(client)  # leftovers of runs whose docdelta process is gone
 
     def close(self) -> None:
-        """Wait for the removal of every closed run's objects: nothing of this provider's
-        runs is left once it returns."""
+        """End every run still open (a caller that abandoned one, a worker thread still in
+        its `create` when Ctrl-C closed the run) and wait for the removal of every closed
+        run's objects: nothing of this provider's runs (nor of any other provider's closed
+        runs in this process) is left once it returns. From then on `create` refuses."""
+        with self._open_lock:
+            self._closed = True
+            still_open = list(self._open)
+        for sandbox in still_open:
+            sandbox.close()
         self.removals.drain()
+
+    def _opened(self, sandbox: DockerSandbox) -> None:
+        """Count `sandbox` as open, so `close` ends it; raises SandboxError once the provider
+        is closed (the sandbox's own constructor then removes what it made)."""
+        with self._open_lock:
+            if self._closed:
+                raise SandboxError("the Docker provider is closed", hint="start a new run")
+            self._open.add(sandbox)
+
+    def _ended(self, sandbox: DockerSandbox) -> None:
+        """`sandbox` is closed: `close` has nothing left to end of it."""
+        with self._open_lock:
+            self._open.discard(sandbox)
 
     def checkout_tar(self, checkout: Path) -> bytes:
         """The archive a run's volume is filled from, built once per checkout (path, inode,
@@ -165,6 +191,8 @@ class DockerProvider(SandboxProvider):
             return self._tars[key]
 
     def create(self, checkout: Path, spec: SandboxSpec) -> DockerSandbox:
+        if self._closed:
+            raise SandboxError("the Docker provider is closed", hint="start a new run")
         if not checkout.is_dir():
             raise SandboxError(
                 f"checkout {checkout} is not a directory", hint="pass the sealed checkout's path"
@@ -213,6 +241,7 @@ class DockerSandbox(Sandbox):
         self._volume = ""
         self._holder_at = 0
         self._removals = provider.removals
+        self._ended = provider._ended
         self._cleanups: list[Callable[[], None]] = []
         self.gateway: RunningGateway | None = None
         self._ro_paths = provider.ro_paths
@@ -232,6 +261,7 @@ class DockerSandbox(Sandbox):
             mark = self._phase("start", mark)
             self._container.put_archive(VOLUME_ROOT, provider.checkout_tar(checkout))
             self._phase("copy", mark)
+            provider._opened(self)  # the provider ends it in its `close` if nobody else does
         except BaseException as exc:
             self.close()
             if isinstance(exc, docker.errors.DockerException):
@@ -367,6 +397,7 @@ class DockerSandbox(Sandbox):
                 _retried(lambda: container.wait(timeout=30))
             cleanups, self._cleanups = self._cleanups, []
             self._removals.submit(lambda: _undo(cleanups))
+            self._ended(self)
 
     # ----------------------------------------------------------------- exec
     def exec(
@@ -542,7 +573,8 @@ class _Removals:
     """Closed runs' objects removed on worker threads, off the runs' path. The threads are
     the pool's, which Python joins at exit: a process that ends without closing its provider
     (an uncaught Ctrl-C) still removes what it submitted before it exits; a SIGKILL leaves
-    it to the next provider's `gc`."""
+    it to the next provider's `gc`. One per process (`REMOVALS`): the backlog bound then
+    holds however many providers the process makes, and one `drain` waits for them all."""
 
     def __init__(self) -> None:
         self._pool = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-removal")
@@ -573,9 +605,14 @@ class _Removals:
             self._pending.discard(future)
 
     def drain(self) -> None:
+        """Return once every removal submitted so far has finished."""
         with self._lock:
             pending = list(self._pending)
         futures.wait(pending)
+
+
+REMOVALS = _Removals()
+"""The process's removal queue (see `_Removals`)."""
 
 
 def gc(client: DockerClient, *, dry_run: bool = False) -> list[str]:
