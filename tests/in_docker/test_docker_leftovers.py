@@ -18,6 +18,7 @@ import pytest
 from docker_helpers import leftovers
 from toolchain import CheckoutFactory
 
+from docdelta.errors import SandboxError
 from docdelta.sandbox.base import SandboxSpec
 from docdelta.sandbox.docker import DockerProvider, gc
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL, owner_id
@@ -175,3 +176,15 @@ def test_gc_survives_a_container_another_process_removes_while_it_lists(client: 
         client.api.inspect_container = inspect
     assert doomed.name not in removed
     assert leftovers(client, run_id) == []
+
+
+def test_closing_the_provider_ends_a_run_its_caller_dropped(
+    client: Any, base_image: str, checkout: Path
+) -> None:
+    provider = DockerProvider(client, base_image)
+    run_id = provider.create(checkout, SandboxSpec()).run_id  # dropped unclosed
+    assert leftovers(client, run_id), "the dropped run is still there"
+    provider.close()
+    assert leftovers(client, run_id) == []
+    with pytest.raises(SandboxError, match="closed"):
+        provider.create(checkout, SandboxSpec())
