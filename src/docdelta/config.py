@@ -116,13 +116,13 @@ def _load_model(
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         raise error(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}", hint=hint) from exc
-    try:  # JSON is (nearly) YAML: its marks give JSON files line numbers too
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        node = None
     try:
         return model.model_validate({} if data is None else data)
     except ValidationError as exc:
+        try:  # JSON is (nearly) YAML: its marks give JSON files line numbers too
+            node = yaml.compose(text)
+        except yaml.YAMLError:
+            node = None
         lines = []
         for err in exc.errors():
             line = _line_of(node, tuple(err["loc"]))

@@ -15,7 +15,7 @@ from docdelta.agents import AgentContext, get_agent
 from docdelta.agents.fake_agent import solve
 from docdelta.agents.models import AgentAnswer, RunStatus
 from docdelta.agents.prompt import build_prompt
-from docdelta.demo import DemoRepo, build_demo_repo
+from docdelta.demo import STAMP, DemoRepo, build_demo_repo
 from docdelta.errors import ConfigError
 from docdelta.grading import score_answer
 from docdelta.sandbox import SandboxSpec
@@ -71,6 +71,19 @@ def test_history_is_reproducible_and_only_agents_md_changes(demo: DemoRepo, tmp_
     with pytest.raises(ConfigError, match="not this docdelta demo"):
         build_demo_repo(foreign)
     assert (foreign / "notes.txt").read_text() == "mine"
+
+
+def test_a_rebuilt_demo_is_the_stamped_one_and_a_moved_one_is_refused(tmp_path: Path) -> None:
+    first = build_demo_repo(tmp_path / "pricebook")
+    assert build_demo_repo(first.path) == first  # reused from its stamp
+    stamp = first.path / ".git" / STAMP
+    stamp.write_text("not a stamp")  # a damaged stamp: replayed and checked as before, then stamped again
+    assert build_demo_repo(first.path) == first and stamp.read_text() != "not a stamp"
+    (first.path / "notes.txt").write_text("mine")
+    _git(first.path, "add", "notes.txt")
+    _git(first.path, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "mine")
+    with pytest.raises(ConfigError, match="not this docdelta demo"):
+        build_demo_repo(first.path)  # the stamp matches the files, not this HEAD
 
 
 def test_tasks_are_reviewed_and_gold_citations_stand_at_head(demo: DemoRepo, tasks: list[Task]) -> None:

@@ -20,6 +20,7 @@ from docdelta.errors import ConfigError, SandboxError
 from docdelta.sandbox import ExecResult, SandboxSpec, get_provider, provider_names
 from docdelta.sandbox.local import (
     ETC_ALLOWLIST,
+    ETC_BOUND,
     INSIDE_WORKSPACE,
     INSTALL_HINT,
     OWNER_FILE,
@@ -65,6 +66,10 @@ def test_the_root_is_an_allowlist(sandbox: LocalSandbox) -> None:
     )
     assert sandbox.exec(["cat", "/etc/resolv.conf"]).stdout == b"", "no name servers without network"
     assert sandbox.exec(["ls", "/etc/ssl/private"]).exit_code != 0, "the host's private keys stay out"
+    for rel in ETC_BOUND:  # shown from the host, not copied: the same entries, and read-only
+        host = sorted(p.name for p in Path("/etc", rel).iterdir())
+        assert sandbox.exec(["ls", "-A", f"/etc/{rel}"]).stdout.decode().split() == host
+        assert sandbox.exec(["sh", "-c", f"touch /etc/{rel}/x || echo denied"]).stdout == b"denied\n"
     # As root, the agent is nobody on the host (see local._identity); else uid 1000 in a user namespace.
     uid_inside = "65534" if os.geteuid() == 0 else "1000"
     assert f"agent:x:{uid_inside}:".encode() in sandbox.exec(["cat", "/etc/passwd"]).stdout

@@ -131,6 +131,25 @@ def test_rounds_run_only_open_tasks_and_report_their_counts() -> None:
     assert round_cells({"a": 1}, ["head", "base"], 0) == round_cells({"a": 1}, ["head", "base"], 0)
 
 
+@pytest.mark.parametrize(
+    ("tasks", "design", "to", "seed"),
+    [
+        (1, Design.fixed(16), 0.05, 1),  # caught in exactly 80% of the PRs
+        (1, Design.fixed(20), 0.15, 1),  # in 77%: one short
+        (1, Design.fixed(20), 0.1, 0),
+        (3, Design.fixed(5), 0.0, 0),
+        (2, Design.auto(12), 0.1, 0),
+    ],
+)
+def test_the_power_search_stops_early_with_the_full_simulations_answer(
+    tasks: int, design: Design, to: float, seed: int
+) -> None:
+    """Stopping once the answer is settled gives the answer all PRs give, at the target too."""
+    scenario = power.drop_scenario([power.PRIOR_RATE] * tasks, 0, to)
+    full = simulate(scenario, design, prs=30, band=0.05, seed=seed).rate("regressed")
+    assert power.catches(scenario, design, prs=30, band=0.05, seed=seed) == (full >= power.POWER_TARGET)
+
+
 def test_power_up_front_shrinks_with_repeats_and_is_cached_by_design(tmp_path: Path) -> None:
     small, large = Design.fixed(4), Design.fixed(20)
     few, many = (power.detectable_drop(1, d, band=0.05) for d in (small, large))

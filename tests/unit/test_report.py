@@ -16,7 +16,8 @@ from docdelta.grading.judged import with_judgements
 from docdelta.instructions.detect import InstructionMatcher, detect_refs
 from docdelta.instructions.models import NearMiss
 from docdelta.report import render_comment_markdown, render_json, render_markdown
-from docdelta.report.render import cell, code, environment, mermaid_label
+from docdelta.report.plain import SCORECARD_DOCS, lead
+from docdelta.report.render import TEMPLATE_CACHE, cell, code, environment, mermaid_label, template_cache
 from docdelta.results.models import AgentInfo, RunResult
 from docdelta.scorecard import decision, stats
 from docdelta.scorecard.models import PowerSummary, Summary
@@ -584,3 +585,28 @@ def test_a_report_uses_the_band_the_run_was_planned_with() -> None:
     assert s.noise_band == 0.05 and s.tasks[0].head_vs_base.noise is False
     unrecorded = summarize(manifest(["a"], ["base", "head"], repeats=4), detection(), runs)
     assert unrecorded.noise_band == DEFAULT_NOISE_BAND and unrecorded.tasks[0].head_vs_base.noise is True
+
+
+def test_compiled_templates_are_kept_privately_and_render_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scorecard rendered from the cached compiled templates is the one compiled afresh; an
+    environment compiled differently never shares them; a directory others can write is unused."""
+    monkeypatch.setenv(TEMPLATE_CACHE, str(tmp_path / "templates"))
+    s = summary_of(_clear_improvement(), repeats=3)
+    expected = render_markdown(s)
+    env = environment()
+    cache = template_cache(env)
+    assert cache is not None
+    for _ in range(2):  # the first writes the cache, the second reads it
+        fresh = env.overlay(bytecode_cache=template_cache(env), cache_size=0)  # nothing compiled yet
+        lines = lead(s, repeats_flag="--repeats {n}")
+        assert (
+            fresh.get_template("scorecard.md.j2").render(s=s, links={}, lead=lines, terms=SCORECARD_DOCS)
+            == expected
+        )
+    assert list(Path(cache.directory).iterdir())
+    other = template_cache(env.overlay(trim_blocks=False))
+    assert other is not None and other.directory != cache.directory
+    Path(cache.directory).chmod(0o777)
+    assert template_cache(env) is None

