@@ -26,7 +26,6 @@ WORKFLOW = "docdelta-pr-threshold.yml"
 def _threshold_workflow(staged: Stage, **inputs: Any) -> str:
     """The staged PR workflow with `inputs` added to the docdelta step, as WORKFLOW."""
     doc = yaml.safe_load((staged.workflows / "docdelta-pr.yml").read_text())
-    doc["on"] = doc.pop(True)  # PyYAML reads the key `on` as a boolean
     for job in doc["jobs"].values():
         for step in job["steps"]:
             if "with" in step and "fail-on" in step["with"]:
