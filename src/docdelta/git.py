@@ -99,11 +99,16 @@ _BOT = {
 }
 
 
-def overlay_commit(root: Path, parent: str, changes: Mapping[str, bytes | None], message: str) -> str:
+def overlay_commit(
+    root: Path, parent: str, changes: Mapping[str, bytes | None], message: str, *, reproducible: bool = False
+) -> str:
     """A commit on top of `parent` whose tree is parent's with `changes` applied
     (path -> new bytes, or None to delete), made with plumbing only: no work tree, no
     checkout, no hooks, no ref moved. The bytes are stored as data, never executed —
-    which is how a fork's instruction files are laid on the trusted base commit."""
+    which is how a fork's instruction files are laid on the trusted base commit.
+
+    `reproducible`: dated as `parent`, so the same changes on the same parent are the same
+    commit (a rerun of `docdelta run --repos` finds the plan it resumes)."""
     with tempfile.TemporaryDirectory(prefix="docdelta-index-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         if parent:
@@ -116,7 +121,11 @@ def overlay_commit(root: Path, parent: str, changes: Mapping[str, bytes | None],
             _output(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=index)
         tree = _output(root, "write-tree", env=index)
     parents = ["-p", parent] if parent else []
-    return _output(root, "commit-tree", tree, *parents, "-m", message, env=_BOT)
+    env = dict(_BOT)
+    if reproducible and parent:
+        date = _output(root, "show", "-s", "--format=%cI", parent)
+        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    return _output(root, "commit-tree", tree, *parents, "-m", message, env=env)
 
 
 def _failed(proc: subprocess.CompletedProcess[bytes], what: str) -> InfraError:

@@ -55,12 +55,13 @@ def chosen_conditions(args: argparse.Namespace) -> list[str]:
     return [] if args.arms else list(DEFAULT_CONDITIONS)
 
 
-def add_comparison(p: argparse.ArgumentParser) -> None:
-    """The repository, the two refs compared and the task files (`run`, `plan`, `prepare`)."""
-    p.add_argument("--repo", type=Path, default=Path())
-    p.add_argument("--base", required=True)
-    p.add_argument("--head", required=True)
-    p.add_argument("--tasks", type=Path, required=True, help="directory of task files (*.yaml, *.json)")
+def add_comparison(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """The repository, the two refs compared and the task files (`run`, `plan`, `prepare`).
+    Not `required`: `run --repos FILE` names them per repository instead (`ONE_REPO_FLAGS`)."""
+    p.add_argument("--repo", type=Path, default=Path() if required else None)
+    p.add_argument("--base", required=required)
+    p.add_argument("--head", required=required)
+    p.add_argument("--tasks", type=Path, required=required, help="directory of task files (*.yaml, *.json)")
 
 
 def add_band(r: argparse.ArgumentParser) -> None:

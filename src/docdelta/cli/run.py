@@ -27,14 +27,23 @@ from docdelta.validate import AUTO, DEFAULT_MAX_REPEATS
 from docdelta.vocabulary import HEAD
 
 if TYPE_CHECKING:
-    from docdelta.evaluation import RunOptions
+    from docdelta.config import ProjectConfig
+    from docdelta.evaluation import Evaluation, RunOptions
     from docdelta.experiment.plan import ExperimentRequest
+    from docdelta.results.models import Manifest, RunResult
     from docdelta.tasks.models import PassThreshold
 
 
 def add_parser(sub: Any) -> None:
     r = sub.add_parser("run", help="run the matrix of tasks x conditions x repeats and print the scorecard")
-    add_comparison(r)
+    add_comparison(r, required=False)
+    r.add_argument(
+        "--repos",
+        type=Path,
+        metavar="FILE",
+        help="evaluate each repository a YAML file lists (instead of --repo, --base, --head, --tasks), "
+        "each in <workdir>/<name>, and pool their verdicts (docs/scale.md)",
+    )
     r.add_argument("--workdir", type=Path, required=True)
     r.add_argument(
         "--config",
@@ -110,31 +119,46 @@ def _add_run_options(r: argparse.ArgumentParser, *, history: bool = False) -> No
     add_agent_options(r)
 
 
+ONE_REPO_FLAGS = ("repo", "base", "head", "tasks", "config", "patch", "shard")
+"""Flags that name or slice one repository's evaluation: `--repos` names each repository's in its file."""
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.repos is not None:
+        return _run_suite(args)
+    for flag in ("base", "head", "tasks"):
+        if getattr(args, flag) is None:
+            hint = "give --repo, --base, --head and --tasks, or --repos FILE"
+            raise ConfigError(f"--{flag} is required", hint=hint)
+    request = _request(args, args.base, args.head, args.tasks, args.source)
+    repo = Repo(args.repo or Path())
+    return execute(repo, request, run_options(args), args.workdir, args.history, args.config)
+
+
+def _request(args: argparse.Namespace, base: str, head: str, tasks: Path, source: str) -> ExperimentRequest:
+    """The request `run`'s flags make for one repository's comparison."""
     from docdelta.experiment.plan import ExperimentRequest, planned_repeats
 
     arms = args.arms or []
     repeats, adaptive = planned_repeats(args.repeats, args.max_repeats)
-    conditions = chosen_conditions(args)
-    request = ExperimentRequest(
-        base=args.base,
-        head=args.head,
-        tasks_dir=args.tasks,
-        conditions=conditions,
+    return ExperimentRequest(
+        base=base,
+        head=head,
+        tasks_dir=tasks,
+        conditions=chosen_conditions(args),
         arms=arms,
         config_arms=True,
         require_change=not arms,
         repeats=repeats,
         adaptive=adaptive,
         seed=args.seed,
-        source=args.source,
+        source=source,
         patch=args.patch,
         allow_unreviewed=args.allow_unreviewed,
         max_runs=None if args.yes else validate.MAX_RUNS_WITHOUT_CONFIRMATION,
         pass_threshold=_pass_threshold(args),
         only_tasks=args.only_tasks,
     )
-    return execute(Repo(args.repo), request, run_options(args), args.workdir, args.history, args.config)
 
 
 def _pass_threshold(args: argparse.Namespace) -> PassThreshold | None:
@@ -158,19 +182,36 @@ def execute(
 ) -> int:
     """Run the composition root, print the scorecard, and record a complete evaluation."""
     from docdelta.config import load_config_file
+
+    project = None if config is None else load_config_file(config)
+    done = _evaluated(repo, request, options, workdir, project)
+    if done is None:
+        print(NOTHING_CHANGED)
+        return ExitCode.OK
+    return _outcome(done, options, history)
+
+
+NOTHING_CHANGED = "nothing to evaluate: no agent instruction file changed"
+
+
+def _evaluated(
+    repo: Repo, request: ExperimentRequest, options: RunOptions, workdir: Path, project: ProjectConfig | None
+) -> Evaluation | None:
     from docdelta.evaluation import Deps, evaluate
     from docdelta.experiment.plan import PlanTooLarge
+
+    try:
+        return evaluate(request, options, Deps(repo=repo, workdir=workdir, config=project))
+    except PlanTooLarge as exc:
+        raise plan_too_large(exc, options) from None
+
+
+def _outcome(done: Evaluation, options: RunOptions, history: Path | None) -> int:
+    """Print an evaluation's scorecard and what became of its runs; record it in `history`
+    when complete. The exit code: INCOMPLETE when the matrix stopped, INFRA when broken."""
     from docdelta.report import render_markdown
     from docdelta.scorecard.history import History, record_of
 
-    try:
-        project = None if config is None else load_config_file(config)
-        done = evaluate(request, options, Deps(repo=repo, workdir=workdir, config=project))
-    except PlanTooLarge as exc:
-        raise plan_too_large(exc, options) from None
-    if done is None:
-        print("nothing to evaluate: no agent instruction file changed")
-        return ExitCode.OK
     report, summary = done.report, done.summary
     if options.shard is None:
         print(render_markdown(summary))
@@ -194,6 +235,72 @@ def execute(
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
     return ExitCode.OK
+
+
+def _run_suite(args: argparse.Namespace) -> int:
+    """`run --repos FILE`: each repository's evaluation in `<workdir>/<name>`, one after the
+    other with the same flags, then every verdict and the pooled one (`suite.json`). A matrix
+    that stops early stops the suite (the next would hit the same cap or rate limit); the
+    rerun resumes each repository where it stopped."""
+    from docdelta.atomic import atomic_write
+    from docdelta.report.render import render_suite_markdown, text
+    from docdelta.results.layout import SUITE_FILE
+    from docdelta.scorecard.models import SuiteRepoState, SuiteRepoSummary, SuiteSummary
+    from docdelta.scorecard.summarize import pooled_verdict
+    from docdelta.suite import REPOS_FLAG, load_suite
+
+    given = [f for f in ONE_REPO_FLAGS if getattr(args, f) is not None]
+    if args.source != HEAD:
+        given.append("source")
+    if given:
+        flags = ", ".join(f"--{f}" for f in given)
+        raise ConfigError(
+            f"{REPOS_FLAG} names each repository, its refs and tasks in its file: {flags} cannot go with it",
+            hint=f"set them per repository in {args.repos}, or drop {REPOS_FLAG}",
+        )
+    entries = load_suite(args.repos)
+    options = run_options(args)
+    rows: list[SuiteRepoSummary] = []
+    parts: dict[str, tuple[Manifest, list[RunResult]]] = {}
+    bands: list[float] = []
+    code: int = ExitCode.OK
+    for entry in entries:
+        workdir = args.workdir / entry.name
+        print(f"# {text(entry.name)}\n")
+        request = _request(args, entry.base, entry.head, entry.tasks, entry.source)
+        done = _evaluated(entry.repo, request, options, workdir, None)
+        if done is None:
+            print(NOTHING_CHANGED)
+            state = SuiteRepoState.no_change
+            rows.append(SuiteRepoSummary(name=entry.name, workdir=str(workdir), state=state))
+            continue
+        outcome = _outcome(done, options, args.history)
+        if outcome == ExitCode.INCOMPLETE:
+            return outcome
+        code = max(code, outcome)
+        s = done.summary
+        refused = s.verdict_refused or (None if s.verdict else "no task has runs of both head and base")
+        rows.append(
+            SuiteRepoSummary(
+                name=entry.name,
+                workdir=str(workdir),
+                state=SuiteRepoState.no_verdict if refused else SuiteRepoState.evaluated,
+                verdict=None if s.verdict is None else s.verdict.kind,
+                head_vs_base=s.head_vs_base.value,
+                tasks=len(done.experiment.manifest.tasks),
+                why=refused,
+            )
+        )
+        if not refused:
+            parts[entry.name] = (done.experiment.manifest, list(done.report.results))
+            bands.append(s.noise_band)
+    band = max(bands, default=0.0)
+    suite = SuiteSummary(repos=rows, pooled=pooled_verdict(parts, alpha=options.alpha, band=band), band=band)
+    print(render_suite_markdown(suite))
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write(args.workdir / SUITE_FILE, suite.model_dump_json(indent=2).encode())
+    print(f"suite: {args.workdir / SUITE_FILE}", file=sys.stderr)
+    return code
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"run": _run}

@@ -169,11 +169,18 @@ def host_overlay(spec: ArmSpec, where: str) -> Overlay:
     """`--arms` overlay: the files under a host directory, at their paths relative to it."""
     if spec.overlay is None:
         return Overlay()
-    root = Path(spec.overlay).expanduser()
+    label = f"{where}: arm {spec.name!r}: overlay {spec.overlay!r}"
+    return directory_overlay(Path(spec.overlay).expanduser(), label)
+
+
+def directory_overlay(root: Path, label: str) -> Overlay:
+    """The regular files under host directory `root`, at their paths relative to it: an arm's
+    overlay, or the instruction-file template `docdelta run --repos` lays on each repository.
+    `label` names the directory's source in errors."""
     if not root.is_dir():
         raise ConfigError(
-            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} is not a directory",
-            hint="point overlay= at a directory laid out as the files should appear in the checkout",
+            f"{label} is not a directory",
+            hint="point it at a directory laid out as the files should appear in the checkout",
         )
     files: dict[str, bytes] = {}
     for dirpath, dirnames, names in os.walk(root):
@@ -182,11 +189,11 @@ def host_overlay(spec: ArmSpec, where: str) -> Overlay:
             path = Path(dirpath) / name
             if path.is_symlink() or not path.is_file():
                 raise ConfigError(
-                    f"{where}: arm {spec.name!r}: overlay file {path} is not a regular file",
+                    f"{label}: file {path} is not a regular file",
                     hint="an overlay holds regular files only (links are not followed)",
                 )
-            files[path.relative_to(root).as_posix()] = _read(path, spec, where)
-    return _bounded(files, spec, where)
+            files[path.relative_to(root).as_posix()] = _read(path, label)
+    return _bounded(files, label)
 
 
 def overlay_dir(spec: ArmSpec, where: str) -> str | None:
@@ -213,28 +220,22 @@ def repo_overlay(spec: ArmSpec, repo: Repo, sha: str, where: str) -> Overlay:
                 hint="an overlay holds regular files only",
             )
     blobs = dict(repo.read_blobs([e.oid for e in entries]))
-    return _bounded({e.path[len(prefix) :]: blobs[e.oid] for e in entries}, spec, where)
+    label = f"{where}: arm {spec.name!r}: overlay {spec.overlay!r}"
+    return _bounded({e.path[len(prefix) :]: blobs[e.oid] for e in entries}, label)
 
 
-def _read(path: Path, spec: ArmSpec, where: str) -> bytes:
+def _read(path: Path, label: str) -> bytes:
     if path.stat().st_size > MAX_INSTRUCTION_BYTES:
-        raise ConfigError(
-            f"{where}: arm {spec.name!r}: overlay file {path} is over 1 MiB",
-            hint="leave it out of the overlay",
-        )
+        raise ConfigError(f"{label}: file {path} is over 1 MiB", hint="leave it out of the overlay")
     return path.read_bytes()
 
 
-def _bounded(files: dict[str, bytes], spec: ArmSpec, where: str) -> Overlay:
+def _bounded(files: dict[str, bytes], label: str) -> Overlay:
     if not files:
-        raise ConfigError(
-            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} holds no file",
-            hint="fill it or drop overlay",
-        )
+        raise ConfigError(f"{label} holds no file", hint="fill it or drop overlay")
     if len(files) > MAX_OVERLAY_FILES:
         raise ConfigError(
-            f"{where}: arm {spec.name!r}: overlay {spec.overlay!r} holds {len(files):,} files, over "
-            f"{MAX_OVERLAY_FILES:,}",
+            f"{label} holds {len(files):,} files, over {MAX_OVERLAY_FILES:,}",
             hint="an overlay is a skills folder or a docs export: point it at that directory",
         )
     return Overlay(files=files)

@@ -37,7 +37,15 @@ from markupsafe import Markup
 from docdelta.report.glance import glance
 from docdelta.report.plain import SCORECARD_DOCS, lead, mark
 from docdelta.scorecard import thresholds
-from docdelta.scorecard.models import Certainty, Delta, Summary, TaskSummary, VerdictSummary
+from docdelta.scorecard.models import (
+    Certainty,
+    Delta,
+    SuiteRepoState,
+    SuiteSummary,
+    Summary,
+    TaskSummary,
+    VerdictSummary,
+)
 from docdelta.text import LISTED
 from docdelta.vocabulary import sha256_hex
 
@@ -321,6 +329,49 @@ def render_markdown(summary: Summary) -> str:
         .get_template("scorecard.md.j2")
         .render(s=summary, links={}, lead=lead(summary, repeats_flag="--repeats {n}"), terms=SCORECARD_DOCS)
     )
+
+
+SUITE_STATES = {
+    SuiteRepoState.no_change: "nothing to evaluate (no instruction file changed)",
+    SuiteRepoState.no_verdict: "no verdict",
+}
+"""A suite row's verdict cell when the repository has no verdict of its own."""
+
+
+def render_suite_markdown(suite: SuiteSummary) -> str:
+    """`docdelta run --repos`'s closing section: a row per repository, then the pooled call
+    and what it pools. Names and reasons are outside text: they pass `text`."""
+    lines = [
+        "## All repositories",
+        "",
+        "| repository | verdict | head - base | tasks |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    for r in suite.repos:
+        verdict = VERDICT_TITLES[r.verdict] if r.verdict else SUITE_STATES.get(r.state, "no verdict")
+        why = f": {text(r.why)}" if r.why else ""
+        lines.append(f"| {text(r.name)} | {verdict}{why} | {fmt_signed(r.head_vs_base)} | {r.tasks} |")
+    v = suite.pooled
+    pooled = sum(r.state is SuiteRepoState.evaluated for r in suite.repos)
+    lines.append("")
+    if v is None:
+        lines.append("**Pooled: no verdict** — no repository has a verdict to pool.")
+        return "\n".join(lines) + "\n"
+    interval = (
+        f"{v.confidence:.0%} interval [{fmt_signed(v.ci_low)}, {fmt_signed(v.ci_high)}], {fmt_p(v.p_value)}"
+        if v.ci_low is not None and v.confidence is not None
+        else "no interval (too few runs per arm)"
+    )
+    lines += [
+        f"**Pooled: {fmt_verdict(v)}** — head - base {fmt_signed(v.estimate)} over {v.tasks} "
+        f"task{'s' * (v.tasks != 1)} of {pooled} repositor{'ies' if pooled != 1 else 'y'}, {interval}. "
+        f"{inline(v.reason)}.",
+        "",
+        f"Pooled: every task of every repository with a verdict is a stratum of its own, weighing the "
+        f"same; one Holm family of all of them and their mean, noise band ±{suite.band:.2f} "
+        f"(the widest of theirs); {v.design}.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def render_comment_markdown(

@@ -14,6 +14,8 @@ POWER_CACHE = "power.json"
 ABLATION_FILE = "ablation.json"
 REPORT_FILE = "report.html"
 """The HTML report, written beside the results it links to."""
+SUITE_FILE = "suite.json"
+"""`docdelta run --repos`: every repository's verdict and the pooled one, beside their workdirs."""
 SUGGESTED_PATCH = "suggested.patch"
 """`docdelta suggest`'s and the Action's deterministic patch."""
 

@@ -436,3 +436,37 @@ class ShiftSummary(Frozen):
     p_value: float
     n_treatment: int
     n_control: int
+
+
+class SuiteRepoState(StrEnum):
+    """How one repository of `docdelta run --repos` ended."""
+
+    evaluated = "evaluated"
+    """It has a verdict, and its tasks are part of the pooled one."""
+    no_change = "no_change"
+    """No instruction file differs between its base and head: nothing ran."""
+    no_verdict = "no_verdict"
+    """Its evaluation is broken or refused (`Summary.verdict_refused`): left out of the pool."""
+
+
+class SuiteRepoSummary(Frozen):
+    """One repository's row in the suite's summary: its own scorecard is in its workdir."""
+
+    name: str
+    workdir: str
+    state: SuiteRepoState
+    verdict: VerdictKind | None = None
+    head_vs_base: float | None = Field(default=None, description="mean over its tasks of head - base")
+    tasks: int = 0
+    why: str | None = Field(default=None, description="no_verdict: the summary's reason")
+
+
+class SuiteSummary(Frozen):
+    """`docdelta run --repos`: each repository's verdict and the pooled one (`suite.json`)."""
+
+    repos: list[SuiteRepoSummary]
+    pooled: VerdictSummary | None = Field(
+        description="head vs base over every task of every evaluated repository as one family "
+        "(`summarize.pooled_verdict`); None when no repository has a verdict"
+    )
+    band: float = Field(description="the pooled verdict's noise band: the widest of the pooled repositories'")

@@ -733,3 +733,29 @@ def _with_threshold(
         return task
     scores = {c: _scores(runs) for c, runs in by_condition.items()}
     return task.model_copy(update={"threshold": thresholds.summarize(bar, scores, gate=gate)})
+
+
+def pooled_verdict(
+    parts: Mapping[str, tuple[Manifest, Sequence[RunResult]]], *, alpha: float, band: float
+) -> VerdictSummary | None:
+    """Head vs base over several evaluations as one (`docdelta run --repos`): each
+    evaluation's task is a stratum of its own (`name/task`), and all of them form one Holm
+    family with the pooled overall mean, every task weighing the same (so a repository weighs
+    by its number of tasks). `decision.decide` takes it under the evaluations' design, exactly
+    as it would take one evaluation of all those tasks: the union bound over the looks holds
+    for each task's own rounds, whichever evaluation ran them. The evaluations share their
+    design (one `--repeats` for every repository) and the seed is the first's. Holdout tasks
+    count and are never named. None without a task that has both arms."""
+    if not parts:
+        return None
+    manifests = [m for m, _ in parts.values()]
+    grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
+    holdout: set[str] = set()
+    for name, (manifest, results) in parts.items():
+        for r in results:
+            grid[f"{name}/{r.cell.task}"][r.cell.condition].append(r)
+        holdout |= {f"{name}/{t}" for t in manifest.holdout}
+    found = decision.decide(
+        task_runs(grid, HEAD, BASE), design_of(manifests[0]), alpha=alpha, band=band, seed=manifests[0].seed
+    )
+    return _verdict(found, HEAD, BASE, frozenset(holdout))
