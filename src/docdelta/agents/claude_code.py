@@ -59,6 +59,7 @@ class ClaudeCodeAgent(GatewayAgent):
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
     upstream: ClassVar[str | None] = "anthropic"
+    reads_from_tool_stream: ClassVar[bool] = True
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         home = f"{sandbox.tools_dir}/claude-home"

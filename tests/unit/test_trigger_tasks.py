@@ -1,0 +1,167 @@
+"""Trigger tasks: the task kind, the evidence that an on-demand file was loaded (the gateway's
+fingerprint match on real request bodies, the agent's tool calls, never its answer), and how
+a run is graded, including the run without evidence, which is never a pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from docdelta.agents.models import AgentAnswer, AgentMetrics
+from docdelta.errors import TaskError
+from docdelta.gateway.fingerprint import match, request_lines
+from docdelta.gateway.models import ModelCall
+from docdelta.grading.trigger import evidence, score_trigger
+from docdelta.instructions.audit import AuditIndex, audit_run, body, body_reached, build_index
+from docdelta.instructions.models import ChangedFile, Detection, FileStatus
+from docdelta.results.models import EvidenceSource
+from docdelta.tasks.load import load_tasks
+from docdelta.tasks.models import Task, Trigger
+from docdelta.vocabulary import ConditionSpec, sha256_hex
+
+SKILL = ".claude/skills/release/SKILL.md"
+FRONT = "---\nname: release\ndescription: {}\n---\n"
+BODY = """# Cutting a release
+Bump the version in pyproject.toml and in src/pkg/__init__.py together.
+Write the changelog entry under the new version heading before tagging.
+Tag with `git tag -s vX.Y.Z` and push the tag; CI publishes the wheel.
+"""
+BASE_SKILL = FRONT.format("Release steps.") + BODY
+HEAD_SKILL = FRONT.format("Use when asked to cut, tag or publish a release of the package.") + BODY
+
+
+def _task(**kw: object) -> dict[str, object]:
+    return {"id": "t", "prompt": "Cut release 1.2.0", **kw}
+
+
+def test_a_trigger_task_names_its_file_and_whether_it_should_load() -> None:
+    task = Task.model_validate(_task(kind="trigger", trigger={"file": SKILL, "should_load": False}))
+    assert task.trigger == Trigger(file=SKILL, should_load=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (_task(kind="trigger"), "needs `trigger:"),
+        (_task(trigger={"file": SKILL, "should_load": True}), "only for `kind: trigger`"),
+        (
+            _task(kind="trigger", trigger={"file": SKILL, "should_load": True}, gold={"files": ["x"]}),
+            "remove `gold`",
+        ),
+        (
+            _task(kind="trigger", trigger={"file": "../x/SKILL.md", "should_load": True}),
+            "plain repository path",
+        ),
+        (_task(kind="trigger", trigger={"file": SKILL}), "should_load"),
+    ],
+)
+def test_a_malformed_trigger_task_is_refused_naming_the_file_and_field(
+    tmp_path: Path, data: dict[str, object], says: str
+) -> None:
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(TaskError) as err:
+        load_tasks(tmp_path)
+    assert "t.yaml" in str(err.value)
+    assert says in str(err.value)
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> AuditIndex:
+    specs, checkouts = [], {}
+    for name, skill in (("base", BASE_SKILL), ("head", HEAD_SKILL), ("none", None)):
+        root = tmp_path / name
+        files = {"AGENTS.md": "# Agents\nRun the unit tests with `make check` before every push.\n"}
+        if skill is not None:
+            files[SKILL] = skill
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        digests = {rel: sha256_hex(text.encode()) for rel, text in files.items()}
+        specs.append(ConditionSpec(name=name, files=digests, overlay_sha256=name))
+        checkouts[name] = root
+    changed = [ChangedFile(path=SKILL, status=FileStatus.modified, families=["claude_code"])]
+    return build_index(specs, checkouts, Detection(base="b", head="h", changed=changed), [SKILL])
+
+
+def call(index: AuditIndex, *texts: str, tool: str | None = None) -> ModelCall:
+    """The call the gateway logs for a Claude Code request holding `texts` (and a tool output)."""
+    messages: list[dict[str, object]] = [
+        {"role": "user", "content": [{"type": "text", "text": t} for t in texts]}
+    ]
+    if tool is not None:
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "1", "content": tool}]}
+        )
+    found = match(index.fingerprints, *request_lines(json.dumps({"messages": messages}).encode()))
+    return ModelCall(
+        upstream="anthropic",
+        method="POST",
+        path="/v1/messages",
+        status=200,
+        latency_s=0.1,
+        instructions=found,
+    )
+
+
+LISTING = (
+    "<system-reminder>Skills available:\n"
+    "- release: Use when asked to cut, tag or publish a release of the package.\n</system-reminder>"
+)
+
+
+def test_the_description_in_the_skill_listing_is_not_a_load(index: AuditIndex) -> None:
+    calls = [call(index, LISTING, "Cut release 1.2.0")]
+    assert body_reached(index, "head", SKILL, calls) is False
+
+
+@pytest.mark.parametrize("how", ["injected", "read with a tool", "whole file read"])
+def test_the_body_reaching_the_model_is_a_load_of_that_conditions_file(index: AuditIndex, how: str) -> None:
+    sent = {
+        "injected": call(
+            index,
+            LISTING,
+            f"Base directory for this skill: /workspace/.claude/skills/release\n\n{body(HEAD_SKILL)}",
+        ),
+        "read with a tool": call(
+            index, LISTING, tool="\n".join(f"{i}\t{line}" for i, line in enumerate(BODY.splitlines(), 1))
+        ),
+        "whole file read": call(index, LISTING, tool=HEAD_SKILL),
+    }[how]
+    assert body_reached(index, "head", SKILL, [sent]) is True
+    # The body is the same in both; a whole file is the head's version, which base never holds.
+    assert body_reached(index, "base", SKILL, [sent]) is (how != "whole file read")
+    assert body_reached(index, "none", SKILL, [sent]) is False  # none has no such file
+    assert audit_run(index, "head", [sent]).foreign == []  # body ids stay out of the audit
+
+
+def test_no_forwarded_call_is_no_evidence(index: AuditIndex) -> None:
+    refused = call(index, BODY).model_copy(update={"error": "budget"})
+    assert body_reached(index, "head", SKILL, []) is None
+    assert body_reached(index, "head", SKILL, [refused]) is None
+
+
+def test_loaded_when_either_record_saw_it_and_never_from_the_answer() -> None:
+    should = Trigger(file=SKILL, should_load=True)
+    read = AgentMetrics(files_read=[f"/workspace/{SKILL}"])
+    assert evidence(should, gateway=False, metrics=read, tool_stream=True).loaded is True
+    assert evidence(should, gateway=True, metrics=AgentMetrics(), tool_stream=False).loaded is True
+    both = evidence(should, gateway=False, metrics=AgentMetrics(), tool_stream=True)
+    assert (both.loaded, both.sources) == (False, [EvidenceSource.gateway, EvidenceSource.tool_stream])
+    # a user's command agent reports files_read itself: no gateway, no evidence
+    claimed = evidence(should, gateway=None, metrics=read, tool_stream=False)
+    assert claimed.loaded is None
+    assert AgentAnswer(answer=f"I used {SKILL}", files=[SKILL]) is not None  # an answer is never consulted
+
+
+def test_a_trigger_run_scores_one_when_loaded_matches_should_load_and_none_without_evidence() -> None:
+    near_miss = Trigger(file=SKILL, should_load=False)
+    loaded = evidence(near_miss, gateway=True, metrics=AgentMetrics(), tool_stream=False)
+    assert score_trigger(loaded).value == 0.0
+    quiet = evidence(near_miss, gateway=False, metrics=AgentMetrics(), tool_stream=False)
+    assert score_trigger(quiet).value == 1.0
+    unknown = score_trigger(evidence(near_miss, gateway=None, metrics=AgentMetrics(), tool_stream=False))
+    assert [i.hit for i in unknown.items] == [None]  # unmeasured: left out of every statistic
+    assert "no evidence" in unknown.items[0].note
