@@ -5,10 +5,13 @@ a run is graded, including the run without evidence, which is never a pass."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 import yaml
+from factories import result, summary_of
 
 from docdelta.agents.models import AgentAnswer, AgentMetrics
 from docdelta.errors import TaskError
@@ -17,7 +20,8 @@ from docdelta.gateway.models import ModelCall
 from docdelta.grading.trigger import evidence, score_trigger
 from docdelta.instructions.audit import AuditIndex, audit_run, body, body_reached, build_index
 from docdelta.instructions.models import ChangedFile, Detection, FileStatus
-from docdelta.results.models import EvidenceSource
+from docdelta.report import render_json, render_markdown
+from docdelta.results.models import EvidenceSource, RunResult, TriggerEvidence
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.models import Task, Trigger
 from docdelta.vocabulary import ConditionSpec, sha256_hex
@@ -165,3 +169,69 @@ def test_a_trigger_run_scores_one_when_loaded_matches_should_load_and_none_witho
     unknown = score_trigger(evidence(near_miss, gateway=None, metrics=AgentMetrics(), tool_stream=False))
     assert [i.hit for i in unknown.items] == [None]  # unmeasured: left out of every statistic
     assert "no evidence" in unknown.items[0].note
+
+
+def _runs(
+    task: str, condition: str, loaded: Sequence[bool | None], *, should: bool, file: str = SKILL
+) -> list[RunResult]:
+    """Graded trigger runs of one arm, scored as the runner scores them."""
+    out = []
+    for repeat, was in enumerate(loaded, 1):
+        found = TriggerEvidence(
+            file=file, should_load=should, loaded=was, sources=[] if was is None else [EvidenceSource.gateway]
+        )
+        run = result(task, condition, 0.0, repeat)
+        out.append(run.model_copy(update={"trigger": found, "score": score_trigger(found)}))
+    return out
+
+
+def test_the_scorecard_shows_trigger_rates_base_to_head_for_both_kinds_of_prompt() -> None:
+    results = [
+        *_runs("should-a", "base", [False, False, True], should=True),
+        *_runs("should-a", "head", [True, True, True], should=True),
+        *_runs("should-b", "base", [False, False, False], should=True),
+        *_runs("should-b", "head", [True, True, None], should=True),
+        *_runs("near-miss", "base", [True, False, False], should=False),
+        *_runs("near-miss", "head", [False, False, False], should=False),
+    ]
+    s = summary_of(results)
+    should, near = s.triggers
+    assert (should.should_load, should.tasks, near.should_load) == (True, 2, False)
+    assert (should.arms["base"].loaded, should.arms["base"].runs) == (1, 6)
+    assert (should.arms["head"].loaded, should.arms["head"].runs, should.arms["head"].no_evidence) == (
+        5,
+        5,
+        1,
+    )
+    assert should.delta == pytest.approx(((1 - 1 / 3) + (1 - 0)) / 2)  # the mean over prompts
+    assert should.ci_low is not None and should.ci_high is not None and should.delta is not None
+    assert should.ci_low <= should.delta <= should.ci_high
+    assert should.p_value is not None and should.p_value < 0.05
+    scored = {t.task: t.conditions["head"].runs for t in s.tasks}
+    assert scored["should-b"] == 2  # the run without evidence is left out of the score too
+    markdown = render_markdown(s)
+    assert "**Picked up when it should / when it should not**" in markdown
+    assert (
+        f"| {SKILL.replace('_', chr(92) + '_')} | 2 that should load it | 1/6 (17%) | 5/5 (100%) | +0.83"
+        in markdown
+    )
+    assert "| 1 that should not (near misses) | 1/3 (33%) | 0/3 (0%) | -0.33" in markdown
+    assert "1 trigger run had no evidence" in markdown
+    assert json.loads(render_json(s))["triggers"][0]["arms"]["head"] == {
+        "loaded": 5,
+        "runs": 5,
+        "no_evidence": 1,
+    }
+
+
+def test_a_hostile_trigger_file_name_reaches_the_scorecard_escaped() -> None:
+    hostile = ".claude/skills/x|<img src=y>@team/SKILL.md"
+    s = summary_of(
+        [
+            *_runs("t", "base", [True], should=True, file=hostile),
+            *_runs("t", "head", [True], should=True, file=hostile),
+        ]
+    )
+    markdown = render_markdown(s)
+    assert not re.search(r"(?<!\\)<img", markdown) and "@team" not in markdown
+    assert "x\\|\\<img src=y\\>@\u2060team" in markdown
