@@ -9,12 +9,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
+from docker_helpers import RUN_TOKEN, gateway_on_loopback
 from factories import result, summary_of
+from modelserver import ScriptedModelServer
+from modelserver.script import Script, TextTurn, TurnUsage
 
 from docdelta.agents.models import AgentAnswer, AgentMetrics
 from docdelta.errors import TaskError
+from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.fingerprint import match, request_lines
 from docdelta.gateway.models import ModelCall
 from docdelta.grading.trigger import evidence, score_trigger
@@ -235,3 +240,29 @@ def test_a_hostile_trigger_file_name_reaches_the_scorecard_escaped() -> None:
     markdown = render_markdown(s)
     assert not re.search(r"(?<!\\)<img", markdown) and "@team" not in markdown
     assert "x\\|\\<img src=y\\>@\u2060team" in markdown
+
+
+def test_through_the_gateway_only_the_run_that_got_the_body_loaded_the_skill(index: AuditIndex) -> None:
+    """The gateway's own handler on loopback, forwarding to the scripted model server and
+    logging which fingerprints each request held; the host reads the log as the runner does."""
+    turns = [TextTurn(text='{"answer": "ok"}', usage=TurnUsage(input_tokens=100, output_tokens=5))] * 4
+    with ScriptedModelServer(Script(name="trigger", model="claude-sonnet-4-5", turns=turns)) as server:
+        route = Upstream(name="anthropic", base_url=server.url, paths=["/v1/messages"], key_from="K")
+        config = GatewayConfig(upstreams=[route]).for_run(None, index.fingerprints)
+        logs = []
+        for texts in ([LISTING, "Bump the lockfile"], [LISTING, "Cut release 1.2.0", body(HEAD_SKILL)]):
+            with gateway_on_loopback(config, {"anthropic": "sk-real"}) as (url, _, log):
+                request = {
+                    "model": "claude-sonnet-4-5",
+                    "max_tokens": 64,
+                    "messages": [{"role": "user", "content": [{"type": "text", "text": t} for t in texts]}],
+                }
+                sent = httpx.post(
+                    f"{url}/anthropic/v1/messages", json=request, headers={"x-api-key": RUN_TOKEN}
+                )
+                assert sent.status_code == 200, sent.text
+            logs.append([ModelCall.model_validate_json(line) for line in log.getvalue().splitlines()])
+    near_miss, should = logs
+    assert body_reached(index, "head", SKILL, near_miss) is False
+    assert body_reached(index, "head", SKILL, should) is True
+    assert BODY.splitlines()[1] not in "".join(c.model_dump_json() for c in should)  # hashes only
