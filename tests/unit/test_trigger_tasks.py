@@ -26,6 +26,7 @@ from docdelta.grading.trigger import evidence, score_trigger
 from docdelta.instructions.audit import AuditIndex, audit_run, body, body_reached, build_index
 from docdelta.instructions.models import ChangedFile, Detection, FileStatus
 from docdelta.report import render_json, render_markdown
+from docdelta.report.html import render_html
 from docdelta.results.models import EvidenceSource, RunResult, TriggerEvidence
 from docdelta.tasks.load import load_tasks
 from docdelta.tasks.models import Task, Trigger
@@ -240,6 +241,9 @@ def test_a_hostile_trigger_file_name_reaches_the_scorecard_escaped() -> None:
     markdown = render_markdown(s)
     assert not re.search(r"(?<!\\)<img", markdown) and "@team" not in markdown
     assert "x\\|\\<img src=y\\>@\u2060team" in markdown
+    html = render_html(s, [])
+    assert "<img src=y>" not in html and "x|&lt;img src=y&gt;@team/SKILL.md" in html
+    assert "Picked up when it should / when it should not</h2>" in html
 
 
 def test_through_the_gateway_only_the_run_that_got_the_body_loaded_the_skill(index: AuditIndex) -> None:
