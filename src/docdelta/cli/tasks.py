@@ -15,7 +15,8 @@ from docdelta.git import Repo
 
 def add_parser(sub: Any) -> None:
     """`tasks from-commit` (draft a change task), `tasks draft` (answer tasks from the rules of
-    instruction files) and `tasks audit` (what the suite measures)."""
+    instruction files, or trigger tasks from on-demand files' descriptions) and `tasks audit`
+    (what the suite measures)."""
     t = sub.add_parser("tasks", help="work with task files")
     tsub = t.add_subparsers(dest="tasks_command", required=True)
     fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
@@ -23,7 +24,9 @@ def add_parser(sub: Any) -> None:
     fc.add_argument("--repo", type=Path, default=Path())
     fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
     dr = tsub.add_parser(
-        "draft", help="draft answer tasks (`reviewed: false`) from the concrete rules of instruction files"
+        "draft",
+        help="draft answer tasks (`reviewed: false`) from the concrete rules of instruction files, or "
+        "trigger tasks from skills' descriptions (--triggers)",
     )
     dr.add_argument("--repo", type=Path, default=Path())
     dr.add_argument("--ref", default="HEAD", help="the commit whose files are read (default HEAD)")
