@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from recorded_agents import recorded_run, recording_sandbox
 
 from docdelta.agents import AgentContext, get_agent
-from docdelta.agents.claude_code import VERSION, ClaudeCodeAgent
+from docdelta.agents.claude_code import VERSION, ClaudeCodeAgent, outcome_from_events
 from docdelta.agents.models import AgentOutcome, CommandRun, RunStatus
 from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.local import LocalProvider
@@ -111,3 +112,21 @@ def test_it_declares_claude_files_and_not_agents_md() -> None:
     assert not any("AGENTS" in glob for glob in reads)
     assert ClaudeCodeAgent().network == "gateway"
     assert ClaudeCodeAgent.npm == (f"@anthropic-ai/claude-code@{VERSION}",)
+
+
+def test_a_skill_tool_call_is_a_read_of_that_skills_file() -> None:
+    """Claude Code loads a skill with its `Skill` tool, not with Read: trigger grading takes the
+    call as a read of `.claude/skills/<name>/SKILL.md` (a plugin's skill names no project file)."""
+    uses = [
+        {"type": "tool_use", "id": "s1", "name": "Skill", "input": {"skill": "release"}},
+        {"type": "tool_use", "id": "s2", "name": "Skill", "input": {"skill": "office:pdf"}},
+        {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/workspace/repo/README.md"}},
+    ]
+    events: list[dict[str, Any]] = [
+        {"type": "assistant", "message": {"content": uses}},
+        {"type": "result", "subtype": "success", "result": '{"answer": "done"}', "num_turns": 2},
+    ]
+    outcome = outcome_from_events(
+        events, ExecResult(0, b"", b"", 1.0), workspace="/workspace/repo", agent=ClaudeCodeAgent()
+    )
+    assert outcome.metrics.files_read == ["README.md", ".claude/skills/release/SKILL.md"]

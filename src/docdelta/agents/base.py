@@ -180,6 +180,10 @@ class Agent(ABC):
     upstream: ClassVar[str | None] = None
     """The gateway upstream (model API) this agent speaks to, e.g. `anthropic`: where the
     Action's `api-key` goes when no `provider` input names another. None: no model API."""
+    reads_from_tool_stream: ClassVar[bool] = False
+    """`metrics.files_read` comes from the agent's own tool calls (parsed from its event stream,
+    or the loop or fake docdelta ships), so a file missing from it was not read. False for a
+    user's command, whose metrics file is its own claim: trigger grading then needs the gateway."""
 
     @property
     @abstractmethod

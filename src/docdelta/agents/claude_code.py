@@ -59,6 +59,7 @@ class ClaudeCodeAgent(GatewayAgent):
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
     upstream: ClassVar[str | None] = "anthropic"
+    reads_from_tool_stream: ClassVar[bool] = True
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
         home = f"{sandbox.tools_dir}/claude-home"
@@ -153,6 +154,7 @@ def _metrics(
         for u in uses
         if u.get("name") == "Read" and isinstance((u.get("input") or {}).get("file_path"), str)
     ]
+    reads += [path for u in uses if (path := _skill_file(u)) is not None]
     duration = final.get("duration_ms")
     return AgentMetrics(
         tokens_in=usage.get("input_tokens"),
@@ -166,6 +168,16 @@ def _metrics(
         files_read=list(dict.fromkeys(reads)),
         duration_s=duration / 1000 if isinstance(duration, int | float) else 0.0,
     )
+
+
+def _skill_file(use: Mapping[str, Any]) -> str | None:
+    """The project skill a `Skill` tool call loads (`{"skill": "release"}`): Claude Code injects
+    `.claude/skills/<name>/SKILL.md` into the conversation, a read without a Read call. A
+    plugin's skill (`plugin:name`) is no file of the repository."""
+    name = (use.get("input") or {}).get("skill") if use.get("name") == "Skill" else None
+    if not isinstance(name, str) or not name or ":" in name or "/" in name or name.startswith("."):
+        return None
+    return f".claude/skills/{name}/SKILL.md"
 
 
 def _exit_code(output: Mapping[str, Any] | None) -> int | None:

@@ -73,6 +73,7 @@ _FLAGS = (
 class CopilotAgent(GatewayAgent):
     name: ClassVar[str] = "copilot"
     upstream: ClassVar[str | None] = "openai"
+    reads_from_tool_stream: ClassVar[bool] = True
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION

@@ -20,6 +20,7 @@ SCRIPT = files("docdelta.agents").joinpath("fake_agent.py").read_bytes()
 
 class FakeAgent(CommandAgent):
     name: ClassVar[str] = "fake"
+    reads_from_tool_stream: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__("python3 fake_agent.py")

@@ -8,6 +8,10 @@ because it was told which condition it is in:
 
 - it reads the instruction files present in the checkout (auto-loaded, like
   AGENTS.md for Codex), then the human docs (README, CONTRIBUTING, docs/);
+- it sees every skill's description (as agents list skills in their prompt) and
+  loads a skill's file, reading it like an instruction file, when the question
+  shares enough content words with the description, so a description edit changes
+  which prompts load the skill, as it would for a real agent;
 - it ranks every line by word overlap with the question, instruction files first,
   and answers from the best line: its text, the backticked commands in it (unless
   the line forbids them), the backticked paths that exist, a citation of the line,
@@ -44,6 +48,10 @@ INSTRUCTION_FILES = (
     ".rules",
     ".github/copilot-instructions.md",
 )
+SKILL_GLOBS = (".claude/skills/*/SKILL.md", ".agents/skills/*/SKILL.md")
+SKILL_MATCH = 2
+"""Shared content words a question needs with a skill's description to load the skill, at
+least, and at least a third of the question's own."""
 HUMAN_DOCS = ("README.md", "README.rst", "README", "CONTRIBUTING.md", "CONTRIBUTING.rst")
 ERROR_RATE = 0.1
 INSTRUCTION_BONUS = 0.5
@@ -83,9 +91,46 @@ def question_of(prompt: str) -> str:
     return (m.group(1) if m else prompt).strip()
 
 
-def find_docs(root: Path) -> list[tuple[str, bool]]:
-    """(path, is_instruction_file) in reading order: instruction files, then human docs."""
+def description(text: str) -> str:
+    """A skill's `description` from its YAML front matter (one line, or a folded block)."""
+    m = re.match(r"---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", text, re.DOTALL)
+    if not m:
+        return ""
+    lines = m.group(1).splitlines()
+    for i, line in enumerate(lines):
+        key = re.match(r"description:\s*(.*)$", line)
+        if key is None:
+            continue
+        value = key.group(1).strip()
+        if value and value[0] not in ">|":
+            return value.strip("'\"")
+        block = []
+        for follow in lines[i + 1 :]:
+            if follow.strip() and not follow.startswith((" ", "\t")):
+                break  # the next key ends the block
+            block.append(follow.strip())
+        return " ".join(b for b in block if b)
+    return ""
+
+
+def skills_to_load(question: str, root: Path) -> list[str]:
+    """The skills whose description matches the question, in path order."""
+    wanted = keywords(question)
+    need = max(SKILL_MATCH, -(-len(wanted) // 3))
+    found = []
+    for pattern in SKILL_GLOBS:
+        for path in sorted(root.glob(pattern)):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if len(wanted & keywords(description(text))) >= need:
+                found.append(str(path.relative_to(root)))
+    return found
+
+
+def find_docs(root: Path, question: str = "") -> list[tuple[str, bool]]:
+    """(path, is_instruction_file) in reading order: instruction files, the skills the question
+    loads, then human docs."""
     found = [(p, True) for p in INSTRUCTION_FILES if (root / p).is_file()]
+    found += [(p, True) for p in skills_to_load(question, root)]
     found += [(p, False) for p in HUMAN_DOCS if (root / p).is_file()]
     docs_dir = root / "docs"
     if docs_dir.is_dir():
@@ -132,7 +177,7 @@ def solve(prompt: str, root: Path, seed: int) -> tuple[dict[str, Any], dict[str,
     slip_kind = rng.choice(["worse_line", "drop_field"])
     dropped = rng.choice(["commands", "files", "citations", "verdict"])
 
-    docs = find_docs(root)
+    docs = find_docs(root, question)
     read_chars = sum(len((root / p).read_text(encoding="utf-8", errors="replace")) for p, _ in docs)
     ranked = rank(question, root, docs)
     pick = 1 if slip and slip_kind == "worse_line" and len(ranked) > 1 else 0

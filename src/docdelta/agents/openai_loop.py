@@ -38,6 +38,7 @@ _ENDING_PREFIX = "openai agent: "
 class OpenAIAgent(CommandAgent):
     name: ClassVar[str] = "openai"
     upstream: ClassVar[str | None] = "openai"
+    reads_from_tool_stream: ClassVar[bool] = True
 
     def __init__(
         self,

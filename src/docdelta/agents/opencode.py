@@ -67,6 +67,7 @@ _ENV = {
 class OpenCodeAgent(GatewayAgent):
     name: ClassVar[str] = "opencode"
     upstream: ClassVar[str | None] = "openai"
+    reads_from_tool_stream: ClassVar[bool] = True
     npm: ClassVar[tuple[str, ...]] = (PACKAGE,)
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION

@@ -36,6 +36,8 @@ _KIND_INTRO = {
     "answer": "Answer the question below about this repository. Look at the repository's files to find "
     "the answer; do not change any file.",
     "change": "Make the change requested below in this repository, following its conventions.",
+    # Trigger tasks measure what the agent loads for a request; the intro must not hint at it.
+    "trigger": "Help with the request below in this repository, following its conventions.",
 }
 
 

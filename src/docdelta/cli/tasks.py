@@ -15,7 +15,8 @@ from docdelta.git import Repo
 
 def add_parser(sub: Any) -> None:
     """`tasks from-commit` (draft a change task), `tasks draft` (answer tasks from the rules of
-    instruction files) and `tasks audit` (what the suite measures)."""
+    instruction files, or trigger tasks from on-demand files' descriptions) and `tasks audit`
+    (what the suite measures)."""
     t = sub.add_parser("tasks", help="work with task files")
     tsub = t.add_subparsers(dest="tasks_command", required=True)
     fc = tsub.add_parser("from-commit", help="draft a change task from a past commit that changed tests")
@@ -23,7 +24,9 @@ def add_parser(sub: Any) -> None:
     fc.add_argument("--repo", type=Path, default=Path())
     fc.add_argument("--tasks", type=Path, default=Path(".docdelta/tasks"), help="where to write the task")
     dr = tsub.add_parser(
-        "draft", help="draft answer tasks (`reviewed: false`) from the concrete rules of instruction files"
+        "draft",
+        help="draft answer tasks (`reviewed: false`) from the concrete rules of instruction files, or "
+        "trigger tasks from skills' descriptions (--triggers)",
     )
     dr.add_argument("--repo", type=Path, default=Path())
     dr.add_argument("--ref", default="HEAD", help="the commit whose files are read (default HEAD)")
@@ -36,6 +39,12 @@ def add_parser(sub: Any) -> None:
         help="e.g. AGENTS.md (repeatable)",
     )
     dr.add_argument("--out", type=Path, default=Path(".docdelta/tasks"), help="where to write the drafts")
+    dr.add_argument(
+        "--triggers",
+        action="store_true",
+        help="draft trigger tasks (should-load prompts and near misses) from the descriptions of "
+        "on-demand files (skills, slash commands, subagents) instead of answer tasks from rules",
+    )
     au = tsub.add_parser(
         "audit", help="label each task target/control/unattainable from where its gold stands; find leaks"
     )
@@ -97,8 +106,13 @@ def _tasks_audit(args: argparse.Namespace) -> int:
 
 def _tasks_draft(args: argparse.Namespace) -> int:
     from docdelta.improve.task_draft import draft_tasks, existing_tasks, gold_summary, write_drafts
+    from docdelta.improve.trigger_draft import draft_triggers
 
-    drafts = draft_tasks(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
+    lonely: list[str] = []
+    if args.triggers:
+        drafts, lonely = draft_triggers(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
+    else:
+        drafts = draft_tasks(Repo(args.repo), args.ref, args.sources, existing_tasks(args.out))
     written, kept = write_drafts(drafts, args.out)
     where = ", ".join(args.sources)
     print(f"drafted {len(written)} task(s) from {where} at {drafts.source_sha[:12]} into {args.out}")
@@ -112,6 +126,12 @@ def _tasks_draft(args: argparse.Namespace) -> int:
         print(line + (": " + ", ".join(others) if others else ""))
     if kept:
         print(f"kept {len(kept)} existing file(s), not overwritten: {', '.join(p.name for p in kept)}")
+    for path in lonely:
+        print(
+            f"no near miss drafted for {path}: its description rules nothing out (`Not for ...`) and no "
+            "other file was drafted with it; write one by hand (a prompt that sounds close, "
+            "should_load: false)"
+        )
     print(
         "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
         f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels them)"

@@ -38,7 +38,7 @@ from docdelta.scorecard.models import PooledControl
 from docdelta.tasks.load import LoadedTask, check_citations, load_tasks, require_reviewed, select_tasks
 from docdelta.tasks.models import PassThreshold
 from docdelta.validate import AUTO, MAX_RUNS_WITHOUT_CONFIRMATION, unique_conditions
-from docdelta.vocabulary import BASE, DEFAULT_CONDITIONS, HEAD, sha256_hex
+from docdelta.vocabulary import BASE, DEFAULT_CONDITIONS, HEAD, ConditionSpec, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,8 @@ class Experiment:
     def audit_index(self) -> AuditIndex:
         """Fingerprints of every condition's instruction files, for the gateway's audit."""
         paths = {name: c.path for name, c in self.checkouts.items()}
-        return build_index(self.manifest.conditions, paths, self.detection)
+        targets = [lt.task.trigger.file for lt in self.tasks.values() if lt.task.trigger is not None]
+        return build_index(self.manifest.conditions, paths, self.detection, targets)
 
 
 @dataclass(frozen=True)
@@ -242,13 +243,15 @@ def prepare(
         by_source[sha] = seal(sha, envs.links(envs.install(repo, sha, config.sandbox)), own=True)
 
     tasks = {lt.task.id: lt for lt in loaded}
+    conditions = [overlays[name].spec(name) for name in columns]
+    check_triggers(loaded, conditions)
     manifest = Manifest(
         repo=repo.name,
         base_sha=base_sha,
         head_sha=head_sha,
         source_sha=source_sha,
         source_tree_sha256=next(iter(checkouts.values())).source_sha256,
-        conditions=[overlays[name].spec(name) for name in columns],
+        conditions=conditions,
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
         task_sources=dict(sorted(task_sources.items())),
         agent=agent_info(agent, server),
@@ -275,6 +278,21 @@ def prepare(
     store.write_manifest(exp.manifest)
     store.write_detection(detection)
     return exp
+
+
+def check_triggers(loaded: Sequence[LoadedTask], conditions: Sequence[ConditionSpec]) -> None:
+    """Refuse a trigger task whose file is no instruction file of any condition: nothing could
+    load it, so every run would grade the same and say nothing about a description."""
+    held = {path for spec in conditions for path in spec.files}
+    for lt in loaded:
+        trigger = lt.task.trigger
+        if trigger is not None and trigger.file not in held:
+            raise TaskError(
+                f"{lt.path}: trigger.file {trigger.file!r} is no instruction file of any condition "
+                f"({', '.join(s.name for s in conditions)})",
+                hint="name a skill, slash command, subagent or rule file that exists at base or head, "
+                "e.g. .claude/skills/<name>/SKILL.md (`docdelta detect` lists them)",
+            )
 
 
 def _seal(

@@ -43,11 +43,13 @@ from docdelta.grading.checks import run_checks
 from docdelta.grading.execute import execute_proposals
 from docdelta.grading.hidden import capture_agent_diff, grade_change
 from docdelta.grading.selftest import raise_for, selftest
-from docdelta.instructions.audit import audit_run
+from docdelta.grading.trigger import evidence as trigger_evidence
+from docdelta.grading.trigger import score_trigger
+from docdelta.instructions.audit import audit_run, body_reached
 from docdelta.interrupts import deferred_signals
 from docdelta.results.grades import ChecksResult, CommandsExecuted, HiddenTestResult, Score
 from docdelta.results.layout import DIFF_FILE, RESULT_FILE, TRANSCRIPT_FILE
-from docdelta.results.models import Cell, PhaseTimings, RunResult
+from docdelta.results.models import Cell, PhaseTimings, RunResult, TriggerEvidence
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import Task
@@ -404,7 +406,8 @@ class Runner:
             if outcome.status is not RunStatus.infra_error or attempt > self.limits.infra_retries:
                 break
         self._check_running()  # a run whose sandbox was closed under it leaves nothing
-        score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden, executed)
+        trigger = self._trigger(exp, cell, loaded.task, calls, outcome, col.agent)
+        score, checks = self._grade(loaded.task, outcome, checkout, diff, hidden, executed, trigger)
         for name, artifact in ((TRANSCRIPT_FILE, transcript), (DIFF_FILE, diff)):
             if artifact is not None:
                 self.store.save_artifact(exp.repo_name, cell, name, artifact)
@@ -427,7 +430,26 @@ class Runner:
             hidden_tests=hidden,
             checks=checks,
             executed=executed,
+            trigger=trigger,
             timings=clock.timings(),
+        )
+
+    @staticmethod
+    def _trigger(
+        exp: Experiment,
+        cell: Cell,
+        task: Task,
+        calls: Sequence[ModelCall],
+        outcome: AgentOutcome,
+        agent: Agent,
+    ) -> TriggerEvidence | None:
+        """A trigger task's evidence of loading: the gateway's record and the agent's tool calls
+        (none for a run that failed for the harness's reasons: it is never graded)."""
+        if task.trigger is None or outcome.status is RunStatus.infra_error:
+            return None
+        gateway = body_reached(exp.audit_index, cell.condition, task.trigger.file, calls)
+        return trigger_evidence(
+            task.trigger, gateway=gateway, metrics=outcome.metrics, tool_stream=agent.reads_from_tool_stream
         )
 
     def _hidden_tests(self, exp: Experiment, cell: Cell, diff: bytes) -> HiddenTestResult:
@@ -472,12 +494,15 @@ class Runner:
         diff: bytes | None,
         hidden: HiddenTestResult | None,
         executed: CommandsExecuted | None = None,
+        trigger: TriggerEvidence | None = None,
     ) -> tuple[Score | None, ChecksResult | None]:
-        """Answer tasks against gold; change tasks by hidden tests and hard checks.
-        Infra errors are never graded; a timeout scores 0 (`timed_out`)."""
+        """Answer tasks against gold; change tasks by hidden tests and hard checks; trigger
+        tasks by what was loaded. Infra errors are never graded; a timeout scores 0 (`timed_out`)."""
         if outcome.status is RunStatus.infra_error:
             return None, None
-        if diff is None or hidden is None:
+        if trigger is not None:
+            score, checks = score_trigger(trigger), None
+        elif diff is None or hidden is None:
             score = score_answer(task, outcome.answer, checkout.path, executed)
             checks = None
         else:

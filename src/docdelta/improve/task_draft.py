@@ -64,6 +64,10 @@ class RuleKind(StrEnum):
     tool = "tool"
     rule = "rule"
     command = "command"
+    trigger = "trigger"
+    """A prompt an on-demand file's description says it is for (`improve.trigger_draft`)."""
+    near_miss = "near-miss"
+    """A prompt close to what the file is for that should not load it."""
 
 
 _PRIORITY = list(RuleKind)
@@ -615,6 +619,8 @@ def existing_tasks(directory: Path) -> list[Task]:
 
 def gold_summary(task: Task) -> str:
     """What a draft expects, in a few words: for the listing `tasks draft` prints."""
+    if task.trigger is not None:
+        return f"{'loads' if task.trigger.should_load else 'does not load'} {task.trigger.file}"
     gold = task.gold
     parts = [f"`{c}`" for c in gold.commands if isinstance(c, str)]
     parts += [f"`{f}`" for f in gold.files if isinstance(f, str)]
@@ -626,6 +632,14 @@ def gold_summary(task: Task) -> str:
 
 def _header(draft: RuleTaskDraft, sha: str) -> str:
     rule = " ".join(draft.rule.split())
+    if draft.kind in (RuleKind.trigger, RuleKind.near_miss):
+        return (
+            f"# Drafted by `docdelta tasks draft --triggers` from the description of {draft.file} at "
+            f"{sha[:12]}.\n"
+            f"# From: {rule}\n"
+            "# Review, then set `reviewed: true`: would a user ask this, and should it load the file\n"
+            "# (should_load)? Reword the prompt as a user would put it, not in the description's words.\n"
+        )
     return (
         f"# Drafted by `docdelta tasks draft` from {draft.file}:{draft.line} at {sha[:12]}"
         f" ({draft.section}).\n"

@@ -14,10 +14,16 @@ only the first of AGENTS.md / CLAUDE.md, a case-insensitive lookup may pick up
    not read), `foreign` (another condition's version, or a near-miss file the agent's own
    prompt held — a near-miss the agent merely read with a tool is what every arm may do);
 4. `flags` counts flagged runs per condition and file for the report.
+
+Trigger tasks ask a narrower question of the same evidence: did an on-demand file's *body*
+reach the model? A skill's description is in every prompt (agents list the skills), so
+`build_index` also fingerprints each trigger target without its front matter (`body`), and
+`body_reached` answers from the ids the gateway logged.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,13 +51,20 @@ class AuditIndex:
     files: dict[str, list[AuditedFile]] = field(default_factory=dict)
     changed: dict[str, frozenset[str]] = field(default_factory=dict)
     """condition -> its changed instruction files that have a fingerprint (can be audited)."""
+    bodies: dict[str, list[AuditedFile]] = field(default_factory=dict)
+    """Fingerprints of trigger targets' bodies (front matter left out) and whose they are; kept
+    apart from `files`, so the audit's seen and foreign lists are the same with or without them."""
 
 
 def build_index(
-    conditions: Sequence[ConditionSpec], checkouts: Mapping[str, Path], detection: Detection
+    conditions: Sequence[ConditionSpec],
+    checkouts: Mapping[str, Path],
+    detection: Detection,
+    targets: Iterable[str] = (),
 ) -> AuditIndex:
     """Fingerprints of every instruction file of every condition (read from the condition's
-    sealed checkout) and of the near-miss files; one fingerprint per distinct content."""
+    sealed checkout) and of the near-miss files; one fingerprint per distinct content. Each of
+    `targets` (trigger tasks' files) also gets a fingerprint of its body per condition."""
     holders: dict[str, dict[str, set[str]]] = {}  # content id -> path -> conditions
     texts: dict[str, bytes] = {}
 
@@ -86,7 +99,42 @@ def build_index(
         )
         for spec in conditions
     }
-    return AuditIndex(fingerprints, files, changed)
+    bodies = _bodies(conditions, checkouts, sorted(set(targets)))
+    fingerprints |= {i: hashes for i, (hashes, _) in bodies.items()}
+    return AuditIndex(fingerprints, files, changed, {i: owners for i, (_, owners) in bodies.items()})
+
+
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^---[ \t]*\r?$\n?", re.DOTALL | re.MULTILINE)
+"""YAML front matter at the top of a skill, command or subagent file: its name and description,
+which agents show in every prompt whether or not the file is loaded."""
+
+
+def body(text: str) -> str:
+    """The file as loaded, less what is in context without loading it (the front matter)."""
+    return FRONT_MATTER.sub("", text, count=1)
+
+
+def _bodies(
+    conditions: Sequence[ConditionSpec], checkouts: Mapping[str, Path], targets: Sequence[str]
+) -> dict[str, tuple[list[str], list[AuditedFile]]]:
+    """Body id -> (its fingerprint, the (path, conditions) holding it), for every target a
+    condition holds; ids carry a prefix so a body never shares an id with a whole file."""
+    holders: dict[str, dict[str, set[str]]] = {}
+    prints: dict[str, list[str]] = {}
+    for spec in conditions:
+        for path in targets:
+            data = _read(checkouts[spec.name] / path) if path in spec.files else None
+            text = "" if data is None else body(data.decode("utf-8", "replace"))
+            hashes = fingerprint(text)
+            if not hashes:
+                continue  # absent, or no body: only the whole file's fingerprint can tell
+            # By the body's content: conditions that differ only in the description share it.
+            ident = f"body-{sha256_hex(text.encode('utf-8', 'surrogatepass'))[:16]}"
+            prints[ident] = hashes
+            holders.setdefault(ident, {}).setdefault(path, set()).add(spec.name)
+    return {
+        i: (prints[i], [AuditedFile(p, frozenset(c)) for p, c in sorted(holders[i].items())]) for i in prints
+    }
 
 
 def _read(path: Path) -> bytes | None:
@@ -125,3 +173,22 @@ def audit_run(index: AuditIndex, condition: str, calls: Sequence[ModelCall]) -> 
                 foreign.add(f"{NEAR_MISS}:{f.path}")
     missing = index.changed.get(condition, frozenset()) - seen
     return InstructionAudit(seen=sorted(seen), missing=sorted(missing), foreign=sorted(foreign))
+
+
+def body_reached(index: AuditIndex, condition: str, path: str, calls: Sequence[ModelCall]) -> bool | None:
+    """Whether the body of `condition`'s `path` reached the model in a run, by any channel
+    (injected by the agent or read with a tool); None when no call was forwarded (the model
+    saw nothing, so there is no evidence either way).
+
+    The whole file's fingerprint counts too: the gateway reports the best-covered of nested
+    fingerprints, so a file sent whole is reported as the file, not as its body, and a file
+    is only reported when most of its distinctive lines arrived, which a description alone
+    never is (agents list a skill as `name: description`, not as its front matter lines)."""
+    forwarded = [c for c in calls if c.error is None]
+    if not forwarded:
+        return None
+    for ident in arrived(forwarded):
+        owners = [*index.files.get(ident, []), *index.bodies.get(ident, [])]
+        if any(f.path == path and condition in f.conditions for f in owners):
+            return True
+    return False

@@ -13,7 +13,9 @@ from docdelta.vocabulary import SCHEMA_VERSION, Frozen
 
 
 class ScoreItem(Frozen):
-    kind: Literal["command", "file", "citation", "verdict", "guardrail", "point", "rule", "tests", "check"]
+    kind: Literal[
+        "command", "file", "citation", "verdict", "guardrail", "point", "rule", "tests", "check", "trigger"
+    ]
     expected: str
     hit: bool | None = Field(description="None: not scored (e.g. key points before a judge exists)")
     note: str = ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from pydantic import Field
 
@@ -31,6 +32,26 @@ class Cell(Frozen):
     @property
     def key(self) -> str:
         return f"{self.task}/{self.condition}/r{self.repeat}"
+
+
+class EvidenceSource(StrEnum):
+    """Where a trigger task's "loaded" comes from; never the agent's answer."""
+
+    gateway = "gateway"
+    """The file's body reached the model in a request the gateway forwarded."""
+    tool_stream = "tool stream"
+    """The agent's own tool calls read the file (`Agent.reads_from_tool_stream`)."""
+
+
+class TriggerEvidence(Frozen):
+    """Whether a trigger task's on-demand file was loaded in one run, and from what evidence."""
+
+    file: str
+    should_load: bool
+    loaded: bool | None = Field(description="None: no evidence (no gateway and no tool stream saw the run)")
+    sources: list[EvidenceSource] = Field(
+        default=[], description="what was consulted; `loaded` is true when any of them saw the file"
+    )
 
 
 class PhaseTimings(Frozen):
@@ -90,6 +111,9 @@ class RunResult(Frozen):
     )
     executed: CommandsExecuted | None = Field(
         default=None, description="gold.execute: the answer's proposed commands, as they ran"
+    )
+    trigger: TriggerEvidence | None = Field(
+        default=None, description="trigger tasks: whether the on-demand file was loaded, and the evidence"
     )
     timings: PhaseTimings | None = Field(
         default=None, description="wall seconds per phase of the run, for speed work; None before it was kept"

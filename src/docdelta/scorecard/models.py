@@ -226,6 +226,35 @@ class InstructionRef(Frozen):
     p_value: float | None = Field(default=None, description="Fisher exact test of using runs, head vs base")
 
 
+class TriggerArm(Frozen):
+    """One arm's runs of the trigger tasks of one file and expectation: how many loaded it."""
+
+    loaded: int
+    runs: int = Field(description="graded runs with evidence of whether the file was loaded")
+    no_evidence: int = Field(default=0, description="runs no gateway or parsed tool call could speak for")
+
+    @property
+    def rate(self) -> float | None:
+        return self.loaded / self.runs if self.runs else None
+
+
+class TriggerRate(Frozen):
+    """Was an on-demand file picked up when it should be (`should_load`), or when it should not
+    (near misses), per arm, and how head's rate differs from base's, with the statistics of
+    scores: the mean over tasks of the per-task difference, its stratified bootstrap interval,
+    and a Fisher exact test of the pooled counts."""
+
+    file: str
+    should_load: bool
+    tasks: int = Field(description="trigger tasks (prompts) behind the rates, holdout tasks included")
+    arms: dict[str, TriggerArm] = Field(description="condition -> loaded runs of its graded runs")
+    delta: float | None = Field(default=None, description="head - base trigger rate, mean over tasks")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = Field(default=0.95, description="of the interval")
+    p_value: float | None = Field(default=None, description="Fisher exact test of loaded runs, head vs base")
+
+
 class PoolBatch(Frozen):
     """One complete base arm of an earlier PR, as its pool lists it."""
 
@@ -347,6 +376,9 @@ class Summary(Frozen):
     )
     threshold_failures: list[str] = Field(
         default=[], description="shown tasks whose head arm missed its pass threshold where base met it"
+    )
+    triggers: list[TriggerRate] = Field(
+        default=[], description="trigger tasks: per file, picked up when it should and when it should not"
     )
 
     @property

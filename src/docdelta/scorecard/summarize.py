@@ -43,7 +43,7 @@ from docdelta.instructions.detect import KNOWN_FAMILIES
 from docdelta.instructions.models import Detection
 from docdelta.results.grades import GradingFailure, SelftestReport
 from docdelta.results.models import Cell, Manifest, RunResult
-from docdelta.scorecard import arms, decision, instruction_usage, stats, thresholds
+from docdelta.scorecard import arms, decision, instruction_usage, stats, thresholds, triggers
 from docdelta.scorecard.models import (
     AANoise,
     Certainty,
@@ -721,6 +721,7 @@ def summarize(
         aa_noise=aa,
         arms=[] if refused else arms.compare(manifest, grid, band=noise),
         threshold_failures=[t.task for t in tasks if t.threshold is not None and t.threshold.blocks],
+        triggers=triggers.rates(results, conditions, seed=manifest.seed),
     )
 
 

@@ -215,10 +215,38 @@ class PassThreshold(Frozen):
     k: int = Field(default=1, ge=1, description="runs that must all pass; 1: the plain pass rate")
 
 
+class Trigger(Frozen):
+    """What a trigger task tests: is an on-demand instruction file (a skill, slash command,
+    subagent, path-scoped rule) loaded for this prompt? A skill's description is in every
+    prompt; only its body reaching the model counts as loaded (`grading.trigger`). One task per
+    prompt: a near-miss negative (a prompt that sounds close but should not load the file) is a
+    task with `should_load: false`."""
+
+    file: str = Field(
+        min_length=1, description="repository path of the on-demand file, e.g. .claude/skills/x/SKILL.md"
+    )
+    should_load: bool = Field(
+        description="true: the prompt should load the file; false: a (near-miss) negative"
+    )
+
+    @field_validator("file")
+    @classmethod
+    def _relative(cls, file: str) -> str:
+        parts = file.split("/")
+        if file.startswith("/") or ".." in parts or "" in parts or "." in parts:
+            raise ValueError(
+                f"{file!r} is not a plain repository path (write it like .claude/skills/x/SKILL.md)"
+            )
+        return file
+
+
 class Task(Frozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     prompt: str = Field(min_length=1)
-    kind: Literal["answer", "change"] = "answer"
+    kind: Literal["answer", "change", "trigger"] = "answer"
+    trigger: Trigger | None = Field(
+        default=None, description="trigger tasks: the on-demand file and whether this prompt should load it"
+    )
     gold: Gold = Field(default_factory=Gold)
     gold_citations: list[GoldCitation] = []
     reviewed: bool = False
@@ -259,4 +287,19 @@ class Task(Frozen):
             raise ValueError("a change task needs gold.validation (hidden tests and a command)")
         if self.gold.execute is not None and (self.kind != "answer" or not self.gold.commands):
             raise ValueError("gold.execute runs proposed commands: it needs an answer task with commands")
+        return self
+
+    @model_validator(mode="after")
+    def _trigger_alone(self) -> Task:
+        """A trigger task is graded on what was loaded alone: gold would be ignored, so it is refused."""
+        if self.kind == "trigger" and self.trigger is None:
+            raise ValueError("a trigger task needs `trigger: {file: <path>, should_load: true|false}`")
+        if self.kind != "trigger" and self.trigger is not None:
+            raise ValueError(f"`trigger` is only for `kind: trigger` tasks (this one is `kind: {self.kind}`)")
+        if self.kind == "trigger" and self.gold != Gold():
+            raise ValueError("a trigger task is graded on whether its file was loaded: remove `gold`")
+        if self.kind == "trigger" and self.gold_citations:
+            raise ValueError(
+                "a trigger task is graded on whether its file was loaded: remove `gold_citations`"
+            )
         return self
