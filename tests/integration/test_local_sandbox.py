@@ -3,12 +3,13 @@ host-side file access, refusal instead of downgrade, the explicit `none` provide
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
+import secrets
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,10 +175,21 @@ def test_read_only_toolchain_paths_and_env(tmp_path: Path, checkout: Path) -> No
 
 
 def test_a_detached_grandchild_dies_with_the_pid_namespace(sandbox: LocalSandbox) -> None:
-    script = "setsid sh -c 'sleep 1; echo alive > escaped.txt' & sleep 30"
-    assert sandbox.exec(["sh", "-c", script], timeout=0.5).timed_out
-    time.sleep(1.5)
-    assert not (sandbox.host_workspace / "escaped.txt").exists()
+    """The grandchild says it runs before the command answers; once the timed-out exec
+    returns, no process of this host has its (unique) command line any more."""
+    naptime = f"29.{secrets.randbelow(10**6):06d}"  # marks the grandchild among the host's processes
+    script = (
+        f"setsid sh -c 'echo up > started.txt; exec sleep {naptime}' & "
+        "until [ -s started.txt ]; do sleep 0.01; done; echo started; sleep 30"
+    )
+    result = sandbox.exec(["sh", "-c", script], timeout=5)
+    assert result.timed_out and result.stdout == b"started\n"
+    alive = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if cmdline.read_bytes().split(b"\0")[:2] == [b"sleep", naptime.encode()]:
+                alive.append(cmdline.parent.name)
+    assert alive == [], "the detached grandchild outlived its run"
 
 
 def test_default_root_is_private_and_slots_are_separate(checkout: Path) -> None:
