@@ -26,6 +26,9 @@ WORKFLOW = "docdelta-pr-threshold.yml"
 def _threshold_workflow(staged: Stage, **inputs: Any) -> str:
     """The staged PR workflow with `inputs` added to the docdelta step, as WORKFLOW."""
     doc = yaml.safe_load((staged.workflows / "docdelta-pr.yml").read_text())
+    # act names a job's container and volumes after the workflow and the job: a name of its
+    # own keeps this run from meeting test_act.py's PR workflow when xdist runs both at once.
+    doc["name"] = "docdelta-threshold"
     for job in doc["jobs"].values():
         for step in job["steps"]:
             if "with" in step and "fail-on" in step["with"]:

@@ -36,6 +36,14 @@ from docdelta.sandbox.base import ExecResult, Sandbox
 
 VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The model without `--model`: one the price table holds. The pinned CLI's own default is a
+model the table has no price for, so the gateway would refuse every call of a workflow
+copied as shipped."""
+MAX_OUTPUT_TOKENS = 32_000
+"""Claude Code's per-call output cap. Its own (about 128k tokens) is what the gateway must
+pre-authorise per call, which at the default model's price nearly fills the default run
+budget on its own; 32k is more than a task's answer needs."""
 
 _SETTINGS = {"autoMemoryEnabled": False, "includeCoAuthoredBy": False, "cleanupPeriodDays": 1}
 _ENV = {
@@ -48,6 +56,7 @@ _ENV = {
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
     "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
     "IS_SANDBOX": "1",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
 }
 _EXIT_CODE = re.compile(r"(?:^|\n)(?:Error: )?Exit code (\d+)")
 _RATE_LIMITED = re.compile(r"\b429\b|rate[ _-]?limit", re.IGNORECASE)
@@ -59,6 +68,7 @@ class ClaudeCodeAgent(GatewayAgent):
     """What `agents.images.agent_image` installs for this agent."""
     pinned: ClassVar[str] = VERSION
     upstream: ClassVar[str | None] = "anthropic"
+    default_model: ClassVar[str | None] = DEFAULT_MODEL
     reads_from_tool_stream: ClassVar[bool] = True
 
     def invocation(self, prompt: str, sandbox: Sandbox, ctx: AgentContext) -> Invocation:
