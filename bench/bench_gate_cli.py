@@ -11,6 +11,13 @@ same scenario, design and band in-process, so a divergence between the two shows
 
     .venv/bin/python bench/bench_gate_cli.py [--prs 100] [--sim-prs 1000] [--jobs 4] [--seed 0]
     .venv/bin/python bench/bench_gate_cli.py --smoke   # one PR per case, cap 2: the path, not the figures
+    .venv/bin/python bench/bench_gate_cli.py --keep /tmp/misses   # keep each PR the gate got wrong
+
+A PR's workdir is deleted once its verdict is read, unless `--keep` names a directory: then
+the PRs whose verdict is not the case's right one (the drop not called regressed, an A/A PR
+called a change) keep their repository and workdir there (`docdelta report --workdir` reads
+it again). Each case also prints the runs lost to faults and infra errors, which leave a PR
+fewer runs than the simulator assumes.
 
 At the defaults a PR takes 50-216 runs (none arm included). The agent is a shell script (a
 few milliseconds a run, where a python one took about 80 ms to start), the power line's
@@ -81,6 +88,15 @@ class Case:
     head: tuple[float, ...]
 
     @property
+    def slug(self) -> str:
+        return "aa" if self.head == RATES else "drop"
+
+    def missed(self, kind: str) -> bool:
+        """Whether `kind` is the wrong verdict for this case: a drop not called regressed, an
+        unchanged PR called a change."""
+        return kind != "regressed" if self.head != RATES else kind in {"regressed", "improved"}
+
+    @property
     def scenario(self) -> Scenario:
         if self.head == RATES:
             return Scenario(RATES, RATES)
@@ -128,11 +144,28 @@ def _docdelta(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def one_pr(case: Case, seed: int, extra: tuple[str, ...] = (), power: bytes | None = None) -> tuple[str, int]:
-    """One simulated PR through the CLI: its verdict kind and the runs it took. `power`: the
-    workdir's power cache (`power.POWER_CACHE`), simulated once for all PRs of this design
-    instead of once per PR; it only feeds the power line, never the verdict."""
+@dataclass(frozen=True)
+class Outcome:
+    kind: str
+    runs: int
+    """Graded runs in all arms."""
+    lost: int
+    """Runs that ended as a fault or an infra error: no score, so the decision had fewer."""
+
+
+def one_pr(
+    case: Case,
+    seed: int,
+    extra: tuple[str, ...] = (),
+    power: bytes | None = None,
+    keep: Path | None = None,
+) -> Outcome:
+    """One simulated PR through the CLI. `power`: the workdir's power cache
+    (`power.POWER_CACHE`), simulated once for all PRs of this design instead of once per PR;
+    it only feeds the power line, never the verdict. `keep`: where a PR the gate got wrong
+    (`Case.missed`) keeps its repository and workdir, to see why."""
     root = Path(tempfile.mkdtemp(prefix="docdelta-gate-"))
+    missed = False
     try:
         repo = _project(root, case)
         work = root / "work"
@@ -152,11 +185,21 @@ def one_pr(case: Case, seed: int, extra: tuple[str, ...] = (), power: bytes | No
             raise RuntimeError(f"docdelta report exited {report.returncode}: {report.stderr[-2000:]}")
         summary = Summary.model_validate_json(report.stdout)
         runs = sum(c.runs for c in summary.overall.values())
+        lost = sum(summary.faults.values()) + sum(c.infra_errors for c in summary.overall.values())
         kind = summary.verdict.kind if summary.verdict else "none"
-        print(f"  {case.name}, seed {seed}: {kind} after {runs} runs", file=sys.stderr, flush=True)
-        return kind, runs
+        missed = keep is not None and case.missed(kind)
+        kept = f", kept in {keep / f'{case.slug}-{seed}'}" if missed and keep else ""
+        print(
+            f"  {case.name}, seed {seed}: {kind} after {runs} runs, {lost} lost{kept}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return Outcome(kind, runs, lost)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if missed and keep is not None:
+            shutil.move(root, keep / f"{case.slug}-{seed}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _rate(count: int, n: int) -> str:
@@ -177,7 +220,12 @@ def main() -> None:
         action="store_true",
         help="one PR per case through the CLI capped at 2 repeats, 10 simulated",
     )
+    p.add_argument(
+        "--keep", type=Path, help="directory that keeps the workdir of every PR whose verdict is wrong"
+    )
     args = p.parse_args()
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
     prs, sim_prs = (1, 10) if args.smoke else (args.prs, args.sim_prs)
     cap = 2 if args.smoke else DEFAULT_MAX_REPEATS
     extra = ("--max-repeats", str(cap)) if args.smoke else ()
@@ -201,14 +249,15 @@ def main() -> None:
         start = time.perf_counter()
         with ThreadPoolExecutor(args.jobs) as pool:
             seeds = [args.seed + 1000 * i + k for k in range(prs)]
-            done = list(pool.map(partial(one_pr, case, extra=extra, power=power), seeds))
-        kinds = Counter(kind for kind, _ in done)
-        runs = sum(r for _, r in done) / len(done)
+            done = list(pool.map(partial(one_pr, case, extra=extra, power=power, keep=args.keep), seeds))
+        kinds = Counter(o.kind for o in done)
+        runs = sum(o.runs for o in done) / len(done)
+        lost = sum(o.lost for o in done)
         secs = time.perf_counter() - start
         print(
             f"{case.name:<20} {'CLI':<10} {prs:>5} {_rate(kinds['regressed'], prs):>22} "
             f"{_rate(kinds['improved'], prs):>22} {_rate(kinds['no_change'], prs):>22} {runs:8.1f}"
-            f"  ({secs:.0f}s, {secs / prs:.1f}s per PR at {args.jobs} at once)"
+            f"  ({secs:.0f}s, {secs / prs:.1f}s per PR at {args.jobs} at once, {lost} runs lost)"
         )
         sim = simulate(case.scenario, design, prs=sim_prs, band=DEFAULT_NOISE_BAND, seed=args.seed + i)
         # the simulator runs head and base only; the CLI's default none arm runs the same rounds
