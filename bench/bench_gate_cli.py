@@ -17,7 +17,10 @@ A PR's workdir is deleted once its verdict is read, unless `--keep` names a dire
 the PRs whose verdict is not the case's right one (the drop not called regressed, an A/A PR
 called a change) keep their repository and workdir there (`docdelta report --workdir` reads
 it again). Each case also prints the runs lost to faults and infra errors, which leave a PR
-fewer runs than the simulator assumes.
+fewer runs than the simulator assumes, and how many PRs a replay contradicts: each PR's own
+recorded scores, fed through `run_rounds` the way the simulator feeds its draws, must ask for
+exactly the rounds the CLI ran and reach the verdict `report` printed; a PR where they
+differ means the CLI and the simulator apply two rules, and `--keep` keeps it too.
 
 At the defaults a PR takes 50-216 runs (none arm included). The agent is a shell script (a
 few milliseconds a run, where a python one took about 80 ms to start), the power line's
@@ -40,17 +43,30 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from docdelta.results.layout import POWER_CACHE
-from docdelta.scorecard.decision import Design
+from docdelta.results.models import Cell, RunResult
+from docdelta.results.store import ResultStore
+from docdelta.scorecard.decision import Design, TaskRuns
 from docdelta.scorecard.models import Summary
-from docdelta.scorecard.power import Scenario, cached_drop, drop_scenario, simulate, wilson
+from docdelta.scorecard.power import (
+    CONTROL,
+    TREATMENT,
+    Scenario,
+    cached_drop,
+    drop_scenario,
+    simulate,
+    wilson,
+)
+from docdelta.scorecard.sequential import run_rounds
 from docdelta.scorecard.stats import DEFAULT_ALPHA
+from docdelta.scorecard.summarize import design_of, task_runs
 from docdelta.validate import DEFAULT_MAX_REPEATS
 from docdelta.vocabulary import DEFAULT_NOISE_BAND
 
@@ -154,6 +170,40 @@ class Outcome:
     """Graded runs in all arms."""
     lost: int
     """Runs that ended as a fault or an infra error: no score, so the decision had fewer."""
+    replay_agrees: bool
+    """`replay_agrees` on this PR's workdir."""
+
+
+def replay_agrees(work: Path, kind: str) -> bool:
+    """Whether this PR's recorded runs, fed through `run_rounds` as the simulator feeds its
+    draws (each cell's stored score instead of a fresh one), ask for exactly the cells the CLI
+    ran and decide `kind`, the verdict `report` printed: then the CLI and the simulator apply
+    one rule, and any gap between their rates lies in the runs themselves."""
+    store = ResultStore(work)
+    manifest = store.read_manifest()
+    if manifest is None:
+        return False
+    recorded = {r.cell.key: r for r in store.results(manifest.repo)}
+    fed: dict[str, RunResult] = {}
+
+    def execute(cells: list[Cell]) -> str | None:
+        missing = [c.key for c in cells if c.key not in recorded]
+        fed.update((c.key, recorded[c.key]) for c in cells if c.key in recorded)
+        return f"the CLI never ran {', '.join(missing)}" if missing else None
+
+    def observe() -> Mapping[str, TaskRuns]:
+        grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
+        for r in fed.values():
+            grid[r.cell.task][r.cell.condition].append(r)
+        return task_runs(grid, TREATMENT, CONTROL)
+
+    conditions = [c.name for c in manifest.conditions]
+    out = run_rounds(
+        sorted(manifest.tasks), conditions, design_of(manifest), execute, observe,
+        alpha=DEFAULT_ALPHA, band=manifest.band, seed=manifest.seed,
+    )  # fmt: skip
+    decided = out.decision.kind if out.decision is not None else "none"
+    return out.stopped is None and fed.keys() == recorded.keys() and decided == kind
 
 
 def one_pr(
@@ -190,14 +240,16 @@ def one_pr(
         runs = sum(c.runs for c in summary.overall.values())
         lost = sum(summary.faults.values()) + sum(c.infra_errors for c in summary.overall.values())
         kind = summary.verdict.kind if summary.verdict else "none"
-        missed = keep is not None and case.missed(kind)
+        agrees = replay_agrees(work, kind)
+        missed = keep is not None and (case.missed(kind) or not agrees)
         kept = f", kept in {keep / f'{case.slug}-{seed}'}" if missed and keep else ""
+        differs = "" if agrees else ", THE REPLAY DIFFERS"
         print(
-            f"  {case.name}, seed {seed}: {kind} after {runs} runs, {lost} lost{kept}",
+            f"  {case.name}, seed {seed}: {kind} after {runs} runs, {lost} lost{differs}{kept}",
             file=sys.stderr,
             flush=True,
         )
-        return Outcome(kind, runs, lost)
+        return Outcome(kind, runs, lost, agrees)
     finally:
         if missed and keep is not None:
             shutil.move(root, keep / f"{case.slug}-{seed}")
@@ -268,11 +320,13 @@ def main() -> None:
         kinds = Counter(o.kind for o in done)
         runs = sum(o.runs for o in done) / len(done)
         lost = sum(o.lost for o in done)
+        differ = sum(not o.replay_agrees for o in done)
         secs = time.perf_counter() - start
         print(
             f"{case.name:<20} {'CLI':<10} {prs:>5} {_rate(kinds['regressed'], prs):>22} "
             f"{_rate(kinds['improved'], prs):>22} {_rate(kinds['no_change'], prs):>22} {runs:8.1f}"
-            f"  ({secs:.0f}s, {secs / prs:.1f}s per PR at {args.jobs} at once, {lost} runs lost)"
+            f"  ({secs:.0f}s, {secs / prs:.1f}s per PR at {args.jobs} at once, {lost} runs lost, "
+            f"{differ} replays differ)"
         )
         sim = simulate(case.scenario, design, prs=sim_prs, band=DEFAULT_NOISE_BAND, seed=args.seed + i)
         # the simulator runs head and base only; the CLI's default none arm runs the same rounds
