@@ -20,7 +20,8 @@ it again). Each case also prints the runs lost to faults and infra errors, which
 fewer runs than the simulator assumes, and how many PRs a replay contradicts: each PR's own
 recorded scores, fed through `run_rounds` the way the simulator feeds its draws, must ask for
 exactly the rounds the CLI ran and reach the verdict `report` printed; a PR where they
-differ means the CLI and the simulator apply two rules, and `--keep` keeps it too.
+differ means the CLI and the simulator apply two rules: `--keep` keeps it too, and the bench
+exits 1 (so the CI smoke fails), since then the simulator's column says nothing about the CLI.
 
 At the defaults a PR takes 50-216 runs (none arm included). The agent is a shell script (a
 few milliseconds a run, where a python one took about 80 ms to start), the power line's
@@ -296,6 +297,7 @@ def main() -> None:
     extra = ("--max-repeats", str(cap)) if args.smoke else ()
     design = Design.auto(cap)
     began = time.perf_counter()
+    differing = 0
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / POWER_CACHE
         cached_drop(cache, len(RATES), design, alpha=DEFAULT_ALPHA, band=DEFAULT_NOISE_BAND)
@@ -321,6 +323,7 @@ def main() -> None:
         runs = sum(o.runs for o in done) / len(done)
         lost = sum(o.lost for o in done)
         differ = sum(not o.replay_agrees for o in done)
+        differing += differ
         secs = time.perf_counter() - start
         print(
             f"{case.name:<20} {'CLI':<10} {prs:>5} {_rate(kinds['regressed'], prs):>22} "
@@ -337,6 +340,12 @@ def main() -> None:
             f"{sim.mean_runs * arms:8.1f}"
         )
     print(f"wall time {time.perf_counter() - began:.0f}s on {os.cpu_count()} cores")
+    if differing:
+        sys.exit(
+            f"{differing} PRs' runs replayed through run_rounds asked for other rounds or decided "
+            "otherwise than the CLI: the CLI and the simulator apply two rules (see their workdirs "
+            "with --keep)"
+        )
 
 
 if __name__ == "__main__":
