@@ -103,6 +103,7 @@ DOCUMENTED = {
     "answer": "Run `make check`: it runs pytest with doctests and the linter.",
     "commands": ["make check"],
     "files": ["AGENTS.md"],
+    "citations": [{"path": "AGENTS.md", "lines": "7"}],  # where the demo's head AGENTS.md says it
 }
 SCRIPT = Script(
     name="act-examples",
