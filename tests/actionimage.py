@@ -54,9 +54,19 @@ def docker(*args: str, stdin: bytes | None = None, timeout: float = 900) -> str:
     return proc.stdout.decode().strip()
 
 
+def machine_certs() -> bytes:
+    """This machine's extra CA certificates (PEM), empty when it has none."""
+    return b"".join(p.read_bytes() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else b""
+
+
+def cache_dir() -> Path:
+    """Where the tests keep what they make once per machine (under the user's cache)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "docdelta-tests"
+
+
 def local_base() -> str:
     """BASE_IMAGE, plus this machine's extra CAs when it has any."""
-    certs = b"".join(p.read_bytes() for p in sorted(CA_DIR.glob("*.crt"))) if CA_DIR.is_dir() else b""
+    certs = machine_certs()
     if not certs:
         return BASE_IMAGE
     dockerfile = (
@@ -98,7 +108,7 @@ def artifact_actions() -> dict[str, Path]:
     with npm once per content hash under the user's cache; `act --local-repository` takes them."""
     sources = sorted(p for p in ACT_ACTIONS.rglob("*") if p.is_file())
     digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sources)).hexdigest()[:16]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "docdelta-tests" / digest
+    root = cache_dir() / digest
     names = ("upload-artifact", "download-artifact")
     if not all((root / name / "node_modules").is_dir() for name in names):
         partial = root.with_name(f".{digest}.{os.getpid()}")

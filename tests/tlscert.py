@@ -8,6 +8,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+from buildonce import build_lock
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -21,10 +22,10 @@ class TestPki:
     key: Path  # the server's private key (PEM)
 
 
-def make_pki(dest: Path, ip: str = "127.0.0.1") -> TestPki:
-    """A new CA (valid one day) and a certificate it signed for `ip`, written under `dest`."""
+def make_pki(dest: Path, ip: str = "127.0.0.1", days: int = 1) -> TestPki:
+    """A new CA (valid `days` days) and a certificate it signed for `ip`, written under `dest`."""
     now = datetime.datetime.now(datetime.UTC)
-    valid_from, valid_to = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1)
+    valid_from, valid_to = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=days)
     san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))])
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "docdelta test CA")])
@@ -53,3 +54,16 @@ def make_pki(dest: Path, ip: str = "127.0.0.1") -> TestPki:
         )
     )
     return pki
+
+
+def lasting_pki(dest: Path, ip: str = "127.0.0.1") -> TestPki:
+    """`make_pki`'s files kept in `dest` and reused while the CA has a day left. A CA that
+    ends up in an image (the Action's `ca-bundle` is trusted in the agent image it builds)
+    must not change with every test run, or every run builds that image again."""
+    with build_lock(str(dest)):
+        pki = TestPki(ca=dest / "ca.pem", cert=dest / "server.pem", key=dest / "server.key")
+        if all(p.is_file() for p in (pki.ca, pki.cert, pki.key)):
+            expires = x509.load_pem_x509_certificate(pki.ca.read_bytes()).not_valid_after_utc
+            if expires - datetime.datetime.now(datetime.UTC) > datetime.timedelta(days=1):
+                return pki
+        return make_pki(dest, ip, days=30)

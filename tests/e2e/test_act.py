@@ -7,13 +7,23 @@ payload, `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and gives the container th
 Docker socket (so agent containers are siblings). No runner image is needed: the job
 container is the local docdelta-base plus Node.js.
 
+Each workflow is the example in `examples/workflows/` as shipped: Claude Code, the shipped
+repeats and every other input. `actworkflow.as_run` makes the only edits a run off GitHub
+needs, and `tests/unit/test_act_workflows.py` fails on any other: `uses: ./<action copy>`
+for `docdelta/docdelta@v0`, no actions/checkout `ref` (act emulates actions/checkout by
+copying its workdir, which holds every commit, only for a checkout of the current ref), and
+`ca-bundle` (below). The API key is the `ANTHROPIC_API_KEY` secret's value (`act -s`).
+
 What differs from a GitHub-hosted run, each visible below:
-* each workflow is the example in `examples/workflows/` with `uses: ./<action copy>`
-  for `docdelta/docdelta@v0`, without actions/checkout's `ref` (act emulates
-  actions/checkout by copying its workdir, which holds every commit, only for a checkout
-  of the current ref), and with the fake agent, one repeat, no `api-key`, `ca-bundle`
-  (below), in the matrix's plan job `max-parallel: 2` (two shards, one per core), and
-  in the ablation job `tasks:` naming a folder that holds one of the demo's tasks;
+* the model is the scripted model server (`tests/modelserver`) in a container on a Docker
+  network of the test, reached through docdelta's real gateway: the repository under test
+  names it in its `.docdelta.yml` (`gateway.upstreams`, `gateway.egress_network`), as a
+  project with its own model endpoint would, so no workflow input changes. Every run reads
+  AGENTS.md, and the server answers by what it read (`if_seen`): the documented command
+  when the file names `make check`, the stale one otherwise, so a better AGENTS.md scores;
+* the repository is the bundled demo with one of its four tasks (`run-tests`): the
+  repository is the test's data, the workflow is not, and one task keeps every workflow's
+  runs (the shipped repeats) within CI's time;
 * actions/upload-artifact@v4 and actions/download-artifact@v4 (github.com is not
   reachable here) are stand-ins on the real artifact client from npm
   (tests/act_actions/README.md), mapped by `act --local-repository`, talking to act's
@@ -32,13 +42,16 @@ What differs from a GitHub-hosted run, each visible below:
   user without Docker Hub would (the action's default must be pullable on GitHub);
 * GitHub is the fake server on 127.0.0.1: act runs the job container on the host network
   (its default) and the action container in the job container's network. It speaks HTTPS
-  with a certificate from a CA made for the run, which the action trusts only because the
-  workflow passes it as `ca-bundle` (at run time: no build argument).
+  with a certificate from a CA made for the tests, which the action trusts only because the
+  workflow passes it as `ca-bundle` (at run time: no build argument). The Action also trusts
+  that bundle in the agent image it builds, so the bundle holds this machine's extra CAs too
+  (npm is reached through them), and the CA is kept between runs (`tlscert.lasting_pki`):
+  a new one would make every run build the Claude Code image again.
 """
 
 from __future__ import annotations
 
-import difflib
+import hashlib
 import json
 import os
 import re
@@ -48,30 +61,65 @@ import subprocess
 import uuid
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from actionimage import ACT, BASE_IMAGE, artifact_actions, local_base, node_job_base
+from actionimage import (
+    ACT,
+    BASE_IMAGE,
+    artifact_actions,
+    cache_dir,
+    local_base,
+    machine_certs,
+    node_job_base,
+)
+from actworkflow import ACTION, CA_FILE, WORKFLOWS, as_run, load
+from docker_helpers import UPSTREAM_PORT, control, modelserver_image, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 from gitserver import GitServer
-from tlscert import make_pki
+from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
+from tlscert import lasting_pki
 
-from docdelta.demo import DemoRepo
+from docdelta.demo import DemoRepo, examples_dir
 from docdelta.results.layout import ABLATION_FILE
+from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKFLOWS = ROOT / "examples" / "workflows"
-CA_FILE = "github-ca.pem"
 REPOSITORY = "Codertocat/Hello-World"
-ABLATE_TASKS = ".docdelta/ablate-tasks"
 """The repository of the recorded payloads."""
 # The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
 ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
 ACTION_DIRS = ("src", "examples/demo", "examples/workflows", "examples/agents")
+TASK = "run-tests"
+"""The one demo task the repository under test keeps (see the module docstring)."""
+KEY = f"sk-ant-act-{uuid.uuid4().hex}"
+"""The `ANTHROPIC_API_KEY` secret's value: only the gateway holds it."""
+STALE = {"answer": "Run `python setup.py test`.", "commands": ["python setup.py test"]}
+DOCUMENTED = {
+    "answer": "Run `make check`: it runs pytest with doctests and the linter.",
+    "commands": ["make check"],
+    "files": ["AGENTS.md"],
+    "citations": [{"path": "AGENTS.md", "lines": "7"}],  # where the demo's head AGENTS.md says it
+}
+SCRIPT = Script(
+    name="act-examples",
+    per_conversation=True,
+    turns=[
+        # Fixed usage: token counts and costs are the same in every run, whatever Claude
+        # Code's request holds, so two workflows' scorecards of one PR can be compared.
+        ToolTurn.shell("cat AGENTS.md", usage=TurnUsage(input_tokens=3000, output_tokens=20)),
+        TextTurn(
+            text=json.dumps(STALE),
+            if_seen={"make check": json.dumps(DOCUMENTED)},
+            usage=TurnUsage(input_tokens=3400, output_tokens=60),
+        ),
+    ],
+)
+"""Every Claude Code run: read AGENTS.md, then answer by what it says."""
 
 pytestmark = [pytest.mark.docker, pytest.mark.act, pytest.mark.timeout(1500)]
 
@@ -90,26 +138,61 @@ def _stage_action(dest: Path, base: str) -> None:
     (dest / "Dockerfile").write_text(dockerfile.replace(line, f"ARG BASE_IMAGE={base}"))  # EDIT
 
 
-def _workflow(dest: Path, action_dir: str) -> Path:
-    """The example workflow `dest.name`, edited only as the module docstring says."""
-    doc = yaml.safe_load((WORKFLOWS / dest.name).read_text())
-    doc["on"] = doc.pop(True)  # PyYAML reads the key `on` as a boolean
-    for job in doc["jobs"].values():
-        for step in (s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout")):
-            # act copies its workdir only for a checkout of the current ref; it holds the base too.
-            step.get("with", {}).pop("ref", None)  # EDIT
-        for step in (s for s in job["steps"] if str(s.get("uses", "")).startswith("docdelta/")):
-            step["uses"] = f"./{action_dir}"  # EDIT: the local copy
-            step["with"].update(agent="fake", repeats=1)  # EDIT: no model here; one repeat
-            for name in ("agent-command", "api-key"):
-                step["with"].pop(name, None)  # EDIT
-            step["with"]["ca-bundle"] = CA_FILE  # EDIT: the fake GitHub's TLS certificate is from a test CA
-            if "max-parallel" in step["with"]:
-                step["with"]["max-parallel"] = 2  # EDIT: two shards, one per core of a CI machine
-            if "ablate" in step["with"]:
-                step["with"]["tasks"] = ABLATE_TASKS  # EDIT: one task of the demo's four: 8 runs, not 32
-    dest.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return dest
+def _project_config(network: str) -> str:
+    """The repository's `.docdelta.yml`: the local sandbox base, Anthropic's API served by
+    the scripted model server on `network`, and a price for the model Claude Code asks for
+    when the workflow names none (the gateway refuses an unpriced model, docs/agents.md).
+    Any price would do for this server; this one keeps the worst case of a call (Claude
+    Code asks for up to 128k output tokens) inside the default run budget of $2."""
+    return f"""\
+docker:
+  base: {BASE_IMAGE}
+gateway:
+  prices:  # the pinned Claude Code's default model (claude-opus-5-5) has no built-in price
+    claude: {{input: 1, output: 5}}
+  egress_network: {network}
+  upstreams:
+    - name: anthropic
+      base_url: http://{network}-modelserver:{UPSTREAM_PORT}
+      paths: ["POST /v1/messages", "GET /v1/models"]
+      query: [beta]
+      auth_header: x-api-key
+      auth_prefix: ""
+      base_url_env: [ANTHROPIC_BASE_URL]
+      key_env: [ANTHROPIC_API_KEY]
+      key_from: ANTHROPIC_API_KEY
+"""
+
+
+@contextmanager
+def _model_server() -> Iterator[str]:
+    """A Docker network of this test holding the scripted model server (`SCRIPT`) as
+    `<network>-modelserver`; yields the network's name, removes both after."""
+    import docker  # noqa: PLC0415 - imported only when a docker test runs
+
+    client = docker.from_env()
+    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
+    labels = {LABEL: "1", RUN_LABEL: name}
+    network = client.networks.create(name, labels=labels)
+    try:
+        command = f'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
+        server = client.containers.run(
+            modelserver_image(client, BASE_IMAGE),
+            ["sh", "-c", command],
+            environment={"SCRIPT": SCRIPT.model_dump_json(exclude_none=True)},
+            name=f"{name}-modelserver",
+            network=name,
+            labels=labels,
+            detach=True,
+        )
+        try:
+            models = control(client, BASE_IMAGE, name, f"http://{server.name}:{UPSTREAM_PORT}/v1/models")
+            assert models.startswith("{"), f"the model server did not answer: {server.logs().decode()}"
+            yield name
+        finally:
+            server.remove(force=True)
+    finally:
+        network.remove()
 
 
 @dataclass
@@ -126,6 +209,8 @@ class Stage:
     """The job containers' image."""
     actions: dict[str, Path]
     """Remote actions -> the local folders act runs instead (`--local-repository`)."""
+    network: str
+    """The Docker network of the scripted model server (`<network>-modelserver`)."""
     artifacts: Path = Path()
 
     def act(self, workflow: str, event: str, payload: dict[str, Any]) -> str:
@@ -145,13 +230,19 @@ class Stage:
              "-C", str(self.demo.path), "-P", f"ubuntu-latest={self.image}", *extra,
              "--pull=false", "--no-cache-server",
              "--env", f"GITHUB_API_URL={self.fake.base_url}", "--env", f"GITHUB_REPOSITORY={self.fake.repo}",
-             "-s", f"GITHUB_TOKEN={self.fake.token}"],
+             "-s", f"GITHUB_TOKEN={self.fake.token}", "-s", f"ANTHROPIC_API_KEY={KEY}"],
             env=env, capture_output=True, text=True, timeout=1200, check=False,
         )  # fmt: skip
         log = proc.stdout + proc.stderr
         path.with_suffix(".log").write_text(log)
         assert proc.returncode == 0, f"{path.with_suffix('.log')}:\n{log[-6000:]}"
         return log
+
+    def model_requests(self) -> list[dict[str, Any]]:
+        """Every request the scripted model server received so far, in order."""
+        import docker  # noqa: PLC0415 - imported only when a docker test runs
+
+        return requests_seen(docker.from_env(), BASE_IMAGE, self.network)
 
     def branch(self, name: str) -> dict[str, str]:
         """The files on branch `name` of the remote, as a clone would see them."""
@@ -162,32 +253,54 @@ class Stage:
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     tmp = tmp_path_factory.mktemp("act")
-    demo = demo_repo(tmp / "ws", {".docdelta.yml": f"docker: {{base: '{BASE_IMAGE}'}}\n"})
-    # A name of this run's own: act tags the image it builds after the action's path.
-    action_dir = f"docdelta-action-{uuid.uuid4().hex[:8]}"
-    _stage_action(demo.path / action_dir, local_base())
-    workflows = tmp / "workflows"
-    workflows.mkdir()
-    for example in WORKFLOWS.glob("*.yml"):
-        _workflow(workflows / example.name, action_dir)
-    events = tmp / "events"
-    events.mkdir()
-    # A CA made for this run: the action can trust the fake server only through `ca-bundle`.
-    pki = make_pki(tmp / "pki")
-    shutil.copy2(pki.ca, demo.path / CA_FILE)
-    image = f"act-{action_dir}-dockeraction:latest"
-    # The repository's remote, as GitHub's would be: the data branch lives there.
-    remote = tmp / "git" / f"{REPOSITORY}.git"
-    git(tmp, "clone", "-q", "--bare", str(demo.path), str(remote))
-    try:
-        with FakeGitHub(repo=REPOSITORY, tls=(pki.cert, pki.key)) as fake, GitServer(tmp / "git") as server:
-            git(demo.path, "remote", "add", "origin", server.url(f"{REPOSITORY}.git"))
-            yield Stage(
-                demo, workflows, events, fake, tmp / "cache", remote, node_job_base(), artifact_actions()
-            )
-    finally:
-        # --no-prune keeps the layers, so the next run's build is served from the cache.
-        subprocess.run(["docker", "image", "rm", "--no-prune", image], capture_output=True, check=False)
+    with _model_server() as network:
+        others = {
+            f".docdelta/tasks/{p.name}": None
+            for p in (examples_dir() / "repo" / ".docdelta" / "tasks").glob("*")
+        }
+        others.pop(f".docdelta/tasks/{TASK}.yaml")
+        demo = demo_repo(tmp / "ws", {".docdelta.yml": _project_config(network), **others})
+        # A name of this run's own: act tags the image it builds after the action's path.
+        action_dir = f"docdelta-action-{uuid.uuid4().hex[:8]}"
+        _stage_action(demo.path / action_dir, local_base())
+        workflows = tmp / "workflows"
+        workflows.mkdir()
+        for example in WORKFLOWS.glob("*.yml"):
+            (workflows / example.name).write_text(as_run(example.read_text(), action_dir))
+        events = tmp / "events"
+        events.mkdir()
+        # The fake GitHub's CA, which the action trusts only through `ca-bundle`, and this
+        # machine's extra CAs, which the agent image's build needs to reach npm.
+        pki = lasting_pki(cache_dir() / "act-pki")
+        (demo.path / CA_FILE).write_bytes(pki.ca.read_bytes() + machine_certs())
+        image = f"act-{action_dir}-dockeraction:latest"
+        # The repository's remote, as GitHub's would be: the data branch lives there.
+        remote = tmp / "git" / f"{REPOSITORY}.git"
+        git(tmp, "clone", "-q", "--bare", str(demo.path), str(remote))
+        try:
+            with (
+                FakeGitHub(repo=REPOSITORY, tls=(pki.cert, pki.key)) as fake,
+                GitServer(tmp / "git") as server,
+            ):
+                git(demo.path, "remote", "add", "origin", server.url(f"{REPOSITORY}.git"))
+                yield Stage(
+                    demo, workflows, events, fake, tmp / "cache", remote, node_job_base(), artifact_actions(),
+                    network,
+                )  # fmt: skip
+        finally:
+            # --no-prune keeps the layers, so the next run's build is served from the cache.
+            subprocess.run(["docker", "image", "rm", "--no-prune", image], capture_output=True, check=False)
+
+
+def _shipped(workflow: str, name: str) -> Any:
+    """The input `name` of the docdelta step of the shipped `workflow` (its one such step)."""
+    (value,) = {
+        step["with"][name]
+        for job in load((WORKFLOWS / workflow).read_text())["jobs"].values()
+        for step in job["steps"]
+        if step.get("uses") == ACTION and name in step.get("with", {})
+    }
+    return value
 
 
 def _payload(name: str, base: str, head: str) -> dict[str, Any]:
@@ -229,9 +342,16 @@ def test_opened_posts_one_comment_and_check_and_synchronize_edits_that_comment(s
     outputs = _outputs(log)
     assert outputs["activity"] == "evaluate" and outputs["conclusion"] == check["conclusion"]
     assert outputs["comment-url"].endswith(f"#issuecomment-{fake.comments[0]['id']}")
-    assert float(outputs["head-vs-base"]) > 0  # the demo's head docs help the fake agent
+    assert float(outputs["head-vs-base"]) > 0  # the demo's head AGENTS.md names `make check`
     assert f"{fake.repo} · source `" in log  # act printed the step summary; the header names the repo
-    assert "isolation: docker-none" in fake.comments[0]["body"]  # sibling agent containers
+    assert "isolation: docker-internal" in fake.comments[0]["body"]  # sibling containers, gateway only
+    # Claude Code, run as shipped, reached the model through the gateway, which alone held the key.
+    calls = [r for r in stage.model_requests() if r["turn"] is not None]
+    # two turns a run; the shipped repeats of base, head and none (no instruction files)
+    assert len(calls) == 2 * _shipped("docdelta-pr.yml", "repeats") * 3
+    assert {r["path"].split("?")[0] for r in calls} == {"/v1/messages"}
+    assert all(["x-api-key", hashlib.sha256(KEY.encode()).hexdigest()] in r["auth"] for r in calls)
+    assert KEY not in log + json.dumps(fake.comments) + json.dumps(fake.check_runs)
 
     head = _commit(demo, "AGENTS.md", "- Keep pull requests small.")  # a second push to the PR
     fake.pulls[2].head_sha = head
@@ -304,7 +424,12 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     assert json.loads(stored[pools[0]])["source_commit"] == demo.base_sha
     assert arm["source_commit"] == demo.base_sha and arm["key"]["condition"] == "base"
     cells = sorted((r["cell"]["task"], r["cell"]["condition"], r["cell"]["repeat"]) for r in arm["results"])
-    assert cells == [(task, "base", 1) for task in sorted(arm["key"]["tasks"])] and len(cells) > 1
+    repeats = range(1, _shipped("docdelta-push.yml", "repeats") + 1)
+    assert (
+        cells
+        == [(task, "base", r) for task in sorted(arm["key"]["tasks"]) for r in repeats]
+        == [(TASK, "base", r) for r in repeats]
+    )
     assert len(fake.check_runs) == checks  # the push posts nothing on any PR
     assert len(fake.requests("POST", r"/issues/\d+/comments")) == comments
     tip = git(stage.remote, "rev-parse", "refs/heads/docdelta-results")
@@ -323,7 +448,7 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     assert len(fake.requests("GET", r"/contents/.*")) == reads  # not even the fork's files were read
 
     # ... and when one applies the label, the fork's AGENTS.md is read as data and evaluated;
-    # the base arm comes from the data branch, which the PR run leaves as it was.
+    # the base arm draws on the data branch, which the PR run leaves as it was.
     fake.permissions["maintainer"] = "write"
     fake.apply_label(4, "docdelta:approved", "maintainer")
     labeled = _fork_payload("pull_request.opened", demo.base_sha, fork_head, 4)
@@ -333,7 +458,9 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     assert "Traceback" not in log
     (comment,) = (c for c in fake.comments if c["issue"] == 4)
     assert "read as data" in comment["body"] and "approved by @maintainer" in comment["body"]
-    assert "**From cache:** the `base` arm" in comment["body"]
+    # docdelta-fork-safe.yml ships no `repeats` (auto), so the push's base runs join its base arm
+    pushed = _shipped("docdelta-push.yml", "repeats")
+    assert f"base arm pooled: {pushed} earlier runs from 1 batch" in comment["body"]
     # Each evaluation completes a check run of its own (never reopens a completed one): the
     # approval's run stays `action_required`, the evaluation's is the newest, which GitHub shows.
     waited, check = (r for r in fake.check_runs if r["head_sha"] == fork_head)
@@ -349,23 +476,6 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-HISTORY_SECTION = re.compile(r"<details><summary>History of .*?</details>\n*", re.S)
-"""The comment's folded history of a file: docdelta-pr.yml keeps its evaluations on the data
-branch (earlier tests of this module recorded some), docdelta-matrix.yml keeps none, so only
-the one-job comment can show one; it is no part of the scorecard being compared."""
-
-
-def _scorecard(body: str, sha: str, number: int) -> str:
-    """A comment's scorecard, with what names the PR and its head spelled alike, wall
-    times (measured) masked, and without the note that says the runs were merged or the
-    file's history (HISTORY_SECTION)."""
-    text = HISTORY_SECTION.sub("", body)
-    text = text.replace(sha, "<head>").replace(sha[:12], "<head>").replace(f"/pull/{number}/", "/pull/<n>/")
-    text = re.sub(r"\b\d+(?:\.\d+)?s(?: \([+-]?\d+%\))?", "<wall time>", text)  # measured, so never alike
-    kept = "\n".join(line for line in text.splitlines() if not line.startswith("**Merged**"))
-    return re.sub(r"\n{3,}", "\n\n", kept).strip()  # the note's paragraph break goes with it
 
 
 def test_the_matrix_workflow_plans_runs_shards_and_posts_one_merged_scorecard(stage: Stage) -> None:
@@ -392,29 +502,23 @@ def test_the_matrix_workflow_plans_runs_shards_and_posts_one_merged_scorecard(st
     (check,) = (r for r in fake.check_runs if r["head_sha"] == head)  # one check: plan -> aggregate
     assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral", "failure")
 
-    # The same PR evaluated in one job (docdelta-pr.yml) gives the same scorecard. Its head is
-    # another commit of the same tree, so its check and comment are its own.
-    twin = git(demo.path, "commit-tree", f"{head}^{{tree}}", "-p", base, "-m", "the same tree").strip()
-    fake.add_pull(6, base, twin, [("AGENTS.md", "modified")])
-    payload = _payload("pull_request.opened", base, twin)
-    payload["number"] = payload["pull_request"]["number"] = 6  # EDIT: PR 6
-    stage.act("docdelta-pr.yml", "pull_request", payload)
-
-    (single,) = (c for c in fake.comments if c["issue"] == 6)
-    merged, alone = _scorecard(comment["body"], head, 5), _scorecard(single["body"], twin, 6)
-    diff = difflib.unified_diff(alone.splitlines(), merged.splitlines(), "one job", "merged", lineterm="")
-    assert merged == alone, "\n".join(diff)
+    # The merged scorecard holds every planned run: the shipped repeats of each arm. (That it
+    # is the one an unsharded run gives is tests/integration/test_shard.py's: as shipped,
+    # docdelta-pr.yml runs another number of repeats, so it is no twin here.)
+    repeats = _shipped("docdelta-matrix.yml", "repeats")
+    assert re.search(rf"^\| {TASK} \| \d+/{repeats} → \d+/{repeats} \|", comment["body"], re.M), comment[
+        "body"
+    ]
 
 
 def test_the_ablate_workflow_writes_the_per_section_table_to_the_job_summary_and_uploads_its_results(
     stage: Stage,
 ) -> None:
     demo, fake = stage.demo, stage.fake
-    # The task folder the edited workflow names, committed: the Action reads tasks from the commit.
-    (demo.path / ABLATE_TASKS).mkdir(parents=True)
-    shutil.copy2(demo.path / ".docdelta/tasks/run-tests.yaml", demo.path / ABLATE_TASKS)
-    git(demo.path, "add", ABLATE_TASKS)
-    git(demo.path, "commit", "-q", "-m", "one task to ablate with")
+    # The subject is the demo's head AGENTS.md, where only `Checks` names `make check` (the
+    # earlier tests appended such a line to the file's last section, `Git`).
+    (demo.path / "AGENTS.md").write_bytes((examples_dir() / "head" / "AGENTS.md").read_bytes())
+    git(demo.path, "commit", "-q", "-am", "AGENTS.md: the demo's head version")
     payload = json.loads(event_path("workflow_dispatch").read_text())
     payload["inputs"] = {"file": "AGENTS.md", "unit": "heading", "repeats": "4"}  # EDIT: the form's defaults
     checks, comments = len(fake.check_runs), len(fake.comments)
@@ -427,9 +531,9 @@ def test_the_ablate_workflow_writes_the_per_section_table_to_the_job_summary_and
     for section in ("(preamble) Agent notes", "Checks", "Code layout", "Git"):
         assert f"| {section} | " in log
     (checks_row,) = (line for line in log.splitlines() if "| Checks | " in line)
-    assert "| run-tests -" in checks_row  # removing `Checks` lowers the task it carries
+    assert f"| {TASK} -" in checks_row  # removing `Checks` lowers the task it carries
     assert "fractional factorial: 8 conditions" in log
-    assert "(8 ran, 0 reused)" in log  # 8 conditions x 1 repeat x 1 task, in sibling containers
+    assert "(8 ran, 0 reused)" in log  # 8 conditions x 1 repeat (4 per side) x 1 task, in sibling containers
     assert len(fake.check_runs) == checks and len(fake.comments) == comments  # no PR: nothing posted
     (artifact,) = (p for p in stage.artifacts.rglob("*") if p.is_file())
     with zipfile.ZipFile(artifact) as uploaded:

@@ -2,11 +2,15 @@
 to the tool the client actually declared.
 
 Stdlib only. A script is plain JSON (its documented schema is `script.Script`, host side):
-`{"name": str, "model": str | null, "stream_interval_s"?: float, "turns": [turn, ...]}`
-where `stream_interval_s` paces streamed answers (seconds between SSE events, default 0:
-all at once) and a turn is one of
+`{"name": str, "model": str | null, "stream_interval_s"?: float, "per_conversation"?: bool,
+"turns": [turn, ...]}` where `stream_interval_s` paces streamed answers (seconds between SSE
+events, default 0: all at once), `per_conversation` answers each request with the turn at
+the index of the model turns its conversation already holds (Anthropic and Chat `messages`,
+Gemini `contents`) instead of a shared cursor, so agents running at once each replay the
+script from its start, and a turn is one of
 
-- `{"text": "..."}` — answer with this text and end the turn;
+- `{"text": "...", "if_seen"?: {"needle": "other text"}}` — answer with this text (or the
+  text of the first needle found anywhere in the request) and end the turn;
 - `{"tool": "shell", "args": {"command": "cat AGENTS.md"}, "text"?: "...", "aliases"?: [...]}`
   — call a tool (after the optional text);
 - `{"error": 429, "message"?: "...", "retry_after"?: 2}` — fail this request;
@@ -94,7 +98,24 @@ def check(script: Mapping[str, Any]) -> dict[str, Any]:
             raise ScriptError(
                 f"script {name!r} turn {index}: expected `text`, `tool` (+ optional `text`) or `error`"
             )
-    return {"name": name, "model": script.get("model"), "stream_interval_s": interval, "turns": list(turns)}
+    return {
+        "name": name,
+        "model": script.get("model"),
+        "stream_interval_s": interval,
+        "per_conversation": bool(script.get("per_conversation", False)),
+        "turns": list(turns),
+    }
+
+
+def model_turns(body: Mapping[str, Any]) -> int:
+    """How many model turns the request's conversation already holds: its `assistant`
+    messages (Anthropic, Chat Completions) or `model` contents (Gemini). Responses requests
+    may name their history by id only, so they have no count (ScriptError)."""
+    for key, role in (("messages", "assistant"), ("contents", "model")):
+        history = body.get(key)
+        if isinstance(history, list):
+            return sum(1 for item in history if isinstance(item, dict) and item.get("role") == role)
+    raise ScriptError("a `per_conversation` script needs the conversation in `messages` or `contents`")
 
 
 def declared_tools(body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -191,6 +212,12 @@ class Replay:
     ) -> tuple[int | None, Reply | Failure]:
         """(turn index used or None, the reply or failure) for one model request. `model`
         is the model the request names outside its body (Gemini names it in the URL)."""
+        if self.script["per_conversation"]:
+            try:
+                return self._at(model_turns(body), path, body, model)
+            except ScriptError as exc:
+                message = f"docdelta scripted model server: script {self.name!r}: {exc}"
+                return None, Failure(500, "script_mismatch", message)
         with self._lock:
             index = self.position
             if index >= len(self.script["turns"]):
@@ -200,6 +227,17 @@ class Replay:
                 )
                 return None, Failure(500, "script_exhausted", message)
             self.position += 1
+        return self._at(index, path, body, model)
+
+    def _at(
+        self, index: int, path: str, body: Mapping[str, Any], model: str | None
+    ) -> tuple[int | None, Reply | Failure]:
+        if index >= len(self.script["turns"]):
+            message = (
+                f"docdelta scripted model server: script {self.name!r} has {len(self.script['turns'])} "
+                f"turns; the request to {path} is the conversation's turn {index}"
+            )
+            return None, Failure(500, "script_exhausted", message)
         turn = self.script["turns"][index]
         try:
             return index, self._turn(index, path, turn, body, model or body.get("model"))
@@ -226,6 +264,8 @@ class Replay:
                 arguments = str(turn["raw_arguments"])
             calls.append(Call(id=f"call_{self.name_slug}_{index}", name=name, arguments=arguments))
         text = str(turn.get("text") or "")
+        request = json.dumps(body, ensure_ascii=False)
+        text = next((alt for needle, alt in (turn.get("if_seen") or {}).items() if needle in request), text)
         given = turn.get("usage") or {}
         usage = Usage(
             input=int(given.get("input_tokens", _estimate(json.dumps(body)))),

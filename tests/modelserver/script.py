@@ -42,6 +42,11 @@ class TextTurn(_Model):
     """Answer with this text; the agent's turn ends (`end_turn` / `stop`)."""
 
     text: str
+    if_seen: dict[str, str] = Field(
+        default={},
+        description="needle -> text: answer with the text of the first needle found anywhere in the "
+        "request instead (e.g. in a tool result), so what the agent read decides the answer",
+    )
     truncated: bool = _TRUNCATED
     usage: TurnUsage | None = None
 
@@ -86,6 +91,12 @@ class Script(_Model):
         le=60,
         description="seconds between the SSE events of a streamed answer, as a model paces its "
         "tokens (0: every event at once); only timing changes, never the bytes",
+    )
+    per_conversation: bool = Field(
+        default=False,
+        description="answer each request with the turn at the index of the model turns already in "
+        "its conversation, not with a shared cursor: runs at once each replay the script from its "
+        "start, however their requests interleave, and the script never runs out",
     )
     turns: list[ToolTurn | ErrorTurn | TextTurn]
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from modelserver import wire
 from modelserver.replay import Failure, Replay, ScriptError, check
-from modelserver.script import Script, site_files
+from modelserver.script import Script, TextTurn, site_files
 from modelserver.wire import Call, Reply, Usage, gemini_body, gemini_events, sse
 
 from docdelta.errors import ConfigError
@@ -249,3 +249,38 @@ def test_raw_arguments_are_sent_verbatim_where_arguments_are_text() -> None:
     assert [(c.name, c.arguments) for c in outcome.calls] == [("shell", "{")]
     refused = answer(turn, CLAUDE_CODE)  # Anthropic carries arguments as an object
     assert isinstance(refused, Failure) and "raw_arguments" in refused.message
+
+
+def _conversation(*texts: str) -> dict[str, Any]:
+    """An Anthropic request whose history alternates user and assistant messages."""
+    roles = ("user", "assistant")
+    return {"model": "m", "messages": [{"role": roles[i % 2], "content": t} for i, t in enumerate(texts)]}
+
+
+def test_a_per_conversation_script_answers_by_the_conversations_own_turn_whatever_the_interleaving() -> None:
+    script = {
+        "name": "each-run",
+        "per_conversation": True,
+        "turns": [{"tool": "shell", "args": {"command": "cat AGENTS.md"}}, {"text": "done"}],
+    }
+    replay = Replay(check(script))
+    # Two runs at once: the second run's first request arrives between the first run's two.
+    first = [replay.answer("/v1/messages", _conversation("q"))]
+    first.append(replay.answer("/v1/messages", _conversation("q")))
+    first.append(replay.answer("/v1/messages", _conversation("q", "call", "result")))
+    assert [index for index, _ in first] == [0, 0, 1]
+    assert [bool(isinstance(r, Reply) and r.calls) for _, r in first] == [True, True, False]
+    index, over = replay.answer("/v1/messages", _conversation("q", "call", "result", "done", "more?"))
+    assert index is None and isinstance(over, Failure) and "has 2 turns" in over.message
+    _, responses = replay.answer("/v1/responses", {"model": "m", "input": "q", "previous_response_id": "r1"})
+    assert isinstance(responses, Failure) and "`messages` or `contents`" in responses.message
+
+
+def test_if_seen_answers_by_what_the_agent_read() -> None:
+    turn = {"text": "python setup.py test", "if_seen": {"make check": "make check"}}
+    replay = Replay(check({"name": "seen", "per_conversation": True, "turns": [turn]}))
+    _, read_it = replay.answer("/v1/messages", _conversation("Run `make check` before you commit."))
+    _, did_not = replay.answer("/v1/messages", _conversation("Tests: `python setup.py test`."))
+    assert isinstance(read_it, Reply) and read_it.text == "make check"
+    assert isinstance(did_not, Reply) and did_not.text == "python setup.py test"
+    assert Script.model_validate({"name": "s", "turns": [turn]}).turns == [TextTurn(**turn)]  # host side too
