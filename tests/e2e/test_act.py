@@ -139,17 +139,13 @@ def _stage_action(dest: Path, base: str) -> None:
 
 
 def _project_config(network: str) -> str:
-    """The repository's `.docdelta.yml`: the local sandbox base, Anthropic's API served by
-    the scripted model server on `network`, and a price for the model Claude Code asks for
-    when the workflow names none (the gateway refuses an unpriced model, docs/agents.md).
-    Any price would do for this server; this one keeps the worst case of a call (Claude
-    Code asks for up to 128k output tokens) inside the default run budget of $2."""
+    """The repository's `.docdelta.yml`: the local sandbox base and Anthropic's API served by
+    the scripted model server on `network`. No price: the workflows name no model, so the
+    runs ask for claude_code's default, which the built-in price table holds."""
     return f"""\
 docker:
   base: {BASE_IMAGE}
 gateway:
-  prices:  # the pinned Claude Code's default model (claude-opus-5-5) has no built-in price
-    claude: {{input: 1, output: 5}}
   egress_network: {network}
   upstreams:
     - name: anthropic
@@ -458,9 +454,9 @@ def test_a_push_to_main_fills_the_data_branch_and_an_approved_fork_pr_reuses_its
     assert "Traceback" not in log
     (comment,) = (c for c in fake.comments if c["issue"] == 4)
     assert "read as data" in comment["body"] and "approved by @maintainer" in comment["body"]
-    # docdelta-fork-safe.yml ships no `repeats` (auto), so the push's base runs join its base arm
-    pushed = _shipped("docdelta-push.yml", "repeats")
-    assert f"base arm pooled: {pushed} earlier runs from 1 batch" in comment["body"]
+    # docdelta-fork-safe.yml ships the push's design (agent, repeats), so the base arm is reused
+    assert _shipped("docdelta-fork-safe.yml", "repeats") == _shipped("docdelta-push.yml", "repeats")
+    assert "**From cache:** the `base` arm" in comment["body"]
     # Each evaluation completes a check run of its own (never reopens a completed one): the
     # approval's run stays `action_required`, the evaluation's is the newest, which GitHub shows.
     waited, check = (r for r in fake.check_runs if r["head_sha"] == fork_head)
