@@ -15,7 +15,8 @@ from docdelta.results.models import Cell
 
 
 class Progress(Protocol):
-    def start(self, total: int) -> None: ...
+    def start(self, total: int) -> None:
+        """`total` more cells are about to run (once per round with `--repeats auto`)."""
     def advance(self, cell: Cell, status: str) -> None: ...
     def finish(self) -> None: ...
 
@@ -29,7 +30,7 @@ class LineProgress:
     done: int = 0
 
     def start(self, total: int) -> None:
-        self.total = total
+        self.total += total  # rounds add up: the count never passes the total it is shown over
 
     def advance(self, cell: Cell, status: str) -> None:
         self.done += 1
