@@ -54,7 +54,15 @@ from typing import Any
 
 import pytest
 import yaml
-from actionimage import ACT, BASE_IMAGE, artifact_actions, local_base, node_job_base
+from actionimage import (
+    ACT,
+    ACTION_DIRS,
+    ACTION_FILES,
+    BASE_IMAGE,
+    artifact_actions,
+    local_base,
+    node_job_base,
+)
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 from gitserver import GitServer
@@ -69,9 +77,6 @@ CA_FILE = "github-ca.pem"
 REPOSITORY = "Codertocat/Hello-World"
 ABLATE_TASKS = ".docdelta/ablate-tasks"
 """The repository of the recorded payloads."""
-# The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
-ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
-ACTION_DIRS = ("src", "examples/demo", "examples/workflows", "examples/agents")
 
 pytestmark = [pytest.mark.docker, pytest.mark.act, pytest.mark.timeout(1500)]
 
