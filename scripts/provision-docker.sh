@@ -106,6 +106,7 @@ ensure_registry() {
     return
   fi
   need_root "installing docker-registry"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null
   # The package starts a registry on :5000 where systemd runs; the tests start their own.
   if command -v systemctl >/dev/null 2>&1; then systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
