@@ -67,16 +67,31 @@ def _checkout(dest: Path) -> Path:
     return dest
 
 
-def _act(checkout: Path, event: Path, image: str, cache: Path) -> str:
+USES_IMAGE = """\
+on: workflow_dispatch
+jobs:
+  version:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: docker://{image}
+        with:
+          entrypoint: /opt/docdelta/bin/docdelta
+          args: --version
+"""
+"""A workflow that runs the published Action image as `uses: docker://` does, pulled by act."""
+
+
+def _act(checkout: Path, workflow: Path, event: Path, image: str, cache: Path) -> str:
     proc = subprocess.run(
-        [str(ACT), "workflow_dispatch", "-W", str(checkout / RELEASE_FILES[0]), "-e", str(event),
+        [str(ACT), "workflow_dispatch", "-W", str(workflow), "-e", str(event),
          "-C", str(checkout), "-P", f"ubuntu-latest={image}", "--pull=false", "--no-cache-server"],
         env={**os.environ, "XDG_CACHE_HOME": str(cache)},
         capture_output=True, text=True, timeout=1400, check=False,
     )  # fmt: skip
     log = proc.stdout + proc.stderr
-    event.with_suffix(".log").write_text(log)
-    assert proc.returncode == 0, f"{event.with_suffix('.log')}:\n{log[-6000:]}"
+    saved = event.with_name(f"{workflow.stem}.log")
+    saved.write_text(log)
+    assert proc.returncode == 0, f"{saved}:\n{log[-6000:]}"
     return log
 
 
@@ -93,7 +108,8 @@ def test_the_release_workflow_publishes_the_images_and_a_run_pulls_the_agent_lay
     layer_ref = f"{registry.host}/{LAYER}:{VERSION}"
     started = time.monotonic()
     try:
-        log = _act(checkout, event, docker_job_base(), tmp_path / "cache")
+        job_image = docker_job_base()
+        log = _act(checkout, checkout / RELEASE_FILES[0], event, job_image, tmp_path / "cache")
         released = time.monotonic() - started
 
         assert "Traceback" not in log and "without logging in" in log
@@ -117,6 +133,12 @@ def test_the_release_workflow_publishes_the_images_and_a_run_pulls_the_agent_lay
             image.tag, ["claude", "--version"], environment={"HOME": "/tmp"}, network_mode="none", remove=True
         )
         assert out.decode().strip() == f"{VERSION} (Claude Code)"
+
+        # The Action image as a step pulls it: `uses: docker://` under act.
+        uses = tmp_path / "uses.yml"
+        uses.write_text(USES_IMAGE.format(image=action_ref))
+        log = _act(checkout, uses, event, job_image, tmp_path / "cache")
+        assert f"docdelta {__version__}" in log and client.images.get(action_ref)
         print(
             f"release workflow under act: {released:.0f} s; pulling the layer and copying it: {pulled:.1f} s"
         )
