@@ -123,7 +123,7 @@ def test_the_release_workflow_publishes_the_images_and_a_run_pulls_the_agent_lay
 
         # A fresh runner: neither image is here, so a run pulls the layer by its pin.
         for ref in (action_ref, layer_ref):
-            client.images.remove(ref)
+            client.images.remove(ref, noprune=True)  # its layers stay: the next run builds from them
         started = time.monotonic()
         image = agent_image(client, base=BASE_IMAGE, npm=ClaudeCodeAgent.npm, published=layer_ref)
         pulled = time.monotonic() - started
