@@ -58,22 +58,28 @@ def main(argv: list[str]) -> int:
         )
     extra_ca = Path(args.extra_ca) if args.extra_ca else None
     if extra_ca is not None and not extra_ca.is_file():
-        parser.error(f"--extra-ca: {extra_ca} is not a file in the Action image; name a PEM bundle in it")
+        parser.error(f"--extra-ca: {extra_ca} is not a file in this container; copy a PEM bundle in")
+    refs = _build(args.prefix, args.action, wanted, args.base or ACTION_SANDBOX_BASE, extra_ca)
+    print("\n".join(refs))
+    return ExitCode.OK
+
+
+def _build(prefix: str, action_image: str, agents: list[str], base: str, extra_ca: Path | None) -> list[str]:
+    """Tag the Action image and build and tag each agent's layer; their references."""
     client = docker.from_env()
-    action = f"{args.prefix}/docdelta:{__version__}"
-    _tag(client, args.action, action)
+    action = f"{prefix}/docdelta:{__version__}"
+    _tag(client, action_image, action)
     refs = [action]
-    for name in wanted:
+    for name in agents:
         kind = agent_class(name)
         assert issubclass(kind, GatewayAgent)  # npm_agents holds only these
-        ref = published_ref(args.prefix, name, kind.pinned)
+        ref = published_ref(prefix, name, kind.pinned)
         assert ref is not None  # --prefix is required, hence not empty
-        layer = agent_layer(client, base=args.base or ACTION_SANDBOX_BASE, npm=kind.npm, extra_ca=extra_ca)
+        layer = agent_layer(client, base=base, npm=kind.npm, extra_ca=extra_ca)
         _tag(client, layer.tag, ref)
         print(f"{name}: built {layer.tag}, tagged {ref}", file=sys.stderr)
         refs.append(ref)
-    print("\n".join(refs))
-    return ExitCode.OK
+    return refs
 
 
 def _tag(client: docker.DockerClient, image: str, ref: str) -> None:

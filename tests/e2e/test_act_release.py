@@ -6,9 +6,13 @@ act plays the runner as in tests/e2e/test_act.py (read its docstring); what diff
   `registry` the local registry (`tests/registry.py`, Debian's docker-registry, started
   and removed by the test) in place of ghcr.io, no GITHUB_TOKEN (the registry takes
   anonymous pushes; the workflow says so and does not log in), `agents: claude_code`
-  (one layer: each is an npm install of a CLI), `base-image` the local base (no Docker Hub
-  here; it trusts this machine's TLS-intercepting proxy) and `layers-extra-ca` that base's
-  bundle, so npm's own Node trusts the proxy too;
+  (one layer: each is an npm install of a CLI), `base-image` the local base that trusts
+  this machine's TLS-intercepting proxy (no Docker Hub here; pip goes through the proxy),
+  and the layers built on docdelta-base with this machine's CA bundle as
+  `layers-ca-bundle` (a file the test adds to the checkout; the workflow copies it into the
+  container that builds the layers), so npm's own Node trusts the
+  proxy too. Those are the base and bundle the docker tier's agent-image tests build on,
+  so the layer is built once per machine, whichever test comes first;
 * the job image is the local base plus the docker CLI (`actionimage.docker_job_base`),
   which reaches this engine through the socket act mounts into job containers: the
   workflow's builds and pushes are this engine's;
@@ -44,6 +48,8 @@ RELEASE_FILES = (".github/workflows/release.yml", "scripts/agent_layers.py")
 OWNER = "DocDelta-Test"
 LAYER = f"{OWNER.lower()}/docdelta-agent-claude_code"
 ACTION = f"{OWNER.lower()}/docdelta"
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+"""The bundle tests/in_docker's agent-image tests pass as `extra_ca`."""
 
 
 @pytest.fixture
@@ -101,8 +107,9 @@ def test_the_release_workflow_publishes_the_images_and_a_run_pulls_the_agent_lay
     client: Any = docker.from_env()
     checkout = _checkout(tmp_path / "docdelta")
     event = tmp_path / "dispatch.json"
+    shutil.copy2(HOST_CA, checkout / "ca.pem")
     inputs = {"registry": registry.host, "agents": "claude_code", "base-image": local_base(),
-              "layers-extra-ca": "/etc/ssl/certs/ca-certificates.crt"}  # fmt: skip
+              "layers-base": BASE_IMAGE, "layers-ca-bundle": "ca.pem"}  # fmt: skip
     event.write_text(json.dumps({"inputs": inputs, "ref": "refs/heads/main"}))
     action_ref = f"{registry.host}/{ACTION}:{__version__}"
     layer_ref = f"{registry.host}/{LAYER}:{VERSION}"
