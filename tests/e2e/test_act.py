@@ -69,6 +69,8 @@ from typing import Any
 import pytest
 from actionimage import (
     ACT,
+    ACTION_DIRS,
+    ACTION_FILES,
     BASE_IMAGE,
     artifact_actions,
     cache_dir,
@@ -91,9 +93,6 @@ from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 ROOT = Path(__file__).resolve().parents[2]
 REPOSITORY = "Codertocat/Hello-World"
 """The repository of the recorded payloads."""
-# The files `pip install .` and the image need (the .dockerignore allow-list, plus the action).
-ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE")
-ACTION_DIRS = ("src", "examples/demo", "examples/workflows", "examples/agents")
 TASK = "run-tests"
 """The one demo task the repository under test keeps (see the module docstring)."""
 KEY = f"sk-ant-act-{uuid.uuid4().hex}"

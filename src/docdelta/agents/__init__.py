@@ -15,8 +15,8 @@ __all__ = [
     "Agent",
     "AgentContext",
     "Invocation",
+    "agent_class",
     "agent_names",
-    "agent_npm",
     "agent_upstream",
     "classify",
     "extract_last_json",
@@ -46,10 +46,10 @@ def get_agent(name: str, **options: Any) -> Agent:
     return build(_AGENTS, name, options, base=Agent, kind="agent", error=AgentError)  # type: ignore[type-abstract]
 
 
-def agent_npm(name: str) -> tuple[str, ...]:
-    """The npm packages the agent registered as `name` adds to its image (`Agent.npm`), without
-    building the agent: `docdelta selftest --agent` grades in the image a run of it uses."""
-    return lookup(_AGENTS, name, base=Agent, kind="agent", error=AgentError).npm  # type: ignore[type-abstract]
+def agent_class(name: str) -> type[Agent]:
+    """The adapter registered as `name`, without building it: `docdelta selftest --agent`
+    grades in the image a run of it uses (its `npm` layer, published at its `pinned`)."""
+    return lookup(_AGENTS, name, base=Agent, kind="agent", error=AgentError)  # type: ignore[type-abstract]
 
 
 def agent_upstream(name: str) -> str | None:

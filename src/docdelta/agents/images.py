@@ -15,6 +15,13 @@ Why this shape:
   installed its own `node` keeps running it in the agent's shell.
 - **Built once.** Everything goes through `ensure_image`, so the tag is a content hash of
   the environment image, the pinned versions and the steps; a second call builds nothing.
+- **The agent layer is an image of its own, published per pin.** Node and the installed
+  CLI are a `FROM scratch` image (`agent_layer`) that any environment image copies from, so
+  the release workflow publishes one per agent at its pin
+  (`<registry>/docdelta-agent-<agent>:<pin>`, `published_ref`) and a fresh runner pulls it
+  instead of running npm; a repository with its own environment image reuses the same
+  layer. When the pull fails (no registry, a fork's pin never published, another CPU
+  architecture or Node version) the layer is built here, as it always was.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+import docker.errors
 from docker import DockerClient
 
 from docdelta.errors import AgentError
@@ -40,6 +48,14 @@ NODE = f"{NODE_HOME}/bin/node"
 _NODE_OUT = "/opt/docdelta-node.bin"
 CLI_PREFIX = "/opt/docdelta-agent"
 """`npm install -g --prefix` of the CLIs: packages in lib/node_modules, bins in bin/."""
+
+LAYER_LABEL = "org.docdelta.agent-node"
+"""Label of an agent layer image: the Node version it carries (a pulled layer of another
+Node version is not used)."""
+FROM_LAYER_LABEL = "org.docdelta.agent-layer"
+"""Label of an agent image: the image ID of the layer it was copied from, so the agent
+image's content-hash tag changes when a re-published layer does, and a test can tell a
+pulled layer from a built one."""
 
 _PINNED = re.compile(r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
 
@@ -76,22 +92,19 @@ _LAUNCHERS = (
 )
 
 
-def agent_image(
+def published_ref(registry: str, agent: str, pin: str) -> str | None:
+    """Where the release workflow publishes `agent`'s layer at `pin` under `registry`
+    (`docker.agent_registry`, e.g. ghcr.io/docdelta); None when `registry` is empty."""
+    return f"{registry.rstrip('/')}/docdelta-agent-{agent}:{pin}" if registry else None
+
+
+def agent_layer(
     client: DockerClient, *, base: str, npm: Sequence[str], extra_ca: Path | None = None
 ) -> BuiltImage:
-    """`base` (the environment image, or any Debian-based image with python3) plus Node.js
-    22 and the pinned npm packages `npm` (e.g. `["@anthropic-ai/claude-code@2.1.332"]`).
-
-    `extra_ca` is a PEM bundle trusted during the build and in the image, for networks
-    whose TLS is intercepted. Raises AgentError for an unpinned package and SandboxError
-    when the build fails (with the build log's tail).
-    """
-    loose = [spec for spec in npm if not _PINNED.match(spec)]
-    if loose or not npm:
-        raise AgentError(
-            f"agent image: npm packages must be pinned to an exact version, got {list(npm)!r}",
-            hint="name each package as name@X.Y.Z, e.g. @openai/codex@0.171.0",
-        )
+    """Node.js 22 and the pinned npm packages `npm` alone, `FROM scratch` (what the release
+    workflow publishes), installed with `base`'s environment image's apt and `extra_ca`.
+    Raises AgentError for an unpinned package and SandboxError when the build fails."""
+    _check_pinned(npm)
     env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca)).tag
     fill = {
         "node_home": NODE_HOME,
@@ -105,13 +118,71 @@ def agent_image(
         "USER root",
         _run(_BOOTSTRAP.format(**fill)),
         _run(_INSTALL.format(**fill)),
-        f"FROM {env}",
-        "USER root",
+        "FROM scratch",
         f"COPY --from=0 {_NODE_OUT} {NODE}",
         f"COPY --from=0 {CLI_PREFIX} {CLI_PREFIX}",
-        _run(_LAUNCHERS.format(prefix=CLI_PREFIX, node=NODE)),
+        f"LABEL {LAYER_LABEL}={NODE_VERSION}",
     ]
-    return ensure_image(client, name="docdelta-agent", base=env, steps=steps, network="bridge")
+    return ensure_image(client, name="docdelta-agent-layer", base=env, steps=steps, network="bridge")
+
+
+def agent_image(
+    client: DockerClient,
+    *,
+    base: str,
+    npm: Sequence[str],
+    extra_ca: Path | None = None,
+    published: str | None = None,
+) -> BuiltImage:
+    """`base` (the environment image, or any Debian-based image with python3) plus Node.js
+    22 and the pinned npm packages `npm` (e.g. `["@anthropic-ai/claude-code@2.1.332"]`).
+
+    The layer comes from `published` (`published_ref`) when that image is here or can be
+    pulled and fits this engine, else it is built (`agent_layer`). `extra_ca` is a PEM
+    bundle trusted during the build and in the image, for networks whose TLS is
+    intercepted. Raises AgentError for an unpinned package and SandboxError when the build
+    fails (with the build log's tail).
+    """
+    _check_pinned(npm)
+    layer = _published_layer(client, published) if published else None
+    if layer is None:
+        layer = agent_layer(client, base=base, npm=npm, extra_ca=extra_ca)
+    env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca)).tag
+    steps = [
+        "USER root",
+        f"COPY --from={layer.tag} {NODE} {NODE}",
+        f"COPY --from={layer.tag} {CLI_PREFIX} {CLI_PREFIX}",
+        _run(_LAUNCHERS.format(prefix=CLI_PREFIX, node=NODE)),
+        f"LABEL {FROM_LAYER_LABEL}={layer.digest}",
+    ]
+    return ensure_image(client, name="docdelta-agent", base=env, steps=steps)
+
+
+def _check_pinned(npm: Sequence[str]) -> None:
+    loose = [spec for spec in npm if not _PINNED.match(spec)]
+    if loose or not npm:
+        raise AgentError(
+            f"agent image: npm packages must be pinned to an exact version, got {list(npm)!r}",
+            hint="name each package as name@X.Y.Z, e.g. @openai/codex@0.171.0",
+        )
+
+
+def _published_layer(client: DockerClient, ref: str) -> BuiltImage | None:
+    """The published layer `ref`, pulled unless the engine has it; None when it cannot be
+    pulled or does not fit (another Node version or CPU architecture): the caller builds."""
+    try:
+        image = client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        name, _, tag = ref.rpartition(":")
+        try:
+            image = client.images.pull(name, tag=tag)
+        except docker.errors.DockerException:
+            return None
+    labels = image.labels or {}
+    arch = client.version().get("Arch")
+    if labels.get(LAYER_LABEL) != NODE_VERSION or image.attrs.get("Architecture") != arch:
+        return None
+    return BuiltImage(tag=ref, digest=str(image.id))
 
 
 def _run(script: str) -> str:

@@ -152,7 +152,7 @@ def _tasks_from_commit(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from docdelta.agents import agent_npm
+    from docdelta.agents import agent_class
     from docdelta.checkout import envs
     from docdelta.config import load_project_config, matcher
     from docdelta.grading.selftest import selftest_tasks
@@ -171,7 +171,7 @@ def _selftest(args: argparse.Namespace) -> int:
             private={"tasks directory": args.tasks, "workdir": scratch},
             config=config,
             agent=None,
-            image_npm=agent_npm(args.agent),
+            image_agent=agent_class(args.agent),
         ).provider
         try:
             reports = selftest_tasks(

@@ -17,6 +17,7 @@ from docdelta.results.models import Cell
 class Progress(Protocol):
     def start(self, total: int) -> None:
         """`total` more cells are about to run (once per round with `--repeats auto`)."""
+
     def advance(self, cell: Cell, status: str) -> None: ...
     def finish(self) -> None: ...
 

@@ -200,6 +200,8 @@ def record_path(dest: Path) -> Path:
 
 
 DEFAULT_IMAGE_BASE = "docdelta-base:latest"
+DEFAULT_AGENT_REGISTRY = "ghcr.io/docdelta"
+"""Where docdelta's release workflow publishes the agent layers (`agents.images.published_ref`)."""
 
 
 class DockerImageConfig(BaseModel):
@@ -217,4 +219,9 @@ class DockerImageConfig(BaseModel):
     extra_ca: Path | None = Field(
         default=None,
         description="PEM bundle added to the image's trust store, for TLS-intercepting proxies",
+    )
+    agent_registry: str = Field(
+        default=DEFAULT_AGENT_REGISTRY,
+        description="registry and owner the agent layers are pulled from (docdelta-agent-<agent>:<pin>); "
+        "empty: always build them here (npm)",
     )
