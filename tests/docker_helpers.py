@@ -264,3 +264,32 @@ def remove_owned_by(client: Any, pid: int) -> None:
             thing.remove(force=True, v=True)
         else:
             thing.remove()
+
+
+@contextmanager
+def model_server_network(client: Any, base_image: str, script: Script) -> Iterator[str]:
+    """A bridge network made here holding the scripted model server that replays `script`,
+    as `<network>-modelserver` (it doubles as an HTTP server egress tests try to reach);
+    yields the network's name once the server answers, removes both after."""
+    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
+    labels = {LABEL: "1", RUN_LABEL: name}
+    network = client.networks.create(name, labels=labels)
+    try:
+        command = f'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
+        server = client.containers.run(
+            modelserver_image(client, base_image),
+            ["sh", "-c", command],
+            environment={"SCRIPT": script.model_dump_json(exclude_none=True)},
+            name=f"{name}-modelserver",
+            network=name,
+            labels=labels,
+            detach=True,
+        )
+        try:
+            models = control(client, base_image, name, f"http://{server.name}:{UPSTREAM_PORT}/v1/models")
+            assert models.startswith("{"), f"the model server did not answer: {server.logs().decode()}"
+            yield name
+        finally:
+            server.remove(force=True)
+    finally:
+        network.remove()

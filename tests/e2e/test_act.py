@@ -79,7 +79,7 @@ from actionimage import (
     node_job_base,
 )
 from actworkflow import ACTION, CA_FILE, WORKFLOWS, as_run, load
-from docker_helpers import UPSTREAM_PORT, control, modelserver_image, requests_seen
+from docker_helpers import UPSTREAM_PORT, model_server_network, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 from gitserver import GitServer
@@ -88,7 +88,6 @@ from tlscert import lasting_pki
 
 from docdelta.demo import DemoRepo, examples_dir
 from docdelta.results.layout import ABLATION_FILE
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
 REPOSITORY = "Codertocat/Hello-World"
@@ -161,33 +160,11 @@ gateway:
 
 @contextmanager
 def _model_server() -> Iterator[str]:
-    """A Docker network of this test holding the scripted model server (`SCRIPT`) as
-    `<network>-modelserver`; yields the network's name, removes both after."""
+    """The scripted model server replaying `SCRIPT` on a network of its own (its name)."""
     import docker  # noqa: PLC0415 - imported only when a docker test runs
 
-    client = docker.from_env()
-    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
-    labels = {LABEL: "1", RUN_LABEL: name}
-    network = client.networks.create(name, labels=labels)
-    try:
-        command = f'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
-        server = client.containers.run(
-            modelserver_image(client, BASE_IMAGE),
-            ["sh", "-c", command],
-            environment={"SCRIPT": SCRIPT.model_dump_json(exclude_none=True)},
-            name=f"{name}-modelserver",
-            network=name,
-            labels=labels,
-            detach=True,
-        )
-        try:
-            models = control(client, BASE_IMAGE, name, f"http://{server.name}:{UPSTREAM_PORT}/v1/models")
-            assert models.startswith("{"), f"the model server did not answer: {server.logs().decode()}"
-            yield name
-        finally:
-            server.remove(force=True)
-    finally:
-        network.remove()
+    with model_server_network(docker.from_env(), BASE_IMAGE, SCRIPT) as name:
+        yield name
 
 
 @dataclass

@@ -7,15 +7,12 @@ it replays by overriding the module-scoped `modelserver_script` fixture."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from docker_helpers import UPSTREAM_PORT, control, modelserver_image
+from docker_helpers import model_server_network
 from modelserver.script import Script, TextTurn, TurnUsage
-
-from docdelta.sandbox.dockerapi import LABEL, RUN_LABEL
 
 MODEL = "gpt-4o-mini-2024-07-18"
 
@@ -57,24 +54,5 @@ def modelserver_script() -> Script:
 def egress(client: Any, base_image: str, modelserver_script: Script) -> Iterator[str]:
     """A bridge network created by this test module, holding the scripted model server as
     `<network>-modelserver` (it doubles as the HTTP server the egress tests try to reach)."""
-    name = f"docdelta-test-{uuid.uuid4().hex[:8]}"
-    labels = {LABEL: "1", RUN_LABEL: name}
-    network = client.networks.create(name, labels=labels)
-    command = f'printf %s "$SCRIPT" | python3 -m modelserver --host 0.0.0.0 --port {UPSTREAM_PORT}'
-    server = client.containers.run(
-        modelserver_image(client, base_image),
-        ["sh", "-c", command],
-        environment={"SCRIPT": modelserver_script.model_dump_json(exclude_none=True)},
-        name=f"{name}-modelserver",
-        network=name,
-        labels=labels,
-        detach=True,
-    )
-    try:
-        network.reload()
-        models = control(client, base_image, name, f"http://{server.name}:{UPSTREAM_PORT}/v1/models")
-        assert models.startswith("{"), f"the model server did not answer: {server.logs().decode()}"
+    with model_server_network(client, base_image, modelserver_script) as name:
         yield name
-    finally:
-        server.remove(force=True)
-        network.remove()
