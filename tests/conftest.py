@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections import defaultdict
 from collections.abc import Generator, Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -169,3 +170,25 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         remove_owned_by(client, os.getpid())
         pytest.fail(f"{item.path.name} left Docker objects of this process behind: {left}", pytrace=False)
     return result
+
+
+TIER_SECONDS: defaultdict[str, float] = defaultdict(float)
+"""Seconds each tier's tests took (setup, call and teardown), summed as reports arrive."""
+
+
+def pytest_runtest_logreport(report: TestReport) -> None:
+    """Add a report's duration to its tier (the folder after tests/ in its node id; under
+    xdist the reports reach the controlling process, which sums every worker's)."""
+    parts = report.nodeid.split("/")
+    if len(parts) > 2 and parts[0] == TESTS.name:
+        tier = TIERS.get(parts[1], "?")
+        TIER_SECONDS[tier if tier == parts[1] else f"{tier} ({parts[1]})"] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what each tier cost in this session: where CI's minutes go, from one run."""
+    if not TIER_SECONDS:
+        return
+    terminalreporter.section("seconds per tier (test time summed over the workers)")
+    for tier, seconds in sorted(TIER_SECONDS.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{seconds:8.0f}  {tier}")
