@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docdelta.improve.task_audit import SourceText, audit_items
+from docdelta.improve.task_audit import FileKind, GoldLabel, SourceText, audit_items, task_label
 from docdelta.improve.task_draft import BLANK, RuleKind, RuleTaskDraft, covers, draft_from_text
 from docdelta.tasks.models import Task
 from docdelta.tasks.quotes import locate
@@ -228,3 +228,23 @@ def test_a_rule_with_a_trigger_is_asked_as_the_situation_to_act_in(rule: str, pr
     (draft,) = draft_from_text(f"# Rules\n\n- {rule}\n", "AGENTS.md")
     assert draft.task.prompt == f"In this repository (Rules): {prompt} Answer with the exact command."
     assert BLANK not in draft.task.prompt and _leaked(draft.task) == []
+
+
+def test_a_trigger_task_is_audited_by_its_on_demand_file_not_left_unlabelled() -> None:
+    skill = ".claude/skills/verify/SKILL.md"
+    source = SourceText(
+        {skill: (FileKind.instructions, "verify the build"), "README.md": (FileKind.docs, "hello")}
+    )
+
+    def trigger_task(file: str, prompt: str) -> Task:
+        return Task.model_validate(
+            {"id": "t", "prompt": prompt, "kind": "trigger", "trigger": {"file": file, "should_load": True}}
+        )
+
+    (item,) = audit_items(trigger_task(skill, "Check the build before I merge."), source)
+    assert (item.kind, item.label, item.leaked) == ("trigger", GoldLabel.target, False)
+    assert task_label([item]) is GoldLabel.target
+    (missing,) = audit_items(trigger_task(".claude/skills/gone/SKILL.md", "Check it."), source)
+    assert missing.label is GoldLabel.unattainable
+    (named,) = audit_items(trigger_task(skill, f"Follow {skill} now."), source)
+    assert named.leaked

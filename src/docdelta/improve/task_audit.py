@@ -35,7 +35,7 @@ from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.results.store import ResultStore
 from docdelta.tasks.load import LoadedTask
-from docdelta.tasks.models import Task
+from docdelta.tasks.models import Task, Trigger
 from docdelta.tasks.quotes import locate, normalize
 from docdelta.text import listing
 from docdelta.vocabulary import Frozen
@@ -66,7 +66,7 @@ class GoldLabel(StrEnum):
 
 
 class ItemAudit(Frozen):
-    kind: str = Field(description="command, file or citation")
+    kind: str = Field(description="command, file, citation or trigger")
     expected: str
     label: GoldLabel
     leaked: bool = Field(description="the task prompt states it")
@@ -213,6 +213,8 @@ def audit_items(task: Task, source: SourceText) -> list[ItemAudit]:
                     found_in=found,
                 )
             )
+    if task.trigger is not None:
+        items.append(_trigger_item(task.trigger, source, prompt))
     for cite in task.gold_citations:
         holders: dict[FileKind, list[str]] = defaultdict(list)
         for choice in cite.choices():
@@ -231,6 +233,24 @@ def audit_items(task: Task, source: SourceText) -> list[ItemAudit]:
             )
         )
     return items
+
+
+def _trigger_item(trigger: Trigger, source: SourceText, prompt: str) -> ItemAudit:
+    """A trigger task's one item is its on-demand file: the task measures that file (target)
+    when the tree holds it as an instruction file; a file missing there, or that no agent
+    loads as instructions, is a trigger no condition can pull (unattainable). A prompt that
+    names the file's path tells the agent what to load: leaked."""
+    held = source.files.get(trigger.file)
+    found = {held[0]: [trigger.file]} if held is not None else {}
+    instruction = held is not None and held[0] is FileKind.instructions
+    wanted = "should load" if trigger.should_load else "should not load"
+    return ItemAudit(
+        kind="trigger",
+        expected=f"{trigger.file} ({wanted})",
+        label=GoldLabel.target if instruction else GoldLabel.unattainable,
+        leaked=normalize(trigger.file) in prompt,
+        found_in=found,
+    )
 
 
 RECITED_WORDS = 6
