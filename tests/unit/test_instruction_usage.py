@@ -246,3 +246,70 @@ def test_a_renumbered_list_item_is_unchanged() -> None:
     # a list item whose text changed is still a change
     edited = docs_diff([("AGENTS.md", base, base.replace("make check", "make test"))])
     assert {(r.change, r.ref) for r in edited} == {("removed", "make check"), ("added", "make test")}
+
+
+# ------------------------------------------------- what an edit changed, and who followed it
+BASE_CLAUDE = """\
+```bash
+# Typecheck (only done for src/)
+python -m mypy src/
+
+# Run all tests
+python -m pytest tests/
+```
+"""
+HEAD_CLAUDE = BASE_CLAUDE.replace("# Typecheck (only done for src/)", "# Typecheck").replace(
+    "python -m mypy src/", "python -m mypy src/ scripts/"
+)
+BASE_SETTINGS = (
+    '{"allow": [\n  "Bash(python -m ruff check src/ tests/ --fix)",\n  "Bash(python -m pytest tests/)"\n]}\n'
+)
+HEAD_SETTINGS = BASE_SETTINGS.replace("tests/ --fix", "tests/ scripts/ --fix")
+
+
+def test_a_reference_on_both_sides_of_a_changed_line_is_not_a_change() -> None:
+    """`src/` and `tests/` are named before and after `scripts/` was added to the line:
+    only `scripts/` and the commands that now differ are what the edit changed."""
+    refs = docs_diff(
+        [(".claude/settings.json", BASE_SETTINGS, HEAD_SETTINGS), ("CLAUDE.md", BASE_CLAUDE, HEAD_CLAUDE)]
+    )
+    assert [(r.file, r.change, r.line, r.ref) for r in refs] == [
+        (".claude/settings.json", "added", 2, "scripts/"),
+        ("CLAUDE.md", "removed", 3, "python -m mypy src/"),
+        ("CLAUDE.md", "added", 3, "python -m mypy src/ scripts/"),
+    ]
+
+
+def test_a_run_of_the_new_command_does_not_use_the_old_one_it_extends() -> None:
+    """`python -m mypy src/` is the start of `python -m mypy src/ scripts/`: a run of the
+    new command followed the added line, not the removed one."""
+    removed, added = docs_diff([("CLAUDE.md", BASE_CLAUDE, HEAD_CLAUDE)])
+    runs = [
+        run("head", 1, ran=["bash -lc 'cd /repo && python -m mypy src/ scripts/'"]),
+        run("head", 2, commands=["python -m mypy src/ scripts/ --strict"]),
+        run("base", 1, ran=["python -m mypy src/"]),
+        run("base", 2, commands=["python -m mypy src/ --strict"]),
+    ]
+    old, new = tally([removed, added], runs, ["base", "head"])
+    assert (old.ref, old.arms["base"].used, old.arms["head"].used) == ("python -m mypy src/", 2, 0)
+    assert (new.ref, new.arms["base"].used, new.arms["head"].used) == ("python -m mypy src/ scripts/", 0, 2)
+
+
+def test_the_scorecard_lists_the_rows_head_and_base_used_differently_first(
+    sealed: tuple[ResultStore, GitRepo],
+) -> None:
+    """Twelve rows used alike by both arms come first in the diff; the one row head used and
+    base did not must still be among the rows shown, not in "… and N more"."""
+    store, _ = sealed
+    manifest, detection = store.read_manifest(), store.read_detection()
+    assert manifest is not None and detection is not None
+    alike = "".join(f"- see `lib/m{i}.py`\n" for i in range(13))
+    docs = docs_diff([("AGENTS.md", "", alike), ("CLAUDE.md", "", "Run `make check`.\n")])
+    everything = [f"lib/m{i}.py" for i in range(13)]
+    runs = [run("head", i, read=everything, commands=["make check"]) for i in (1, 2, 3)]
+    runs += [run("base", i, read=everything) for i in (1, 2, 3)]
+    md = render_markdown(summarize(manifest, detection, runs, docs=docs))
+    rows = md.split("**Instruction usage**", 1)[1].split("**Confounds**", 1)[0].splitlines()
+    first = "- `make check` (added at CLAUDE.md:1): base 0/3 · head 3/3 · none 0/0"
+    assert rows[1] == f"{first} (head vs base Fisher p = 0.1)"
+    assert "- … and 2 more in the HTML report and the JSON summary" in rows

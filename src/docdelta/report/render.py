@@ -23,7 +23,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
@@ -40,6 +40,7 @@ from docdelta.scorecard import thresholds
 from docdelta.scorecard.models import (
     Certainty,
     Delta,
+    InstructionRef,
     SuiteRepoState,
     SuiteSummary,
     Summary,
@@ -111,6 +112,13 @@ def fmt_p(value: float | None) -> str:
     """`p = 0.1`, `p < 0.001`."""
     text = fmt_pnum(value)
     return text if value is None else (f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}")
+
+
+def by_p(refs: Sequence[InstructionRef]) -> list[InstructionRef]:
+    """Instruction-usage rows, the smallest head vs base p first: the lines whose edit
+    changed what the agents did lead, whatever file the diff lists first; rows without a
+    p (no head or no base runs) last; ties keep the diff's order."""
+    return sorted(refs, key=lambda r: (r.p_value is None, r.p_value or 0.0))
 
 
 def fmt_verdict(verdict: VerdictSummary | None) -> str:
@@ -223,6 +231,7 @@ def environment() -> SandboxedEnvironment:
         usd=fmt_usd,
         seconds=fmt_seconds,
         pnum=fmt_pnum,
+        by_p=by_p,
         pvalue=fmt_p,
         verdict_title=fmt_verdict,
         aa_noise=fmt_aa_noise,

@@ -9,7 +9,8 @@ removed line of the docs diff (base vs head instruction files):
    (a span with a space is a command, a span shaped like a path is a path), path-like
    tokens in the prose, and every line of a shell code block (a command);
 2. `tally` counts, per arm, the graded runs that used each one: a command is used
-   when its words appear, in order, in a command the agent ran or gave in its answer;
+   when its words appear, in order, in a command the agent ran or gave in its answer
+   (and that command holds no longer changed command that contains them);
    a path when the agent read, named or cited it, or a command of its mentions it.
 
 Both are pure; `read_docs` feeds `docs_diff` from the sealed checkouts `docdelta run`
@@ -146,17 +147,19 @@ def docs_diff(files: Iterable[tuple[str, str, str]]) -> list[InstructionRef]:
     """Every reference on an added or removed line of `(path, base text, head text)` files.
 
     Removed lines are numbered in the base file, added lines in the head file, as a
-    unified diff would show them; arms are left empty for `tally`."""
+    unified diff would show them; arms are left empty for `tally`. A reference named on
+    both sides of one changed block (`src/` in `ruff check src/` -> `ruff check src/
+    scripts/`) is left out: the edit did not change it, and both arms using it alike would
+    only push what did change out of the rows shown."""
     out: list[InstructionRef] = []
     for path, old_text, new_text in files:
         old, new = _Side.of(old_text), _Side.of(new_text)
         keys = [_unnumbered(line) for line in old.lines], [_unnumbered(line) for line in new.lines]
         matcher = difflib.SequenceMatcher(None, *keys, autojunk=False)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
-            if op in ("replace", "delete"):
-                out.extend(old.refs(path, "removed", i1, i2))
-            if op in ("replace", "insert"):
-                out.extend(new.refs(path, "added", j1, j2))
+        for _, i1, i2, j1, j2 in matcher.get_opcodes():
+            removed, added = list(old.refs(path, "removed", i1, i2)), list(new.refs(path, "added", j1, j2))
+            kept = {(r.kind, r.ref) for r in removed} ^ {(r.kind, r.ref) for r in added}
+            out.extend(r for r in [*removed, *added] if (r.kind, r.ref) in kept)
     return out
 
 
@@ -210,9 +213,15 @@ class _RunUse:
         paths += [w for ws in words for w in ws if "/" in w or "." in w or w in KNOWN_FILES]
         return cls(words, frozenset(p.removeprefix("./") for p in paths))
 
-    def used(self, kind: RefKind, ref: str) -> bool:
+    def used(self, kind: RefKind, ref: str, longer: Sequence[tuple[str, ...]]) -> bool:
+        """`longer`: the other changed commands that hold `ref`'s words; a command that
+        holds one of them used that one (the most specific changed line it ran), not `ref`."""
         if kind == "command":
-            return any(_contains(ws, tuple(_command_words(ref))) for ws in self.commands)
+            words = tuple(_command_words(ref))
+            return any(
+                _contains(ws, words) and not any(_contains(ws, other) for other in longer)
+                for ws in self.commands
+            )
         return any(_path_matches(ref.removeprefix("./"), p) for p in self.paths)
 
 
@@ -234,14 +243,21 @@ def tally(
     refs: Sequence[InstructionRef], runs: Sequence[RunResult], conditions: Sequence[str]
 ) -> list[InstructionRef]:
     """`refs` with, per condition, how many of `runs` (graded runs only) used each, and a
-    head vs base Fisher test of those counts."""
+    head vs base Fisher test of those counts.
+
+    A run's command counts for the most specific changed command it holds: after
+    `python -m mypy src/` became `python -m mypy src/ scripts/`, a run of the new command
+    used the added line, not the removed one its words begin with."""
     by_condition: dict[str, list[_RunUse]] = {c: [] for c in conditions}
     for run in runs:
         by_condition.setdefault(run.cell.condition, []).append(_RunUse.of(run))
+    commands = {tuple(_command_words(r.ref)) for r in refs if r.kind == "command"}
     out = []
     for ref in refs:
+        words = tuple(_command_words(ref.ref))
+        longer = [c for c in commands if c != words and _contains(c, words)] if ref.kind == "command" else []
         arms: Mapping[str, list[bool]] = {
-            c: [u.used(ref.kind, ref.ref) for u in uses] for c, uses in by_condition.items()
+            c: [u.used(ref.kind, ref.ref, longer) for u in uses] for c, uses in by_condition.items()
         }
         head, base = ([1.0 if x else 0.0 for x in arms.get(c, [])] for c in (HEAD, BASE))
         out.append(
