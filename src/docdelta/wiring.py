@@ -146,6 +146,9 @@ class BuiltSandbox:
     server: Mapping[str, str] | None = None
     """What the model servers on the gateway's egress network say they serve
     (`sandbox.upstream_identity`), for the manifest; None when there was none to ask."""
+    agent_files: tuple[Path, ...] = ()
+    """The host files the agent's command names, shown to the sandbox read-only
+    (`Agent.show_user_files`), for `agent-check` to list."""
 
 
 @dataclass(frozen=True)
@@ -227,10 +230,11 @@ def build_provider(
         provider = docker_sandbox.DockerProvider(
             client, built.tag, gateway=gateway, ro_paths=ro_paths, env=env
         )
-        return BuiltSandbox(provider, built.digest, server)
+        return BuiltSandbox(provider, built.digest, server, tuple(own))
     if jobs == 1:
         return BuiltSandbox(
-            get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env)
+            get_provider(choice.name, allow_network=choice.allow_network, ro_paths=ro_paths, env=env),
+            agent_files=tuple(own),
         )
     # A local provider holds one live sandbox (its slot): one per worker thread, all in the
     # first one's private root, so its /etc and clean-up are made and paid for once, not per worker.
@@ -245,7 +249,7 @@ def build_provider(
         made.append(provider)
         return provider
 
-    return BuiltSandbox(PerThreadProvider(slot_provider))
+    return BuiltSandbox(PerThreadProvider(slot_provider), agent_files=tuple(own))
 
 
 def build_results_store(

@@ -145,6 +145,33 @@ def test_agent_check_shows_what_the_agent_received_and_what_was_parsed(
     assert '"make check"' in out and "status: ok" in out
 
 
+def test_agent_check_names_a_script_given_by_its_absolute_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The path the user typed is already the one the sandbox shows: the file is still listed."""
+    agent = _agent_outside(tmp_path)
+    repo = _project(tmp_path)
+    tasks = str(repo.path / ".docdelta/tasks")
+    code = main(
+        ["agent-check", "--repo", str(repo.path), "--tasks", tasks, "--agent-cmd", f"python3 {agent}"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"== host files shown read-only: {agent}\n" in out
+    assert "read-only; sibling hidden" in out
+
+
+def test_agent_check_says_when_no_host_file_is_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project(tmp_path)
+    tasks = str(repo.path / ".docdelta/tasks")
+    code = main(["agent-check", "--repo", str(repo.path), "--tasks", tasks, "--agent", "fake"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "== host files shown read-only: none\n" in out
+
+
 def test_agent_check_names_the_problem_of_an_agent_without_an_answer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

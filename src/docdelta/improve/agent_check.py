@@ -84,16 +84,15 @@ def check_agent(
             found,
             config.checkout_strip,
         )
-        shown_before = set(_argv_files(agent))
-        provider = build_provider(
+        built = build_provider(
             sandbox,
             repo=repo,
             private={"tasks directory": tasks_dir, "workdir": Path(scratch)},
             config=config,
             agent=agent,
             keys=resolve_keys(config.gateway.upstreams, environ),
-        ).provider
-        host_files = sorted(set(_argv_files(agent)) - shown_before)
+        )
+        provider = built.provider
         try:
             with provider.create(sealed.path, SandboxSpec(network=agent.network)) as box:
                 preflight(agent, box)
@@ -112,16 +111,10 @@ def check_agent(
         prompt=prompt,
         env_names=sorted({line.split("=", 1)[0] for line in env.splitlines() if "=" in line}),
         files=[line.removeprefix("./") for line in files.splitlines() if line],
-        host_files=host_files,
+        host_files=sorted(str(path) for path in built.agent_files),
         result=result,
         outcome=outcome,
     )
-
-
-def _argv_files(agent: Agent) -> list[str]:
-    """The absolute paths in the agent's command line (after the wiring rewrote what it shows)."""
-    argv: list[str] = getattr(agent, "argv", [])
-    return [word for word in argv if word.startswith("/")]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -142,8 +135,7 @@ def render(check: AgentCheck, write: Callable[[str], None] = print) -> None:
 
     out(f"== task {check.task} at {check.source[:12]}")
     out(f"== command: {json.dumps(check.argv)}")
-    if check.host_files:
-        out("== host files shown read-only: " + ", ".join(check.host_files))
+    out("== host files shown read-only: " + (", ".join(check.host_files) or "none"))
     out(
         f"== environment variable names ({len(check.env_names)}; values not shown): "
         + " ".join(check.env_names)
