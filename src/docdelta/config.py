@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -30,12 +30,16 @@ from docdelta.sandbox.base import (
     NetworkMode,
     SandboxSpec,
 )
-from docdelta.vocabulary import CONFIG_PATH, Frozen
+from docdelta.text import closest
+from docdelta.vocabulary import CONFIG_PATH, PROJECT_URL, Frozen
 
 if TYPE_CHECKING:
     import yaml
 
 DEFAULT_TASKS_DIR = ".docdelta/tasks"
+CONFIG_DOCS = f"{PROJECT_URL}/docs/configuration.md"
+"""Every config field, for an error's hint: each error line already names its own field and
+line, so a list of the top-level fields would say nothing about `gateway.prices.x.input`."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -66,9 +70,51 @@ def _field(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _describe(err: Any) -> str:
+def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str] | None:
+    """The field names the model expects at `loc` (an error's location without its last part),
+    following nested models, lists and mappings; None where the type cannot be followed."""
+    kind: Any = model
+    for part in loc:
+        kind = _step(kind, part)
+        if kind is None:
+            return None
+    found = _model_of(kind)
+    return None if found is None else [f.alias or name for name, f in found.model_fields.items()]
+
+
+def _model_of(kind: Any) -> type[BaseModel] | None:
+    """The model a field's type holds: itself, or the one model of an optional or annotated type."""
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return kind
+    models = [m for m in map(_model_of, get_args(kind)) if m is not None] if get_origin(kind) else []
+    return models[0] if len(models) == 1 else None
+
+
+def _step(kind: Any, part: int | str) -> Any:
+    model = _model_of(kind)
+    if model is not None:
+        field = next((f for name, f in model.model_fields.items() if part in (name, f.alias)), None)
+        return None if field is None else field.annotation
+    origin, args = get_origin(kind), get_args(kind)
+    if origin in (list, tuple, set, frozenset) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
+
+
+def _describe(err: Any, model: type[BaseModel]) -> str:
     if err["type"] == "extra_forbidden":
-        return "unknown field (misspelt?)"
+        loc = tuple(err["loc"])
+        fields = _fields_at(model, loc[:-1])
+        if not fields:
+            return "unknown field (misspelt?)"
+        near = closest(str(loc[-1]), fields)
+        return (
+            f"unknown field; did you mean {near!r}?"
+            if near
+            else f"unknown field; the fields here: {', '.join(fields)}"
+        )
     if err["type"] == "missing":
         return "required field is missing"
     return str(err["msg"])
@@ -127,7 +173,7 @@ def _load_model(
         for err in exc.errors():
             line = _line_of(node, tuple(err["loc"]))
             where = f"{source}:{line}" if line is not None else source
-            lines.append(f"{where}: field '{_field(tuple(err['loc']))}': {_describe(err)}")
+            lines.append(f"{where}: field '{_field(tuple(err['loc']))}': {_describe(err, model)}")
         raise error("\n".join(lines), hint=hint) from exc
 
 
@@ -279,10 +325,7 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
     if entry is None:
         return ProjectConfig()
     source = f"{CONFIG_PATH} (at {sha[:12]})"
-    hint = (
-        f"fix {CONFIG_PATH} on the base branch; "
-        "fields: tasks, instructions.include/exclude, strip, docker, gateway, sandbox, arms"
-    )
+    hint = f"fix {CONFIG_PATH} on the base branch; every field: {CONFIG_DOCS}"
     if entry.is_symlink or not entry.is_blob:
         raise ConfigError(f"{source} must be a regular file", hint=hint)
     try:
@@ -294,9 +337,7 @@ def load_project_config(repo: Repo, sha: str) -> ProjectConfig:
 
 def load_config_file(path: Path) -> ProjectConfig:
     """A project config given on the command line (`--config FILE`), in `.docdelta.yml`'s format."""
-    hint = (
-        "pass a YAML file in .docdelta.yml's format (fields: " + ", ".join(ProjectConfig.model_fields) + ")"
-    )
+    hint = f"pass a YAML file in {CONFIG_PATH}'s format; every field: {CONFIG_DOCS}"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from docdelta.errors import DocdeltaError
+from docdelta.text import closest
 
 T = TypeVar("T")
 
@@ -22,7 +23,9 @@ def lookup(
     """Import the class registered as `name` (its class attributes, without constructing it)."""
     target = table.get(name)
     if target is None:
-        raise error(f"unknown {kind} {name!r}", hint=f"choose one of: {', '.join(sorted(table))}")
+        near = closest(name, table)
+        choose = f"choose one of: {', '.join(sorted(table))}"
+        raise error(f"unknown {kind} {name!r}", hint=f"did you mean {near!r}? ({choose})" if near else choose)
     module, _, attr = target.partition(":")
     cls = getattr(importlib.import_module(module), attr)
     if not (isinstance(cls, type) and issubclass(cls, base)):

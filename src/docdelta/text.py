@@ -3,7 +3,8 @@ uses them without importing the report's template engine."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 
 LISTED = 10
 """Items of a long list (skipped tasks, near-miss files, files holding a gold item) named in
@@ -14,3 +15,10 @@ def listing(items: Sequence[str], limit: int = LISTED) -> str:
     """`a, b, c and 142 more`: a long list named up to `limit`, the rest counted."""
     more = len(items) - limit
     return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The one of `choices` that `name` most likely misspells (`noise_bnad` -> `noise_band`,
+    `commandz` -> `command`), None when none is close: an error about a typo names the fix."""
+    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None

@@ -50,6 +50,9 @@ class ConditionSpec(Frozen):
     overlay_sha256: str
 
 
+PROJECT_URL = "https://github.com/docdelta/docdelta/blob/main"
+"""The project's files on GitHub: a posted text or an error's hint links here, never to a
+path of a checkout (an installed docdelta has no docs folder)."""
 CONFIG_PATH = ".docdelta.yml"
 """The project config (`docdelta.config`), at the repository root. Named here, in the
 leaves, so `docdelta detect` can tell there is none without importing them."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from docdelta.agents import Agent, get_agent
+from docdelta.agents import Agent, agent_class, get_agent
 from docdelta.agents.base import GatewayAgent
 from docdelta.checkout.envs import sandbox_env, toolchain_paths
 from docdelta.config import ProjectConfig, check_exposure
@@ -109,7 +109,10 @@ class AgentChoice:
 
 
 def build_agent(choice: AgentChoice) -> Agent:
-    """The agent adapter, with a clear error for options it needs and did not get."""
+    """The agent adapter, with a clear error for options it needs and did not get. An unknown
+    name is refused first: `--agent commandz --agent-cmd X` is a typo of the agent, not a
+    misplaced --agent-cmd."""
+    agent_class(choice.name)
     options: dict[str, object] = {}
     if choice.name == "command":
         if not choice.cmd:

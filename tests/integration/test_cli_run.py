@@ -262,6 +262,21 @@ def test_a_workdir_of_another_experiment_is_refused(
     assert "holds a different experiment" in capsys.readouterr().err
 
 
+def test_a_refused_resume_names_only_what_makes_the_experiment_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--noise-band judges runs, it does not change them: a resume may change it (and does), so
+    the refusal of a resume that changed the seed too names the seed, not the band."""
+    repo = _project(tmp_path)
+    agent = _agent(tmp_path, 'print(\'{"answer": "make check"}\')\n')
+    base = run_args(repo, tmp_path / "work", agent, "--repeats", "1", "--conditions", "head", "--seed", "7")
+    assert main([*base, "--noise-band", "0.1"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--noise-band", "0.2", "--seed", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "differs in: seed: 7 -> 9)" in err and "noise_band" not in err
+
+
 def test_a_resume_under_another_run_limit_is_refused_with_the_difference_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

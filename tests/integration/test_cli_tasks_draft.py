@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from gitrepo import GitRepo
 
 from docdelta.cli.main import main
 from docdelta.demo import DemoRepo, build_demo_repo
@@ -93,6 +94,28 @@ def test_a_file_the_ref_does_not_hold_is_refused_by_name(
     err = capsys.readouterr().err
     assert f"--from CLAUDE.md: no such file at {demo.base_sha} ({demo.base_sha[:12]})" in err
     assert "Traceback" not in err and not (tmp_path / "drafts").exists()
+
+
+def test_a_missing_file_is_refused_naming_the_instruction_files_the_ref_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hint names what is there (CLAUDE.md), never the file that is missing."""
+    repo = GitRepo.init(tmp_path / "proj")
+    sha = repo.commit({"README.md": "# proj\n", "CLAUDE.md": "# Claude\nRun `make check`.\n"})
+    args = [
+        "tasks",
+        "draft",
+        "--repo",
+        str(repo.path),
+        "--from",
+        "AGENTS.md",
+        "--out",
+        str(tmp_path / "drafts"),
+    ]
+    assert main(args) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"--from AGENTS.md: no such file at HEAD ({sha[:12]})" in err
+    assert "hint: pass an instruction file the commit holds: --from CLAUDE.md" in err
 
 
 def test_run_refuses_drafts_until_reviewed_then_the_fake_agent_scores_them(

@@ -12,6 +12,7 @@ from docdelta.config import (
     ProjectConfig,
     SandboxConfig,
     check_exposure,
+    load_config_file,
     load_model,
     load_project_config,
     matcher,
@@ -111,3 +112,34 @@ def test_the_noise_band_is_a_project_setting_within_0_and_1() -> None:
     assert ProjectConfig().noise_band is None  # the CLI's and the Action's default then
     with pytest.raises(ValidationError, match="noise_band"):
         ProjectConfig.model_validate({"noise_band": 1.5})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("noise_bnad: 0.1\n", r":1: field 'noise_bnad': unknown field; did you mean 'noise_band'\?"),
+        ("sandbox:\n  pathz: [/opt]\n", r":2: field 'sandbox\.pathz': unknown field; did you mean 'paths'\?"),
+        (
+            "sandbox:\n  zzz: 1\n",
+            r":2: field 'sandbox\.zzz': unknown field; the fields here: "
+            r"paths, env, workspace, memory_mb, pids, workspace_mb\n",
+        ),
+    ],
+)
+def test_a_misspelt_field_names_the_field_it_resembles(tmp_path: Path, text: str, message: str) -> None:
+    g = GitRepo.init(tmp_path / "p")
+    sha = g.commit({".docdelta.yml": text})
+    with pytest.raises(ConfigError, match=message):
+        load_project_config(Repo(g.path), sha)
+
+
+def test_a_wrong_type_deep_in_the_config_gets_no_list_of_top_level_fields(tmp_path: Path) -> None:
+    """The error line names the field and what it needs; a hint listing `tasks, docker, ...`
+    says nothing about `gateway.prices.my-llm.input`: the hint points to every field's docs."""
+    path = tmp_path / "c.yml"
+    path.write_text("gateway:\n  prices:\n    my-llm: {input: cheap, output: 0}\n")
+    with pytest.raises(
+        ConfigError, match=r":3: field 'gateway\.prices\.my-llm\.input': .*valid number"
+    ) as err:
+        load_config_file(path)
+    assert "fields:" not in err.value.hint and "docs/configuration.md" in err.value.hint

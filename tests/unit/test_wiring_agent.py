@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from docdelta.agents.openai_loop import OpenAIAgent
-from docdelta.errors import ConfigError
+from docdelta.errors import AgentError, ConfigError
 from docdelta.wiring import AgentChoice, build_agent
 
 
@@ -20,3 +20,10 @@ def test_the_output_cap_is_refused_for_other_agents() -> None:
     with pytest.raises(ConfigError, match="--max-output-tokens is for the built-in openai agent") as err:
         build_agent(AgentChoice("fake", max_output_tokens=300))
     assert err.value.exit_code == 2 and "drop --max-output-tokens" in err.value.hint
+
+
+def test_a_misspelt_agent_is_unknown_whatever_else_is_passed() -> None:
+    """`--agent commandz --agent-cmd X` is a typo of the agent's name, not a misplaced --agent-cmd."""
+    with pytest.raises(AgentError, match="unknown agent 'commandz'") as err:
+        build_agent(AgentChoice("commandz", cmd="python3 agent.py"))
+    assert err.value.exit_code == 2 and "did you mean 'command'?" in err.value.hint

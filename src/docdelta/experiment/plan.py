@@ -373,7 +373,7 @@ def _check_same_experiment(store: ResultStore, manifest: Manifest) -> None:
     previous = store.read_manifest()
     if previous is None or previous.identity() == manifest.identity():
         return
-    old, new = previous.model_dump(exclude={"created_at"}), manifest.model_dump(exclude={"created_at"})
+    old, new = previous.comparable(), manifest.comparable()
     raise ConfigError(
         f"workdir {store.workdir} holds a different experiment (differs in: "
         f"{', '.join(differences(old, new))})",

@@ -162,7 +162,7 @@ def _manifest(workdir: Path) -> Manifest:
 def _same_experiment(a_dir: Path, a: Manifest, b_dir: Path, b: Manifest) -> None:
     if a.identity() == b.identity():
         return
-    old, new = a.model_dump(exclude={"created_at"}), b.model_dump(exclude={"created_at"})
+    old, new = a.comparable(), b.comparable()
     raise ConfigError(
         f"{b_dir} ran a different experiment than {a_dir} (differs in: {', '.join(differences(old, new))})",
         hint="merge only the shards of one `docdelta plan`: same refs, tasks, agent, options and seed",

@@ -47,11 +47,14 @@ from markdown_it.token import Token
 from docdelta.errors import ConfigError, TaskError
 from docdelta.git import Repo
 from docdelta.improve.task_audit import SourceText, audit_items
-from docdelta.instructions.loading import GitTree, read, visible_paths
+from docdelta.instructions.detect import InstructionMatcher
+from docdelta.instructions.loading import GitTree, read, rules_for, visible_paths
+from docdelta.instructions.models import LoadMode
 from docdelta.scorecard.instruction_usage import SHELL_FENCES, path_like
 from docdelta.tasks.load import TASK_SUFFIXES, load_tasks, unreviewed_yaml
 from docdelta.tasks.models import Gold, GoldCitation, Task
 from docdelta.tasks.quotes import locate, normalize
+from docdelta.text import listing
 
 BLANK = "[blank]"
 SECTION_SEPARATOR = " > "
@@ -572,6 +575,21 @@ def draft_from_text(
     return drafts
 
 
+def _held_hint(paths: Sequence[str]) -> str:
+    """Advice for a `--from` file the commit lacks: the instruction files it does hold, those
+    loaded into every prompt first, then the top-level ones (a repository with CLAUDE.md and
+    no AGENTS.md is told CLAUDE.md, not its `.claude/settings.json`)."""
+
+    def order(path: str) -> tuple[bool, int, str]:
+        always = any(r.mode is LoadMode.always for r in rules_for(path))
+        return not always, path.count("/"), path
+
+    held = sorted((p for p in paths if InstructionMatcher().matches(p)), key=order)
+    if not held:
+        return "the commit holds no instruction file; pass the file to draft from with --from FILE"
+    return "pass an instruction file the commit holds: " + listing([f"--from {p}" for p in held], limit=3)
+
+
 def draft_tasks(repo: Repo, ref: str, files: Sequence[str], existing: Sequence[Task] = ()) -> DraftSet:
     """Drafts from each of `files` as the commit `ref` holds them (links followed), but none
     for a rule one of the `existing` tasks already covers (`covers`)."""
@@ -584,10 +602,7 @@ def draft_tasks(repo: Repo, ref: str, files: Sequence[str], existing: Sequence[T
     for path in files:
         data = read(tree, path)
         if data is None:
-            raise ConfigError(
-                f"--from {path}: no such file at {ref} ({sha[:12]})",
-                hint="pass an instruction file the commit holds, e.g. --from AGENTS.md",
-            )
+            raise ConfigError(f"--from {path}: no such file at {ref} ({sha[:12]})", hint=_held_hint(paths))
         text = data.decode("utf-8", "replace")
         for draft in draft_from_text(text, path, paths, taken):
             by = next((t.id for t in existing if covers(t, draft, text)), None)

@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from docdelta.scorecard import decision, stats
 from docdelta.scorecard.models import Certainty, ConditionStats, Summary, TaskSummary, VerdictSummary
 from docdelta.validate import ACTION_MAX_REPEATS
-from docdelta.vocabulary import BASE, HEAD
+from docdelta.vocabulary import BASE, HEAD, PROJECT_URL
 
 MAX_NAMED = 3
 """Tasks named per group (better, worse, unchanged) before "and N more"."""
-PROJECT_URL = "https://github.com/docdelta/docdelta/blob/main"
-"""The project's files on GitHub: a posted text links here, never to a path of a checkout."""
 SCORECARD_DOCS = f"{PROJECT_URL}/docs/scorecard.md#reading-the-scorecard"
 """Where the scorecard's terms are defined: one docs section, linked from every comment."""
 MARK_WORDS = {

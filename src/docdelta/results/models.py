@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import Field
 
@@ -222,17 +223,25 @@ class Manifest(Frozen):
     )
     created_at: datetime
 
-    def identity(self) -> str:
-        """sha256 of everything that makes two runs comparable (not the time it was made).
-        `arms`, `pooled_only`, `unreviewed` and `skipped` count only when set, so a plan without
-        them keeps its identity. `thresholds` never count: they judge runs, they do not change
-        them (a task's own is in its file's hash anyway)."""
-        unset = {"created_at", "thresholds"} | ({"arms"} if not self.arms else set())
+    def _not_compared(self) -> set[str]:
+        """The fields that do not make two runs incomparable: the time it was made, and
+        `thresholds` and `noise_band` (they judge runs, they do not change them; a task's own
+        threshold is in its file's hash anyway). `arms`, `pooled_only`, `unreviewed` and
+        `skipped` count only when set, so a plan without them keeps its identity."""
+        unset = {"created_at", "thresholds", "noise_band"} | ({"arms"} if not self.arms else set())
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
         unset |= {"skipped"} if not self.skipped else set()
-        unset |= {"noise_band"}  # how runs are judged, not what they ran
-        return sha256_hex(self.model_dump_json(exclude=unset).encode())
+        return unset
+
+    def identity(self) -> str:
+        """sha256 of everything that makes two runs comparable (`comparable`)."""
+        return sha256_hex(self.model_dump_json(exclude=self._not_compared()).encode())
+
+    def comparable(self) -> dict[str, Any]:
+        """The fields `identity` hashes, for naming what a refused resume or merge changed:
+        a field that may change (`noise_band`) is never listed as the reason."""
+        return self.model_dump(exclude=self._not_compared())
 
     @property
     def band(self) -> float:
