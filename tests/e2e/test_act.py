@@ -514,3 +514,100 @@ def test_the_ablate_workflow_writes_the_per_section_table_to_the_job_summary_and
         sections = [s["section"]["name"] for s in json.loads(uploaded.read(report))["sections"]]
     assert sections == ["(preamble) Agent notes", "Checks", "Code layout", "Git"]
     assert sum(n.endswith("/result.json") for n in names) == 8  # every run's result and transcript
+
+
+def _job_lines(log: str, job: str) -> list[str]:
+    """The lines act logged for `job` of the receipt workflow: it prefixes each with
+    `[<workflow name>/<job>]`, the job padded to the run's longest job name."""
+    name = load((WORKFLOWS / "docdelta-receipt.yml").read_text())["name"]
+    prefix = re.compile(rf"\[{re.escape(name)}/{re.escape(job)} *\]")
+    return [line for line in log.splitlines() if prefix.match(line)]
+
+
+def _receipt_check_name() -> str:
+    """The `check-name` of the shipped receipt job's docdelta step."""
+    (name,) = (
+        step["with"]["check-name"]
+        for step in load((WORKFLOWS / "docdelta-receipt.yml").read_text())["jobs"]["receipt"]["steps"]
+        if step.get("uses") == ACTION
+    )
+    return str(name)
+
+
+def test_the_receipt_workflow_passes_after_the_labeled_evaluation_and_fails_on_content_never_evaluated(
+    stage: Stage,
+) -> None:
+    demo, fake = stage.demo, stage.fake
+    label, receipt_check = _shipped("docdelta-receipt.yml", "approve-label"), _receipt_check_name()
+    # PR 6 documents the check command: base has the demo's stale AGENTS.md, head the demo's
+    # head version (which names `make check`) plus a line no other test writes, so head's
+    # content hash is one no evaluation has seen, and the evaluation passes `fail-on` (an
+    # improvement; at the shipped 3 repeats an edit that changes no score is inconclusive,
+    # a neutral check and no receipt).
+    (demo.path / "AGENTS.md").write_bytes((examples_dir() / "repo" / "AGENTS.md").read_bytes())
+    git(demo.path, "commit", "-q", "-am", "AGENTS.md: the demo's base version")
+    base = git(demo.path, "rev-parse", "HEAD").strip()
+    (demo.path / "AGENTS.md").write_bytes((examples_dir() / "head" / "AGENTS.md").read_bytes())
+    head = _commit(demo, "AGENTS.md", "- Ask for a receipt before you merge.")
+    fake.add_pull(6, base, head, [("AGENTS.md", "modified")])
+    fake.apply_label(6, label, "Codertocat")  # the maintainer who opened the PR applies the label
+    labeled = _payload("pull_request.opened", base, head)
+    labeled["number"] = labeled["pull_request"]["number"] = 6  # EDIT: PR 6
+    labeled.update(action="labeled", label={"name": label})  # EDIT: the labeled event ...
+    labeled["pull_request"]["labels"] = [{"name": label}]  # ... and the label it put on the PR
+    calls = len(stage.model_requests())
+
+    log = stage.act("docdelta-receipt.yml", "pull_request", labeled)
+
+    # `evaluate` ran Claude Code on the labeled PR, passed the gate and recorded its receipt on
+    # the data branch ...
+    assert "Traceback" not in log
+    evaluated, checked = (
+        [r for r in fake.check_runs if r["head_sha"] == head and r["name"] == name]
+        for name in ("docdelta", receipt_check)
+    )
+    assert [(r["status"], r["conclusion"]) for r in evaluated] == [("completed", "success")]
+    assert len(stage.model_requests()) > calls
+    assert any(name.startswith("history/receipts/") for name in stage.branch("docdelta-results"))
+    # ... then `receipt` (needs: evaluate) started once `evaluate` had finished, and found that receipt.
+    lines = log.splitlines()
+    evaluate, receipt = _job_lines(log, "evaluate"), _job_lines(log, "receipt")
+    assert lines.index(evaluate[-1]) < lines.index(receipt[0]) and "Job succeeded" in evaluate[-1]
+    assert [(r["status"], r["conclusion"]) for r in checked] == [("completed", "success")]
+    assert checked[0]["id"] > evaluated[0]["id"]
+    assert checked[0]["output"]["title"] == "every changed instruction file has a passing evaluation"
+    assert re.search(
+        r"^- `AGENTS\.md` \(`[0-9a-f]{12}`\): passed in PR #6 ", checked[0]["output"]["summary"], re.M
+    )
+    assert any(
+        "docdelta: receipt: success: every changed instruction file has a passing evaluation" in line
+        for line in receipt
+    )
+
+    # A new push without the label: the content was never evaluated. `evaluate` is skipped
+    # (its `if:`), `receipt` still runs (`always()`) and keeps the check red, naming the file.
+    head = _commit(demo, "AGENTS.md", "- Receipts name the exact content they passed.")
+    fake.push(6, head)
+    fake.pulls[6].labels.remove(label)  # the maintainer took the label off
+    synchronize = _payload("pull_request.synchronize", base, head)
+    synchronize["number"] = synchronize["pull_request"]["number"] = 6  # EDIT: PR 6
+    synchronize["pull_request"]["labels"] = []  # EDIT: no label
+    calls = len(stage.model_requests())
+
+    log = stage.act("docdelta-receipt.yml", "pull_request", synchronize)
+
+    assert "Traceback" not in log
+    assert not _job_lines(log, "evaluate") and len(stage.model_requests()) == calls  # no agent ran
+    assert not [r for r in fake.check_runs if r["head_sha"] == head and r["name"] == "docdelta"]
+    (refused,) = (r for r in fake.check_runs if r["head_sha"] == head and r["name"] == receipt_check)
+    assert (refused["status"], refused["conclusion"]) == ("completed", "failure")
+    assert refused["output"]["title"] == "no passing evaluation of AGENTS.md as merged"
+    assert re.search(
+        r"^- `AGENTS\.md` \(`[0-9a-f]{12}`\): \*\*no receipt\*\* \(never evaluated\)$",
+        refused["output"]["summary"],
+        re.M,
+    )
+    assert any(
+        "docdelta: receipt: failure: no passing evaluation of AGENTS.md as merged" in line
+        for line in _job_lines(log, "receipt")
+    )
