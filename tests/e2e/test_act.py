@@ -541,9 +541,7 @@ def test_the_receipt_workflow_passes_after_the_labeled_evaluation_and_fails_on_c
     label, receipt_check = _shipped("docdelta-receipt.yml", "approve-label"), _receipt_check_name()
     # PR 6 documents the check command: base has the demo's stale AGENTS.md, head the demo's
     # head version (which names `make check`) plus a line no other test writes, so head's
-    # content hash is one no evaluation has seen, and the evaluation passes `fail-on` (an
-    # improvement; at the shipped 3 repeats an edit that changes no score is inconclusive,
-    # a neutral check and no receipt).
+    # content hash is one no evaluation has seen, and the evaluation's check is a success.
     (demo.path / "AGENTS.md").write_bytes((examples_dir() / "repo" / "AGENTS.md").read_bytes())
     git(demo.path, "commit", "-q", "-am", "AGENTS.md: the demo's base version")
     base = git(demo.path, "rev-parse", "HEAD").strip()

@@ -132,7 +132,11 @@ class Receipt(Frozen):
 
     def passing(self, policy: GatePolicy) -> list[ReceiptEntry]:
         """The evaluations that passed `policy`, oldest first."""
-        return [e for e in self.evaluations if e.gate(policy).conclusion == "success"]
+        return [
+            e
+            for e in self.evaluations
+            if earns_receipt(e.verdict, e.verdict_refused, e.threshold_failures, policy)
+        ]
 
 
 def record_of(
@@ -273,6 +277,20 @@ class History:
         return Receipt(sha256=digest, paths=sorted(paths), evaluations=ordered)
 
 
+def earns_receipt(
+    verdict: VerdictSummary | None, refused: str | None, failures: Sequence[str], policy: GatePolicy
+) -> bool:
+    """Whether an evaluation with this outcome passed `policy`: it reached a verdict, and its
+    check did not fail. An inconclusive verdict passes, as the evaluation's own check did
+    (neutral: noise never fails a PR, and a required check lets a neutral one through); at
+    the example workflow's 3 repeats an edit that changes no score always ends there, and a
+    receipt check that refused it would keep that PR red whatever was evaluated. An
+    evaluation without a verdict (refused, or no graded runs on both sides) measured nothing."""
+    if verdict is None or refused is not None:
+        return False
+    return thresholds.with_failures(stats.gate(verdict, policy), failures).conclusion != "failure"
+
+
 def content_digest(data: bytes) -> str:
     """The receipt name of a file's bytes (the manifest's hash of instruction files)."""
     return sha256_hex(data)
@@ -381,10 +399,7 @@ def _receipt_line(
         )
     if not saved:
         return f"Head's content {short} has no earlier passing evaluation, and this one was not recorded."
-    now = thresholds.with_failures(
-        stats.gate(current.verdict, policy, refused=current.verdict_refused), current.threshold_failures
-    )
-    if now.conclusion == "success":
+    if earns_receipt(current.verdict, current.verdict_refused, current.threshold_failures, policy):
         return f"Head's content {short} had no passing evaluation; this one passed: it is its receipt."
     return f"Head's content {short} has no passing evaluation yet: this one did not pass `fail-on: {policy}`."
 
