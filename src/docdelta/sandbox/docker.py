@@ -1,8 +1,9 @@
 """The Docker provider: one hardened container per run, driven only through the Docker API.
 
 Only the Docker API is used (no bind mounts, no host paths, no host PIDs): in a GitHub
-Docker action our containers are siblings on the host daemon, so the checkout goes in with
-`put_archive` and files come out with `get_archive`, both on a per-run labelled volume.
+Docker action our containers are siblings on the host daemon, so the checkout goes in as an
+archive on the container's attached stdin, which its first process unpacks onto a per-run
+labelled volume, and files come out with `get_archive`.
 
 Hardening is the default, not an option: a non-root user, no capabilities,
 no-new-privileges, a read-only root with a writable workspace volume and a /tmp tmpfs,
@@ -10,10 +11,10 @@ memory/CPU/pids limits, a wall-clock timeout that kills every process of the run
 on captured output, a size-capped container log and an environment built from scratch for
 every exec.
 
-Nothing outlives docdelta: the container's first process only reads its stdin, which is
-attached to this process (the SDK's create sets StdinOnce), so when docdelta exits or is
-killed Docker closes that stdin, the process ends and with it the container and every
-process in it (the gateway has the same watchdog). Every container, network and volume
+Nothing outlives docdelta: once the checkout is unpacked, the container's first process only
+reads its stdin, which is attached to this process (the SDK's create sets StdinOnce), so
+when docdelta exits or is killed Docker closes that stdin, the process ends and with it the
+container and every process in it (the gateway has the same watchdog). Every container, network and volume
 carries the `org.docdelta` labels, with its owner (host/pid/start), and is removed on
 every exit path: a closed run's container is killed at once, and its objects are removed
 off the run's path (`_Removals`), waited for by the provider's `close` and at exit; each
@@ -82,7 +83,25 @@ DEFAULT_ENV = {
 HOME and TMPDIR are on the tmpfs because the root filesystem is read-only."""
 
 WATCHDOG = ["sh", "-c", "exec cat >/dev/null"]
-"""The agent container's first process: it ends when its stdin (docdelta's attach) closes."""
+"""The holder container's first process: it ends when its stdin (docdelta's attach) closes."""
+FILLED = "docdelta-filled"
+"""What the agent container's first process prints, with tar's exit status, once the
+checkout is unpacked."""
+FILL_THEN_WATCH = [
+    "sh",
+    "-c",
+    f'read -r size && head -c "$size" | tar -x -p -f - -C {VOLUME_ROOT}; echo "{FILLED} $?"; '
+    "exec cat >/dev/null",
+]
+"""The agent container's first process: it unpacks the archive that follows a line with its
+size on stdin into the workspace volume, says so, then is the `WATCHDOG`. `head` ends tar's
+input at the archive's last byte, so any tar (GNU or busybox) finishes without waiting for
+an end of stdin that only comes when docdelta lets go."""
+EMPTY_ARCHIVE = bytes(tarfile.RECORDSIZE)
+"""An archive with no member: what a restarted container unpacks (its volume kept the files)."""
+FILL_IDLE_S = 60.0
+"""Filling a workspace fails after this long without a byte sent or received: the engine or
+the container has stopped answering."""
 LOG_MAX_BYTES = 1024 * 1024
 """The agent container's log: nothing of ours writes it, so only a process writing to
 /proc/1/fd/1 would, and it gets this much of the daemon's disk."""
@@ -178,7 +197,11 @@ class DockerProvider(SandboxProvider):
         the engine may be remote (`DOCKER_HOST`), where no host path exists, and the agent,
         unprivileged in its container, cannot mount an overlay; the volume's tmpfs is also
         what enforces the workspace quota. Each run still gets its own copy on its own
-        volume, so nothing it does reaches the sealed checkout or another run."""
+        volume, so nothing it does reaches the sealed checkout or another run. Why on the
+        container's stdin (`FILL_THEN_WATCH`) and not `put_archive`: the engine unpacks a put
+        archive in a helper process it starts for each call, which cost more than the
+        container's own start on a large checkout; the container's first process is already
+        running and unpacks it as the agent user, as `put_archive` would have owned it."""
         info = checkout.stat()
         key = (str(checkout.resolve()), info.st_ino, info.st_ctime_ns)
         with self._tars_lock:
@@ -255,11 +278,9 @@ class DockerSandbox(Sandbox):
             network = self._network(provider)
             self._container = self._create_container(provider.image, network)
             mark = self._phase("create", mark)
-            # Started first: the engine mounts a tmpfs volume when a container starts, and an
-            # archive put before that would land on the disk beneath it, hidden.
-            self._start()
+            output = self._start()
             mark = self._phase("start", mark)
-            self._container.put_archive(VOLUME_ROOT, provider.checkout_tar(checkout))
+            self._fill(output, provider.checkout_tar(checkout))
             self._phase("copy", mark)
             provider._opened(self)  # the provider ends it in its `close` if nobody else does
         except BaseException as exc:
@@ -310,7 +331,7 @@ class DockerSandbox(Sandbox):
         (cleanups run in reverse), before the volume it holds."""
         container = self._client.containers.create(
             image,
-            WATCHDOG,
+            FILL_THEN_WATCH,
             stdin_open=True,
             name=f"docdelta-{self.run_id}",
             hostname="sandbox",
@@ -330,7 +351,8 @@ class DockerSandbox(Sandbox):
             pids_limit=self._spec.pids,
             network_mode=network,
             labels={**self._labels, ROLE_LABEL: "agent"},
-            working_dir=WORKSPACE,
+            # No working_dir: the engine would make the workspace's repo/ as root at the start,
+            # and the agent user's tar could not unpack into it; every exec names its cwd.
             environment={},
             log_config=bounded_log(LOG_MAX_BYTES),
         )
@@ -366,13 +388,40 @@ class DockerSandbox(Sandbox):
         self._holder_watchdog = holder.attach_socket(params={"stdin": 1, "stream": 1})
         holder.start()
 
-    def _start(self) -> None:
+    def _start(self) -> Any:
         """Start the container with its watchdog attached (before the start, so its stdin
-        is never closed while it runs)."""
+        is never closed while it runs) and its output, which `_fill` reads and lets go of
+        (attached before the start too, so the fill's report cannot pass unseen)."""
         if self._watchdog is not None:
             close_stdin(self._watchdog)
         self._watchdog = self._container.attach_socket(params={"stdin": 1, "stream": 1})
-        self._container.start()
+        output = self._container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
+        try:
+            self._container.start()
+        except BaseException:
+            close_stdin(output)
+            raise
+        return output
+
+    def _fill(self, output: Any, archive: bytes) -> None:
+        """Hand the started container's first process `archive` to unpack into the workspace
+        (`FILL_THEN_WATCH`) and return once it has; a failed unpack (a checkout larger than
+        the workspace quota, or than the memory it counts against; an image without tar)
+        is a SandboxError that says why. Closes `output` either way: an attach nobody reads
+        would hold up the container's output once its buffer filled."""
+        try:
+            status, stderr = _fill(raw_socket(self._watchdog), raw_socket(output), archive)
+        finally:
+            close_stdin(output)
+        if status != 0:
+            why = "it ended first" if status is None else f"tar exited {status}"
+            detail = stderr.decode("utf-8", errors="replace").strip()[-2000:]
+            raise SandboxError(
+                f"could not unpack the checkout into the workspace of docdelta-{self.run_id} "
+                f"({why}){': ' + detail if detail else ''}",
+                hint="the image needs sh, head and tar; a checkout must fit the workspace quota "
+                "(workspace_mb) and the memory limit (memory_mb), which the workspace counts against",
+            )
 
     def close(self) -> None:
         """End the run now, remove its objects soon: every process of the run is killed
@@ -472,7 +521,7 @@ class DockerSandbox(Sandbox):
         self._hold_workspace()
         self._container.kill()
         self._container.wait(timeout=30)
-        self._start()
+        self._fill(self._start(), EMPTY_ARCHIVE)
         self._oom_kills = 0  # a restarted container starts a fresh memory cgroup
 
     def _oom_killed(self) -> bool:
@@ -703,6 +752,59 @@ class _Output:
     @property
     def stderr(self) -> bytes:
         return bytes(self.streams[2])
+
+
+_FILL_REPORT_BYTES = 64 * 1024
+"""What of the unpacking's output is kept: its report and the start of tar's errors."""
+
+
+def _fill(feed: socket.socket, output: socket.socket, archive: bytes) -> tuple[int | None, bytes]:
+    """Send `archive`, after a line with its size, on `feed` (the container's stdin) while
+    reading `output` (its stdout and stderr) until `FILL_THEN_WATCH` reports: tar's exit
+    status and its stderr; None when the output ended first. Both at once, so a tar that
+    writes errors faster than the engine buffers them cannot stall the send. `feed` is never
+    half-closed: it stays the container's watchdog."""
+    out = _Output(_FILL_REPORT_BYTES)
+    pending = memoryview(f"{len(archive)}\n".encode() + archive)
+    feed.setblocking(False)
+    output.setblocking(False)
+    raw = bytearray()
+    while True:
+        readable, writable, _ = select.select([output], [feed] if pending else [], [], FILL_IDLE_S)
+        if not readable and not writable:
+            raise InfraError(f"the engine made no progress filling a workspace for {FILL_IDLE_S:.0f} s")
+        if writable:
+            pending = _send(feed, pending)
+        if readable:
+            try:
+                chunk = output.recv(65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return None, out.stderr
+            raw += chunk
+            for stream, data in _frames(raw):
+                out.add(stream, data)
+            status = _filled(out.stdout)
+            if status is not None:
+                return (int(status) if status.isdigit() else None), out.stderr
+
+
+def _send(sock: socket.socket, pending: memoryview) -> memoryview:
+    """What is left of `pending` after one non-blocking send; nothing once the peer is gone."""
+    try:
+        return pending[sock.send(pending[: 1 << 20]) :]
+    except BlockingIOError:
+        return pending
+    except (BrokenPipeError, ConnectionResetError):
+        return pending[:0]  # the container ended: its output says how
+
+
+def _filled(stdout: bytes) -> bytes | None:
+    """The status `FILL_THEN_WATCH` reported on `stdout`, once its line is complete."""
+    _, marker, tail = stdout.partition(f"{FILLED} ".encode())
+    status, newline, _ = tail.partition(b"\n")
+    return status if marker and newline else None
 
 
 def _frames(buf: bytearray) -> Iterator[tuple[int, bytes]]:
