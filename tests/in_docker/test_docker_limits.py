@@ -124,3 +124,14 @@ def test_the_container_log_cannot_fill_the_hosts_disk(small_disk: DockerSandbox,
     assert flood.exit_code == 0, flood.stderr
     logged = client.containers.get(f"docdelta-{small_disk.run_id}").logs()
     assert len(logged) <= 1024 * 1024
+
+
+def test_a_checkout_larger_than_the_workspace_quota_is_refused_saying_why(
+    client: Any, base_image: str, tmp_path: Path
+) -> None:
+    checkout = tmp_path / "repo"
+    checkout.mkdir()
+    (checkout / "big.bin").write_bytes(bytes(3 * 2**20))
+    with pytest.raises(SandboxError, match="workspace_mb") as refused:
+        DockerProvider(client, base_image).create(checkout, SandboxSpec(workspace_mb=1))
+    assert "repo/big.bin" in str(refused.value), "tar names the file that did not fit"

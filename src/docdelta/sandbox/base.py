@@ -51,8 +51,8 @@ class SandboxSpec:
     pids: int = DEFAULT_PIDS
     workspace_mb: int = DEFAULT_WORKSPACE_MB
     """Size quota of the writable workspace (Docker: a size-limited tmpfs volume, which
-    also counts against `memory_mb` as the agent fills it; local: see `sandbox.limits`);
-    a full one is `disk_full`."""
+    also counts against `memory_mb`, the checkout unpacked into it included; local: see
+    `sandbox.limits`); a full one is `disk_full`."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Base environment for every exec, merged under the per-exec env. Nothing is
     inherited from the host: the environment is built from scratch."""
