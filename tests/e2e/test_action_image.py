@@ -5,8 +5,8 @@ mounted at /github/workspace, the event payload, `$GITHUB_OUTPUT` and `$GITHUB_S
 files, and `INPUT_*` variables as the runner spells them. It talks to the fake GitHub
 server on the host's loopback (host network). The agent is the fake one in the Docker
 sandbox: with the daemon's socket mounted, as on a GitHub runner, its containers are
-siblings of the action's, and the checkout reaches them by `put_archive`, never by a
-bind mount of a path the daemon could not see.
+siblings of the action's, and the checkout reaches them through the Docker API (an archive
+on the container's attached stdin), never by a bind mount of a path the daemon could not see.
 """
 
 from __future__ import annotations

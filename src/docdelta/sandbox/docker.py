@@ -14,11 +14,11 @@ every exec.
 Nothing outlives docdelta: once the checkout is unpacked, the container's first process only
 reads its stdin, which is attached to this process (the SDK's create sets StdinOnce), so
 when docdelta exits or is killed Docker closes that stdin, the process ends and with it the
-container and every process in it (the gateway has the same watchdog). Every container, network and volume
-carries the `org.docdelta` labels, with its owner (host/pid/start), and is removed on
-every exit path: a closed run's container is killed at once, and its objects are removed
-off the run's path (`_Removals`), waited for by the provider's `close` and at exit; each
-new provider, and `docdelta gc`, removes what dead owners left.
+container and every process in it (the gateway has the same watchdog). Every container,
+network and volume carries the `org.docdelta` labels, with its owner (host/pid/start), and
+is removed on every exit path: a closed run's container is killed at once, and its objects
+are removed off the run's path (`_Removals`), waited for by the provider's `close` and at
+exit; each new provider, and `docdelta gc`, removes what dead owners left.
 """
 
 from __future__ import annotations
@@ -410,7 +410,7 @@ class DockerSandbox(Sandbox):
         is a SandboxError that says why. Closes `output` either way: an attach nobody reads
         would hold up the container's output once its buffer filled."""
         try:
-            status, stderr = _fill(raw_socket(self._watchdog), raw_socket(output), archive)
+            status, stderr = _unpack(raw_socket(self._watchdog), raw_socket(output), archive)
         finally:
             close_stdin(output)
         if status != 0:
@@ -758,7 +758,7 @@ _FILL_REPORT_BYTES = 64 * 1024
 """What of the unpacking's output is kept: its report and the start of tar's errors."""
 
 
-def _fill(feed: socket.socket, output: socket.socket, archive: bytes) -> tuple[int | None, bytes]:
+def _unpack(feed: socket.socket, output: socket.socket, archive: bytes) -> tuple[int | None, bytes]:
     """Send `archive`, after a line with its size, on `feed` (the container's stdin) while
     reading `output` (its stdout and stderr) until `FILL_THEN_WATCH` reports: tar's exit
     status and its stderr; None when the output ended first. Both at once, so a tar that
