@@ -90,13 +90,14 @@ checkout is unpacked."""
 FILL_THEN_WATCH = [
     "sh",
     "-c",
-    f'read -r size && head -c "$size" | tar -x -p -f - -C {VOLUME_ROOT}; echo "{FILLED} $?"; '
+    f'read -r size && head -c "$size" | tar -x -f - -C {VOLUME_ROOT}; echo "{FILLED} $?"; '
     "exec cat >/dev/null",
 ]
 """The agent container's first process: it unpacks the archive that follows a line with its
 size on stdin into the workspace volume, says so, then is the `WATCHDOG`. `head` ends tar's
-input at the archive's last byte, so any tar (GNU or busybox) finishes without waiting for
-an end of stdin that only comes when docdelta lets go."""
+input at the archive's last byte, so even a tar that reads its input to the end finishes
+without waiting for an end of stdin that only comes when docdelta lets go. Only the options
+every tar has: modes as recorded, less the umask (a checkout's are 644, 755 and 444)."""
 EMPTY_ARCHIVE = bytes(tarfile.RECORDSIZE)
 """An archive with no member: what a restarted container unpacks (its volume kept the files)."""
 FILL_IDLE_S = 60.0
