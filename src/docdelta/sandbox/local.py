@@ -421,7 +421,7 @@ class LocalProvider(SandboxProvider):
     def _lower(self, checkout: Path) -> Path:
         """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
         of hard links to it, or as root a copy given to the agent's uid (module docstring).
-        Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        Layers of checkouts that are gone (a selftest's, removed after its task) go."""
         if record_path(checkout).is_file():
             return _sealed_lower(checkout.resolve())  # bwrap resolves a relative source elsewhere
         for key, lower in list(self._lowers.items()):
