@@ -280,10 +280,10 @@ def grading_tree(
     committed fake report cannot count). `instructions`: every condition's instruction
     files, which the grading tree never holds (nor `.git`, whose commit holds them), so
     code under test sees the same tree in every condition and cannot grade one arm
-    differently; the agent's edits to them are dropped. `scratch` (empty or absent) holds the files
-    the edits touch while `git apply` works them out. Raises InfraError when the permitted
-    edits do not apply (they were taken against this very commit, so that is the grader's
-    fault, not the agent's).
+    differently; the agent's edits to them are dropped. `scratch` (empty or absent) holds
+    the files the edits touch while `git apply` works them out. Raises InfraError when the
+    permitted edits do not apply (they were taken against this very commit, so that is the
+    grader's fault, not the agent's).
     """
     base = sealed.shared if sealed.shared is not None and sealed.shared.is_dir() else sealed.path
     stripped = [".git", *(rel for rel in instructions if (base / rel).is_symlink() or (base / rel).is_file())]
