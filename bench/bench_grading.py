@@ -1,11 +1,13 @@
 """Hidden-test grading per cell against its floor: a bare pytest run of the same hidden test
 on the same interpreter, in the same files, with no sandbox.
 
-`grade_change` builds the grading checkout (a copy of the sealed checkout, the agent's
-permitted edits, the trusted hidden test), opens an offline local sandbox on it, runs the
+`grade_change` works out the grading tree (the sealed checkout with the agent's permitted
+edits and the trusted hidden test on top), opens an offline local sandbox on it, runs the
 validation command there with its JUnit report and reads the verdict. The floor is
 `python -m pytest` in a plain directory holding the same files. Both run in alternating
-pairs and the median of the per-pair ratios is printed with the load average.
+pairs and the median of the per-pair ratios is printed with the load average, then the
+median of each of grading's phases (`GradingPhase`): what is not the `run` phase is what
+grading adds to the command itself.
 
 The project is a tiny Python package with the hidden test stripped from the sealed checkout
 and, unless --smoke, padded with the files of the largest real repository's tree (so the
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from docdelta.checkout.seal import seal
 from docdelta.git import Repo
-from docdelta.grading.hidden import grade_change
+from docdelta.grading.hidden import GradingPhase, grade_change
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.sandbox.local import LocalProvider
 from docdelta.tasks.models import Gold, Task, Validation
@@ -90,13 +92,18 @@ def main() -> None:
         toolchain = [str(Path(sys.base_prefix)), str(Path(sys.prefix))]
         provider = LocalProvider(root=scratch / "sandboxes", ro_paths=toolchain)
         try:
+            splits: list[dict[str, float]] = []
 
             def graded() -> float:
+                phases: dict[str, float] = {}
                 start = time.perf_counter()
-                result = grade_change(task, sealed, b"", {HIDDEN: HIDDEN_TEST}, provider, workdir=scratch)
+                result = grade_change(
+                    task, sealed, b"", {HIDDEN: HIDDEN_TEST}, provider, workdir=scratch, phases=phases
+                )
                 wall = time.perf_counter() - start
                 if result.status != "pass":
                     sys.exit(f"grading did not pass: {result.notes} {result.output_tail}")
+                splits.append(phases)
                 return wall
 
             def floor() -> float:
@@ -106,6 +113,7 @@ def main() -> None:
 
             load = os.getloadavg()[0]
             graded(), floor()  # warm the page cache and the interpreter's bytecode for both
+            splits.clear()
             ratios, walls, floors = [], [], []
             for i in range(pairs):
                 a, b = (graded(), floor()) if i % 2 == 0 else reversed((floor(), graded()))
@@ -120,6 +128,11 @@ def main() -> None:
         f"(median {statistics.median(walls) * 1000:.0f} ms vs {statistics.median(floors) * 1000:.0f} ms "
         f"over {pairs} alternating pairs; pairs {', '.join(f'{r:.2f}' for r in ratios)})"
     )
+    split = ", ".join(
+        f"{phase.value} {statistics.median(s.get(phase.value, 0.0) for s in splits) * 1000:.0f}"
+        for phase in GradingPhase
+    )
+    print(f"grading's phases, median ms: {split}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from toolchain import CheckoutFactory
 from conformance.providers import ProviderFactory
 from docdelta.errors import SandboxError
 from docdelta.sandbox import Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import FileContent
 
 
 @pytest.fixture
@@ -102,6 +103,31 @@ def test_files_written_and_read_both_ways(sandbox: Sandbox) -> None:
     assert sandbox.read_file("made.txt") == b"made\n"
     assert sandbox.read_file(f"{sandbox.workspace}/sub/data.txt") == b"42\n"
     assert "tool.sh" not in _sh(sandbox, "ls -a"), "the tools dir must lie outside the workspace"
+
+
+def test_changed_files_replace_what_was_there_and_removed_ones_are_gone(
+    provider: SandboxProvider, checkout: Path
+) -> None:
+    """What hidden-test grading puts on top of a checkout: a file written over a link is
+    the file (the link's target untouched), a removed folder goes with its files, a new
+    one comes with its folders and mode; the checkout on the host never changes."""
+    (checkout / "link.txt").symlink_to("README.md")
+    with provider.create(checkout, SandboxSpec()) as sandbox:
+        sandbox.change_files(
+            {
+                "link.txt": FileContent(b"over the link\n"),
+                "README.md": FileContent(b"changed\n"),
+                "new/deep/run.sh": FileContent(b"#!/bin/sh\necho ran\n", 0o755),
+            },
+            remove=["sub", "absent.txt"],
+        )
+        listing = _sh(sandbox, "find . -path ./.git -prune -o -print | sort")
+        shown = _sh(sandbox, "cat link.txt README.md; test -L link.txt || echo no-link; new/deep/run.sh")
+    assert listing.split() == [".", "./README.md", "./link.txt", "./new", "./new/deep", "./new/deep/run.sh"]
+    assert shown == "over the link\nchanged\nno-link\nran\n"
+    assert (checkout / "README.md").read_text() == "hello\n"
+    assert (checkout / "sub/data.txt").read_text() == "42\n"
+    assert (checkout / "link.txt").is_symlink()
 
 
 def test_reading_a_missing_file_is_a_sandbox_error(sandbox: Sandbox) -> None:

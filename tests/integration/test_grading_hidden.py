@@ -12,8 +12,10 @@ would be the system one, which has no pytest.
 
 from __future__ import annotations
 
+import io
 import shlex
 import sys
+import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -21,10 +23,10 @@ import pytest
 from gitrepo import GitRepo
 from toolchain import PYTHON_TOOLCHAIN
 
-from docdelta.checkout.seal import SealedCheckout, seal
+from docdelta.checkout.seal import SealedCheckout, seal, seal_conditions
 from docdelta.errors import TaskError
 from docdelta.git import Repo
-from docdelta.grading.hidden import build_checkout, capture_agent_diff, grade_change
+from docdelta.grading.hidden import GradingTree, capture_agent_diff, grade_change, grading_tree
 from docdelta.grading.selftest import GREEN_CONFTEST, selftest
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 from docdelta.results.grades import HiddenTestResult
@@ -139,18 +141,128 @@ def test_an_agent_written_hidden_test_is_replaced_by_the_trusted_one(
     assert sorted(d.path for d in result.dropped) == ["tests/conftest.py", HIDDEN]
 
 
+def shown(tree: GradingTree, provider: LocalProvider) -> dict[str, str]:
+    """The grading tree as a sandbox shows it: each file's mode and text, each link's target."""
+    with provider.create(tree.base, SandboxSpec()) as box:
+        box.change_files(tree.write, tree.remove)
+        packed = box.exec(["tar", "-c", "-f", "-", "."])
+    assert packed.exit_code == 0, packed.stderr
+    with tarfile.open(fileobj=io.BytesIO(packed.stdout)) as archive:
+        found = {}
+        for member in archive:
+            name = member.name.removeprefix("./")
+            if member.issym():
+                found[name] = f"-> {member.linkname}"
+            elif member.isfile():
+                data = archive.extractfile(member)
+                assert data is not None
+                found[name] = f"{member.mode & 0o777:o} {data.read().decode()}"
+            elif name not in ("", "."):
+                found[name] = "dir"
+    return found
+
+
 def test_a_planted_node_module_never_reaches_grading(
-    tmp_path: Path, sealed: SealedCheckout, agent: Callable[[Edits], bytes]
+    tmp_path: Path, sealed: SealedCheckout, provider: LocalProvider, agent: Callable[[Edits], bytes]
 ) -> None:
     """jest is given `--reporters=jest-junit`, resolved from the checkout's node_modules
     first: an agent's own `node_modules/jest-junit` could write a passing report."""
     fake = "module.exports = class { onRunComplete() { /* write a passing report */ } };\n"
     diff = agent({"node_modules/jest-junit/index.js": fake, "calc/ops.py": FIXED})
-    dest = tmp_path / "grading"
-    applied, dropped = build_checkout(sealed, diff, {HIDDEN: HIDDEN_TEST.encode()}, dest)
-    assert applied == ["calc/ops.py"]
-    assert [d.path for d in dropped] == ["node_modules/jest-junit/index.js"]
-    assert not (dest / "node_modules").exists()
+    tree = grading_tree(sealed, diff, {HIDDEN: HIDDEN_TEST.encode()}, tmp_path / "scratch")
+    assert tree.applied == ["calc/ops.py"]
+    assert [d.path for d in tree.dropped] == ["node_modules/jest-junit/index.js"]
+    assert not any(path.startswith("node_modules") for path in shown(tree, provider))
+
+
+def test_the_grading_tree_is_the_sealed_one_with_the_permitted_edits_and_the_hidden_test(
+    tmp_path: Path, provider: LocalProvider
+) -> None:
+    """Only the changes are written, yet the sandbox shows the whole grading checkout: a
+    deleted module's emptied folder is gone, a new module and a mode change are there, the
+    hidden test is there, the condition's instruction file, `.git`, a conftest and an edit
+    of the test configuration are not; the sealed checkout is as it was."""
+    repo = GitRepo.init(tmp_path / "src")
+    files = {
+        "calc/__init__.py": "",
+        "calc/ops.py": BUGGY,
+        "calc/old/legacy.py": "OLD = 1\n",
+        "run.sh": "echo run\n",
+        "pyproject.toml": PYPROJECT,
+        HIDDEN: HIDDEN_TEST,
+    }
+    sha = repo.commit(files)
+    overlay = Overlay(files={"AGENTS.md": b"# Rules\n"})
+    sealed = seal(Repo(repo.path), sha, overlay, tmp_path / "sealed", InstructionMatcher(), [f"/{HIDDEN}"])
+    before = sorted(
+        (p.relative_to(sealed.path).as_posix(), p.read_bytes()) for p in sealed.path.rglob("*") if p.is_file()
+    )
+    agents = LocalProvider(root=tmp_path / "agent-sandboxes", slot=0)
+    with agents.create(sealed.path, SandboxSpec()) as box:
+        box.write_file("calc/ops.py", FIXED.encode())
+        box.write_file("calc/new.py", b"NEW = 2\n")
+        box.write_file("conftest.py", GREEN_CONFTEST.encode())
+        box.write_file("pyproject.toml", PYPROJECT.replace('"-q"', '"-q -k nothing"').encode())
+        box.write_file("AGENTS.md", b"# Mine\n")
+        assert box.exec(["sh", "-c", "rm -r calc/old && chmod +x run.sh"]).exit_code == 0
+        diff = capture_agent_diff(box, sealed.commit)
+    agents.close()
+    tree = grading_tree(
+        sealed, diff, {HIDDEN: HIDDEN_TEST.encode()}, tmp_path / "scratch", instructions=["AGENTS.md"]
+    )
+    assert shown(tree, provider) == {
+        "calc": "dir",
+        "calc/__init__.py": "644 ",
+        "calc/ops.py": f"644 {FIXED}",
+        "calc/new.py": "644 NEW = 2\n",
+        "run.sh": "755 echo run\n",
+        "pyproject.toml": f"644 {PYPROJECT}",
+        "tests": "dir",
+        HIDDEN: f"644 {HIDDEN_TEST}",
+    }
+    assert sorted(tree.applied) == ["calc/new.py", "calc/old/legacy.py", "calc/ops.py", "run.sh"]
+    assert sorted(d.path for d in tree.dropped) == ["AGENTS.md", "conftest.py", "pyproject.toml"]
+    after = sorted(
+        (p.relative_to(sealed.path).as_posix(), p.read_bytes()) for p in sealed.path.rglob("*") if p.is_file()
+    )
+    assert after == before
+
+
+def test_code_under_test_changes_only_its_own_grading(
+    tmp_path: Path, provider: LocalProvider, agent: Callable[[Edits], bytes]
+) -> None:
+    """Two conditions' checkouts made as a run makes them share their sealed source, which
+    grading shows both: code under test that wrecks the tree and writes through hard links
+    changes neither it nor the checkouts, and sees the same mount in either condition."""
+    repo = GitRepo.init(tmp_path / "src")
+    sha = repo.commit({"calc/__init__.py": "", "calc/ops.py": BUGGY, HIDDEN: HIDDEN_TEST})
+    overlays = {
+        tmp_path / "co" / c: Overlay(files={"AGENTS.md": d}) for c, d in (("base", b"a\n"), ("head", b"b\n"))
+    }
+    sealed = seal_conditions(Repo(repo.path), sha, overlays, InstructionMatcher(), [f"/{HIDDEN}"])
+    checkouts = list(sealed.values())
+    shared = checkouts[0].shared
+    assert shared is not None and shared == checkouts[1].shared
+
+    def files() -> list[tuple[str, bytes]]:
+        roots = [c.path for c in checkouts] + [shared]
+        return sorted((str(p), p.read_bytes()) for r in roots for p in r.rglob("*") if p.is_file())
+
+    before = files()
+    wreck = (
+        "sh -c 'echo changed >> calc/ops.py; ln calc/__init__.py hard && echo x >> hard; rm -rf calc .git; "
+        'grep -o " /workspace/repo .*" /proc/self/mountinfo\''
+    )
+    task = _task(command=wreck)
+    seen = [
+        grade_change(task, c, FIX_DIFF, {HIDDEN: HIDDEN_TEST.encode()}, provider, instructions=["AGENTS.md"])
+        for c in checkouts
+    ]
+    assert [r.status for r in seen] == ["fail", "fail"], [r.notes for r in seen]
+    assert seen[0].output_tail.strip() and seen[0].output_tail == seen[1].output_tail
+    assert files() == before
+    fixed = _grade(_task(), checkouts[1], FIX_DIFF, provider)
+    assert fixed.status == "pass", fixed.notes
 
 
 def test_pyproject_test_config_edits_are_undone_but_other_edits_kept(

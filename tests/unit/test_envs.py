@@ -19,7 +19,7 @@ from docdelta.checkout.seal import SealedCheckout, seal, seal_key
 from docdelta.config import SandboxConfig
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
-from docdelta.grading.hidden import build_checkout
+from docdelta.grading.hidden import grading_tree
 from docdelta.instructions.detect import InstructionMatcher, Overlay
 
 STORE = "node_modules/.pnpm/vitest@4.1.9/node_modules/vitest"
@@ -100,10 +100,11 @@ def test_an_agents_replaced_node_module_never_reaches_grading(tmp_path: Path) ->
     ).stdout
     assert b"node_modules/vitest" in diff
     sealed = SealedCheckout(dest, "", "", "", "")
-    applied, dropped = build_checkout(sealed, diff, {}, tmp_path / "grading")
-    assert applied == []
-    assert {d.path for d in dropped} == {"node_modules/vitest", "node_modules/vitest/package.json"}
-    link = tmp_path / "grading/node_modules/vitest"
+    tree = grading_tree(sealed, diff, {}, tmp_path / "scratch")
+    assert tree.applied == []
+    assert {d.path for d in tree.dropped} == {"node_modules/vitest", "node_modules/vitest/package.json"}
+    assert not any(p.startswith("node_modules") for p in [*tree.write, *tree.remove])
+    link = tree.base / "node_modules/vitest"
     assert link.is_symlink() and os.readlink(link) == str(root / "tree/node_modules/vitest")
 
 

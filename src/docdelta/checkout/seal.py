@@ -196,6 +196,11 @@ class SealedCheckout:
     overlay_sha256: str
     source_sha256: str
     """The same hash before the overlay: equal across conditions of one experiment."""
+    shared: Path | None = None
+    """The sealed source these files are hard links to (`seal_source`): the same directory
+    for every condition, with no instruction file in it. Hidden-test grading shows it as
+    the grading tree's base, so code under test cannot tell the conditions apart even by the
+    path it is mounted from. None when it is not kept (`seal`, for a single use)."""
 
     def copy_to(self, dest: Path) -> Path:
         """A per-cell copy (links kept as links, .git included, mtimes kept so git stays clean)."""
@@ -324,6 +329,7 @@ def overlay_checkout(
         tree_sha256=_tree_hash(digests),
         overlay_sha256=overlay.sha256,
         source_sha256=source.sha256,
+        shared=source.path,
     )
 
 
@@ -342,7 +348,7 @@ def seal(
     _fresh(dest)
     with tempfile.TemporaryDirectory(prefix="docdelta-source-", dir=dest.parent) as tmp:
         source = seal_source(repo, source_sha, Path(tmp, "source"), matcher, strip, env_links)
-        return overlay_checkout(source, overlay, dest, strip, source_sha)
+        return replace(overlay_checkout(source, overlay, dest, strip, source_sha), shared=None)
 
 
 def _fresh(dest: Path) -> None:
@@ -531,6 +537,7 @@ def _seal_once(
             tree_sha256=record.tree_sha256,
             overlay_sha256=record.overlay_sha256,
             source_sha256=record.source_sha256,
+            shared=source_of(dest.parent).path,
         )
     sealed = _built_beside(
         dest, lambda at: overlay_checkout(source_of(dest.parent), overlay, at, strip, source_sha)

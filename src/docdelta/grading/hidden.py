@@ -8,6 +8,13 @@ hidden test, a `pytest.py` that shadows pytest, a changed `[tool.pytest]` table,
 CI files, ...), writes the trusted hidden tests over whatever is there, and runs
 the validation command in a NEW sandbox with no network.
 
+Why the grading checkout is changes, not a copy: the sandbox shows the tree every
+condition shares (the sealed source) copy-on-write, as it shows a run its checkout, and
+only what the agent's permitted edits and the hidden tests change is written into that
+view, by trusted tools, before anything else runs there (`grading_tree`). What the
+command under test writes lands in the grading sandbox's own layer, never in the shared
+tree; a provider without views copies the tree as before.
+
 Why the exit code is not trusted on its own: code under test can print
 "1 passed" and `os._exit(0)`. A pass needs the expected exit code AND the runner's
 own evidence (grading/runners.py: a JUnit report at an unguessable path for pytest,
@@ -23,14 +30,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import posixpath
 import re
 import secrets
 import shlex
 import shutil
 import tempfile
+import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -49,7 +60,7 @@ from docdelta.grading.junit import (
 from docdelta.grading.runners import RUNNERS, Evidence, guard_record, invocation, recognise
 from docdelta.instructions.globs import GlobSet
 from docdelta.results.grades import TAIL_NOTE, DroppedEdit, HiddenTestResult, TestCounts
-from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
+from docdelta.sandbox.base import ExecResult, FileContent, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import RunnerKind, Task, Validation
 from docdelta.vocabulary import CONFIG_PATH
 
@@ -219,27 +230,12 @@ def _read(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() and not path.is_symlink() else None
 
 
-def _restore_pyproject(checkout: Path, rel: str, original: bytes | None) -> str | None:
-    """Undo an agent edit of a pyproject.toml that changed its test configuration; say why."""
+def _changes_test_config(original: bytes | None, edited: bytes | None) -> bool:
+    """Does an agent's edit of a pyproject.toml change its test configuration?"""
     try:
-        changed = _pyproject_tests(original) != _pyproject_tests(_read(checkout / rel))
+        return bool(_pyproject_tests(original) != _pyproject_tests(edited))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        changed = True
-    if not changed:
-        return None
-    target = checkout / rel
-    target.unlink(missing_ok=True)
-    if original is not None:
-        target.write_bytes(original)
-    return "changes pyproject's test configuration"
-
-
-def _strip_condition(dest: Path, instructions: Sequence[str]) -> None:
-    """Remove what tells the conditions apart: their instruction files and `.git`."""
-    shutil.rmtree(dest / ".git", ignore_errors=True)
-    for rel in instructions:
-        if (dest / rel).is_symlink() or (dest / rel).is_file():
-            (dest / rel).unlink()
+        return True
 
 
 def _reason(edit: FileDiff, protect: GlobSet, instructions: frozenset[str] = frozenset()) -> str | None:
@@ -251,28 +247,46 @@ def _reason(edit: FileDiff, protect: GlobSet, instructions: frozenset[str] = fro
     return f"{hit} is a test or build file" if hit else None
 
 
-def build_checkout(
+@dataclass(frozen=True)
+class GradingTree:
+    """The grading checkout as changes to `base`, a tree no run ever writes: the sealed
+    source every condition shares (`SealedCheckout.shared`), else the sealed checkout.
+    The sandbox shows `base` copy-on-write (or copies it) and `Sandbox.change_files` makes
+    the changes there, so a cell costs what the agent changed, not the size of the tree."""
+
+    base: Path
+    write: dict[str, FileContent]
+    """Files as grading sees them: the agent's permitted edits and the hidden tests."""
+    remove: list[str]
+    """Paths of `base` that grading does not see: `.git`, instruction files, the agent's
+    deletions (with the folders they leave empty) and the declared report."""
+    applied: list[str]
+    dropped: list[DroppedEdit]
+
+
+def grading_tree(
     sealed: SealedCheckout,
     agent_diff: bytes,
     hidden: Mapping[str, bytes],
-    dest: Path,
+    scratch: Path,
     *,
     protect: Sequence[str] = (),
     remove: Sequence[str] = (),
     instructions: Sequence[str] = (),
-) -> tuple[list[str], list[DroppedEdit]]:
-    """The grading checkout at `dest`: sealed original + permitted agent edits + hidden files.
+) -> GradingTree:
+    """The grading checkout: sealed original + permitted agent edits + hidden files.
 
-    Returns (applied paths, dropped edits). `remove` lists workspace paths deleted
-    afterwards (a declared report path, so a committed fake report cannot count).
-    `instructions`: every condition's instruction files, which the grading tree never holds
-    (nor `.git`, whose commit holds them), so code under test sees the same tree in every
-    condition and cannot grade one arm differently; the agent's edits to them are dropped.
-    Raises InfraError when the permitted edits do not apply (they were taken
-    against this very commit, so that is the grader's fault, not the agent's).
+    `remove` lists workspace paths deleted afterwards (a declared report path, so a
+    committed fake report cannot count). `instructions`: every condition's instruction
+    files, which the grading tree never holds (nor `.git`, whose commit holds them), so
+    code under test sees the same tree in every condition and cannot grade one arm
+    differently; the agent's edits to them are dropped. `scratch` (empty or absent) holds
+    the files the edits touch while `git apply` works them out. Raises InfraError when the
+    permitted edits do not apply (they were taken against this very commit, so that is the
+    grader's fault, not the agent's).
     """
-    sealed.copy_to(dest)
-    _strip_condition(dest, instructions)
+    base = sealed.shared if sealed.shared is not None and sealed.shared.is_dir() else sealed.path
+    stripped = [".git", *(rel for rel in instructions if (base / rel).is_symlink() or (base / rel).is_file())]
     globs = GlobSet([*TEST_FILES, *BUILD_FILES, *protect, *(f"/{p}" for p in hidden)])
     kept: list[FileDiff] = []
     dropped: list[DroppedEdit] = []
@@ -282,39 +296,104 @@ def build_checkout(
             dropped.append(DroppedEdit(path=edit.path, reason=why))
         else:
             kept.append(edit)
-    pyprojects = {
-        e.path: _read(dest / e.path) for e in kept if PurePosixPath(e.path).name == "pyproject.toml"
-    }
-    if kept:
-        try:
-            apply_patch(dest, b"".join(e.raw for e in kept))
-        except ConfigError as exc:
-            raise InfraError(
-                f"the agent's diff does not apply to the sealed checkout: {exc.message}",
-                hint="the diff must be taken against the sealed commit (use capture_agent_diff)",
-            ) from exc
-    for rel, original in pyprojects.items():
-        why = _restore_pyproject(dest, rel, original)
-        if why:
-            dropped.append(DroppedEdit(path=rel, reason=why))
+    after = _patched(base, kept, scratch) if kept else {}
+    write = {rel: content for rel, content in after.items() if content is not None}
+    deleted = [rel for rel, content in after.items() if content is None]
+    deleted += _emptied(base, deleted, stripped, write)
+    for rel in (e.path for e in kept if PurePosixPath(e.path).name == "pyproject.toml"):
+        original = _read(base / rel)
+        edited = write[rel].data if rel in write else None
+        if _changes_test_config(original, edited):
+            dropped.append(DroppedEdit(path=rel, reason="changes pyproject's test configuration"))
+            write.pop(rel, None)
+            if original is not None:
+                write[rel] = FileContent(original, (base / rel).stat().st_mode & 0o777)
     applied = [e.path for e in kept if e.path not in {d.path for d in dropped}]
     for rel, data in hidden.items():
-        _place(dest, rel, data)
+        write[_within(base, rel)] = FileContent(data)
     for rel in remove:
-        (dest / rel).unlink(missing_ok=True)
-    return applied, dropped
+        write.pop(rel, None)
+    gone = sorted({*stripped, *deleted, *remove} - set(write))
+    return GradingTree(base=base, write=write, remove=gone, applied=applied, dropped=dropped)
 
 
-def _place(root: Path, rel: str, data: bytes) -> None:
-    """Write a trusted file, never through a link and over whatever the path holds."""
-    target = root / rel
-    parent = target.parent
-    if not parent.resolve().is_relative_to(root.resolve()):
+def _patched(base: Path, kept: Sequence[FileDiff], scratch: Path) -> dict[str, FileContent | None]:
+    """Each path the kept edits touch as they leave it (None: deleted), from `git apply` in
+    `scratch` holding only what of `base` those paths meet: their files, and any file or
+    link on their way, so it refuses there what it would refuse in the whole tree."""
+    touched = list(dict.fromkeys(p for e in kept for p in e.paths))
+    scratch.mkdir(parents=True, exist_ok=True)
+    for rel in touched:
+        _stage(base, rel, scratch)
+    try:
+        apply_patch(scratch, b"".join(e.raw for e in kept))
+    except ConfigError as exc:
+        raise InfraError(
+            f"the agent's diff does not apply to the sealed checkout: {exc.message}",
+            hint="the diff must be taken against the sealed commit (use capture_agent_diff)",
+        ) from exc
+    after: dict[str, FileContent | None] = {}
+    for rel in touched:
+        path = scratch / rel
+        if path.is_symlink() or path.is_dir():
+            continue  # git apply took it as it was (it never makes either from a kept edit)
+        exists = path.is_file()
+        after[rel] = FileContent(path.read_bytes(), path.stat().st_mode & 0o777) if exists else None
+    return after
+
+
+def _stage(base: Path, rel: str, scratch: Path) -> None:
+    """Put into `scratch` what `base` has at `rel` and on the way to it: folders, and the
+    first file or link met (a link is recreated, never followed)."""
+    parts = PurePosixPath(rel).parts
+    if not parts or rel.startswith("/") or any(p in (".", "..") or p.lower() == ".git" for p in parts):
+        raise InfraError(
+            f"the agent's diff touches {rel!r}, which is not a plain path inside the checkout",
+            hint="the diff must be taken against the sealed commit (use capture_agent_diff)",
+        )
+    for depth in range(1, len(parts) + 1):
+        src, dst = base.joinpath(*parts[:depth]), scratch.joinpath(*parts[:depth])
+        if src.is_symlink():
+            if not dst.is_symlink():
+                dst.symlink_to(os.readlink(src))
+            return
+        if not src.is_dir():
+            if src.exists() and not dst.exists():
+                shutil.copy2(src, dst)
+            return
+        dst.mkdir(exist_ok=True)
+
+
+def _emptied(
+    base: Path, deleted: Sequence[str], stripped: Sequence[str], written: Collection[str]
+) -> list[str]:
+    """The folders `git apply` removes with the files it deletes: those it leaves empty
+    (what the grading tree no longer holds counts as gone)."""
+    gone = {*deleted, *stripped}
+    emptied: list[str] = []
+    for rel in sorted(deleted, key=lambda p: p.count("/"), reverse=True):
+        parent = posixpath.dirname(rel)
+        while parent and parent not in gone:
+            folder = base / parent
+            if folder.is_symlink() or not folder.is_dir():
+                break
+            left = {f"{parent}/{name}" for name in os.listdir(folder)} - gone
+            if left or any(w.startswith(f"{parent}/") for w in written):
+                break
+            gone.add(parent)
+            emptied.append(parent)
+            parent = posixpath.dirname(parent)
+    return emptied
+
+
+def _within(base: Path, rel: str) -> str:
+    """Where a trusted file at `rel` lands in `base` once the links on its way are followed
+    (they stay as they are), refusing a place outside it."""
+    top = base.resolve()
+    parent = (base / rel).parent.resolve()
+    if not parent.is_relative_to(top):
         raise InfraError(f"hidden file {rel} would be written outside the checkout", hint="")
-    parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    target.write_bytes(data)
+    return (parent.relative_to(top) / PurePosixPath(rel).name).as_posix()
 
 
 # ----------------------------------------------------------------- running
@@ -490,6 +569,39 @@ def _infra(notes: str, validation: Validation, **kw: Any) -> HiddenTestResult:
     )
 
 
+class GradingPhase(StrEnum):
+    """The parts of one hidden-test grading, in order (`grade_change`'s `phases`)."""
+
+    tree = "tree"
+    """the grading tree's changes worked out on the host (`grading_tree`)"""
+    sandbox = "sandbox"
+    """the offline sandbox made on the tree's base"""
+    files = "files"
+    """the tree's changes and the runner's own files written into it"""
+    run = "run"
+    """the validation command"""
+    reports = "reports"
+    """the runner's report and the pytest guard's record read back"""
+    teardown = "teardown"
+    """the sandbox closed and removed"""
+    verdict = "verdict"
+    """the evidence parsed and judged (`judge_run`)"""
+
+
+class _Laps:
+    """Wall seconds since the previous lap, into `into` under each phase's name (if given)."""
+
+    def __init__(self, into: dict[str, float] | None) -> None:
+        self._into = into
+        self._at = time.perf_counter()
+
+    def lap(self, phase: GradingPhase) -> None:
+        now = time.perf_counter()
+        if self._into is not None:
+            self._into[phase.value] = now - self._at
+        self._at = now
+
+
 def grade_change(
     task: Task,
     sealed: SealedCheckout,
@@ -500,51 +612,62 @@ def grade_change(
     spec: SandboxSpec | None = None,
     workdir: Path | None = None,
     instructions: Sequence[str] = (),
+    phases: dict[str, float] | None = None,
 ) -> HiddenTestResult:
     """Run `task`'s hidden tests on `sealed` + the agent's permitted edits, in a new offline sandbox.
 
     `provider` must be free to create a sandbox (for the local provider: a slot no
     live sandbox holds). `spec` supplies limits and env (e.g. PATH to an interpreter);
-    its network is always forced to "none". `workdir` holds the temporary checkout.
-    `instructions`: every condition's instruction files, kept out of the grading tree
-    (`build_checkout`).
+    its network is always forced to "none". `workdir` holds the scratch files of the
+    edits. `instructions`: every condition's instruction files, kept out of the grading
+    tree (`grading_tree`). `phases`, if given, receives the wall seconds of each
+    `GradingPhase` (bench/bench_grading.py prints them).
     """
     validation = _validation(task)
     argv = shlex.split(validation.command)
     kind = recognise(argv).kind
     remove = [validation.report] if validation.report else []
     run_spec = dataclasses.replace(spec or SandboxSpec(), network="none")
+    laps = _Laps(phases)
     with tempfile.TemporaryDirectory(prefix="docdelta-grade-", dir=workdir) as tmp:
         try:
-            applied, dropped = build_checkout(
+            tree = grading_tree(
                 sealed,
                 agent_diff,
                 hidden,
-                Path(tmp, "repo"),
+                Path(tmp),
                 protect=validation.protect,
                 remove=remove,
                 instructions=instructions,
             )
         except (InfraError, OSError) as exc:
             return _infra(f"could not build the grading checkout: {exc}", validation)
-        edits: dict[str, Any] = {"applied": applied, "dropped": dropped}
-        try:
-            with provider.create(Path(tmp, "repo"), run_spec) as sandbox:
-                private = f"{sandbox.tools_dir}/junit-{secrets.token_hex(12)}.xml"
-                run = invocation(argv, private_report=private, declared=validation.report)
-                for path, text in run.files.items():
-                    sandbox.write_file(path, text.encode())
-                result = sandbox.exec(run.argv, env=run.env or None, timeout=validation.timeout_s)
-                report = _read_report(sandbox, run.report) if run.report else None
-                guarded = run.kind is RunnerKind.pytest and validation.report is None
-                guard = _read_report(sandbox, guard_record(private)) if guarded else None
-                isolation = sandbox.isolation
-        except (DocdeltaError, OSError) as exc:
-            return _infra(f"the grading sandbox failed: {exc}", validation, runner=kind, **edits)
+    laps.lap(GradingPhase.tree)
+    edits: dict[str, Any] = {"applied": tree.applied, "dropped": tree.dropped}
+    try:
+        with provider.create(tree.base, run_spec) as sandbox:
+            laps.lap(GradingPhase.sandbox)
+            sandbox.change_files(tree.write, tree.remove)
+            private = f"{sandbox.tools_dir}/junit-{secrets.token_hex(12)}.xml"
+            run = invocation(argv, private_report=private, declared=validation.report)
+            for path, text in run.files.items():
+                sandbox.write_file(path, text.encode())
+            laps.lap(GradingPhase.files)
+            result = sandbox.exec(run.argv, env=run.env or None, timeout=validation.timeout_s)
+            laps.lap(GradingPhase.run)
+            report = _read_report(sandbox, run.report) if run.report else None
+            guarded = run.kind is RunnerKind.pytest and validation.report is None
+            guard = _read_report(sandbox, guard_record(private)) if guarded else None
+            isolation = sandbox.isolation
+            laps.lap(GradingPhase.reports)
+        laps.lap(GradingPhase.teardown)
+    except (DocdeltaError, OSError) as exc:
+        return _infra(f"the grading sandbox failed: {exc}", validation, runner=kind, **edits)
     passed, counts, summary, notes = judge_run(
         validation, result, report, list(hidden), run.kind, guard, guarded=guarded
     )
     tail = (result.stdout + result.stderr).decode(errors="replace")[-_TAIL_CHARS:]
+    laps.lap(GradingPhase.verdict)
     return HiddenTestResult(
         status="pass" if passed else "fail",
         exit_code=result.exit_code,

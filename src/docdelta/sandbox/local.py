@@ -52,6 +52,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import io
 import json
 import os
 import secrets
@@ -59,6 +60,7 @@ import select
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import threading
 import time
@@ -74,6 +76,7 @@ from docdelta.sandbox import userns
 from docdelta.sandbox.base import (
     AGENT_UID,
     ExecResult,
+    FileContent,
     Sandbox,
     SandboxProvider,
     SandboxSpec,
@@ -130,6 +133,9 @@ PRIVATE_KEYS = "private"
 ROOTLESS_UID = 65534
 """The agent's host uid when docdelta runs as root (nobody): see `_identity`."""
 SETPRIV = "/usr/bin/setpriv"
+_CHANGE_SCRIPT = 'rm -rf -- "$@" && exec tar -x -m --no-same-owner -f -'
+"""`LocalSandbox.change_files` in the view: the paths named go, then the archive on stdin is
+unpacked (current mtimes, owned by the sandbox's user, who may then change them)."""
 _KILL_GRACE_S = 2.0
 _CHUNK = 65536
 
@@ -415,7 +421,7 @@ class LocalProvider(SandboxProvider):
     def _lower(self, checkout: Path) -> Path:
         """The overlay's lower layer for `checkout`, made on first use: a neutrally named tree
         of hard links to it, or as root a copy given to the agent's uid (module docstring).
-        Layers of checkouts that are gone (a grading checkout, deleted after its run) go."""
+        Layers of checkouts that are gone (a selftest's, removed after its task) go."""
         if record_path(checkout).is_file():
             return _sealed_lower(checkout.resolve())  # bwrap resolves a relative source elsewhere
         for key, lower in list(self._lowers.items()):
@@ -914,6 +920,23 @@ class LocalSandbox(Sandbox):
         if self._owner is not None:
             for made in (full, *missing):
                 os.lchown(made, self._owner, self._owner)
+
+    def change_files(self, write: Mapping[str, FileContent], remove: Sequence[str] = ()) -> None:
+        """With a copy-on-write view, one exec makes every change through the view (each
+        exec mounts it anew, and the host must not write its layers itself): `rm` then
+        `tar -x` of the files piped in, both the system's, before anything else runs there."""
+        if not self._view:
+            super().change_files(write, remove)
+            return
+        targets = [*remove, *write]
+        if targets:
+            archive = io.BytesIO()
+            with tarfile.open(fileobj=archive, mode="w") as tar:
+                for path, content in write.items():
+                    info = tarfile.TarInfo(path)
+                    info.size, info.mode = len(content.data), content.mode
+                    tar.addfile(info, io.BytesIO(content.data))
+            self._view_exec(["sh", "-c", _CHANGE_SCRIPT, "sh", *targets], "change files", archive.getvalue())
 
     def close(self) -> None:
         """Kill every exec in flight, wait until all they started is gone, remove the slot.
