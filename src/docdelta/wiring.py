@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from docker import DockerClient
 
     from docdelta.gateway.local import LocalGateway
+    from docdelta.sandbox.base import DockerImageConfig
+    from docdelta.sandbox.images import BuiltImage
 
 
 def resolve_keys(
@@ -194,25 +196,13 @@ def build_provider(
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
         from docdelta.sandbox.gateway_container import GatewayContainer, gateway_image  # noqa: PLC0415
-        from docdelta.sandbox.images import environment_image  # noqa: PLC0415
 
         client = docker_engine()
         image_config = config.docker
         if choice.extra_ca is not None:
             image_config = image_config.model_copy(update={"extra_ca": choice.extra_ca})
-        built = environment_image(client, image_config)
         kind = type(agent) if agent is not None else image_agent
-        if kind is not None and kind.npm:
-            from docdelta.agents.images import agent_image, published_ref  # noqa: PLC0415
-
-            # An npm agent is a GatewayAgent, pinned to one version: its layer is published per pin.
-            registry = image_config.agent_registry
-            published = (
-                published_ref(registry, kind.name, kind.pinned) if issubclass(kind, GatewayAgent) else None
-            )
-            built = agent_image(
-                client, base=built.tag, npm=kind.npm, extra_ca=image_config.extra_ca, published=published
-            )
+        built = _agent_image(client, image_config, repo.root, kind)
         gateway, server = None, None
         if agent is not None and agent.network == "gateway":
             if not keys:
@@ -253,6 +243,37 @@ def build_provider(
         return provider
 
     return BuiltSandbox(PerThreadProvider(slot_provider), agent_files=tuple(own))
+
+
+def _agent_image(
+    client: DockerClient, image_config: DockerImageConfig, root: Path, kind: type[Agent] | None
+) -> BuiltImage:
+    """The image `kind`'s runs use: the environment image, plus the agent layer for an npm
+    agent; restored from and kept in `docker.image_cache` (resolved against `root`) when set."""
+    from docdelta.sandbox.image_cache import ImageCache  # noqa: PLC0415
+    from docdelta.sandbox.images import environment_image  # noqa: PLC0415
+
+    npm = list(kind.npm) if kind is not None else []
+    cache = None
+    if image_config.image_cache is not None:
+        identity = image_config.model_dump(mode="json", exclude={"image_cache"}) | {"npm": npm}
+        cache = ImageCache(client, root / image_config.image_cache.expanduser(), identity)
+        cache.restore()
+    built = environment_image(client, image_config, cache)
+    if kind is not None and npm:
+        from docdelta.agents.images import agent_image, published_ref  # noqa: PLC0415
+
+        # An npm agent is a GatewayAgent, pinned to one version: its layer is published per pin.
+        registry = image_config.agent_registry
+        published = (
+            published_ref(registry, kind.name, kind.pinned) if issubclass(kind, GatewayAgent) else None
+        )
+        built = agent_image(
+            client, base=built.tag, npm=npm, extra_ca=image_config.extra_ca, published=published, cache=cache
+        )
+    if cache is not None:
+        cache.store()
+    return built
 
 
 def build_results_store(

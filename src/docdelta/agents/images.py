@@ -30,14 +30,17 @@ import json
 import re
 import shlex
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 import docker.errors
 from docker import DockerClient
+from docker.models.images import Image
 
 from docdelta.errors import AgentError
 from docdelta.sandbox.base import DockerImageConfig
-from docdelta.sandbox.images import BuiltImage, ensure_image, environment_image
+from docdelta.sandbox.image_cache import ImageCache
+from docdelta.sandbox.images import BuiltImage, ensure_image, environment_image, find_image
 
 NODE_VERSION = "22.23.5"
 """The `node-linux-<arch>` package version (an official Node.js 22 build)."""
@@ -46,12 +49,16 @@ NODE_HOME = "/opt/docdelta-node"
 NODE = f"{NODE_HOME}/bin/node"
 """The Node binary the CLIs run on; not on PATH (see the module docstring)."""
 _NODE_OUT = "/opt/docdelta-node.bin"
+_LAYER_NAME = "docdelta-agent-layer"
 CLI_PREFIX = "/opt/docdelta-agent"
 """`npm install -g --prefix` of the CLIs: packages in lib/node_modules, bins in bin/."""
 
 LAYER_LABEL = "org.docdelta.agent-node"
 """Label of an agent layer image: the Node version it carries (a pulled layer of another
 Node version is not used)."""
+NPM_LABEL = "org.docdelta.agent-npm"
+"""Label of an agent layer image: the pinned npm packages it holds (`_npm_key`), so a layer
+built here is found again whatever base it was built on and whatever it is tagged."""
 FROM_LAYER_LABEL = "org.docdelta.agent-layer"
 """Label of an agent image: the image ID of the layer it was copied from, so the agent
 image's content-hash tag changes when a re-published layer does, and a test can tell a
@@ -106,6 +113,10 @@ def agent_layer(
     Raises AgentError for an unpinned package and SandboxError when the build fails."""
     _check_pinned(npm)
     env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca)).tag
+    return ensure_image(client, name=_LAYER_NAME, base=env, steps=_layer_steps(npm), network="bridge")
+
+
+def _layer_steps(npm: Sequence[str]) -> list[str]:
     fill = {
         "node_home": NODE_HOME,
         "node_out": _NODE_OUT,
@@ -114,16 +125,15 @@ def agent_layer(
         "prefix": CLI_PREFIX,
         "packages": " ".join(shlex.quote(spec) for spec in npm),
     }
-    steps = [
+    return [
         "USER root",
         _run(_BOOTSTRAP.format(**fill)),
         _run(_INSTALL.format(**fill)),
         "FROM scratch",
         f"COPY --from=0 {_NODE_OUT} {NODE}",
         f"COPY --from=0 {CLI_PREFIX} {CLI_PREFIX}",
-        f"LABEL {LAYER_LABEL}={NODE_VERSION}",
+        f"LABEL {LAYER_LABEL}={NODE_VERSION} {NPM_LABEL}={_npm_key(npm)}",
     ]
-    return ensure_image(client, name="docdelta-agent-layer", base=env, steps=steps, network="bridge")
 
 
 def agent_image(
@@ -133,21 +143,27 @@ def agent_image(
     npm: Sequence[str],
     extra_ca: Path | None = None,
     published: str | None = None,
+    cache: ImageCache | None = None,
 ) -> BuiltImage:
     """`base` (the environment image, or any Debian-based image with python3) plus Node.js
     22 and the pinned npm packages `npm` (e.g. `["@anthropic-ai/claude-code@2.1.332"]`).
 
-    The layer comes from `published` (`published_ref`) when that image is here or can be
-    pulled and fits this engine, else it is built (`agent_layer`). `extra_ca` is a PEM
-    bundle trusted during the build and in the image, for networks whose TLS is
-    intercepted. Raises AgentError for an unpinned package and SandboxError when the build
-    fails (with the build log's tail).
+    The layer is the first that fits this engine (this Node version and CPU architecture)
+    of: one the engine has already (`published`, or one built here for the same packages,
+    on any base), then `published` pulled, then one built here (`agent_layer`). Looking
+    here first is what spares every process of a run whose pin was never published a
+    failed pull. `cache` keeps the layer and the image for the next job (`image_cache`,
+    which the caller restores before this). `extra_ca` is a PEM bundle trusted during the
+    build and in the image, for networks whose TLS is intercepted. Raises AgentError for
+    an unpinned package and SandboxError when the build fails (with the build log's tail).
     """
     _check_pinned(npm)
-    layer = _published_layer(client, published) if published else None
-    if layer is None:
-        layer = agent_layer(client, base=base, npm=npm, extra_ca=extra_ca)
-    env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca)).tag
+    env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca), cache).tag
+    layer = (
+        _local_layer(client, npm, published, env)
+        or (_pulled_layer(client, published) if published else None)
+        or agent_layer(client, base=base, npm=npm, extra_ca=extra_ca)
+    )
     steps = [
         "USER root",
         f"COPY --from={layer.tag} {NODE} {NODE}",
@@ -155,7 +171,10 @@ def agent_image(
         _run(_LAUNCHERS.format(prefix=CLI_PREFIX, node=NODE)),
         f"LABEL {FROM_LAYER_LABEL}={layer.digest}",
     ]
-    return ensure_image(client, name="docdelta-agent", base=env, steps=steps)
+    built = ensure_image(client, name="docdelta-agent", base=env, steps=steps)
+    if cache is not None:
+        cache.keep(layer.tag, built.tag)
+    return built
 
 
 def _check_pinned(npm: Sequence[str]) -> None:
@@ -167,22 +186,48 @@ def _check_pinned(npm: Sequence[str]) -> None:
         )
 
 
-def _published_layer(client: DockerClient, ref: str) -> BuiltImage | None:
-    """The published layer `ref`, pulled unless the engine has it; None when it cannot be
-    pulled or does not fit (another Node version or CPU architecture): the caller builds."""
+def _local_layer(
+    client: DockerClient, npm: Sequence[str], published: str | None, env: str
+) -> BuiltImage | None:
+    """A layer of `npm` the engine has that fits it, without a registry call: `published`,
+    then the one built here on `env`, then one built here on another base (the layer is the
+    same whatever base installed it); None when there is none."""
+    found: dict[str, Image] = {}
+    own = find_image(client, name=_LAYER_NAME, base=env, steps=_layer_steps(npm))
+    for ref in (published, own.tag if own else None):
+        if ref is not None:
+            with suppress(docker.errors.ImageNotFound):
+                found[ref] = client.images.get(ref)
+    for image in client.images.list(filters={"label": f"{NPM_LABEL}={_npm_key(npm)}"}):
+        for tag in sorted(image.tags):
+            found.setdefault(tag, image)
+    for ref, image in found.items():
+        if _fits(client, image):
+            return BuiltImage(tag=ref, digest=str(image.id))
+    return None
+
+
+def _pulled_layer(client: DockerClient, ref: str) -> BuiltImage | None:
+    """The published layer `ref` pulled; None when it cannot be pulled or does not fit
+    (another Node version or CPU architecture): the caller builds."""
+    name, _, tag = ref.rpartition(":")
     try:
-        image = client.images.get(ref)
-    except docker.errors.ImageNotFound:
-        name, _, tag = ref.rpartition(":")
-        try:
-            image = client.images.pull(name, tag=tag)
-        except docker.errors.DockerException:
-            return None
-    labels = image.labels or {}
-    arch = client.version().get("Arch")
-    if labels.get(LAYER_LABEL) != NODE_VERSION or image.attrs.get("Architecture") != arch:
+        image = client.images.pull(name, tag=tag)
+    except docker.errors.DockerException:
         return None
-    return BuiltImage(tag=ref, digest=str(image.id))
+    return BuiltImage(tag=ref, digest=str(image.id)) if _fits(client, image) else None
+
+
+def _fits(client: DockerClient, image: Image) -> bool:
+    arch = client.version().get("Arch")
+    return bool(
+        (image.labels or {}).get(LAYER_LABEL) == NODE_VERSION and image.attrs.get("Architecture") == arch
+    )
+
+
+def _npm_key(npm: Sequence[str]) -> str:
+    """`NPM_LABEL`'s value: the pinned packages, sorted (pinned specs hold no comma)."""
+    return ",".join(sorted(npm))
 
 
 def _run(script: str) -> str:

@@ -256,3 +256,8 @@ class DockerImageConfig(BaseModel):
         description="registry and owner the agent layers are pulled from (docdelta-agent-<agent>:<pin>); "
         "empty: always build them here (npm)",
     )
+    image_cache: Path | None = Field(
+        default=None,
+        description="directory (relative: to the repository root) where the images a run used are kept "
+        "as a docker-save tarball and loaded from before any pull or build; persist it with actions/cache",
+    )

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from docdelta.errors import ConfigError, SandboxError
 from docdelta.sandbox.base import DockerImageConfig
+from docdelta.sandbox.image_cache import ImageCache
 from docdelta.vocabulary import sha256_hex
 
 EXTRA_CA_PATH = "/usr/local/share/docdelta/extra-ca.pem"
@@ -46,12 +47,7 @@ def ensure_image(
     """The image `FROM base` + `steps` with `files` in the build context, built only if no
     image with the same content hash exists. `network` is the build's network mode."""
     files = dict(files or {})
-    base_id = _base_id(client, base)
-    identity = json.dumps(
-        {"base": base_id, "steps": list(steps), "files": {k: sha256_hex(v) for k, v in files.items()}},
-        sort_keys=True,
-    )
-    tag = f"{name}:{sha256_hex(identity.encode())[:16]}"
+    tag = _content_tag(name, _base_id(client, base), steps, files)
     try:
         return BuiltImage(tag=tag, digest=client.images.get(tag).id)
     except docker.errors.ImageNotFound:
@@ -71,6 +67,33 @@ def ensure_image(
     return BuiltImage(tag=tag, digest=str(image.id))
 
 
+def find_image(
+    client: DockerClient,
+    *,
+    name: str,
+    base: str,
+    steps: Sequence[str],
+    files: Mapping[str, bytes] | None = None,
+) -> BuiltImage | None:
+    """The image `ensure_image` would return, when the engine has both it and `base`; None
+    otherwise. Nothing is pulled or built: a caller with another way to get the image (a
+    registry, a cache) asks this first."""
+    try:
+        base_id = str(client.images.get(base).id)
+        tag = _content_tag(name, base_id, steps, dict(files or {}))
+        return BuiltImage(tag=tag, digest=client.images.get(tag).id)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _content_tag(name: str, base_id: str, steps: Sequence[str], files: Mapping[str, bytes]) -> str:
+    identity = json.dumps(
+        {"base": base_id, "steps": list(steps), "files": {k: sha256_hex(v) for k, v in files.items()}},
+        sort_keys=True,
+    )
+    return f"{name}:{sha256_hex(identity.encode())[:16]}"
+
+
 def _base_id(client: DockerClient, base: str) -> str:
     """The base image's ID, pulled first when the engine lacks it (a runner pulls
     `python:3.11-slim`; where no registry answers, the error says what to do)."""
@@ -88,8 +111,11 @@ def _base_id(client: DockerClient, base: str) -> str:
         ) from exc
 
 
-def environment_image(client: DockerClient, config: DockerImageConfig) -> BuiltImage:
-    """The per-repository image: base + extra CA bundle + setup commands (with network)."""
+def environment_image(
+    client: DockerClient, config: DockerImageConfig, cache: ImageCache | None = None
+) -> BuiltImage:
+    """The per-repository image: base + extra CA bundle + setup commands (with network).
+    `cache` keeps it and its base for the next job (`image_cache`)."""
     files: dict[str, bytes] = {}
     steps = ["USER root"]
     if config.extra_ca is not None:
@@ -108,9 +134,12 @@ def environment_image(client: DockerClient, config: DockerImageConfig) -> BuiltI
             f"SSL_CERT_FILE={_BUNDLE}",
         ]
     steps += [f"RUN {json.dumps(['/bin/sh', '-c', command])}" for command in config.setup]
-    return ensure_image(
+    built = ensure_image(
         client, name="docdelta-env", base=config.base, steps=steps, files=files, network="bridge"
     )
+    if cache is not None:
+        cache.keep(config.base, built.tag)
+    return built
 
 
 def _context_tar(files: Mapping[str, bytes]) -> bytes:
