@@ -8,12 +8,16 @@ as a push to ghcr.io does on a runner.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import shutil
 import socket
 import subprocess
 import threading
+import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,10 +37,29 @@ http:
 """
 
 
+_MARKER = "docdelta-marker-"
+_ANSWERED = re.compile(r'msg="response completed.*?http\.request\.method=(\S+).*?http\.request\.uri=(\S+)')
+
+
 class Registry:
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, log: list[str], logged: threading.Condition) -> None:
         self.host = host
         """`127.0.0.1:<port>`, the registry part of an image reference."""
+        self._log, self._logged = log, logged
+
+    def requests(self) -> list[str]:
+        """`METHOD /uri` of every request the registry answered so far, from its log. A marker
+        request is sent first and its log line waited for, so a request answered before this
+        call is not missed because its line was still on the way."""
+        marker = f"/v2/{_MARKER}{uuid.uuid4().hex}/tags/list"  # no such repository: a 404
+        with contextlib.suppress(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://{self.host}{marker}", timeout=30).close()
+        with self._logged:
+            assert self._logged.wait_for(lambda: any(marker in line for line in self._log), timeout=60), (
+                marker
+            )
+            answered = [" ".join(m.groups()) for line in self._log if (m := _ANSWERED.search(line))]
+        return [request.replace('"', "") for request in answered if _MARKER not in request]
 
     def get(self, path: str) -> dict[str, object]:
         """A JSON answer of the registry's HTTP API (`/v2/_catalog`, `/v2/<name>/tags/list`)."""
@@ -65,12 +88,14 @@ def local_registry(root: Path) -> Iterator[Registry]:
     proc = subprocess.Popen(
         [BINARY, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    listening, log = threading.Event(), []
+    listening, log, logged = threading.Event(), [], threading.Condition()
 
     def read() -> None:  # the whole log, so the registry never blocks on a full pipe
         assert proc.stderr is not None
         for line in proc.stderr:
-            log.append(line)
+            with logged:
+                log.append(line)
+                logged.notify_all()
             if "listening on" in line:
                 listening.set()
         listening.set()  # it exited: stop waiting
@@ -80,7 +105,7 @@ def local_registry(root: Path) -> Iterator[Registry]:
     try:
         listening.wait(timeout=60)
         assert proc.poll() is None and any("listening on" in line for line in log), "".join(log)[-3000:]
-        yield Registry(f"127.0.0.1:{port}")
+        yield Registry(f"127.0.0.1:{port}", log, logged)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
