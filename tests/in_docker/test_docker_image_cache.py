@@ -1,0 +1,159 @@
+"""`docker.image_cache` against the real engine: the images a run used (base, environment
+image, agent layer, agent image) saved as one tarball, removed from the engine as a fresh
+runner has none, and loaded back, so the next job builds and pulls nothing; a tarball cut
+short or not a tarball at all is removed with a warning and the images are made again.
+
+Every image here is the test's own (a base FROM the shared one with a label of its own, a
+stand-in layer of packages no other test uses), so removing them never touches another
+test's images on the shared engine."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import tarfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+from test_docker_agent_layers import stand_in_layer, stand_in_npm
+
+from docdelta.agents.images import FROM_LAYER_LABEL, NODE_VERSION, agent_image
+from docdelta.sandbox.base import DockerImageConfig
+from docdelta.sandbox.image_cache import ImageCache
+from docdelta.sandbox.images import BuiltImage, environment_image
+
+pytestmark = pytest.mark.docker
+
+
+class Run:
+    """One configuration's images, made the way `wiring` makes them, with a cache."""
+
+    def __init__(self, client: Any, base: str, npm: list[str], directory: Path) -> None:
+        self.client, self.base, self.npm, self.directory = client, base, npm, directory
+        self.config = DockerImageConfig(base=base, setup=["echo cached > /etc/docdelta-cache-test"])
+
+    def cache(self) -> ImageCache:
+        return ImageCache(self.client, self.directory, {"base": self.base, "npm": self.npm})
+
+    def images(self, cache: ImageCache) -> tuple[BuiltImage, BuiltImage]:
+        """The environment image and the agent image, what `cache` kept saved."""
+        env = environment_image(self.client, self.config, cache)
+        image = agent_image(self.client, base=env.tag, npm=self.npm, cache=cache)
+        cache.store()
+        return env, image
+
+    def tags(self) -> list[str]:
+        """Every tag the run made or used, as the tarball's manifest lists them."""
+        cache = self.cache()
+        return [] if not cache.path.is_file() else sorted(_held(cache))
+
+    def forget(self, tags: list[str]) -> None:
+        """Remove `tags` from the engine, the newest image first (a fresh runner's engine)."""
+        by_created = sorted(tags, key=lambda tag: self.client.images.get(tag).attrs["Created"], reverse=True)
+        for tag in by_created:
+            self.client.images.remove(tag)
+        for tag in tags:
+            with pytest.raises(docker.errors.ImageNotFound):
+                self.client.images.get(tag)
+
+
+def _held(cache: ImageCache) -> list[str]:
+    """The tags in the tarball, read as `docker load` reads them (its manifest.json)."""
+    with tarfile.open(cache.path) as archive:
+        member = archive.extractfile("manifest.json")
+        assert member is not None
+        return [tag for entry in json.load(member) for tag in entry.get("RepoTags") or []]
+
+
+@pytest.fixture
+def run(client: Any, base_image: str, tmp_path: Path) -> Iterator[Run]:
+    """A base of this test's own (so removing it spares the shared one) and a local stand-in
+    layer of packages no other test holds; every tag left at the end is removed."""
+    nonce = uuid.uuid4().hex[:12]
+    base = f"docdelta-test-cache-base:{nonce}"
+    client.images.build(
+        fileobj=_dockerfile(f"FROM {base_image}\nLABEL org.docdelta.test-cache={nonce}\n"),
+        custom_context=True,
+        tag=base,
+    )
+    npm = stand_in_npm()
+    layer = f"docdelta-agent-layer:test-{nonce}"
+    stand_in_layer(client, layer, NODE_VERSION, npm)
+    made = Run(client, base, npm, tmp_path / "cache")
+    try:
+        yield made
+    finally:
+        left = [t for t in {*made.tags(), base, layer} if _present(client, t)]
+        made.forget(left)
+
+
+def _present(client: Any, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def _dockerfile(text: str) -> Any:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        data = text.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def test_the_images_come_back_from_the_cache_on_an_empty_engine(client: Any, run: Run) -> None:
+    first = run.cache()
+    assert first.restore() is False  # nothing cached yet
+    env, image = run.images(first)
+    tags = run.tags()
+    layer = client.images.get(image.tag).labels[FROM_LAYER_LABEL]
+    assert {run.base, env.tag, image.tag} <= set(tags)
+    assert layer in {str(client.images.get(tag).id) for tag in tags}  # the layer is in it too
+    saved = first.path.stat()
+
+    run.forget(tags)  # the next job's fresh runner
+    second = run.cache()
+    assert second.restore() is True
+    assert second.restore() is False  # all here now: not loaded twice
+    again_env, again = run.images(second)
+    # Found, not built: a build would make new image IDs.
+    assert (again_env, again) == (env, image)
+    assert client.images.get(again.tag).labels[FROM_LAYER_LABEL] == layer
+    out = client.containers.run(again.tag, ["claude", "--version"], network_mode="none", remove=True)
+    assert out.decode().strip() == "published layer: claude --version"
+    now = first.path.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (saved.st_ino, saved.st_mtime_ns)  # held them all: not rewritten
+
+
+@pytest.mark.parametrize("damage", ["cut short", "not a tarball"])
+def test_a_damaged_tarball_is_removed_with_a_warning_and_the_images_made_again(
+    client: Any, run: Run, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = run.cache()
+    env, image = run.images(cache)
+    tags = run.tags()
+    data = cache.path.read_bytes()
+    cache.path.write_bytes(data[: len(data) // 2] if damage == "cut short" else b"not a tarball\n" * 100)
+
+    run.forget([tag for tag in tags if tag != run.base and "docdelta-agent-layer" not in tag])
+    damaged = run.cache()
+    with caplog.at_level(logging.WARNING, logger="docdelta.sandbox.image_cache"):
+        assert damaged.restore() is False
+    assert not damaged.path.exists()
+    assert str(damaged.path) in caplog.text
+    assert "removed it, the images are pulled or built instead" in caplog.text
+
+    rebuilt_env, rebuilt = run.images(damaged)  # made again, and saved again
+    assert rebuilt_env.tag == env.tag and rebuilt_env.digest != env.digest
+    assert rebuilt.tag != image.tag  # on the rebuilt environment image
+    assert set(run.tags()) >= {run.base, rebuilt_env.tag, rebuilt.tag}
