@@ -1,5 +1,6 @@
-"""The agent layer from a registry: a published layer is pulled and used instead of running
-npm, and one that cannot be pulled or does not fit is built here, as before."""
+"""The agent layer: one the engine has (pulled before, or built here) is used with no registry
+call; otherwise a published layer is pulled instead of running npm, and one that cannot be
+pulled or does not fit is built here, as before."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from docdelta.agents.images import (
     agent_layer,
     published_ref,
 )
+from docdelta.errors import SandboxError
 
 pytestmark = pytest.mark.docker
 
@@ -144,15 +146,23 @@ def test_a_layer_that_cannot_be_pulled_or_does_not_fit_is_built_here(
     with local_registry(tmp_path / "registry") as registry:
         owner = f"{registry.host}/owner"
         missing = published_ref(owner, ClaudeCodeAgent.name, VERSION)  # never pushed
+        for ref in (missing, None):
+            image = agent_image(client, base=base_image, npm=ClaudeCodeAgent.npm, extra_ca=CA, published=ref)
+            assert client.images.get(image.tag).labels[FROM_LAYER_LABEL] == built.digest, ref
+        assert registry.requests() == []  # built here before: found here, no pull tried
+
+        # A published layer for another Node version is pulled, not used, and the layer is
+        # built: packages no registry has, so the build is seen failing in npm (the bootstrap
+        # step is the one `built` ran, from the build cache).
+        npm = stand_in_npm()
         other_node = published_ref(owner, ClaudeCodeAgent.name, "0.0.1")
-        assert missing is not None and other_node is not None
-        _publish(client, other_node, "18.0.0", ClaudeCodeAgent.npm)
+        assert other_node is not None
+        _publish(client, other_node, "18.0.0", npm)
         try:
-            for ref in (missing, other_node, None):
-                image = agent_image(
-                    client, base=base_image, npm=ClaudeCodeAgent.npm, extra_ca=CA, published=ref
-                )
-                assert client.images.get(image.tag).labels[FROM_LAYER_LABEL] == built.digest, ref
+            with pytest.raises(SandboxError, match="building image docdelta-agent-layer:") as failed:
+                agent_image(client, base=base_image, npm=npm, extra_ca=CA, published=other_node)
+            assert npm[0].split("@")[0] in str(failed.value)
+            assert _asked_for(registry, "0.0.1")
         finally:
             client.images.remove(other_node)
     assert published_ref("", ClaudeCodeAgent.name, VERSION) is None  # `docker.agent_registry: ""`
