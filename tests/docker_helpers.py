@@ -7,6 +7,7 @@ import io
 import json
 import os
 import socket
+import tarfile
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 from modelserver.script import Script
 
 from docdelta.agents.base import Agent, AgentContext
+from docdelta.agents.images import CLI_PREFIX, LAYER_LABEL, NODE, NPM_LABEL
 from docdelta.agents.models import AgentOutcome
 from docdelta.gateway.config import GatewayConfig, Upstream
 from docdelta.gateway.models import ModelCall
@@ -293,3 +295,42 @@ def model_server_network(client: Any, base_image: str, script: Script) -> Iterat
             server.remove(force=True)
     finally:
         network.remove()
+
+
+def stand_in_npm() -> list[str]:
+    """Pinned npm packages no other test's layer holds, so no layer already on the shared
+    engine is found for them (`agent_image` looks there first)."""
+    return [f"docdelta-stand-in@1.0.{uuid.uuid4().int % 10**9}"]
+
+
+def stand_in_layer(client: Any, tag: str, node_version: str, npm: list[str]) -> str:
+    """A layer of `npm` as the release workflow publishes it, FROM scratch, whose `node` is a
+    shell script that says it came from the registry (no npm, no Node: built in a second)."""
+    files = {
+        "Dockerfile": (
+            f"FROM scratch\nCOPY node {NODE}\nCOPY claude {CLI_PREFIX}/bin/claude\n"
+            f"LABEL {LAYER_LABEL}={node_version} {NPM_LABEL}={','.join(sorted(npm))}\n"
+        ).encode(),
+        "node": b'#!/bin/sh\necho "published layer: $(basename "$1") $2"\n',
+        "claude": b"#!/usr/bin/env node\n",
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755
+            archive.addfile(info, io.BytesIO(data))
+    image, _ = client.images.build(fileobj=io.BytesIO(buf.getvalue()), custom_context=True, tag=tag)
+    return str(image.id)
+
+
+def dockerfile_context(dockerfile: str) -> io.BytesIO:
+    """A build context of `dockerfile` alone, for `client.images.build(custom_context=True)`."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        data = dockerfile.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf

@@ -4,24 +4,19 @@ pulled or does not fit is built here, as before."""
 
 from __future__ import annotations
 
-import io
-import tarfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_helpers import stand_in_layer, stand_in_npm
 from registry import Registry, local_registry
 
 from docdelta.agents.claude_code import VERSION, ClaudeCodeAgent
 from docdelta.agents.images import (
-    CLI_PREFIX,
     FROM_LAYER_LABEL,
-    LAYER_LABEL,
-    NODE,
     NODE_VERSION,
-    NPM_LABEL,
     agent_image,
     agent_layer,
     published_ref,
@@ -31,33 +26,6 @@ from docdelta.errors import SandboxError
 pytestmark = pytest.mark.docker
 
 CA = Path("/etc/ssl/certs/ca-certificates.crt")
-
-
-def stand_in_npm() -> list[str]:
-    """Pinned npm packages no other test's layer holds, so no layer already on the shared
-    engine is found for them (`agent_image` looks there first)."""
-    return [f"docdelta-stand-in@1.0.{uuid.uuid4().int % 10**9}"]
-
-
-def stand_in_layer(client: Any, tag: str, node_version: str, npm: list[str]) -> str:
-    """A layer of `npm` as the release workflow publishes it, FROM scratch, whose `node` is a
-    shell script that says it came from the registry (no npm, no Node: built in a second)."""
-    files = {
-        "Dockerfile": (
-            f"FROM scratch\nCOPY node {NODE}\nCOPY claude {CLI_PREFIX}/bin/claude\n"
-            f"LABEL {LAYER_LABEL}={node_version} {NPM_LABEL}={','.join(sorted(npm))}\n"
-        ).encode(),
-        "node": b'#!/bin/sh\necho "published layer: $(basename "$1") $2"\n',
-        "claude": b"#!/usr/bin/env node\n",
-    }
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o755
-            archive.addfile(info, io.BytesIO(data))
-    image, _ = client.images.build(fileobj=io.BytesIO(buf.getvalue()), custom_context=True, tag=tag)
-    return str(image.id)
 
 
 def _publish(client: Any, ref: str, node_version: str, npm: list[str]) -> str:

@@ -9,7 +9,6 @@ test's images on the shared engine."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import tarfile
@@ -20,7 +19,7 @@ from typing import Any
 
 import docker.errors
 import pytest
-from test_docker_agent_layers import stand_in_layer, stand_in_npm
+from docker_helpers import dockerfile_context, stand_in_layer, stand_in_npm
 
 from docdelta.agents.images import FROM_LAYER_LABEL, NODE_VERSION, agent_image
 from docdelta.sandbox.base import DockerImageConfig
@@ -77,7 +76,7 @@ def run(client: Any, base_image: str, tmp_path: Path) -> Iterator[Run]:
     nonce = uuid.uuid4().hex[:12]
     base = f"docdelta-test-cache-base:{nonce}"
     client.images.build(
-        fileobj=_dockerfile(f"FROM {base_image}\nLABEL org.docdelta.test-cache={nonce}\n"),
+        fileobj=dockerfile_context(f"FROM {base_image}\nLABEL org.docdelta.test-cache={nonce}\n"),
         custom_context=True,
         tag=base,
     )
@@ -98,17 +97,6 @@ def _present(client: Any, tag: str) -> bool:
     except docker.errors.ImageNotFound:
         return False
     return True
-
-
-def _dockerfile(text: str) -> Any:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as archive:
-        data = text.encode()
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    return buf
 
 
 def test_the_images_come_back_from_the_cache_on_an_empty_engine(client: Any, run: Run) -> None:
