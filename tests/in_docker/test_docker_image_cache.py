@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import tarfile
 import uuid
 from collections.abc import Iterator
@@ -22,9 +23,12 @@ import pytest
 from docker_helpers import dockerfile_context, stand_in_layer, stand_in_npm
 
 from docdelta.agents.images import FROM_LAYER_LABEL, NODE_VERSION, agent_image
+from docdelta.config import ProjectConfig
+from docdelta.git import Repo
 from docdelta.sandbox.base import DockerImageConfig
 from docdelta.sandbox.image_cache import ImageCache
 from docdelta.sandbox.images import BuiltImage, environment_image
+from docdelta.wiring import SandboxChoice, build_provider
 
 pytestmark = pytest.mark.docker
 
@@ -145,3 +149,24 @@ def test_a_damaged_tarball_is_removed_with_a_warning_and_the_images_made_again(
     assert rebuilt_env.tag == env.tag and rebuilt_env.digest != env.digest
     assert rebuilt.tag != image.tag  # on the rebuilt environment image
     assert set(run.tags()) >= {run.base, rebuilt_env.tag, rebuilt.tag}
+
+
+def test_the_config_field_keeps_the_images_under_the_repository(run: Run, tmp_path: Path) -> None:
+    """The field as a run reads it: relative to the repository root, the tarball written while
+    the sandbox is made (the environment image and its base, no agent here)."""
+    root = tmp_path / "repository"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    config = ProjectConfig(docker=DockerImageConfig(base=run.base, image_cache=Path(".docdelta-images")))
+    built = build_provider(SandboxChoice("docker"), repo=Repo(root), private={}, config=config, agent=None)
+    try:
+        (tarball,) = (root / ".docdelta-images").glob("images-*.tar")
+        run.directory = tarball.parent  # so the fixture removes what it holds
+        with tarfile.open(tarball) as archive:
+            member = archive.extractfile("manifest.json")
+            assert member is not None
+            tags = {tag for entry in json.load(member) for tag in entry["RepoTags"]}
+        assert run.base in tags
+        assert any(tag.startswith("docdelta-env:") for tag in tags), tags
+    finally:
+        built.provider.close()
