@@ -128,10 +128,14 @@ def test_the_release_workflow_publishes_the_images_and_a_run_pulls_the_agent_lay
             (digest,) = (d for d in digests if d.startswith(ref.rpartition(":")[0] + "@"))
             assert f"{ref} {digest}" in log and f"| `{ref}` | `{digest.partition('@')[2]}` |" in log
 
-        # A fresh runner: neither image is here, so a run pulls the layer by its pin.
+        # A fresh runner: neither image is here, so the layer is pulled by its pin. (A run
+        # uses a layer of the same packages the engine has before it pulls, and this shared
+        # engine may hold one from other tests: the pull is made here, and docdelta's own
+        # pull is asserted on a stand-in layer in tests/in_docker/test_docker_agent_layers.py.)
         for ref in (action_ref, layer_ref):
             client.images.remove(ref, noprune=True)  # its layers stay: the next run builds from them
         started = time.monotonic()
+        client.images.pull(layer_ref.rpartition(":")[0], tag=VERSION)
         image = agent_image(client, base=BASE_IMAGE, npm=ClaudeCodeAgent.npm, published=layer_ref)
         pulled = time.monotonic() - started
         layer_id = client.images.get(layer_ref).id
