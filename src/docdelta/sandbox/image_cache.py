@@ -84,7 +84,7 @@ class ImageCache:
                 return
         except (OSError, tarfile.TarError, EOFError, ValueError, KeyError):
             pass  # unreadable: replaced below
-        partial = self.path.with_name(self.path.name + ".part")
+        partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.part")  # one per writer
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # The SDK's `Image.save` takes one image; the Engine API's takes several and
