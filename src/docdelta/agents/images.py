@@ -22,6 +22,10 @@ Why this shape:
   instead of running npm; a repository with its own environment image reuses the same
   layer. When the pull fails (no registry, a fork's pin never published, another CPU
   architecture or Node version) the layer is built here, as it always was.
+- **The engine first, then the registry.** A layer carries its Node version and its npm
+  packages as labels, so one the engine already has (pulled, or built here on any base)
+  is found and used with no registry call: a pin that was never published costs one
+  build, not a failed pull in every later process.
 """
 
 from __future__ import annotations
