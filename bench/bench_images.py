@@ -64,19 +64,26 @@ SMOKE_ARGS = ["--smoke"]
 """The smallest flags that still run every part: CI runs the bench with them (tests/README.md)."""
 
 BENCH_LABEL = "org.docdelta.bench-images"
-"""Label of the bench's bases, inherited by every image built on them: what it removes."""
+"""Label of the bench's bases (value: this run's id), inherited by every image built on them:
+what it removes, so a bench running beside it keeps its own. (Two full runs at once on one
+engine share their layers' packages: run one at a time.)"""
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 MARKER = "is-number@7.0.0"
 """A tiny npm package of no dependencies beside the agent's, so the bench's layer is its own."""
-SMOKE_NPM = "docdelta-bench-stand-in@1.0.0"
 IDENTITY = {"bench": "images"}
 """The cache's key: one configuration, so the load path finds the last build's tarball."""
 GOAL_S = 15.0
 
 
 class Paths:
-    def __init__(self, client: Any, base: str, smoke: bool, registry: str, work: Path) -> None:
-        self.client, self.base, self.smoke, self.work = client, base, smoke, work
-        self.npm = [SMOKE_NPM] if smoke else [*ClaudeCodeAgent.npm, MARKER]
+    def __init__(
+        self, client: Any, base: str, ca: Path | None, smoke: bool, registry: str, work: Path
+    ) -> None:
+        self.client, self.base, self.ca, self.smoke, self.work = client, base, ca, smoke, work
+        self.run = uuid.uuid4().hex[:12]
+        self.npm = (
+            [f"docdelta-bench-stand-in@1.0.{int(self.run, 16)}"] if smoke else [*ClaudeCodeAgent.npm, MARKER]
+        )
         self.published = f"{registry}/bench/docdelta-agent-claude_code:bench"
         self.cache_dir = work / "cache"
         self.pushed = False
@@ -88,12 +95,12 @@ class Paths:
         cache = ImageCache(self.client, self.work / f"saving-{uuid.uuid4().hex[:8]}", IDENTITY)
         started = time.perf_counter()
         cache.restore()
-        env = environment_image(self.client, DockerImageConfig(base=base), cache)
+        env = environment_image(self.client, self._config(base), cache)
         if self.smoke:  # in place of npm: the stand-in layer, built here
             stand_in_layer(
                 self.client, f"docdelta-agent-layer:bench-{uuid.uuid4().hex[:8]}", NODE_VERSION, self.npm
             )
-        image = agent_image(self.client, base=env.tag, npm=self.npm, cache=cache)
+        image = agent_image(self.client, base=env.tag, npm=self.npm, extra_ca=self.ca, cache=cache)
         took = time.perf_counter() - started
         saving = time.perf_counter()
         cache.store()
@@ -109,8 +116,10 @@ class Paths:
     def pull(self) -> float:
         base = self._new_base()
         started = time.perf_counter()
-        env = environment_image(self.client, DockerImageConfig(base=base))
-        image = agent_image(self.client, base=env.tag, npm=self.npm, published=self.published)
+        env = environment_image(self.client, self._config(base))
+        image = agent_image(
+            self.client, base=env.tag, npm=self.npm, extra_ca=self.ca, published=self.published
+        )
         took = time.perf_counter() - started
         layer = self.client.images.get(image.tag).labels[FROM_LAYER_LABEL]
         if layer != self.client.images.get(self.published).id:
@@ -125,8 +134,8 @@ class Paths:
         cache = ImageCache(self.client, self.cache_dir, IDENTITY)
         if not cache.restore():
             sys.exit(f"the load path found no tarball to load in {self.cache_dir}")
-        again_env = environment_image(self.client, DockerImageConfig(base=base), cache)
-        again = agent_image(self.client, base=again_env.tag, npm=self.npm, cache=cache)
+        again_env = environment_image(self.client, self._config(base), cache)
+        again = agent_image(self.client, base=again_env.tag, npm=self.npm, extra_ca=self.ca, cache=cache)
         cache.store()
         took = time.perf_counter() - started
         if (again_env, again) != (env, image):
@@ -137,9 +146,12 @@ class Paths:
     def _new_base(self) -> str:
         """A base of this path's own: FROM --base, labelled with its own tag."""
         tag = f"docdelta-bench-images-base:{uuid.uuid4().hex[:12]}"
-        dockerfile = f"FROM {self.base}\nLABEL {BENCH_LABEL}={tag}\n"
+        dockerfile = f"FROM {self.base}\nLABEL {BENCH_LABEL}={self.run} {BENCH_LABEL}.base={tag}\n"
         self.client.images.build(fileobj=dockerfile_context(dockerfile), custom_context=True, tag=tag)
         return tag
+
+    def _config(self, base: str) -> DockerImageConfig:
+        return DockerImageConfig(base=base, extra_ca=self.ca)
 
     def _push(self, layer_id: str) -> None:
         name, _, tag = self.published.rpartition(":")
@@ -151,18 +163,29 @@ class Paths:
 
     def forget(self) -> None:
         """Remove every image of the bench: built on its bases, its packages' layers, the
-        pulled tag; the newest first, so no image is removed before the ones built on it."""
+        pulled tag; the newest first, as an image built on another must go before it."""
+        # The listing's own fields (no inspect per image: one may go while this runs).
         mine = {
-            image.id: image
-            for label in (BENCH_LABEL, f"{NPM_LABEL}={','.join(sorted(self.npm))}")
-            for image in self.client.images.list(all=True, filters={"label": label})
+            str(row["Id"]): int(row["Created"])
+            for label in (f"{BENCH_LABEL}={self.run}", f"{NPM_LABEL}={','.join(sorted(self.npm))}")
+            for row in self.client.api.images(all=True, filters={"label": label})
         }
         with suppress(docker.errors.ImageNotFound):
             pulled = self.client.images.get(self.published)
-            mine[pulled.id] = pulled
-        for image in sorted(mine.values(), key=lambda i: i.attrs["Created"], reverse=True):
-            with suppress(docker.errors.ImageNotFound):  # gone with an image removed before it
-                self.client.images.remove(image.id, force=True)
+            mine[str(pulled.id)] = 1 << 62  # no image is built on it: first
+        left = sorted(mine, key=lambda i: mine[i], reverse=True)
+        while left:  # Created is in seconds: a parent refused for its child goes next pass
+            kept = []
+            for image_id in left:
+                try:
+                    self.client.images.remove(image_id, force=True)
+                except docker.errors.ImageNotFound:
+                    pass  # gone with an image removed before it
+                except docker.errors.APIError:
+                    kept.append(image_id)
+            if kept == left:
+                sys.exit(f"cannot remove the bench's images {kept}")
+            left = kept
 
 
 def _median(values: list[float]) -> str:
@@ -176,6 +199,11 @@ def main() -> None:
         "--base", default="docdelta-base:latest", help="the base image (must be on the engine)"
     )
     parser.add_argument(
+        "--extra-ca",
+        default=str(HOST_CA) if HOST_CA.is_file() else "",
+        help="PEM bundle trusted by the builds, for a TLS-intercepting proxy (default: the host's)",
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="a stand-in layer, no npm: shows every path runs"
     )
     args = parser.parse_args()
@@ -184,7 +212,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="docdelta-bench-images-") as tmp:
         work = Path(tmp)
         with local_registry(work / "registry") as registry:
-            paths = Paths(client, args.base, args.smoke, registry.host, work)
+            ca = Path(args.extra_ca) if args.extra_ca else None
+            paths = Paths(client, args.base, ca, args.smoke, registry.host, work)
             order: list[tuple[str, Callable[[], float]]] = [
                 ("build", paths.build), ("pull", paths.pull), ("load", paths.load)
             ]  # fmt: skip
