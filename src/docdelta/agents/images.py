@@ -23,9 +23,10 @@ Why this shape:
   layer. When the pull fails (no registry, a fork's pin never published, another CPU
   architecture or Node version) the layer is built here, as it always was.
 - **The engine first, then the registry.** A layer carries its Node version and its npm
-  packages as labels, so one the engine already has (pulled, or built here on any base)
-  is found and used with no registry call: a pin that was never published costs one
-  build, not a failed pull in every later process.
+  packages as labels, and an agent image what it was made for, so one the engine already
+  has (pulled, built here on any base, or loaded from an image cache) is found and used
+  with no registry call: a pin that was never published costs one build, not a failed
+  pull in every later process.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import json
 import re
 import shlex
 from collections.abc import Sequence
-from contextlib import suppress
 from pathlib import Path
 
 import docker.errors
@@ -45,6 +45,7 @@ from docdelta.errors import AgentError
 from docdelta.sandbox.base import DockerImageConfig
 from docdelta.sandbox.image_cache import ImageCache
 from docdelta.sandbox.images import BuiltImage, ensure_image, environment_image, find_image
+from docdelta.vocabulary import sha256_hex
 
 NODE_VERSION = "22.23.5"
 """The `node-linux-<arch>` package version (an official Node.js 22 build)."""
@@ -63,6 +64,11 @@ Node version is not used)."""
 NPM_LABEL = "org.docdelta.agent-npm"
 """Label of an agent layer image: the pinned npm packages it holds (`_npm_key`), so a layer
 built here is found again whatever base it was built on and whatever it is tagged."""
+MADE_FOR_LABEL = "org.docdelta.agent-made-for"
+"""Label of an agent image: a hash of its packages, Node version, environment image and
+steps (`_made_for`), so the image is found again without its layer: an image cache holds
+the agent image and not the layer (0.5 GB less to save and load), and a process whose layer
+is not on the engine does not look for it."""
 FROM_LAYER_LABEL = "org.docdelta.agent-layer"
 """Label of an agent image: the image ID of the layer it was copied from, so the agent
 image's content-hash tag changes when a re-published layer does, and a test can tell a
@@ -152,32 +158,39 @@ def agent_image(
     """`base` (the environment image, or any Debian-based image with python3) plus Node.js
     22 and the pinned npm packages `npm` (e.g. `["@anthropic-ai/claude-code@2.1.332"]`).
 
-    The layer is the first that fits this engine (this Node version and CPU architecture)
-    of: one the engine has already (`published`, or one built here for the same packages,
-    on any base), then `published` pulled, then one built here (`agent_layer`). Looking
-    here first is what spares every process of a run whose pin was never published a
-    failed pull. `cache` keeps the layer and the image for the next job (`image_cache`,
-    which the caller restores before this). `extra_ca` is a PEM bundle trusted during the
-    build and in the image, for networks whose TLS is intercepted. Raises AgentError for
-    an unpinned package and SandboxError when the build fails (with the build log's tail).
+    The image is found rather than made when the engine has it: copied from `published`
+    when that layer is here, else any agent image for the same packages, Node version and
+    environment image. Otherwise its layer is the first that fits this engine (this Node
+    version and CPU architecture) of: one built here for the same packages (on any base),
+    `published` pulled, one built here now (`agent_layer`). Looking on the engine first is
+    what spares every process of a run whose pin was never published a failed pull.
+    `cache` keeps the image for the next job (`image_cache`; the caller restores it before
+    this). `extra_ca` is a PEM bundle trusted during the build and in the image, for
+    networks whose TLS is intercepted. Raises AgentError for an unpinned package and
+    SandboxError when the build fails (with the build log's tail).
     """
     _check_pinned(npm)
-    env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca), cache).tag
-    layer = (
-        _local_layer(client, npm, published, env)
-        or (_pulled_layer(client, published) if published else None)
-        or agent_layer(client, base=base, npm=npm, extra_ca=extra_ca)
-    )
-    steps = [
-        "USER root",
-        f"COPY --from={layer.tag} {NODE} {NODE}",
-        f"COPY --from={layer.tag} {CLI_PREFIX} {CLI_PREFIX}",
-        _run(_LAUNCHERS.format(prefix=CLI_PREFIX, node=NODE)),
-        f"LABEL {FROM_LAYER_LABEL}={layer.digest}",
-    ]
-    built = ensure_image(client, name="docdelta-agent", base=env, steps=steps)
+    env = environment_image(client, DockerImageConfig(base=base, extra_ca=extra_ca), cache)
+    made_for = _made_for(npm, env.digest)
+    layer = _here(client, published) if published else None
+    built = None if layer is not None else _ready_image(client, made_for)
+    if built is None:
+        layer = (
+            layer
+            or _local_layer(client, npm, env.tag)
+            or (_pulled_layer(client, published) if published else None)
+            or agent_layer(client, base=base, npm=npm, extra_ca=extra_ca)
+        )
+        steps = [
+            "USER root",
+            f"COPY --from={layer.tag} {NODE} {NODE}",
+            f"COPY --from={layer.tag} {CLI_PREFIX} {CLI_PREFIX}",
+            _run(_LAUNCHERS.format(prefix=CLI_PREFIX, node=NODE)),
+            f"LABEL {FROM_LAYER_LABEL}={layer.digest} {MADE_FOR_LABEL}={made_for}",
+        ]
+        built = ensure_image(client, name="docdelta-agent", base=env.tag, steps=steps)
     if cache is not None:
-        cache.keep(layer.tag, built.tag)
+        cache.keep(built.tag)
     return built
 
 
@@ -190,18 +203,32 @@ def _check_pinned(npm: Sequence[str]) -> None:
         )
 
 
-def _local_layer(
-    client: DockerClient, npm: Sequence[str], published: str | None, env: str
-) -> BuiltImage | None:
-    """A layer of `npm` the engine has that fits it, without a registry call: `published`,
-    then the one built here on `env`, then one built here on another base (the layer is the
-    same whatever base installed it); None when there is none."""
+def _here(client: DockerClient, ref: str) -> BuiltImage | None:
+    """The layer `ref` when the engine has it and it fits; None otherwise (no pull)."""
+    try:
+        image = client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+    return BuiltImage(tag=ref, digest=str(image.id)) if _fits(client, image) else None
+
+
+def _ready_image(client: DockerClient, made_for: str) -> BuiltImage | None:
+    """An agent image the engine has for the same packages, Node version and environment
+    image (`MADE_FOR_LABEL`), whatever layer it was copied from; None when there is none."""
+    for image in client.images.list(filters={"label": f"{MADE_FOR_LABEL}={made_for}"}):
+        if image.tags:
+            return BuiltImage(tag=sorted(image.tags)[0], digest=str(image.id))
+    return None
+
+
+def _local_layer(client: DockerClient, npm: Sequence[str], env: str) -> BuiltImage | None:
+    """A layer of `npm` the engine has that fits it, without a registry call: the one built
+    here on `env`, then one built here on another base (the layer is the same whatever base
+    installed it); None when there is none."""
     found: dict[str, Image] = {}
     own = find_image(client, name=_LAYER_NAME, base=env, steps=_layer_steps(npm))
-    for ref in (published, own.tag if own else None):
-        if ref is not None:
-            with suppress(docker.errors.ImageNotFound):
-                found[ref] = client.images.get(ref)
+    if own is not None:
+        found[own.tag] = client.images.get(own.tag)
     for image in client.images.list(filters={"label": f"{NPM_LABEL}={_npm_key(npm)}"}):
         for tag in sorted(image.tags):
             found.setdefault(tag, image)
@@ -227,6 +254,12 @@ def _fits(client: DockerClient, image: Image) -> bool:
     return bool(
         (image.labels or {}).get(LAYER_LABEL) == NODE_VERSION and image.attrs.get("Architecture") == arch
     )
+
+
+def _made_for(npm: Sequence[str], env_id: str) -> str:
+    """`MADE_FOR_LABEL`'s value: what an agent image holds, but for the layer's image ID."""
+    recipe = [sorted(npm), NODE_VERSION, env_id, _LAUNCHERS, NODE, CLI_PREFIX]
+    return sha256_hex(json.dumps(recipe).encode())[:16]
 
 
 def _npm_key(npm: Sequence[str]) -> str:

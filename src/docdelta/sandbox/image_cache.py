@@ -8,8 +8,10 @@ with `actions/cache`; docdelta `docker load`s the tarball before it looks anywhe
 and, when what it used differs from what the tarball holds, `docker save`s it again.
 
 - **One tarball per configuration, every image in it.** The images are a chain (the base,
-  the environment image on it, the agent image on that, the agent layer copied in): saved
-  together, each layer is stored once; saved apart, the base's gigabyte would be in each.
+  the environment image on it, the agent image on that): saved together, each layer is
+  stored once; saved apart, the base's gigabyte would be in each. The agent layer is not
+  in it: copied into the agent image, it would be stored twice, and the agent image is
+  found again without it (`agents.images.MADE_FOR_LABEL`).
   The file is named by a hash of what chooses the images (base, setup, CA bundle, agent),
   so agents or configurations that share one directory do not overwrite each other.
 - **Self-correcting, not versioned.** The tarball's own manifest says which tags (and image
