@@ -14,7 +14,7 @@ import logging
 import subprocess
 import tarfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,14 @@ def test_the_images_come_back_from_the_cache_on_an_empty_engine(client: Any, run
     assert (now.st_ino, now.st_mtime_ns) == (saved.st_ino, saved.st_mtime_ns)  # held them all: not rewritten
 
 
-@pytest.mark.parametrize("damage", ["cut short", "not a tarball"])
+DAMAGE: dict[str, Callable[[bytes], bytes]] = {
+    "cut short": lambda data: data[: len(data) // 2],
+    "not a tarball": lambda data: b"not a tarball\n" * 100,
+    "a tarball of something else": lambda data: dockerfile_context("FROM scratch\n").getvalue(),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_tarball_is_removed_with_a_warning_and_the_images_made_again(
     client: Any, run: Run, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -138,7 +145,7 @@ def test_a_damaged_tarball_is_removed_with_a_warning_and_the_images_made_again(
     env, image = run.images(cache)
     tags = run.tags()
     data = cache.path.read_bytes()
-    cache.path.write_bytes(data[: len(data) // 2] if damage == "cut short" else b"not a tarball\n" * 100)
+    cache.path.write_bytes(DAMAGE[damage](data))
 
     run.forget([tag for tag in tags if tag != run.base])
     damaged = run.cache()

@@ -41,6 +41,8 @@ from docdelta.vocabulary import sha256_hex
 log = logging.getLogger("docdelta.sandbox.image_cache")
 
 _CHUNK = 1 << 20
+_UNREADABLE = (OSError, tarfile.TarError, EOFError, ValueError, KeyError, TypeError)
+"""What reading a tarball's manifest raises when the file is cut short or not a tarball."""
 
 
 class ImageCache:
@@ -58,7 +60,7 @@ class ImageCache:
             return False
         try:
             held = _manifest(self.path)
-        except (OSError, tarfile.TarError, EOFError, ValueError, KeyError) as exc:
+        except _UNREADABLE as exc:
             return self._drop(f"cannot read it ({exc})")
         if held and all(self._image_id(tag) == image_id for tag, image_id in held.items()):
             return False
@@ -84,7 +86,7 @@ class ImageCache:
         try:
             if self.path.is_file() and _manifest(self.path) == self._kept:
                 return
-        except (OSError, tarfile.TarError, EOFError, ValueError, KeyError):
+        except _UNREADABLE:
             pass  # unreadable: replaced below
         partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.part")  # one per writer
         try:
