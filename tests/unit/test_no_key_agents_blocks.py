@@ -1,0 +1,81 @@
+"""The no-key agents (the fake agent and the example grep agent) answer a question about a
+shell block whose commands each stand under their own comment line, the layout many
+CLAUDE.md files use: the answer is the commands under the matching comment, not the comment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from docdelta.agents.fake_agent import solve
+from docdelta.agents.prompt import build_prompt
+from docdelta.tasks.models import Task
+
+GREP_AGENT = Path(__file__).resolve().parents[2] / "examples" / "agents" / "grep_agent.py"
+CLAUDE_MD = """\
+# Workflow
+
+```bash
+# Lint and style
+# Check for issues and fix automatically
+python -m ruff check src/ tests/ --fix
+python -m ruff format src/ tests/
+
+# Typecheck
+python -m mypy src/
+
+# Run all tests
+python -m pytest tests/
+```
+"""
+README = "# proj\n\nA library. Run `pip install proj` to install it.\n"
+RUFF = ["python -m ruff check src/ tests/ --fix", "python -m ruff format src/ tests/"]
+CASES = [
+    ("Typecheck", ["python -m mypy src/"]),
+    ("Run all tests", ["python -m pytest tests/"]),
+    ("Check for issues and fix automatically", RUFF),
+]
+
+
+def _repo(tmp_path: Path) -> Path:
+    (tmp_path / "CLAUDE.md").write_text(CLAUDE_MD)
+    (tmp_path / "README.md").write_text(README)
+    return tmp_path
+
+
+def _prompt(situation: str) -> str:
+    question = f'Which command should I run in this repository for this (Workflow): "{situation}"?'
+    return build_prompt(Task(id="t", prompt=question, reviewed=True))
+
+
+@pytest.mark.parametrize(("situation", "commands"), CASES)
+def test_fake_agent_answers_a_comment_with_the_commands_under_it(
+    tmp_path: Path, situation: str, commands: list[str]
+) -> None:
+    root = _repo(tmp_path)
+    answers = [solve(_prompt(situation), root, seed)[0] for seed in range(10)]
+    usual = max(answers, key=answers.count)  # the seeded slips aside
+    assert usual["commands"] == commands
+    assert usual["citations"][0]["path"] == "CLAUDE.md"
+
+
+@pytest.mark.parametrize(("situation", "commands"), CASES)
+def test_grep_agent_answers_a_comment_with_the_commands_under_it(
+    tmp_path: Path, situation: str, commands: list[str]
+) -> None:
+    root = _repo(tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(GREP_AGENT)],
+        input=_prompt(situation),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=True,
+    )
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["commands"] == commands
+    assert answer["files"] == ["CLAUDE.md"]
