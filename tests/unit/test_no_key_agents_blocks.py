@@ -8,11 +8,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from docdelta.agents.fake_agent import solve
 from docdelta.agents.prompt import build_prompt
+from docdelta.improve.task_draft import draft_from_text
 from docdelta.tasks.models import Task
 
 GREP_AGENT = Path(__file__).resolve().parents[2] / "examples" / "agents" / "grep_agent.py"
@@ -47,6 +49,20 @@ def _repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _grep_agent(root: Path, prompt: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, str(GREP_AGENT)], input=prompt, capture_output=True, text=True, cwd=root, check=True
+    )
+    answer: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+def _fake_agent(root: Path, prompt: str) -> dict[str, Any]:
+    """The fake agent's usual answer: the seeded slips aside."""
+    answers = [solve(prompt, root, seed)[0] for seed in range(10)]
+    return max(answers, key=answers.count)
+
+
 def _prompt(situation: str) -> str:
     question = f'Which command should I run in this repository for this (Workflow): "{situation}"?'
     return build_prompt(Task(id="t", prompt=question, reviewed=True))
@@ -56,9 +72,7 @@ def _prompt(situation: str) -> str:
 def test_fake_agent_answers_a_comment_with_the_commands_under_it(
     tmp_path: Path, situation: str, commands: list[str]
 ) -> None:
-    root = _repo(tmp_path)
-    answers = [solve(_prompt(situation), root, seed)[0] for seed in range(10)]
-    usual = max(answers, key=answers.count)  # the seeded slips aside
+    usual = _fake_agent(_repo(tmp_path), _prompt(situation))
     assert usual["commands"] == commands
     assert usual["citations"][0]["path"] == "CLAUDE.md"
 
@@ -67,15 +81,16 @@ def test_fake_agent_answers_a_comment_with_the_commands_under_it(
 def test_grep_agent_answers_a_comment_with_the_commands_under_it(
     tmp_path: Path, situation: str, commands: list[str]
 ) -> None:
-    root = _repo(tmp_path)
-    done = subprocess.run(
-        [sys.executable, str(GREP_AGENT)],
-        input=_prompt(situation),
-        capture_output=True,
-        text=True,
-        cwd=root,
-        check=True,
-    )
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    answer = _grep_agent(_repo(tmp_path), _prompt(situation))
     assert answer["commands"] == commands
     assert answer["files"] == ["CLAUDE.md"]
+
+
+def test_both_agents_answer_every_task_drafted_from_such_a_block(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    drafts = draft_from_text(CLAUDE_MD, "CLAUDE.md")
+    assert len(drafts) == len(CASES)
+    for draft in drafts:
+        prompt = build_prompt(draft.task)
+        assert _grep_agent(root, prompt)["commands"] == draft.task.gold.commands, draft.task.id
+        assert _fake_agent(root, prompt)["commands"] == draft.task.gold.commands, draft.task.id

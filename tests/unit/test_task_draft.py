@@ -248,3 +248,42 @@ def test_a_trigger_task_is_audited_by_its_on_demand_file_not_left_unlabelled() -
     assert missing.label is GoldLabel.unattainable
     (named,) = audit_items(trigger_task(skill, f"Follow {skill} now."), source)
     assert named.leaked
+
+
+ONE_BLOCK = """\
+# Workflow
+
+```bash
+# Lint and style
+# Check for issues and fix automatically
+python -m ruff check src/ tests/ --fix
+python -m ruff format src/ tests/
+
+# Typecheck
+python -m mypy src/
+
+# Run all tests
+python -m pytest tests/
+```
+"""
+
+
+def test_commands_each_under_a_comment_line_are_asked_by_their_comment() -> None:
+    drafts = draft_from_text(ONE_BLOCK, "CLAUDE.md")
+    asked = {d.task.prompt: d.task.gold.commands for d in drafts}
+    assert asked == {
+        "Which commands should I run in this repository for this (Workflow): "
+        '"Lint and style: Check for issues and fix automatically"?': [
+            "python -m ruff check src/ tests/ --fix",
+            "python -m ruff format src/ tests/",
+        ],
+        'Which command should I run in this repository for this (Workflow): "Typecheck"?': [
+            "python -m mypy src/"
+        ],
+        'Which command should I run in this repository for this (Workflow): "Run all tests"?': [
+            "python -m pytest tests/"
+        ],
+    }
+    for draft in drafts:
+        where = locate(ONE_BLOCK, draft.task.gold_citations[0].quote)
+        assert where is not None and where.start == draft.line, draft.task.id

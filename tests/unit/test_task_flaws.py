@@ -5,11 +5,13 @@ that starts with a pronoun."""
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 import yaml
 
-from docdelta.improve.task_audit import FileKind, Flaw, SourceText, _Tally, task_flaws
-from docdelta.tasks.models import Task
+from docdelta.improve.task_audit import FileKind, Flaw, SourceText, _Tally, audit_suite, render, task_flaws
+from docdelta.tasks.load import LoadedTask
+from docdelta.tasks.models import Gold, Task
 from docdelta.tasks.quotes import normalize
 
 AGENTS = """\
@@ -94,3 +96,25 @@ def test_a_condition_around_a_code_block_applies_but_a_keyword_inside_one_does_n
         source = SourceText({"AGENTS.md": (FileKind.instructions, normalize(text))})
         flaws = {f.kind for f in task_flaws(_task("May I do that now?", quote), source)}
         assert (Flaw.lost_condition in flaws) is flagged, text
+
+
+def test_tasks_that_ask_the_same_prompt_for_different_gold_are_flagged(tmp_path: Path) -> None:
+    prompt = 'Which command should I run in this repository for "Workflow"?'
+    tasks = [
+        LoadedTask(
+            Task(id=name, prompt=prompt, gold=Gold(commands=[command]), reviewed=True), tmp_path / name, name
+        )
+        for name, command in (("lint", "make lint"), ("test", "make test"), ("also-test", "make test"))
+    ]
+    audit = audit_suite(
+        [*tasks, LoadedTask(_task("What do I run before I push?", "make check"), tmp_path, "t")],
+        SOURCE,
+        "0" * 40,
+    )
+    flaws = {e.task: [f for f in e.flaws if f.kind is Flaw.same_prompt] for e in audit.tasks}
+    assert [f.detail for f in flaws["lint"]] == [
+        "tasks also-test, test ask the same prompt with other gold: no answer passes all of them"
+    ]
+    assert "lint" in flaws["test"][0].detail and "also-test" not in flaws["test"][0].detail
+    assert flaws["t"] == []
+    assert "! same-prompt: tasks also-test, test ask the same prompt" in render(audit)

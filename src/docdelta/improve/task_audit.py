@@ -95,6 +95,9 @@ class Flaw(StrEnum):
     leaves out: "never edit gen/" is wrong where the rule said "when you change the schema"."""
     unresolved_reference = "unresolved-reference"
     """The rule or the prompt starts with `it`/`this`/`they`: what it means is elsewhere."""
+    same_prompt = "same-prompt"
+    """Another task asks the same prompt and expects other gold: no answer can pass both, so
+    the pair scores the agent's luck (a draft asked by a heading shared by many commands)."""
 
 
 class TaskFlaw(Frozen):
@@ -327,6 +330,30 @@ def _sentence(text: str, start: int, end: int) -> str:
     return text[before[-1] if before else 0 : after.end() if after else len(text)].strip()
 
 
+def _gold_of(task: Task) -> str:
+    return task.gold.model_dump_json(include={"commands", "files", "verdict"})
+
+
+def same_prompt_flaws(tasks: Sequence[Task]) -> dict[str, list[TaskFlaw]]:
+    """Per task, the flaw of sharing its prompt (whitespace-normalised) with tasks whose
+    commands, files or verdict differ."""
+    by_prompt: dict[str, list[Task]] = defaultdict(list)
+    for task in tasks:
+        by_prompt[normalize(task.prompt)].append(task)
+    flaws: dict[str, list[TaskFlaw]] = {}
+    for same in by_prompt.values():
+        for task in same:
+            others = sorted(o.id for o in same if _gold_of(o) != _gold_of(task))
+            if others:
+                several = len(others) > 1
+                detail = (
+                    f"{'tasks' if several else 'task'} {', '.join(others)} {'ask' if several else 'asks'} "
+                    "the same prompt with other gold: no answer passes all of them"
+                )
+                flaws[task.id] = [TaskFlaw(kind=Flaw.same_prompt, detail=detail)]
+    return flaws
+
+
 def task_label(items: Sequence[ItemAudit]) -> GoldLabel:
     """Target when an unleaked item is only in the instruction files; control when every
     unleaked item is in the human docs too; else unattainable (or unlabelled: nothing to go on)."""
@@ -393,6 +420,7 @@ def audit_suite(
 ) -> SuiteAudit:
     """The audit of every task against the source tree and the past results given."""
     tallies, read, stale = _tallies(results, {t.task.id: t.sha256 for t in tasks})
+    shared = same_prompt_flaws([t.task for t in tasks])
     entries = []
     for loaded in tasks:
         items = audit_items(loaded.task, source)
@@ -404,7 +432,7 @@ def audit_suite(
                 holdout=loaded.task.holdout,
                 items=items,
                 saturated=_saturation(tally) if tally else None,
-                flaws=task_flaws(loaded.task, source, tally),
+                flaws=task_flaws(loaded.task, source, tally) + shared.get(loaded.task.id, []),
             )
         )
     return SuiteAudit(source_sha=source_sha, tasks=entries, results_read=read, stale_runs=stale)

@@ -10,9 +10,11 @@ The file is parsed as CommonMark (markdown-it), so code spans and fenced blocks 
 parser's, not a regex's guess. A concrete rule is one of:
 
 * **a command line of a shell code block** (```bash, ```sh, unlabelled): the question is the
-  line's comment (`make test  # Run the Python tests`), else the paragraph that introduces the
-  block ("Run all package tests:"), else the section's heading; consecutive lines without a
-  comment are one task that needs all of them;
+  line's comment (`make test  # Run the Python tests`), else the comment lines right above it
+  (`# Typecheck`: many files keep every command in one block, each under such a line, so the
+  paragraph or heading would ask the same question of all of them), else the paragraph that
+  introduces the block ("Run all package tests:"), else the section's heading; consecutive
+  lines without a comment are one task that needs all of them;
 * **a "never" rule**: a sentence that starts with never / don't / do not / must not: a yes/no
   task whose verdict is "no", with the commands and flags it names as guardrails;
 * **a tooling choice**: "Use `uv` for dependency management (not pip/conda)": which tool (or
@@ -436,22 +438,31 @@ def _block_rules(tokens: Sequence[Token], i: int, section: str) -> Iterator[_Fou
         return
     intro = _intro(tokens, i)
     group: list[tuple[int, str, str]] = []  # (line, raw line, command) without comments
+    comments: list[str] = []  # the comment lines right above the group: what it is for
 
     def flush() -> Iterator[_Found]:
         if group:
             commands = tuple(c for _, _, c in group)
             quote = "\n".join(raw for _, raw, _ in group)
             noun = "commands" if len(commands) > 1 else "command"
-            ask = f'for this ({section}): "{intro}"' if intro else f'for "{section}"'
+            about = ": ".join(comments) or intro
+            ask = f'for this ({section}): "{about}"' if about else f'for "{section}"'
             prompt = f"Which {noun} should I run in this repository {ask}?"
             yield _Found(RuleKind.command, group[0][0], section, quote, prompt, commands=commands)
             group.clear()
+            comments.clear()
 
     for k, raw in enumerate(fence.content.splitlines()):
         line, text = fence.map[0] + 2 + k, raw.strip()
         command = _SHELL_PROMPT.sub("", text)
-        if not command or command.startswith("#"):
+        if not command:
             yield from flush()
+            comments.clear()
+            continue
+        if command.startswith("#"):
+            yield from flush()
+            note = command.lstrip("#").strip()
+            comments.extend([note] if note else [])
             continue
         comment = _COMMENT.search(command)
         if comment is None:
