@@ -9,7 +9,16 @@ from pathlib import Path
 
 import yaml
 
-from docdelta.improve.task_audit import FileKind, Flaw, SourceText, _Tally, audit_suite, render, task_flaws
+from docdelta.improve.task_audit import (
+    FileKind,
+    Flaw,
+    GoldLabel,
+    SourceText,
+    _Tally,
+    audit_suite,
+    render,
+    task_flaws,
+)
 from docdelta.tasks.load import LoadedTask
 from docdelta.tasks.models import Gold, Task
 from docdelta.tasks.quotes import normalize
@@ -118,3 +127,29 @@ def test_tasks_that_ask_the_same_prompt_for_different_gold_are_flagged(tmp_path:
     assert "lint" in flaws["test"][0].detail and "also-test" not in flaws["test"][0].detail
     assert flaws["t"] == []
     assert "! same-prompt: tasks also-test, test ask the same prompt" in render(audit)
+
+
+def test_the_audit_marks_unreviewed_tasks_on_their_line_and_in_a_count(tmp_path: Path) -> None:
+    reviewed = LoadedTask(_task("What do I run before I push?", "make check"), tmp_path, "a")
+    draft = LoadedTask(reviewed.task.model_copy(update={"id": "draft", "reviewed": False}), tmp_path, "b")
+    audit = audit_suite([reviewed, draft], SOURCE, "0" * 40)
+    assert {e.task: e.reviewed for e in audit.tasks} == {"t": True, "draft": False}
+    lines = render(audit).splitlines()
+    assert "target        draft  [unreviewed: `docdelta run` refuses it]" in lines
+    assert "target        t" in lines
+    assert "unreviewed tasks (set `reviewed: true` once checked): 1 of 2" in lines
+
+
+def test_a_target_whose_gold_code_also_holds_says_so(tmp_path: Path) -> None:
+    workflow = "jobs:\n  test:\n    steps:\n      - run: make check\n"
+    source = SourceText({**SOURCE.files, ".github/workflows/ci.yml": (FileKind.code, normalize(workflow))})
+    task = LoadedTask(
+        _task("What do I run before I push?", "Run `make check` before you push"), tmp_path, "a"
+    )
+    (entry,) = audit_suite([task], source, "0" * 40).tasks
+    assert entry.label is GoldLabel.target
+    (flaw,) = [f for f in entry.flaws if f.kind is Flaw.in_code]
+    assert flaw.detail == (
+        "command `make check` also stands in code (.github/workflows/ci.yml): an agent that reads it "
+        "can answer without the instruction files"
+    )

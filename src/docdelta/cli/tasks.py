@@ -134,7 +134,8 @@ def _tasks_draft(args: argparse.Namespace) -> int:
         )
     print(
         "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
-        f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels them)"
+        f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels each "
+        "and marks the unreviewed)"
     )
     return ExitCode.OK
 
