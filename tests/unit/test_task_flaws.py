@@ -153,3 +153,23 @@ def test_a_target_whose_gold_code_also_holds_says_so(tmp_path: Path) -> None:
         "command `make check` also stands in code (.github/workflows/ci.yml): an agent that reads it "
         "can answer without the instruction files"
     )
+
+
+def test_a_multi_line_quote_stays_on_its_item_line(tmp_path: Path) -> None:
+    text = "# Dev\n\n```bash\npython -m ruff check src/\npython -m ruff format src/\n```\n"
+    source = SourceText({"CLAUDE.md": (FileKind.instructions, normalize(text))})
+    task = Task(
+        id="lint",
+        prompt="How do I lint?",
+        gold=Gold(commands=["python -m ruff check src/"]),
+        gold_citations=[
+            {"path": "CLAUDE.md", "quote": "python -m ruff check src/\npython -m ruff format src/"}
+        ],
+        reviewed=True,
+    )
+    lines = render(audit_suite([LoadedTask(task, tmp_path, "a")], source, "0" * 40)).splitlines()
+    assert (
+        "    target        citation `CLAUDE.md: python -m ruff check src/ python -m ruff format src/` "
+        "in instructions: CLAUDE.md"
+    ) in lines
+    assert not any(line.startswith("python") for line in lines)

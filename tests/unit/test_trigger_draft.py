@@ -69,6 +69,8 @@ def test_should_load_prompts_and_near_misses_from_descriptions(
 
     code, again = _draft(repo, out, capsys, RELEASE, DOCS)
     assert code == ExitCode.OK and "drafted 0 task(s)" in again and "already cover" in again
+    assert "every draft is `reviewed: false`" in printed
+    assert "reviewed: false" not in again, "no draft written, no review to advise"
 
 
 def test_a_lone_skill_without_a_ruled_out_case_says_no_near_miss_was_drafted(

@@ -464,6 +464,12 @@ def audit_suite(
     return SuiteAudit(source_sha=source_sha, tasks=entries, results_read=read, stale_runs=stale)
 
 
+def _one_line(text: str) -> str:
+    """A multi-line quote or command (a block's lines, a heredoc) on the one line the plain
+    text gives each item, so it does not break the indentation that groups items by task."""
+    return " ".join(text.split())
+
+
 def render(audit: SuiteAudit) -> str:
     """The audit as plain text: a line per task, its items indented, then the findings."""
     lines = [f"task audit of source {audit.source_sha[:12]}"]
@@ -474,8 +480,10 @@ def render(audit: SuiteAudit) -> str:
         for item in entry.items:
             where = "; ".join(f"{k.value}: {listing(v)}" for k, v in item.found_in.items()) or "nowhere"
             leak = "  LEAKED by the prompt" if item.leaked else ""
-            lines.append(f"    {item.label.value:<13} {item.kind} `{item.expected}` in {where}{leak}")
-        lines.extend(f"    ! {flaw.kind.value}: {flaw.detail}" for flaw in entry.flaws)
+            lines.append(
+                f"    {item.label.value:<13} {item.kind} `{_one_line(item.expected)}` in {where}{leak}"
+            )
+        lines.extend(f"    ! {flaw.kind.value}: {_one_line(flaw.detail)}" for flaw in entry.flaws)
     flawed = [e for e in audit.tasks if e.flaws]
     if flawed:
         lines.append("")
@@ -485,7 +493,7 @@ def render(audit: SuiteAudit) -> str:
     leaked = [(e.task, i) for e in audit.tasks for i in e.items if i.leaked]
     lines.append("")
     lines.append(f"leaked answers: {len(leaked)}")
-    lines.extend(f"  {task}: the prompt states {i.kind} `{i.expected}`" for task, i in leaked)
+    lines.extend(f"  {task}: the prompt states {i.kind} `{_one_line(i.expected)}`" for task, i in leaked)
     saturated = [e for e in audit.tasks if e.saturated]
     lines.append(
         f"saturated tasks (candidates to drop): {len(saturated)} of {len(audit.tasks)}, "
