@@ -38,11 +38,12 @@ def question(prompt: str) -> str:
     return after.split("## Answer format", 1)[0].strip()
 
 
-def candidates(text: str) -> list[tuple[int, str, list[str]]]:
-    """(line number, line, its commands) of each line that can answer: a prose line with its
-    code spans, or a comment of a shell code block with the command lines under it (up to a
-    blank line or the next comment after them). Headings and fence lines say nothing."""
-    out: list[tuple[int, str, list[str]]] = []
+def candidates(text: str) -> list[tuple[int, int, str, list[str]]]:
+    """(first and last line number, line, its commands) of each line that can answer: a prose
+    line with its code spans, or a comment of a shell code block with the command lines under
+    it (up to a blank line or the next comment after them), which its lines then run through.
+    Headings and fence lines say nothing."""
+    out: list[tuple[int, int, str, list[str]]] = []
     fence, shell, comments = "", False, []  # comments: indices into `out` still taking commands
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -51,34 +52,36 @@ def candidates(text: str) -> list[tuple[int, str, list[str]]]:
             if fenced:
                 fence, shell, comments = fenced.group(1), fenced.group(2).lower() in SHELL_FENCES, []
             elif line and not line.startswith("#"):
-                out.append((number, line, CODE_SPAN.findall(line)))
+                out.append((number, number, line, CODE_SPAN.findall(line)))
         elif fenced and line.startswith(fence) and not fenced.group(2):
             fence = ""
         elif shell and line.startswith("#"):
-            if comments and out[comments[-1]][2]:
+            if comments and out[comments[-1]][3]:
                 comments = []  # the previous comments have their commands: a new group starts
-            out.append((number, line, []))
+            out.append((number, number, line, []))
             comments.append(len(out) - 1)
         elif shell and line:
             for at in comments:
-                out[at][2].append(line.removeprefix("$ "))
+                first, _, comment, commands = out[at]
+                out[at] = (first, number, comment, [*commands, line.removeprefix("$ ")])
         else:
             comments = []
     return out
 
 
-def best_line(text: str) -> tuple[str, int, str, list[str]] | None:
-    """(path, line number, line, commands) of the instruction line sharing most words with `text`."""
+def best_line(text: str) -> tuple[str, int, int, str, list[str]] | None:
+    """(path, first and last line number, line, commands) of the instruction line sharing most
+    words with `text`."""
     wanted = set(WORD.findall(text.lower())) - STOPWORDS
-    best: tuple[int, str, int, str, list[str]] | None = None
+    best: tuple[int, str, int, int, str, list[str]] | None = None
     for name in INSTRUCTION_FILES:
         path = Path(name)
         if not path.is_file():
             continue
-        for number, line, commands in candidates(path.read_text(encoding="utf-8", errors="replace")):
+        for first, last, line, commands in candidates(path.read_text(encoding="utf-8", errors="replace")):
             score = len(wanted & set(WORD.findall(line.lower())))
             if score and (best is None or score > best[0]):
-                best = (score, name, number, line, commands)
+                best = (score, name, first, last, line, commands)
     return None if best is None else best[1:]
 
 
@@ -87,12 +90,12 @@ def main() -> int:
     if found is None:
         answer = {"answer": "The repository's instruction files do not say.", "commands": [], "files": []}
     else:
-        path, number, line, commands = found
+        path, first, last, line, commands = found
         answer = {
             "answer": line,
             "commands": commands,
             "files": [path],
-            "citations": [{"path": path, "lines": f"{number}-{number}"}],
+            "citations": [{"path": path, "lines": f"{first}-{last}"}],
             "verdict": None,
         }
     metrics = os.environ.get("DOCDELTA_METRICS")

@@ -49,11 +49,11 @@ def _repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _grep_agent(root: Path, prompt: str) -> dict[str, object]:
+def _grep_agent(root: Path, prompt: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(GREP_AGENT)], input=prompt, capture_output=True, text=True, cwd=root, check=True
     )
-    answer: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer
 
 
@@ -61,6 +61,18 @@ def _fake_agent(root: Path, prompt: str) -> dict[str, Any]:
     """The fake agent's usual answer: the seeded slips aside."""
     answers = [solve(prompt, root, seed)[0] for seed in range(10)]
     return max(answers, key=answers.count)
+
+
+def _lines_of(commands: list[str]) -> set[int]:
+    """The 1-based lines of CLAUDE.md that hold `commands`."""
+    return {n for n, line in enumerate(CLAUDE_MD.splitlines(), 1) if line in commands}
+
+
+def _cited(answer: dict[str, Any]) -> set[int]:
+    """The lines of the answer's first citation that are command lines (its comment aside)."""
+    first, _, last = answer["citations"][0]["lines"].partition("-")
+    cited = set(range(int(first), int(last or first) + 1))
+    return cited & _lines_of([line for line in CLAUDE_MD.splitlines() if line.startswith("python")])
 
 
 def _prompt(situation: str) -> str:
@@ -75,6 +87,7 @@ def test_fake_agent_answers_a_comment_with_the_commands_under_it(
     usual = _fake_agent(_repo(tmp_path), _prompt(situation))
     assert usual["commands"] == commands
     assert usual["citations"][0]["path"] == "CLAUDE.md"
+    assert _cited(usual) == _lines_of(commands)
 
 
 @pytest.mark.parametrize(("situation", "commands"), CASES)
@@ -84,6 +97,7 @@ def test_grep_agent_answers_a_comment_with_the_commands_under_it(
     answer = _grep_agent(_repo(tmp_path), _prompt(situation))
     assert answer["commands"] == commands
     assert answer["files"] == ["CLAUDE.md"]
+    assert _cited(answer) == _lines_of(commands)
 
 
 def test_both_agents_answer_every_task_drafted_from_such_a_block(tmp_path: Path) -> None:

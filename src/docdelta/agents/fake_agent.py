@@ -142,13 +142,14 @@ def find_docs(root: Path, question: str = "") -> list[tuple[str, bool]]:
     return found
 
 
-def commented_commands(lines: list[str]) -> dict[int, list[str]]:
-    """Line number of each comment line of a shell code block -> the commands under it.
+def commented_commands(lines: list[str]) -> dict[int, tuple[list[str], int]]:
+    """Line number of each comment line of a shell code block -> (the commands under it, the
+    line number of the last), so the answer cites the commands, not only their comment.
 
     Many CLAUDE.md files keep their commands in one block, each under a `# What it does`
     line: the comment is what a question matches, the lines after it (up to a blank line or
     the next comment after them) are the answer. A markdown heading is no such comment."""
-    out: dict[int, list[str]] = {}
+    out: dict[int, tuple[list[str], int]] = {}
     fence: str | None = None
     shell = False
     comments: list[int] = []
@@ -172,17 +173,17 @@ def commented_commands(lines: list[str]) -> dict[int, list[str]]:
         else:
             taking = True
             for at in comments:
-                out.setdefault(at, []).append(command)
+                out[at] = ([*out[at][0], command] if at in out else [command], number)
     return out
 
 
 def rank(
     question: str, root: Path, docs: list[tuple[str, bool]]
-) -> list[tuple[float, str, int, str, list[str] | None]]:
+) -> list[tuple[float, str, int, str, tuple[list[str], int] | None]]:
     """Candidate lines, best first: (score, path, line number, text, the commands under it
-    when it is a shell block's comment)."""
+    and the last one's line number when it is a shell block's comment)."""
     wanted = keywords(question)
-    ranked: list[tuple[float, int, str, int, str, list[str] | None]] = []
+    ranked: list[tuple[float, int, str, int, str, tuple[list[str], int] | None]] = []
     for order, (path, instruction) in enumerate(docs):
         lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
         under = commented_commands(lines)
@@ -229,12 +230,12 @@ def solve(prompt: str, root: Path, seed: int) -> tuple[dict[str, Any], dict[str,
         _, path, number, text, under = ranked[pick]
         forbids = bool(NEGATION.search(text))
         commands, files = spans(text, root)
-        commands = commands if under is None else under
+        commands, last = (commands, number) if under is None else under
         answer: dict[str, Any] = {
             "answer": f"According to {path}: {text}",
             "commands": [] if forbids else commands,
             "files": files,
-            "citations": [{"path": path, "lines": str(number)}],
+            "citations": [{"path": path, "lines": str(number) if last == number else f"{number}-{last}"}],
             "verdict": ("no" if forbids else "yes") if asks_yes_no else None,
         }
     else:
