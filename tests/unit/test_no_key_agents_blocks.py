@@ -34,7 +34,12 @@ python -m mypy src/
 python -m pytest tests/
 ```
 """
-README = "# proj\n\nA library. Run `pip install proj` to install it.\n"
+README = (
+    "# proj\n\nA library. Run `pip install proj` to install it.\n\n"
+    "The examples run a bash command from the workflow: `./foo.sh --help`.\n"
+)
+"""Its last line shares more words with the drafted prompts' frame ("Which command should I
+run ... (Workflow)") than `# Typecheck` does: the quoted situation must decide."""
 RUFF = ["python -m ruff check src/ tests/ --fix", "python -m ruff format src/ tests/"]
 CASES = [
     ("Typecheck", ["python -m mypy src/"]),

@@ -16,7 +16,8 @@ because it was told which condition it is in:
   and answers from the best line: its text, the backticked commands in it (unless
   the line forbids them), the backticked paths that exist, a citation of the line,
   and a yes/no verdict when asked (no when the line forbids something); a comment line
-  of a shell code block (`# Typecheck`) answers with the command lines under it;
+  of a shell code block (`# Typecheck`) answers with the command lines under it; a
+  phrase the question quotes is what it is about, so lines sharing its words rank first;
 - with a seeded error rate it picks a worse line or drops a field, so repeats vary;
   the draws depend only on the seed and the question, so every condition makes the
   same slips and differences come from the docs alone;
@@ -81,6 +82,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "console", "zsh"})
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 SHELL_PROMPT = re.compile(r"^[$%>]\s+")
+QUOTED = re.compile(r"\"([^\"]+)\"")
 
 
 def keywords(text: str) -> set[str]:
@@ -180,10 +182,12 @@ def commented_commands(lines: list[str]) -> dict[int, tuple[list[str], int]]:
 def rank(
     question: str, root: Path, docs: list[tuple[str, bool]]
 ) -> list[tuple[float, str, int, str, tuple[list[str], int] | None]]:
-    """Candidate lines, best first: (score, path, line number, text, the commands under it
-    and the last one's line number when it is a shell block's comment)."""
+    """Candidate lines, best first (those sharing most words with a phrase the question quotes,
+    then by score): (score, path, line number, text, the commands under it and the last
+    one's line number when it is a shell block's comment)."""
     wanted = keywords(question)
-    ranked: list[tuple[float, int, str, int, str, tuple[list[str], int] | None]] = []
+    focus = keywords(" ".join(QUOTED.findall(question)))
+    ranked: list[tuple[int, float, int, str, int, str, tuple[list[str], int] | None]] = []
     for order, (path, instruction) in enumerate(docs):
         lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
         under = commented_commands(lines)
@@ -194,9 +198,10 @@ def rank(
             overlap = len(wanted & keywords(text))
             if overlap:
                 score = overlap + (INSTRUCTION_BONUS if instruction else 0.0)
-                ranked.append((-score, order, path, number, text, under.get(number)))
-    ranked.sort(key=lambda r: r[:5])
-    return [(-neg, path, number, text, commands) for neg, _, path, number, text, commands in ranked]
+                key = -len(focus & keywords(text))
+                ranked.append((key, -score, order, path, number, text, under.get(number)))
+    ranked.sort(key=lambda r: r[:6])
+    return [(-neg, path, number, text, commands) for _, neg, _, path, number, text, commands in ranked]
 
 
 def spans(line: str, root: Path) -> tuple[list[str], list[str]]:
