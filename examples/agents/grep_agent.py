@@ -10,7 +10,8 @@ Run it with `docdelta run --agent command --agent-cmd "python3 examples/agents/g
 - optional telemetry goes, as one JSON object, to the file named by `$DOCDELTA_METRICS`.
 
 Its "reasoning" is a word match: it answers with the instruction-file line that shares the
-most words with the question, and offers the line's `code spans` as commands. Replace
+most words with the question, and offers the line's `code spans` as commands, or, for a
+comment line of a shell code block (`# Typecheck`), the command lines under it. Replace
 `best_line` with a call to your own agent; keep the input and output as they are.
 """
 
@@ -24,7 +25,11 @@ from pathlib import Path
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md")
 WORD = re.compile(r"[a-z0-9_]{3,}")
+STOPWORDS = frozenset({"the", "and", "for", "this", "that", "which", "what", "should", "with", "from", "how"})
+"""Words too common to say which line a question is about."""
 CODE_SPAN = re.compile(r"`([^`]+)`")
+FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
+SHELL_FENCES = ("", "sh", "bash", "shell", "console", "zsh")
 
 
 def question(prompt: str) -> str:
@@ -33,18 +38,50 @@ def question(prompt: str) -> str:
     return after.split("## Answer format", 1)[0].strip()
 
 
-def best_line(text: str) -> tuple[str, int, str] | None:
-    """(path, line number, line) of the instruction line sharing most words with `text`."""
-    wanted = set(WORD.findall(text.lower()))
-    best: tuple[int, str, int, str] | None = None
+def candidates(text: str) -> list[tuple[int, int, str, list[str]]]:
+    """(first and last line number, line, its commands) of each line that can answer: a prose
+    line with its code spans, or a comment of a shell code block with the command lines under
+    it (up to a blank line or the next comment after them), which its lines then run through.
+    Headings and fence lines say nothing."""
+    out: list[tuple[int, int, str, list[str]]] = []
+    fence, shell, comments = "", False, []  # comments: indices into `out` still taking commands
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        fenced = FENCE.match(line)
+        if not fence:
+            if fenced:
+                fence, shell, comments = fenced.group(1), fenced.group(2).lower() in SHELL_FENCES, []
+            elif line and not line.startswith("#"):
+                out.append((number, number, line, CODE_SPAN.findall(line)))
+        elif fenced and line.startswith(fence) and not fenced.group(2):
+            fence = ""
+        elif shell and line.startswith("#"):
+            if comments and out[comments[-1]][3]:
+                comments = []  # the previous comments have their commands: a new group starts
+            out.append((number, number, line, []))
+            comments.append(len(out) - 1)
+        elif shell and line:
+            for at in comments:
+                first, _, comment, commands = out[at]
+                out[at] = (first, number, comment, [*commands, line.removeprefix("$ ")])
+        else:
+            comments = []
+    return out
+
+
+def best_line(text: str) -> tuple[str, int, int, str, list[str]] | None:
+    """(path, first and last line number, line, commands) of the instruction line sharing most
+    words with `text`."""
+    wanted = set(WORD.findall(text.lower())) - STOPWORDS
+    best: tuple[int, str, int, int, str, list[str]] | None = None
     for name in INSTRUCTION_FILES:
         path = Path(name)
         if not path.is_file():
             continue
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for first, last, line, commands in candidates(path.read_text(encoding="utf-8", errors="replace")):
             score = len(wanted & set(WORD.findall(line.lower())))
             if score and (best is None or score > best[0]):
-                best = (score, name, number, line.strip())
+                best = (score, name, first, last, line, commands)
     return None if best is None else best[1:]
 
 
@@ -53,12 +90,12 @@ def main() -> int:
     if found is None:
         answer = {"answer": "The repository's instruction files do not say.", "commands": [], "files": []}
     else:
-        path, number, line = found
+        path, first, last, line, commands = found
         answer = {
             "answer": line,
-            "commands": CODE_SPAN.findall(line),
+            "commands": commands,
             "files": [path],
-            "citations": [{"path": path, "lines": f"{number}-{number}"}],
+            "citations": [{"path": path, "lines": f"{first}-{last}"}],
             "verdict": None,
         }
     metrics = os.environ.get("DOCDELTA_METRICS")

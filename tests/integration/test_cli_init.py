@@ -97,3 +97,15 @@ def test_init_without_an_instruction_file_says_what_to_write(
     err = capsys.readouterr().err
     assert "no instruction file at HEAD" in err and "commit an AGENTS.md" in err
     assert not (repo.path / ".docdelta.yml").exists()
+
+
+def test_init_that_finds_no_rule_does_not_ask_to_review_drafts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\n\nThis project is a library.\n"})
+    monkeypatch.chdir(repo.path)
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out
+    assert "drafted 0 task(s) from AGENTS.md: no concrete rule found" in out
+    assert "reviewed: false" not in out

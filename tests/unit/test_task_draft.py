@@ -248,3 +248,85 @@ def test_a_trigger_task_is_audited_by_its_on_demand_file_not_left_unlabelled() -
     assert missing.label is GoldLabel.unattainable
     (named,) = audit_items(trigger_task(skill, f"Follow {skill} now."), source)
     assert named.leaked
+
+
+ONE_BLOCK = """\
+# Workflow
+
+```bash
+# Lint and style
+# Check for issues and fix automatically
+python -m ruff check src/ tests/ --fix
+python -m ruff format src/ tests/
+
+# Typecheck
+python -m mypy src/
+
+# Run all tests
+python -m pytest tests/
+```
+"""
+
+
+def test_commands_each_under_a_comment_line_are_asked_by_their_comment() -> None:
+    drafts = draft_from_text(ONE_BLOCK, "CLAUDE.md")
+    asked = {d.task.prompt: d.task.gold.commands for d in drafts}
+    assert asked == {
+        "Which commands should I run in this repository for this (Workflow): "
+        '"Lint and style: Check for issues and fix automatically"?': [
+            "python -m ruff check src/ tests/ --fix",
+            "python -m ruff format src/ tests/",
+        ],
+        'Which command should I run in this repository for this (Workflow): "Typecheck"?': [
+            "python -m mypy src/"
+        ],
+        'Which command should I run in this repository for this (Workflow): "Run all tests"?': [
+            "python -m pytest tests/"
+        ],
+    }
+    for draft in drafts:
+        where = locate(ONE_BLOCK, draft.task.gold_citations[0].quote)
+        assert where is not None and where.start == draft.line, draft.task.id
+
+
+def test_a_heredoc_is_one_command_and_its_body_no_command() -> None:
+    text = "# Setup\n\nWrite the env file:\n\n```bash\ncat > .env <<'EOF'\nKEY=1\nEOF\n```\n"
+    (draft,) = draft_from_text(text, "SKILL.md")
+    assert draft.task.gold.commands == ["cat > .env <<'EOF'\nKEY=1\nEOF"]
+    assert '"Write the env file"' in draft.task.prompt
+    assert locate(text, draft.task.gold_citations[0].quote) is not None
+
+
+def test_a_line_ending_in_a_backslash_continues_its_command() -> None:
+    text = "# Build\n\n```bash\n# Build the image\ndocker build \\\n    -t app .\nmake test\n```\n"
+    (draft,) = draft_from_text(text, "AGENTS.md")
+    assert draft.task.gold.commands == ["docker build -t app .", "make test"]
+    assert locate(text, draft.task.gold_citations[0].quote) is not None
+
+
+HARNESS = """\
+## The harness
+
+```bash
+SB=$(mktemp -d); mkdir -p $SB/stub $SB/home
+cp scripts/download_cli.py $SB/repo/scripts/
+
+cat > $SB/stub/curl <<'END'
+#!/bin/bash
+echo "[stub curl] argv: $*" >> "$MARKER"
+exit ${CURL_EXIT:-0}
+END
+chmod +x $SB/stub/*
+
+cd $SB/repo
+env -i HOME=$SB/home PATH=$SB/stub:/usr/bin:/bin MARKER=$SB/m \\
+    .venv/bin/python scripts/download_cli.py
+```
+
+Run the tests with `make test` before you push.
+"""
+
+
+def test_a_script_that_sets_up_state_for_its_later_lines_drafts_nothing() -> None:
+    drafts = draft_from_text(HARNESS, "SKILL.md")
+    assert [d.task.gold.commands for d in drafts] == [["make test"]]

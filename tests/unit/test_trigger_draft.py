@@ -13,6 +13,7 @@ from gitrepo import GitRepo
 
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
+from docdelta.improve.trigger_draft import prompts
 from docdelta.tasks.load import load_tasks
 
 RELEASE = ".claude/skills/release/SKILL.md"
@@ -68,6 +69,8 @@ def test_should_load_prompts_and_near_misses_from_descriptions(
 
     code, again = _draft(repo, out, capsys, RELEASE, DOCS)
     assert code == ExitCode.OK and "drafted 0 task(s)" in again and "already cover" in again
+    assert "every draft is `reviewed: false`" in printed
+    assert "reviewed: false" not in again, "no draft written, no review to advise"
 
 
 def test_a_lone_skill_without_a_ruled_out_case_says_no_near_miss_was_drafted(
@@ -94,3 +97,13 @@ def test_a_file_that_cannot_be_drafted_from_is_refused_naming_it(
     assert f"--from {path}: {says}" in printed
     code, printed = _draft(repo, tmp_path / "drafts", capsys, ".claude/skills/bare/SKILL.md")
     assert code == ExitCode.BAD_INPUT and "no `description` in its front matter" in printed
+
+
+def test_a_dot_inside_a_file_name_does_not_end_the_situation() -> None:
+    should, near = prompts(
+        "Drive the build scripts offline. Use when verifying changes to scripts/download_cli.py or "
+        "scripts/build_wheel.py. Not for editing docs/index.md by hand."
+    )
+    situation = "Verifying changes to scripts/download_cli.py or scripts/build_wheel.py"
+    assert [p for p, _ in should] == [situation]
+    assert [p for p, _ in near] == ["Editing docs/index.md by hand"]

@@ -15,7 +15,9 @@ because it was told which condition it is in:
 - it ranks every line by word overlap with the question, instruction files first,
   and answers from the best line: its text, the backticked commands in it (unless
   the line forbids them), the backticked paths that exist, a citation of the line,
-  and a yes/no verdict when asked (no when the line forbids something);
+  and a yes/no verdict when asked (no when the line forbids something); a comment line
+  of a shell code block (`# Typecheck`) answers with the command lines under it; a
+  phrase the question quotes is what it is about, so lines sharing its words rank first;
 - with a seeded error rate it picks a worse line or drops a field, so repeats vary;
   the draws depend only on the seed and the question, so every condition makes the
   same slips and differences come from the docs alone;
@@ -77,6 +79,10 @@ me my of ok okay on or our should so that the then there this to use used using 
 which who why will with you your am after all also must may need want here
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+SHELL_FENCES = frozenset({"", "sh", "bash", "shell", "console", "zsh"})
+FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
+SHELL_PROMPT = re.compile(r"^[$%>]\s+")
+QUOTED = re.compile(r"\"([^\"]+)\"")
 
 
 def keywords(text: str) -> set[str]:
@@ -138,22 +144,64 @@ def find_docs(root: Path, question: str = "") -> list[tuple[str, bool]]:
     return found
 
 
-def rank(question: str, root: Path, docs: list[tuple[str, bool]]) -> list[tuple[float, str, int, str]]:
-    """Candidate lines, best first: (score, path, line number, text)."""
+def commented_commands(lines: list[str]) -> dict[int, tuple[list[str], int]]:
+    """Line number of each comment line of a shell code block -> (the commands under it, the
+    line number of the last), so the answer cites the commands, not only their comment.
+
+    Many CLAUDE.md files keep their commands in one block, each under a `# What it does`
+    line: the comment is what a question matches, the lines after it (up to a blank line or
+    the next comment after them) are the answer. A markdown heading is no such comment."""
+    out: dict[int, tuple[list[str], int]] = {}
+    fence: str | None = None
+    shell = False
+    comments: list[int] = []
+    taking = False
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        m = FENCE.match(text)
+        if fence is None:
+            if m:
+                fence, shell, comments, taking = m.group(1), m.group(2).lower() in SHELL_FENCES, [], False
+            continue
+        if m and text.startswith(fence) and not m.group(2):
+            fence = None
+            continue
+        command = SHELL_PROMPT.sub("", text)
+        if not shell or not command:
+            comments, taking = [], False
+        elif command.startswith("#"):
+            comments = [number] if taking else [*comments, number]
+            taking = False
+        else:
+            taking = True
+            for at in comments:
+                out[at] = ([*out[at][0], command] if at in out else [command], number)
+    return out
+
+
+def rank(
+    question: str, root: Path, docs: list[tuple[str, bool]]
+) -> list[tuple[float, str, int, str, tuple[list[str], int] | None]]:
+    """Candidate lines, best first (those sharing most words with a phrase the question quotes,
+    then by score): (score, path, line number, text, the commands under it and the last
+    one's line number when it is a shell block's comment)."""
     wanted = keywords(question)
-    ranked: list[tuple[float, int, str, int, str]] = []
+    focus = keywords(" ".join(QUOTED.findall(question)))
+    ranked: list[tuple[int, float, int, str, int, str, tuple[list[str], int] | None]] = []
     for order, (path, instruction) in enumerate(docs):
         lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        under = commented_commands(lines)
         for number, line in enumerate(lines, start=1):
             text = line.strip()
-            if not text or text.startswith(("#", "```")):
+            if not text or text.startswith(("```", "~~~")) or (text.startswith("#") and number not in under):
                 continue
             overlap = len(wanted & keywords(text))
             if overlap:
                 score = overlap + (INSTRUCTION_BONUS if instruction else 0.0)
-                ranked.append((-score, order, path, number, text))
-    ranked.sort()
-    return [(-neg, path, number, text) for neg, _, path, number, text in ranked]
+                key = -len(focus & keywords(text))
+                ranked.append((key, -score, order, path, number, text, under.get(number)))
+    ranked.sort(key=lambda r: r[:6])
+    return [(-neg, path, number, text, commands) for _, neg, _, path, number, text, commands in ranked]
 
 
 def spans(line: str, root: Path) -> tuple[list[str], list[str]]:
@@ -184,14 +232,15 @@ def solve(prompt: str, root: Path, seed: int) -> tuple[dict[str, Any], dict[str,
     asks_yes_no = bool(YES_NO.search(question))
 
     if ranked:
-        _, path, number, text = ranked[pick]
+        _, path, number, text, under = ranked[pick]
         forbids = bool(NEGATION.search(text))
         commands, files = spans(text, root)
+        commands, last = (commands, number) if under is None else under
         answer: dict[str, Any] = {
             "answer": f"According to {path}: {text}",
             "commands": [] if forbids else commands,
             "files": files,
-            "citations": [{"path": path, "lines": str(number)}],
+            "citations": [{"path": path, "lines": str(number) if last == number else f"{number}-{last}"}],
             "verdict": ("no" if forbids else "yes") if asks_yes_no else None,
         }
     else:

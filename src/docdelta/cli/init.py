@@ -40,6 +40,11 @@ def _init(args: argparse.Namespace) -> int:
         print(f"added     {GITIGNORE_LINE} to .gitignore (the results workdir)")
     if result.drafts is None:
         print(f"drafted nothing: {TASKS_DIR} exists (`docdelta tasks draft` adds drafts to it)")
+    elif not result.drafts.drafts:
+        print(
+            f"drafted 0 task(s) from {', '.join(result.sources)}: no concrete rule found; write tasks "
+            f"into {TASKS_DIR} by hand (docs/tasks.md) before the next commands"
+        )
     else:
         print(
             f"drafted {len(result.drafts.drafts)} task(s) from {', '.join(result.sources)}: "

@@ -132,10 +132,12 @@ def _tasks_draft(args: argparse.Namespace) -> int:
             "other file was drafted with it; write one by hand (a prompt that sounds close, "
             "should_load: false)"
         )
-    print(
-        "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
-        f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels them)"
-    )
+    if written:  # with nothing written there is nothing new to review
+        print(
+            "every draft is `reviewed: false`: reword its prompt, check its gold, then set `reviewed: true` "
+            f"(`docdelta run` refuses unreviewed tasks; `docdelta tasks audit --tasks {args.out}` labels "
+            "each and marks the unreviewed)"
+        )
     return ExitCode.OK
 
 

@@ -1,11 +1,13 @@
 """`docdelta tasks audit`: are the tasks testing anything, by evidence rather than by label?
 
 A task measures an instruction file only when its answer is in the instruction files and
-nowhere else the agent reads. So every gold item (a command, a file, a cited quote) is
+not in what every condition keeps. So every gold item (a command, a file, a cited quote) is
 looked up in the source tree the agent would see (the sealed checkout's files: docdelta's
 own config and tasks are stripped):
 
-* only in instruction files -> a **target** item (the docs under test carry it);
+* in instruction files and no human doc -> a **target** item (the docs under test carry
+  it); code that holds it too does not change the label, as the agent may never read that
+  file, but is flagged (`in-code`): the `none` arm shows whether the agent finds it there;
 * also in the human docs (README, CONTRIBUTING, docs/, other prose) -> a **control** item:
   every condition has it, so every arm should tie;
 * in neither -> **unattainable** from the docs (the code may still hold it, which is said).
@@ -95,6 +97,12 @@ class Flaw(StrEnum):
     leaves out: "never edit gen/" is wrong where the rule said "when you change the schema"."""
     unresolved_reference = "unresolved-reference"
     """The rule or the prompt starts with `it`/`this`/`they`: what it means is elsewhere."""
+    in_code = "in-code"
+    """A target item the code holds too (a CI workflow's `run: make check`): an agent that
+    reads that file can answer without the instruction files, so head and none may tie."""
+    same_prompt = "same-prompt"
+    """Another task asks the same prompt and expects other gold: no answer can pass both, so
+    the pair scores the agent's luck (a draft asked by a heading shared by many commands)."""
 
 
 class TaskFlaw(Frozen):
@@ -106,6 +114,9 @@ class TaskAuditEntry(Frozen):
     task: str
     label: GoldLabel
     holdout: bool
+    reviewed: bool = Field(
+        default=True, description="`reviewed: true`: `docdelta run` refuses the task otherwise"
+    )
     items: list[ItemAudit]
     saturated: Saturation | None = None
     flaws: list[TaskFlaw] = Field(default=[], description="why the task may not measure its rule")
@@ -327,6 +338,45 @@ def _sentence(text: str, start: int, end: int) -> str:
     return text[before[-1] if before else 0 : after.end() if after else len(text)].strip()
 
 
+def code_flaws(items: Sequence[ItemAudit]) -> list[TaskFlaw]:
+    """A flaw per counted target item that code files hold too: the label stays target (no
+    human doc carries it, so the arms need not tie), but an agent may find it in the code."""
+    return [
+        TaskFlaw(
+            kind=Flaw.in_code,
+            detail=f"{item.kind} `{item.expected}` also stands in code "
+            f"({listing(item.found_in[FileKind.code])}): an agent that reads it can answer without "
+            "the instruction files",
+        )
+        for item in items
+        if item.label is GoldLabel.target and not item.leaked and item.found_in.get(FileKind.code)
+    ]
+
+
+def _gold_of(task: Task) -> str:
+    return task.gold.model_dump_json(include={"commands", "files", "verdict"})
+
+
+def same_prompt_flaws(tasks: Sequence[Task]) -> dict[str, list[TaskFlaw]]:
+    """Per task, the flaw of sharing its prompt (whitespace-normalised) with tasks whose
+    commands, files or verdict differ."""
+    by_prompt: dict[str, list[Task]] = defaultdict(list)
+    for task in tasks:
+        by_prompt[normalize(task.prompt)].append(task)
+    flaws: dict[str, list[TaskFlaw]] = {}
+    for same in by_prompt.values():
+        for task in same:
+            others = sorted(o.id for o in same if _gold_of(o) != _gold_of(task))
+            if others:
+                several = len(others) > 1
+                detail = (
+                    f"{'tasks' if several else 'task'} {', '.join(others)} {'ask' if several else 'asks'} "
+                    "the same prompt with other gold: no answer passes all of them"
+                )
+                flaws[task.id] = [TaskFlaw(kind=Flaw.same_prompt, detail=detail)]
+    return flaws
+
+
 def task_label(items: Sequence[ItemAudit]) -> GoldLabel:
     """Target when an unleaked item is only in the instruction files; control when every
     unleaked item is in the human docs too; else unattainable (or unlabelled: nothing to go on)."""
@@ -393,6 +443,7 @@ def audit_suite(
 ) -> SuiteAudit:
     """The audit of every task against the source tree and the past results given."""
     tallies, read, stale = _tallies(results, {t.task.id: t.sha256 for t in tasks})
+    shared = same_prompt_flaws([t.task for t in tasks])
     entries = []
     for loaded in tasks:
         items = audit_items(loaded.task, source)
@@ -402,12 +453,21 @@ def audit_suite(
                 task=loaded.task.id,
                 label=task_label(items),
                 holdout=loaded.task.holdout,
+                reviewed=loaded.task.reviewed,
                 items=items,
                 saturated=_saturation(tally) if tally else None,
-                flaws=task_flaws(loaded.task, source, tally),
+                flaws=task_flaws(loaded.task, source, tally)
+                + code_flaws(items)
+                + shared.get(loaded.task.id, []),
             )
         )
     return SuiteAudit(source_sha=source_sha, tasks=entries, results_read=read, stale_runs=stale)
+
+
+def _one_line(text: str) -> str:
+    """A multi-line quote or command (a block's lines, a heredoc) on the one line the plain
+    text gives each item, so it does not break the indentation that groups items by task."""
+    return " ".join(text.split())
 
 
 def render(audit: SuiteAudit) -> str:
@@ -415,12 +475,15 @@ def render(audit: SuiteAudit) -> str:
     lines = [f"task audit of source {audit.source_sha[:12]}"]
     for entry in audit.tasks:
         holdout = "  [holdout: aggregate only]" if entry.holdout else ""
-        lines.append(f"{entry.label.value:<13} {entry.task}{holdout}")
+        unreviewed = "" if entry.reviewed else "  [unreviewed: `docdelta run` refuses it]"
+        lines.append(f"{entry.label.value:<13} {entry.task}{holdout}{unreviewed}")
         for item in entry.items:
             where = "; ".join(f"{k.value}: {listing(v)}" for k, v in item.found_in.items()) or "nowhere"
             leak = "  LEAKED by the prompt" if item.leaked else ""
-            lines.append(f"    {item.label.value:<13} {item.kind} `{item.expected}` in {where}{leak}")
-        lines.extend(f"    ! {flaw.kind.value}: {flaw.detail}" for flaw in entry.flaws)
+            lines.append(
+                f"    {item.label.value:<13} {item.kind} `{_one_line(item.expected)}` in {where}{leak}"
+            )
+        lines.extend(f"    ! {flaw.kind.value}: {_one_line(flaw.detail)}" for flaw in entry.flaws)
     flawed = [e for e in audit.tasks if e.flaws]
     if flawed:
         lines.append("")
@@ -430,7 +493,7 @@ def render(audit: SuiteAudit) -> str:
     leaked = [(e.task, i) for e in audit.tasks for i in e.items if i.leaked]
     lines.append("")
     lines.append(f"leaked answers: {len(leaked)}")
-    lines.extend(f"  {task}: the prompt states {i.kind} `{i.expected}`" for task, i in leaked)
+    lines.extend(f"  {task}: the prompt states {i.kind} `{_one_line(i.expected)}`" for task, i in leaked)
     saturated = [e for e in audit.tasks if e.saturated]
     lines.append(
         f"saturated tasks (candidates to drop): {len(saturated)} of {len(audit.tasks)}, "
@@ -446,6 +509,8 @@ def render(audit: SuiteAudit) -> str:
             f"  {e.task}: every run of {', '.join(s.arms)} scored {s.level:g}; it cost {s.runs} runs"
             f"{cost}{tokens}"
         )
+    drafts = [e.task for e in audit.tasks if not e.reviewed]
+    lines.append(f"unreviewed tasks (set `reviewed: true` once checked): {len(drafts)} of {len(audit.tasks)}")
     held = [e.task for e in audit.tasks if e.holdout]
     lines.append(f"holdout tasks (run, shown only in aggregate): {len(held)}")
     lines.extend(f"  {t}" for t in held)

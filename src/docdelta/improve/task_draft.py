@@ -10,9 +10,13 @@ The file is parsed as CommonMark (markdown-it), so code spans and fenced blocks 
 parser's, not a regex's guess. A concrete rule is one of:
 
 * **a command line of a shell code block** (```bash, ```sh, unlabelled): the question is the
-  line's comment (`make test  # Run the Python tests`), else the paragraph that introduces the
-  block ("Run all package tests:"), else the section's heading; consecutive lines without a
-  comment are one task that needs all of them;
+  line's comment (`make test  # Run the Python tests`), else the comment lines right above it
+  (`# Typecheck`: many files keep every command in one block, each under such a line, so the
+  paragraph or heading would ask the same question of all of them), else the paragraph that
+  introduces the block ("Run all package tests:"), else the section's heading; consecutive
+  lines without a comment are one task that needs all of them. A line ending in `\\` and a
+  heredoc with its body are one command; a script (more than a few commands, some setting
+  a variable or the directory for the rest) drafts nothing, as no line of it runs alone;
 * **a "never" rule**: a sentence that starts with never / don't / do not / must not: a yes/no
   task whose verdict is "no", with the commands and flags it names as guardrails;
 * **a tooling choice**: "Use `uv` for dependency management (not pip/conda)": which tool (or
@@ -127,6 +131,12 @@ _PURPOSE = re.compile(
 _PROGRAM = re.compile(r"^(?:\./)?[a-z][\w.+/-]*$")
 _COMMENT = re.compile(r"\s+#\s?(?P<text>.*)$")
 _SHELL_PROMPT = re.compile(r"^[$%>]\s+")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(?P<tag>[A-Za-z_]\w*)\1")
+_SETS_STATE = re.compile(r"^(?:export\s+)?[A-Za-z_]\w*=(?:\$\([^)]*\)|\S*)\s*(?:;|&&|$)|^cd\s+\S+\s*$")
+"""A shell line that sets a variable (`SB=$(mktemp -d)`, `export X=1`) or changes directory
+for the lines after it; an assignment in front of a command (`CI=1 make test`) does not."""
+SCRIPT_COMMANDS = 3
+"""Commands a block may hold before state-setting lines make it a script, not a command list."""
 _BOUNDARY = re.compile(r"[.!?](?:\*\*|__|\*|_)?(?=\s+[A-Z`*_\"(])")
 _ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.")
 _CLAUSE_STOPS = ".;:,(—"
@@ -429,41 +439,80 @@ def _intro(tokens: Sequence[Token], i: int) -> str | None:
     return text or None
 
 
+def _shell_lines(content: str, first: int) -> Iterator[tuple[int, str, str]]:
+    """(1-based line, its text as quoted, the command) per logical line of a shell block's
+    `content` starting at line `first`: a line ending in `\\` runs on into the next, and a
+    heredoc (`cat > f <<'EOF'` ... `EOF`) is one command with its body, whose lines are data,
+    not commands. Blank and comment lines come through as they are (the command "" or `# ...`)."""
+    lines = content.splitlines()
+    k = 0
+    while k < len(lines):
+        start, text = k, lines[k].strip()
+        command = _SHELL_PROMPT.sub("", text)
+        while command.endswith("\\") and k + 1 < len(lines):
+            k += 1
+            command = f"{command[:-1].rstrip()} {lines[k].strip()}"
+        heredoc = _HEREDOC.search(command) if not command.startswith("#") else None
+        if heredoc:
+            while k + 1 < len(lines) and lines[k].strip() != heredoc.group("tag"):
+                k += 1
+            command = "\n".join([command, *(line.rstrip() for line in lines[start + 1 : k + 1])])
+        quote = "\n".join(line.strip() for line in lines[start : k + 1])
+        yield first + start, quote, command
+        k += 1
+
+
+def _is_script(commands: Sequence[str]) -> bool:
+    """A block longer than a few commands whose lines set state the later ones use (a
+    variable, the directory): its lines are steps of one script, none a command to run alone."""
+    return len(commands) > SCRIPT_COMMANDS and any(_SETS_STATE.match(c) for c in commands)
+
+
 def _block_rules(tokens: Sequence[Token], i: int, section: str) -> Iterator[_Found]:
     fence = tokens[i]
     assert fence.map is not None
     if (fence.info.split() or [""])[0].lower() not in SHELL_FENCES:
         return
+    logical = list(_shell_lines(fence.content, fence.map[0] + 2))
+    if _is_script([c for _, _, c in logical if c and not c.startswith("#")]):
+        return
     intro = _intro(tokens, i)
-    group: list[tuple[int, str, str]] = []  # (line, raw line, command) without comments
+    group: list[tuple[int, str, str]] = []  # (line, quoted lines, command) without comments
+    comments: list[str] = []  # the comment lines right above the group: what it is for
 
     def flush() -> Iterator[_Found]:
         if group:
             commands = tuple(c for _, _, c in group)
             quote = "\n".join(raw for _, raw, _ in group)
             noun = "commands" if len(commands) > 1 else "command"
-            ask = f'for this ({section}): "{intro}"' if intro else f'for "{section}"'
+            about = ": ".join(comments) or intro
+            ask = f'for this ({section}): "{about}"' if about else f'for "{section}"'
             prompt = f"Which {noun} should I run in this repository {ask}?"
             yield _Found(RuleKind.command, group[0][0], section, quote, prompt, commands=commands)
             group.clear()
+            comments.clear()
 
-    for k, raw in enumerate(fence.content.splitlines()):
-        line, text = fence.map[0] + 2 + k, raw.strip()
-        command = _SHELL_PROMPT.sub("", text)
-        if not command or command.startswith("#"):
+    for line, text, command in logical:
+        if not command:
             yield from flush()
+            comments.clear()
             continue
-        comment = _COMMENT.search(command)
+        if command.startswith("#"):
+            yield from flush()
+            note = command.lstrip("#").strip()
+            comments.extend([note] if note else [])
+            continue
+        comment = None if "\n" in command else _COMMENT.search(command)
         if comment is None:
             group.append((line, text, command))
             continue
         yield from flush()
-        command = command[: comment.start()].strip()
         prompt = (
             f"Which command should I run in this repository for this ({section}): "
             f'"{comment.group("text").strip()}"?'
         )
-        yield _Found(RuleKind.command, line, section, text, prompt, commands=(command,))
+        commands = (command[: comment.start()].strip(),)
+        yield _Found(RuleKind.command, line, section, text, prompt, commands=commands)
     yield from flush()
 
 

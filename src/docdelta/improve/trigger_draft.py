@@ -34,13 +34,15 @@ from docdelta.tasks.models import Task, Trigger
 SECTION = "description"
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{3,100})[\"\u201d]")
 _USE = r"(?:it |this )?"
+_CLAUSE = r"(?P<what>(?:[^.;]|\.(?=\S))+)"
+"""Up to the sentence's end: a `.` followed by a space (or the end), not the dot of
+`download_cli.py`."""
 _USE_WHEN = re.compile(
-    rf"\buse {_USE}(?:when|for|if)\s+(?:asked to\s+|you need to\s+|the user (?:wants|asks) to\s+)?"
-    r"(?P<what>[^.;]+)",
+    rf"\buse {_USE}(?:when|for|if)\s+(?:asked to\s+|you need to\s+|the user (?:wants|asks) to\s+)?" + _CLAUSE,
     re.IGNORECASE,
 )
 _NOT_FOR = re.compile(
-    rf"\b(?:not for|(?:do not|don't|never) use {_USE}(?:for|when))\s+(?P<what>[^.;]+)", re.IGNORECASE
+    rf"\b(?:not for|(?:do not|don't|never) use {_USE}(?:for|when))\s+{_CLAUSE}", re.IGNORECASE
 )
 _CLAUSE_END = re.compile(r",?\s+(?:[\u2014\u2013-]{1,2}\s|for example|such as|\()", re.IGNORECASE)
 
