@@ -165,6 +165,8 @@ def _title(job: JobResults) -> str:
     if summary.broken:
         failed = sum(summary.faults.values())
         title = f"no verdict: the evaluation is broken ({failed} runs failed for the harness's reasons)"
+        if summary.saturated:
+            title = "no verdict: no score could move (every task at 0 or 1 in every run and condition)"
         if not job.results and summary.grading_failures:
             title = "no verdict: the hidden tests could not run (selftest failed; see Grading failures)"
     return title

@@ -36,6 +36,7 @@ from docdelta.git import Repo
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.results.store import ResultStore
+from docdelta.scorecard import stats
 from docdelta.tasks.load import LoadedTask
 from docdelta.tasks.models import Task, Trigger
 from docdelta.tasks.quotes import locate, normalize
@@ -427,15 +428,11 @@ def _tallies(workdirs: Sequence[Path], current: dict[str, str]) -> tuple[dict[st
 
 def _saturation(tally: _Tally) -> Saturation | None:
     """Every arm (two or more) at the same extreme in every graded run."""
-    arms = {arm: scores for arm, scores in tally.scores.items() if scores}
-    if len(arms) < 2:
+    level = stats.saturation(tally.scores)
+    if level is None:
         return None
-    for level in (1.0, 0.0):
-        if all(s == level for scores in arms.values() for s in scores):
-            return Saturation(
-                level=level, arms=sorted(arms), runs=tally.runs, cost_usd=tally.cost, tokens=tally.tokens
-            )
-    return None
+    arms = sorted(arm for arm, scores in tally.scores.items() if scores)
+    return Saturation(level=level, arms=arms, runs=tally.runs, cost_usd=tally.cost, tokens=tally.tokens)
 
 
 def audit_suite(

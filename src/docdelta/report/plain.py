@@ -122,6 +122,8 @@ def no_verdict_reason(s: Summary) -> str:
 def certainty_line(s: Summary) -> str:
     """One phrase of certainty, the decision's own: who decided, with which p, under which rule."""
     v = s.verdict
+    if s.saturated:
+        return "**No verdict:** no score could move, so nothing was measured (see the warning above)."
     if s.broken:
         return "**No verdict:** the evaluation is broken (see the warning above)."
     if v is None:
@@ -236,6 +238,11 @@ def next_line(s: Summary, repeats_flag: str = "repeats: {n}", *, max_runs: int |
     (CLI). `max_runs`: the Action's cap on a plan; a rerun over it is proposed with `max-runs`
     raised to fit, so following the advice never meets the Action's refusal."""
     v = s.verdict
+    if s.saturated:
+        return (
+            "**Next:** make the tasks measurable (the warning above says how: `docdelta agent-check` "
+            "for an agent that answers nothing), then rerun."
+        )
     if s.broken or (v is None and s.verdict_refused):
         if s.grading_failures:
             return "**Next:** fix what kept the hidden tests from running (*Grading failures*), then rerun."

@@ -19,7 +19,7 @@ import functools
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -75,6 +75,27 @@ def passes(scores: Sequence[float], threshold: float = PASS_SCORE) -> int:
 
 def pass_rate(scores: Sequence[float], threshold: float = PASS_SCORE) -> float | None:
     return passes(scores, threshold) / len(scores) if scores else None
+
+
+SATURATION_LEVELS = (PASS_SCORE, 0.0)
+"""The extremes a task can be stuck at: every run passed, or every run scored nothing."""
+
+
+def saturation(arms: Mapping[str, Sequence[float]]) -> float | None:
+    """The extreme (SATURATION_LEVELS) every score of two or more arms sits at, else None.
+
+    Such a task cannot move in at least one direction whatever the instruction files say (a
+    score of 0 cannot drop, one of 1 cannot rise), and no arm differs from another, so it
+    measures nothing: the task audit names it as a candidate to drop, and a suite made only
+    of such tasks gets no verdict (an equivalence test on identical arms would call it a
+    confident "no change")."""
+    ran = [scores for scores in arms.values() if scores]
+    if len(ran) < 2:
+        return None
+    for level in SATURATION_LEVELS:
+        if all(abs(s - level) < _EPS for scores in ran for s in scores):
+            return level
+    return None
 
 
 def is_noise(delta: float, band: float = DEFAULT_NOISE_BAND) -> bool:

@@ -14,6 +14,9 @@ A broken evaluation is not a result: when more than MAX_FAULT_RATE of all runs a
 FAULTS (infra_error, agent_error, timeout), `Summary.broken` says so, the scorecard
 leads with it, no verdict is given, and the gate is not green. Unless the agent's own
 failures concentrate in head (`arm_failures`): then they are the result, and head regressed.
+A suite in which no score could move (every task at 0, or at 1, in every run of every
+condition: `stats.saturation`) is broken the same way (`Summary.saturated`): its identical
+arms would pass the equivalence test as a confident "no change" about nothing.
 
 The verdict is `decision.decide` on head vs base (and vs none): per-task and overall
 hypotheses under Holm, equivalence against the noise band, the manifest's design
@@ -560,6 +563,51 @@ def _broken(faults: Mapping[str, int], total: int, failures: Sequence[GradingFai
     )
 
 
+def _saturated(
+    grid: Mapping[str, Mapping[str, Sequence[RunResult]]], conditions: Sequence[str]
+) -> str | None:
+    """The scorecard's lead when every task with graded runs sat at one extreme in every run of
+    every condition (`stats.saturation`): no score could move, so equivalence on identical arms
+    would be a confident "no change" about nothing. A task at 0 can show no drop, the direction
+    a gate is for; one at 1 can, unless it passed without instruction files too (NONE ran and
+    scored 1): then the score never depended on them. Said in the words of its likely cause:
+    at 0 the agent cannot answer the tasks, at 1 they need no instruction file. Below
+    `decision.MIN_ARM_RUNS` runs in an arm no test runs anyway, and the decision's own "too
+    few runs" (rerun with more repeats) is the better advice."""
+    scores = [{c: _scores(by_condition.get(c, [])) for c in conditions} for by_condition in grid.values()]
+    levels = [stats.saturation(arms) for arms in scores]
+    few = any(0 < len(runs) < decision.MIN_ARM_RUNS for arms in scores for runs in arms.values())
+    blind = [
+        level == 0.0 or (level is not None and bool(arms.get(NONE)))
+        for level, arms in zip(levels, scores, strict=True)
+    ]
+    if not levels or not all(blind) or few:
+        return None
+    runs = sum(len(_scores(rs)) for by_condition in grid.values() for rs in by_condition.values())
+    named = ", ".join(conditions)
+    if set(levels) == {0.0}:
+        what = (
+            f"no run in any condition ({named}) passed any task: all {runs} runs scored 0, so the agent "
+            "cannot answer these tasks and no score could move. Check that the agent answers one "
+            "(`docdelta agent-check --tasks DIR`, which shows what it was given and what it said)"
+        )
+    elif set(levels) == {stats.PASS_SCORE}:
+        what = (
+            f"every run in every condition ({named}) passed every task: all {runs} runs scored 1, even "
+            "without instruction files, so these tasks cannot show what the files change. Write tasks "
+            "that need what the files say"
+        )
+    else:
+        low = levels.count(0.0)
+        what = (
+            f"every task scored the same in every run of every condition ({named}): {low} at 0, "
+            f"{len(levels) - low} at 1 even without instruction files, so no score could move. Check "
+            "that the agent answers the tasks at 0 (`docdelta agent-check --tasks DIR`) and replace "
+            "the tasks at 1"
+        )
+    return f"{what}; `docdelta tasks audit --tasks DIR --results WORKDIR` lists the saturated tasks"
+
+
 def grading_failures(
     results: Sequence[RunResult], selftests: Sequence[SelftestReport]
 ) -> list[GradingFailure]:
@@ -647,7 +695,8 @@ def summarize(
     infra_rate = sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
     faults = _faults(results)
     failures = grading_failures(results, selftests)
-    broken = _broken(faults, len(results), failures)
+    saturated = _saturated(grid, conditions)
+    broken = _broken(faults, len(results), failures) or saturated
     crashed = None if decisions[BASE] is None else _crashed_in_head(broken, results, failures, alpha)
     broken = None if crashed else broken  # failures concentrated in head are the result
     refused = broken
@@ -716,6 +765,7 @@ def summarize(
         verdict_refused=refused,
         faults=faults,
         broken=broken,
+        saturated=saturated is not None and broken == saturated,
         instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
         grading_failures=failures,
         aa_noise=aa,
