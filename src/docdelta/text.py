@@ -22,3 +22,17 @@ def closest(name: str, choices: Iterable[str]) -> str | None:
     `commandz` -> `command`), None when none is close: an error about a typo names the fix."""
     found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return found[0] if found else None
+
+
+QUOTED = 300
+"""Characters of an agent's error quoted in a one-line message (`quoted`)."""
+
+
+def quoted(error: str, limit: int = QUOTED) -> str:
+    """An error as one quoted line: whitespace collapsed, and when longer than `limit` its
+    start and its end kept (a stderr tail's cause, `can't open file`, is often its last line)."""
+    line = " ".join(error.split())
+    if len(line) > limit:
+        half = limit // 2
+        line = f"{line[:half]} … {line[-half:]}"
+    return f'"{line}"'

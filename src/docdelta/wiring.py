@@ -18,6 +18,7 @@ from pydantic import SecretStr
 
 from docdelta.agents import Agent, agent_class, get_agent
 from docdelta.agents.base import GatewayAgent
+from docdelta.agents.command import REPOSITORY
 from docdelta.checkout.envs import sandbox_env, toolchain_paths
 from docdelta.config import ProjectConfig, check_exposure
 from docdelta.errors import ConfigError
@@ -186,7 +187,7 @@ def build_provider(
     selftest`): the same paths and env as a run's, no gateway, and the image of a run of the
     agent class `image_agent` (`agents.agent_class`), so the tests are graded in
     the very image a run grades them in."""
-    hidden = {"repository": repo.root, **private}
+    hidden = {REPOSITORY: repo.root, **private}
     check_exposure(config.sandbox, hidden)
     named = [*config.sandbox.host_paths(), *toolchain_paths(config.sandbox)]
     own = agent.show_user_files(hidden, visible=named) if agent is not None else []

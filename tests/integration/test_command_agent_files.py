@@ -222,3 +222,71 @@ def test_an_inline_program_is_not_taken_for_a_file(tmp_path: Path) -> None:
     source = "import json\n" + "# padding\n" * 600 + 'print(json.dumps({"answer": "inline"}))\n'
     assert _run(repo, tmp_path / "work", f"/usr/bin/python3 -c {shlex.quote(source)}") == 0
     assert _answers(tmp_path / "work") == ["inline"]
+
+
+def test_a_mistyped_script_path_is_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python3 /nonexistent/agent.py`: the interpreter exists, its script does not. Found in
+    the sandbox before the matrix, not as "can't open file" in every run's result.json."""
+    repo = _project(tmp_path)
+    missing = tmp_path / "nowhere" / "agent.py"
+    code = _run(repo, tmp_path / "work", f"python3 {missing}")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"names {missing}, which the sandbox cannot find" in err
+    assert "Traceback" not in err
+    assert not list((tmp_path / "work").glob("runs/**/result.json"))
+
+
+def test_a_script_in_the_tasks_folder_inside_the_repository_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tasks folder usually sits in the repository (`.docdelta/tasks`): a file there is
+    refused for what it is beside (the gold), not used as a file of the checkout."""
+    repo = _project(tmp_path)
+    (repo.path / ".docdelta/tasks/agent.py").write_text(PROBE)
+    monkeypatch.chdir(repo.path)
+    code = _run(repo, tmp_path / "work", "python3 .docdelta/tasks/agent.py")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "names .docdelta/tasks/agent.py, which is in the tasks directory" in err
+    assert not list((tmp_path / "work").glob("runs/**/result.json"))
+
+
+FAILING = """\
+import sys
+sys.stdin.read()
+sys.exit("agent: cannot reach the model at http://localhost:9")
+"""
+
+
+def test_a_matrix_whose_first_round_fails_alike_stops_and_quotes_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every run of the first round failing with one error will not go better in the next
+    23: the matrix stops there, says the error, and keeps no result (the failed runs are set
+    aside), so the corrected command can run in the same workdir."""
+    repo = GitRepo.init(tmp_path / "proj")
+    second = TASK.replace("test-cmd", "test-two")
+    tasks = {".docdelta/tasks/test-cmd.yaml": TASK, ".docdelta/tasks/test-two.yaml": second}
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": "# Agents\n", **tasks})
+    repo.commit({"AGENTS.md": "# Agents\nRun `make check` before you push.\n"})
+    agent = tmp_path / "failing.py"
+    agent.write_text(FAILING)
+    work = tmp_path / "work"
+    args = [
+        "run", "--repo", str(repo.path), "--base", "HEAD~1", "--head", "HEAD",
+        "--tasks", str(repo.path / ".docdelta/tasks"), "--workdir", str(work), "--repeats", "3",
+        "--agent", "command", "--agent-cmd", f"python3 {agent}", "--conditions", "base,head",
+    ]  # fmt: skip
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "all 4 runs of the first round failed with the same error" in err
+    assert "agent: cannot reach the model at http://localhost:9" in err
+    assert len(list(work.glob("runs/**/result.json"))) == 0
+    assert len(list(work.glob("runs/**/agent_error-1.json"))) == 4
+    agent.write_text(PROBE)
+    assert main(args) == 0
+    assert len(_answers(work)) == 12

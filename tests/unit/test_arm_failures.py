@@ -64,3 +64,16 @@ def test_infra_errors_in_head_are_the_harness_s_and_stay_neutral() -> None:
     s = summary_of(runs)
     assert s.verdict is None
     assert _conclusion(runs) == "neutral"
+
+
+def test_a_broken_evaluation_quotes_the_most_common_error_of_its_failed_runs() -> None:
+    """The cause of a matrix of failures belongs on the scorecard, not only in a result.json."""
+    error = "no JSON object in the agent's output; python3: can't open file '/x/agent.py': [Errno 2]"
+    failed = [*arm("a", "head", [0.0] * 3, status=RunStatus.agent_error)]
+    failed += arm("a", "base", [0.0] * 3, status=RunStatus.agent_error)
+    runs = [r.model_copy(update={"outcome": r.outcome.model_copy(update={"error": error})}) for r in failed]
+    runs += arm("a", "base", [0.0], status=RunStatus.timeout)
+    s = summary_of(runs)
+    assert s.broken is not None and s.verdict is None
+    assert f'The most common error (6 of 7 failed runs): "{error}"' in s.broken
+    assert "can't open file" in render_markdown(s)

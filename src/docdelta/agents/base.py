@@ -206,6 +206,12 @@ class Agent(ABC):
         `agents.command.preflight`); None when the adapter ships its own."""
         return None
 
+    @property
+    def user_scripts(self) -> list[str]:
+        """The script files the user's command names (`python3 agent.py`), checked to exist by
+        `agents.command.preflight`; none for adapters that ship their own program."""
+        return []
+
     def show_user_files(self, hidden: Mapping[str, Path], visible: Sequence[Path] = ()) -> list[Path]:
         """Host files the user's command names that the sandbox must show read-only (none
         for adapters that ship their own program); see `CommandAgent.show_user_files`."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,6 +72,14 @@ class CommandAgent(Agent):
         it (fake, openai) ship their own script."""
         return self.argv[0] if self.name == CommandAgent.name else None
 
+    @property
+    def user_scripts(self) -> list[str]:
+        """The arguments of the user's command that name a script (SCRIPT: `agent.py`,
+        `./run.sh`), as the sandbox will be given them; checked by `preflight`."""
+        if self.name != CommandAgent.name:
+            return []
+        return [word for word in self.argv[1:] if SCRIPT.fullmatch(word)]
+
     def show_user_files(self, hidden: Mapping[str, Path], visible: Sequence[Path] = ()) -> list[Path]:
         """The host files the command names (`python3 ~/agent.py`, `./agent.sh`), to be shown
         read-only at the same absolute path in the sandbox: each file alone, never its folder,
@@ -82,7 +91,8 @@ class CommandAgent(Agent):
         which a virtualenv's interpreter needs beside it, and files inside the repository,
         which become their path in the checkout (the working directory). A file in another of
         `hidden` (name -> directory: the tasks with their gold, the workdir), or one that
-        links there, is refused, as the agent may never see it."""
+        links there, is refused, as the agent may never see it: also when that directory lies
+        inside the repository (`.docdelta/tasks`)."""
         if self.name != CommandAgent.name:
             return []
         shown: list[Path] = []
@@ -97,10 +107,11 @@ class CommandAgent(Agent):
                 continue
             real = path.resolve()
             inside = {what: d.resolve() for what, d in hidden.items() if real.is_relative_to(d.resolve())}
-            if "repository" in inside:
-                self.argv[index] = real.relative_to(inside["repository"]).as_posix()
-            elif inside:
-                what, directory = next(iter(inside.items()))
+            private = {what: d for what, d in inside.items() if what != REPOSITORY}
+            if REPOSITORY in inside and not private:
+                self.argv[index] = real.relative_to(inside[REPOSITORY]).as_posix()
+            elif private:
+                what, directory = next(iter(private.items()))
                 raise AgentError(
                     f"the agent command names {word}, which is in the {what} {directory}: the agent "
                     "may never see it",
@@ -179,6 +190,12 @@ def _read_metrics(sandbox: Sandbox) -> tuple[AgentMetrics, str | None]:
         return AgentMetrics(), f"ignored the metrics file: {str(exc).splitlines()[0]}"
 
 
+REPOSITORY = "repository"
+"""The name of the repository among the directories hidden from the agent (`show_user_files`)."""
+SCRIPT = re.compile(r"[\w.~@+/-]*\.(?:py|sh|bash|js|mjs|cjs|ts|rb|pl|php|lua)")
+"""An argument that names a script file: a word of path characters with a script suffix.
+Only these are checked to exist before the matrix: other arguments may name things that are
+no file (`openai/gpt-4o`) or one the agent will create."""
 NOT_FOUND = 3
 _FIND = (
     'case "$1" in */*) [ -f "$1" ] && [ -x "$1" ] ;; *) command -v -- "$1" >/dev/null ;; esac '
@@ -186,6 +203,8 @@ _FIND = (
 )
 """Exit 0 when argv[0] would start (a path to an executable file, or a name on PATH), else
 NOT_FOUND; any other status is the sandbox failing to run a shell at all."""
+_MISSING = f'for f; do [ -e "$f" ] || {{ printf %s "$f"; exit {NOT_FOUND}; }}; done'
+"""Exit NOT_FOUND printing the first argument that names nothing in the sandbox."""
 
 
 def preflight(agent: Agent, sandbox: Sandbox) -> None:
@@ -197,6 +216,7 @@ def preflight(agent: Agent, sandbox: Sandbox) -> None:
         return
     result = sandbox.exec(["sh", "-c", _FIND, "sh", program], timeout=60.0)
     if result.exit_code == 0:
+        _check_scripts(agent.user_scripts, sandbox)
         return
     if result.exit_code == NOT_FOUND:
         raise AgentError(
@@ -210,4 +230,28 @@ def preflight(agent: Agent, sandbox: Sandbox) -> None:
         f"the sandbox could not check the agent command's program {program!r} "
         f"(exit {result.exit_code}): {result.stderr.decode('utf-8', errors='replace').strip()[-500:]}",
         hint="the sandbox itself fails to start a command; see the error above",
+    )
+
+
+def _check_scripts(scripts: Sequence[str], sandbox: Sandbox) -> None:
+    """Every script the command names exists where the agent runs (`python3 /nonexistent/agent.py`
+    would start, then fail every run with "can't open file")."""
+    if not scripts:
+        return
+    result = sandbox.exec(["sh", "-c", _MISSING, "sh", *scripts], timeout=60.0)
+    if result.exit_code == 0:
+        return
+    missing = result.stdout.decode("utf-8", errors="replace")
+    if result.exit_code != NOT_FOUND or missing not in scripts:
+        raise SandboxError(
+            f"the sandbox could not check the agent command's scripts (exit {result.exit_code}): "
+            f"{result.stderr.decode('utf-8', errors='replace').strip()[-500:]}",
+            hint="the sandbox itself fails to start a command; see the error above",
+        )
+    raise AgentError(
+        f"the agent command names {missing}, which the sandbox cannot find: every run would fail "
+        "before the agent starts",
+        hint="fix the path: a relative one is taken from the directory you run docdelta in, and a "
+        "file of the repository from the checkout, which holds only committed files; a file in a "
+        f"folder named in sandbox.paths ({CONFIG_PATH}) must exist there",
     )

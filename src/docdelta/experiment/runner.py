@@ -33,7 +33,7 @@ from docdelta.agents.command import preflight
 from docdelta.agents.models import AgentOutcome, RunStatus
 from docdelta.agents.prompt import build_prompt
 from docdelta.checkout.seal import SealedCheckout
-from docdelta.errors import DocdeltaError, InfraError
+from docdelta.errors import AgentError, DocdeltaError, InfraError
 from docdelta.experiment.plan import Experiment, cell_seed
 from docdelta.experiment.progress import Progress
 from docdelta.gateway.models import ModelCall
@@ -53,6 +53,7 @@ from docdelta.results.models import Cell, PhaseTimings, RunResult, TriggerEviden
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxSpec
 from docdelta.tasks.models import Task
+from docdelta.text import quoted
 from docdelta.validate import valid_cost
 from docdelta.vocabulary import sha256_hex
 
@@ -188,6 +189,10 @@ class Runner:
         """Agent sandboxes of runs in flight, for `abort` to close."""
         self._aborted = threading.Event()
         self._lock = threading.Lock()
+        self._first_round: list[RunResult] = []
+        """Runs of the plan's first round as they end, until `failed_alike` has judged them."""
+        self._failure: str | None = None
+        """The one error every run of the first round failed with: the matrix stopped for it."""
 
     def abort(self) -> None:
         """Close the sandbox of every run in flight (from the main thread, on Ctrl-C or
@@ -216,7 +221,46 @@ class Runner:
                 matrix.drive(pool)
         finally:
             self.progress.finish()
+        if self._failure is not None:
+            self._give_up(exp, [*self._first_round, *matrix.report.results], self._failure)
         return matrix.report
+
+    def failed_alike(self, exp: Experiment, result: RunResult) -> str | None:
+        """Why the matrix stops after its first round (one run per task and condition), or
+        None: every run of it ended `agent_error` with one and the same error, so the rounds
+        still to come would fail the same way (a mistyped script, a model server that is
+        down) and measure only that. Judged once per experiment, and only for a plan of more
+        than one round with two runs or more in each (one failure is not a pattern)."""
+        per_round = len({(c.task, c.condition) for c in exp.manifest.order})
+        if per_round < 2 or len(exp.manifest.order) <= per_round or len(self._first_round) >= per_round:
+            return None
+        self._first_round.append(result)
+        if len(self._first_round) < per_round:
+            return None
+        errors = {r.outcome.error if r.status is RunStatus.agent_error else None for r in self._first_round}
+        (error,) = errors if len(errors) == 1 else (None,)
+        if error is None:
+            return None
+        self._failure = error
+        return f"all {per_round} runs of the first round failed with the same error"
+
+    def _give_up(self, exp: Experiment, results: Sequence[RunResult], error: str) -> None:
+        """Set the alike failures aside (as history beside their cells, like rate-limited
+        runs), so the workdir holds no result of the broken command and the corrected one
+        can run in it, and refuse, quoting the error."""
+        failed = {
+            r.cell: r for r in results if r.status is RunStatus.agent_error and r.outcome.error == error
+        }
+        for result in failed.values():
+            self.set_aside(exp.repo_name, result, kind=result.status.value)
+        rounds = len(exp.manifest.order) // len(self._first_round)
+        raise AgentError(
+            f"all {len(self._first_round)} runs of the first round failed with the same error, so the "
+            f"matrix stopped there instead of running all {rounds} rounds of it: {quoted(error)}",
+            hint="fix what the error names (`docdelta agent-check` runs one task and shows it from "
+            f"both sides), then rerun in the same workdir: the failed runs are kept beside their "
+            f"cells as {RunStatus.agent_error.value}-N.json, not as results",
+        )
 
     def cap_reached(self, spent: float, in_flight: int) -> str | None:
         """Why no further run may start, or None: the spend so far plus the reserve of
@@ -276,10 +320,11 @@ class Runner:
         with (self.store.workdir / RATE_LIMIT_LOG).open("a", encoding="utf-8") as log:
             log.write(f"{stamp} {line}\n")
 
-    def set_aside(self, repo: str, result: RunResult) -> None:
+    def set_aside(self, repo: str, result: RunResult, kind: str | None = None) -> None:
         """A saved result that is not complete (see INCOMPLETE) becomes history beside the
-        cell (`infra-1.json`, `rate_limited-1.json`, ...), so the cell runs again."""
-        kind = INCOMPLETE[result.status]
+        cell (`infra-1.json`, `rate_limited-1.json`, ...), so the cell runs again; `kind`
+        names the history of a complete one (`failed_alike`)."""
+        kind = kind or INCOMPLETE[result.status]
         cell_dir = self.store.cell_dir(repo, result.cell)
         n = len(list(cell_dir.glob(f"{kind}-*.json"))) + 1
         (cell_dir / RESULT_FILE).rename(cell_dir / f"{kind}-{n}.json")
@@ -626,6 +671,7 @@ class _RunInProgress:
             stop = self.runner.finish_cell(self.exp, result)
             if stop is None:
                 self.report.ran += 1
+                self.report.stopped = self.report.stopped or self.runner.failed_alike(self.exp, result)
             else:
                 self.report.stopped = self.report.stopped or stop
             self._done(index, result, result.status.value, kept=stop is None)

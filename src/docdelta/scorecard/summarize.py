@@ -66,6 +66,7 @@ from docdelta.scorecard.models import (
     TaskSummary,
     VerdictSummary,
 )
+from docdelta.text import quoted
 from docdelta.vocabulary import BASE, BUILTIN_CONDITIONS, HEAD, NONE
 
 _CANONICAL_ORDER = BUILTIN_CONDITIONS
@@ -541,9 +542,14 @@ def _failed_selftests(failures: Sequence[GradingFailure]) -> list[str]:
     return sorted({f.task for f in failures if any(w.startswith(SELFTEST) for w in f.where)})
 
 
-def _broken(faults: Mapping[str, int], total: int, failures: Sequence[GradingFailure]) -> str | None:
+def _broken(
+    results: Sequence[RunResult], faults: Mapping[str, int], failures: Sequence[GradingFailure]
+) -> str | None:
     """The scorecard's lead when more than MAX_FAULT_RATE of the runs are faults, or when a
-    change task's selftest found that its hidden tests cannot run (then no run is trusted)."""
+    change task's selftest found that its hidden tests cannot run (then no run is trusted).
+    It quotes the failed runs' most common error, so the cause (`can't open file`) is on the
+    scorecard and not only in some result.json."""
+    total = len(results)
     if selftests := _failed_selftests(failures):
         return (
             f"the hidden tests of {', '.join(selftests)} could not be graded: the selftest ran no test "
@@ -555,11 +561,16 @@ def _broken(faults: Mapping[str, int], total: int, failures: Sequence[GradingFai
     if not total or failed / total <= MAX_FAULT_RATE:
         return None
     kinds = ", ".join(f"{n} {status}" for status, n in faults.items())
+    errors = Counter(r.outcome.error for r in results if r.status in FAULTS and r.outcome.error)
+    said = ""
+    if errors:
+        error, n = errors.most_common(1)[0]
+        said = f" The most common error ({n} of {failed} failed runs): {quoted(error)}."
     return (
         f"{failed} of {total} runs ({failed / total:.0%}) failed for reasons of the harness or the agent "
         f"command ({kinds}), over the {MAX_FAULT_RATE:.0%} a verdict allows: the scores measure the "
-        "failure, not the docs. Read a failed run's `outcome.error` (or `hidden_tests.notes`) in its "
-        "result.json, fix the cause and rerun"
+        f"failure, not the docs.{said} Read a failed run's `outcome.error` (or `hidden_tests.notes`) in "
+        "its result.json, fix the cause and rerun"
     )
 
 
@@ -696,7 +707,7 @@ def summarize(
     faults = _faults(results)
     failures = grading_failures(results, selftests)
     saturated = _saturated(grid, conditions)
-    broken = _broken(faults, len(results), failures) or saturated
+    broken = _broken(results, faults, failures) or saturated
     crashed = None if decisions[BASE] is None else _crashed_in_head(broken, results, failures, alpha)
     broken = None if crashed else broken  # failures concentrated in head are the result
     refused = broken
