@@ -290,3 +290,31 @@ def test_a_matrix_whose_first_round_fails_alike_stops_and_quotes_the_error(
     agent.write_text(PROBE)
     assert main(args) == 0
     assert len(_answers(work)) == 12
+
+
+def test_a_refused_command_leaves_a_workdir_the_corrected_one_can_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refusal comes after the plan is written (its check runs in a sandbox on a sealed
+    checkout); a workdir that holds no result is planned anew, not "a different experiment"."""
+    repo = _project(tmp_path)
+    work = tmp_path / "work"
+    assert _run(repo, work, "/nonexistent/agent") == 2
+    capsys.readouterr()
+    agent = _agent_outside(tmp_path)
+    assert _run(repo, work, f"python3 {agent}") == 0, capsys.readouterr().err
+    assert _answers(work) == ["read-only; sibling hidden"]
+
+
+def test_a_workdir_with_results_refuses_another_command_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = _project(tmp_path)
+    agent = _agent_outside(tmp_path)
+    work = tmp_path / "work"
+    assert _run(repo, work, f"python3 {agent}") == 0
+    capsys.readouterr()
+    assert _run(repo, work, f"python3 -B {agent}") == 2
+    err = capsys.readouterr().err
+    assert f"agent command: 'python3 {agent}' -> 'python3 -B {agent}'" in err
+    assert "cmd-" not in err

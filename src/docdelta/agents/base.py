@@ -207,6 +207,12 @@ class Agent(ABC):
         return None
 
     @property
+    def command_line(self) -> str | None:
+        """The command the user gave this agent, as given (recorded in the manifest so a refused
+        resume can name it); None for adapters that ship their own program."""
+        return None
+
+    @property
     def user_scripts(self) -> list[str]:
         """The script files the user's command names (`python3 agent.py`), checked to exist by
         `agents.command.preflight`; none for adapters that ship their own program."""

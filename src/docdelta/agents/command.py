@@ -55,6 +55,7 @@ class CommandAgent(Agent):
                 hint='pass --agent-cmd "path/to/agent --flag"',
             )
         self.argv = argv
+        self._cmd = cmd
         self._chosen_model = model
         self._version = f"cmd-{sha256_hex(shlex.join(argv).encode())[:12]}"
 
@@ -71,6 +72,10 @@ class CommandAgent(Agent):
         """Only the `command` agent runs a program the user named; the adapters built on
         it (fake, openai) ship their own script."""
         return self.argv[0] if self.name == CommandAgent.name else None
+
+    @property
+    def command_line(self) -> str | None:
+        return self._cmd if self.name == CommandAgent.name else None
 
     @property
     def user_scripts(self) -> list[str]:

@@ -255,6 +255,7 @@ def prepare(
         tasks={tid: lt.sha256 for tid, lt in sorted(tasks.items())},
         task_sources=dict(sorted(task_sources.items())),
         agent=agent_info(agent, server),
+        agent_command=agent.command_line,
         sandbox=sandbox,
         image_digest=image_digest,
         seed=request.seed,
@@ -369,14 +370,23 @@ def strip_inside(root: Path, directory: Path) -> list[str]:
 
 
 def _check_same_experiment(store: ResultStore, manifest: Manifest) -> None:
-    """Resuming into a workdir that holds another experiment would mix incomparable runs."""
+    """Resuming into a workdir that holds another experiment would mix incomparable runs. One
+    that holds no result of it (a run refused after planning: a missing agent script, a
+    failed selftest; or stopped before its first run ended) has nothing to mix, and is
+    planned anew. A different agent command is named by its command lines, not the hashes
+    that are its version."""
     previous = store.read_manifest()
-    if previous is None or previous.identity() == manifest.identity():
+    if previous is None or previous.identity() == manifest.identity() or not store.results(previous.repo):
         return
     old, new = previous.comparable(), manifest.comparable()
+    found = differences(old, new)
+    commands = previous.agent_command, manifest.agent_command
+    if None not in commands and commands[0] != commands[1]:
+        found = [f"agent command: {commands[0]!r} -> {commands[1]!r}"] + [
+            d for d in found if not d.startswith("agent.version")
+        ]
     raise ConfigError(
-        f"workdir {store.workdir} holds a different experiment (differs in: "
-        f"{', '.join(differences(old, new))})",
+        f"workdir {store.workdir} holds a different experiment (differs in: {', '.join(found)})",
         hint="use a new --workdir, or delete the old one to start over",
     )
 

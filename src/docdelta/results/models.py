@@ -187,6 +187,11 @@ class Manifest(Frozen):
         "(gold.validation.source); every other task runs on source_sha",
     )
     agent: AgentInfo
+    agent_command: str | None = Field(
+        default=None,
+        description="the command agent's command line as given: its hash is the agent's version, "
+        "so this only names it in messages (never part of the identity)",
+    )
     sandbox: str
     image_digest: str | None = None
     seed: int
@@ -226,9 +231,12 @@ class Manifest(Frozen):
     def _not_compared(self) -> set[str]:
         """The fields that do not make two runs incomparable: the time it was made, and
         `thresholds` and `noise_band` (they judge runs, they do not change them; a task's own
-        threshold is in its file's hash anyway). `arms`, `pooled_only`, `unreviewed` and
-        `skipped` count only when set, so a plan without them keeps its identity."""
-        unset = {"created_at", "thresholds", "noise_band"} | ({"arms"} if not self.arms else set())
+        threshold is in its file's hash anyway), and `agent_command` (its hash is the agent's
+        version already). `arms`, `pooled_only`, `unreviewed` and `skipped` count only when
+        set, so a plan without them keeps its identity."""
+        unset = {"created_at", "thresholds", "noise_band", "agent_command"} | (
+            {"arms"} if not self.arms else set()
+        )
         unset |= {"pooled_only"} if not self.pooled_only else set()
         unset |= {"unreviewed"} if not self.unreviewed else set()
         unset |= {"skipped"} if not self.skipped else set()
