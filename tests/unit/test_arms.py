@@ -112,12 +112,8 @@ def test_a_manifest_without_arms_keeps_the_identity_it_had_before_arms_existed()
     before.pop("arms")
     before.pop("pooled_only")
     before.pop("unreviewed")
-    for later in (
-        "skipped",
-        "thresholds",
-        "noise_band",
-        "agent_command",
-    ):  # fields added since, outside the identity
+    # fields added since, outside the identity
+    for later in ("skipped", "thresholds", "noise_band", "agent_command"):
         before.pop(later)
     assert m.identity() == sha256_hex(json.dumps(before, separators=(",", ":"), ensure_ascii=False).encode())
     assert _with_arms().identity() != m.identity()
