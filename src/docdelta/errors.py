@@ -21,8 +21,7 @@ class ExitCode(IntEnum):
     """Bad input (arguments, config, task files, Action inputs) or a failed selftest/calibration."""
     INFRA = 3
     """Our own machinery failed (Docker, the gateway, the grader), or so many runs failed for
-    the harness's or the agent command's reasons that there is no verdict, or no score could
-    move (every task at 0, or at 1, in every run): the runs measured nothing."""
+    the harness's or the agent command's reasons that there is no verdict."""
     GITHUB = 4
     """A GitHub API call failed in a way the bot cannot recover from."""
     NO_RECEIPT = 5

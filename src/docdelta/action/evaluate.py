@@ -162,11 +162,11 @@ def _title(job: JobResults) -> str:
     kind = summary.verdict.kind if summary.verdict else "no verdict"
     delta = summary.head_vs_base.value
     title = f"{kind.replace('_', ' ')}: head - base {delta:+.2f}" if delta is not None else kind
+    if summary.saturated:
+        title = "no verdict: no score could move (every task at 0, or at 1, in every run and condition)"
     if summary.broken:
         failed = sum(summary.faults.values())
         title = f"no verdict: the evaluation is broken ({failed} runs failed for the harness's reasons)"
-        if summary.saturated:
-            title = "no verdict: no score could move (every task at 0 or 1 in every run and condition)"
         if not job.results and summary.grading_failures:
             title = "no verdict: the hidden tests could not run (selftest failed; see Grading failures)"
     return title

@@ -234,6 +234,8 @@ def _outcome(done: Evaluation, options: RunOptions, history: Path | None) -> int
     if summary.broken:
         print(f"docdelta: error: no verdict: {summary.broken}", file=sys.stderr)
         return ExitCode.INFRA
+    if summary.saturated:
+        print(f"docdelta: no verdict: {summary.saturated}", file=sys.stderr)
     return ExitCode.OK
 
 

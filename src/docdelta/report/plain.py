@@ -241,7 +241,8 @@ def next_line(s: Summary, repeats_flag: str = "repeats: {n}", *, max_runs: int |
     if s.saturated:
         return (
             "**Next:** make the tasks measurable (the warning above says how: `docdelta agent-check` "
-            "for an agent that answers nothing), then rerun."
+            "for an agent that may answer nothing, `docdelta suggest` for files that say nothing "
+            "the tasks ask), then rerun."
         )
     if s.broken or (v is None and s.verdict_refused):
         if s.grading_failures:

@@ -362,10 +362,10 @@ class Summary(Frozen):
         description="set when so many runs are faults that the evaluation measured the failure; "
         "the scorecard leads with it and there is no verdict",
     )
-    saturated: bool = Field(
-        default=False,
-        description="every task scored the same extreme (0 or 1) in every run of every condition: the "
-        "scores could not move, so `broken` says so and there is no verdict",
+    saturated: str | None = Field(
+        default=None,
+        description="set when every task scored 0 in every run of every condition (or 1, none "
+        "included): no score could move, so the scorecard leads with it and there is no verdict",
     )
     instruction_usage: list[InstructionRef] = Field(
         default=[], description="commands and paths named by changed instruction lines, and who used them"

@@ -15,8 +15,10 @@ FAULTS (infra_error, agent_error, timeout), `Summary.broken` says so, the scorec
 leads with it, no verdict is given, and the gate is not green. Unless the agent's own
 failures concentrate in head (`arm_failures`): then they are the result, and head regressed.
 A suite in which no score could move (every task at 0, or at 1, in every run of every
-condition: `stats.saturation`) is broken the same way (`Summary.saturated`): its identical
-arms would pass the equivalence test as a confident "no change" about nothing.
+condition: `stats.saturation`) gets no verdict either (`Summary.saturated` leads): its
+identical arms would pass the equivalence test as a confident "no change" about nothing. It
+is not broken (the harness worked, and `docdelta suggest` reads its misses), so the run
+exits 0, as for any other refused verdict.
 
 The verdict is `decision.decide` on head vs base (and vs none): per-task and overall
 hypotheses under Holm, equivalence against the noise band, the manifest's design
@@ -581,8 +583,9 @@ def _saturated(
     every condition (`stats.saturation`): no score could move, so equivalence on identical arms
     would be a confident "no change" about nothing. A task at 0 can show no drop, the direction
     a gate is for; one at 1 can, unless it passed without instruction files too (NONE ran and
-    scored 1): then the score never depended on them. Said in the words of its likely cause:
-    at 0 the agent cannot answer the tasks, at 1 they need no instruction file. Below
+    scored 1): then the score never depended on them. Said in the words of its likely causes:
+    at 0 an agent that cannot answer, or files that say nowhere what the tasks ask; at 1 tasks
+    that need no instruction file. Below
     `decision.MIN_ARM_RUNS` runs in an arm no test runs anyway, and the decision's own "too
     few runs" (rerun with more repeats) is the better advice."""
     scores = [{c: _scores(by_condition.get(c, [])) for c in conditions} for by_condition in grid.values()]
@@ -598,9 +601,11 @@ def _saturated(
     named = ", ".join(conditions)
     if set(levels) == {0.0}:
         what = (
-            f"no run in any condition ({named}) passed any task: all {runs} runs scored 0, so the agent "
-            "cannot answer these tasks and no score could move. Check that the agent answers one "
-            "(`docdelta agent-check --tasks DIR`, which shows what it was given and what it said)"
+            f"no run in any condition ({named}) passed any task: all {runs} runs scored 0, so no score "
+            "could move. Either the agent cannot answer these tasks (check one with `docdelta "
+            "agent-check --tasks DIR`, which shows what it was given and what it said) or no version "
+            "of the instruction files says what they ask (`docdelta suggest --workdir WORKDIR` "
+            "proposes lines that do)"
         )
     elif set(levels) == {stats.PASS_SCORE}:
         what = (
@@ -706,11 +711,11 @@ def summarize(
     infra_rate = sum(r.status is RunStatus.infra_error for r in results) / len(results) if results else None
     faults = _faults(results)
     failures = grading_failures(results, selftests)
-    saturated = _saturated(grid, conditions)
-    broken = _broken(results, faults, failures) or saturated
+    broken = _broken(results, faults, failures)
     crashed = None if decisions[BASE] is None else _crashed_in_head(broken, results, failures, alpha)
     broken = None if crashed else broken  # failures concentrated in head are the result
-    refused = broken
+    saturated = None if broken or crashed else _saturated(grid, conditions)
+    refused = broken or saturated
     if infra_rate is not None and infra_rate > MAX_INFRA_ERROR_RATE:
         refused = (
             f"{infra_rate:.0%} of runs are infra errors (over {MAX_INFRA_ERROR_RATE:.0%}): the graded "
@@ -776,7 +781,7 @@ def summarize(
         verdict_refused=refused,
         faults=faults,
         broken=broken,
-        saturated=saturated is not None and broken == saturated,
+        saturated=saturated,
         instruction_usage=instruction_usage.tally(docs, [r for r in results if _graded(r)], conditions),
         grading_failures=failures,
         aa_noise=aa,
