@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -30,7 +32,7 @@ from docdelta.errors import ConfigError, DocdeltaError
 from docdelta.experiment.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.experiment.forecast import forecast
 from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
-from docdelta.experiment.progress import LineProgress, Progress, progress_for
+from docdelta.experiment.progress import LineProgress, Preceded, Progress, progress_for
 from docdelta.experiment.reuse import Reuse, pool, restore, save
 from docdelta.experiment.rounds import run_matrix
 from docdelta.experiment.runner import Column, MatrixReport, RateLimitPolicy, RunLimits, Runner
@@ -202,6 +204,20 @@ def run_bounds(options: RunOptions, agent: Agent, gateway: GatewayConfig) -> Run
     )
 
 
+def _power_line(store: ResultStore, exp: Experiment, alpha: float, band: float, *, shown: bool) -> str | None:
+    """The plan's power line (`power.cached_drop`, which the scorecard reads back), or None when
+    it is not `shown`: an ablation has no head against base for it to speak of."""
+    tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
+    drop = cached_drop(store.workdir / POWER_CACHE, tasks, design, alpha=alpha, band=band)
+    return f"docdelta: {power_line(drop, tasks, design)}" if shown else None
+
+
+def _warm_the_end() -> None:
+    """Import what every entry point's end renders with (the report and its template engine)
+    while the cells run, so the end of the run does not wait for it."""
+    import docdelta.report  # noqa: F401, PLC0415 - the point is the import
+
+
 def _progress(options: RunOptions, deps: Deps) -> Progress:
     if options.progress == "lines":
         return LineProgress(out=deps.stream)
@@ -320,6 +336,7 @@ def _evaluate(
 
     built = provider_for(agent)
     provider = built.provider
+    stack = ExitStack()
     try:  # nothing between the provider's birth and this: its close must run on every path
         placed = [_column(a, agent, provider, options, provider_for, config.sandbox) for a in arms]
         columns, arms = {a.spec.name: c for c, a in placed}, [a for _, a in placed]
@@ -342,13 +359,18 @@ def _evaluate(
             reused = restore(cache, exp, store, BASE)
         pooled = exp.pooled
         write_pooled(store, pooled)
+        # The power line's simulation and the end's imports run beside the first cells: a
+        # cell mostly waits on its agent, and neither is needed before a cell's line.
+        beside = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside"))
+        power = beside.submit(_power_line, store, exp, options.alpha, band, shown=request.require_change)
+        beside.submit(_warm_the_end)
         runner = Runner(
             store,
             provider,
             config.sandbox.spec(agent.network),
             agent,
             options.limits(),
-            _progress(options, deps),
+            Preceded(_progress(options, deps), power, deps.stream),
             columns=columns,
             secrets=keys.secrets(),
         )
@@ -358,10 +380,6 @@ def _evaluate(
             print(f"docdelta: forecast: {line}", file=deps.stream)
         if deps.job_summary is not None:
             deps.job_summary(ahead.markdown())
-        tasks, design = len(exp.manifest.tasks), design_of(exp.manifest)
-        drop = cached_drop(store.workdir / POWER_CACHE, tasks, design, alpha=options.alpha, band=band)
-        if request.require_change:  # the line speaks of head vs base; an ablation has neither
-            print(f"docdelta: {power_line(drop, tasks, design)}", file=deps.stream)
         if options.shard is None:
             report = run_matrix(runner, exp, alpha=options.alpha, band=band, pooled=pooled)
         elif exp.manifest.adaptive:
@@ -371,7 +389,9 @@ def _evaluate(
             )
         else:
             report = runner.run(exp, options.shard.cells(exp.manifest.order))
+        power.result()  # the scorecard reads the power it cached
     finally:
+        stack.close()
         for each in providers:
             each.close()
     saved = deps.cache is not None and deps.save_cache and save(deps.cache, exp, report.results, BASE)

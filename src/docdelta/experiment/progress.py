@@ -8,6 +8,7 @@ for terminals (`BarProgress`); `progress_for` picks one for a stream.
 from __future__ import annotations
 
 import sys
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
@@ -57,6 +58,36 @@ class BarProgress(LineProgress):
     def finish(self) -> None:
         self.out.write("\n")
         self.out.flush()
+
+
+@dataclass
+class Preceded:
+    """`progress` whose first output is preceded by the line `first` comes to (None: no
+    line), waited for only then: a line worked out while the first cells run (the power
+    line's simulation) still reaches the stream before any progress, and holds no cell back."""
+
+    progress: Progress
+    first: Future[str | None]
+    out: TextIO
+    pending: bool = True
+
+    def start(self, total: int) -> None:
+        self.progress.start(total)
+
+    def advance(self, cell: Cell, status: str) -> None:
+        self._first()
+        self.progress.advance(cell, status)
+
+    def finish(self) -> None:
+        self._first()
+        self.progress.finish()
+
+    def _first(self) -> None:
+        if self.pending:
+            self.pending = False
+            line = self.first.result()
+            if line is not None:
+                print(line, file=self.out, flush=True)
 
 
 def progress_for(stream: TextIO, ci: bool) -> Progress:
