@@ -193,6 +193,8 @@ class Runner:
         """Runs of the plan's first round as they end, until `failed_alike` has judged them."""
         self._failure: str | None = None
         """The one error every run of the first round failed with: the matrix stopped for it."""
+        self._preflown: set[int] = set()
+        """Agents (by id) `preflight` has seen start: once per runner, not once per round."""
 
     def abort(self) -> None:
         """Close the sandbox of every run in flight (from the main thread, on Ctrl-C or
@@ -333,18 +335,18 @@ class Runner:
         return self.columns.get(name) or Column(self.agent, self.provider, self.spec)
 
     def preflight(self, exp: Experiment, todo: Sequence[Cell]) -> None:
-        """Check once per agent, in a sandbox of its first cell to run, that it can start."""
+        """Check once per agent, in a sandbox of its first cell to run, that it can start:
+        once for all the rounds of `--repeats auto`, each of which is a `run`."""
         pending = [
             c for c in todo if (r := self.store.load(exp.repo_name, c)) is None or r.status in INCOMPLETE
         ]
-        checked: set[int] = set()
         for cell in pending:
             col = self.column(cell.condition)
-            if id(col.agent) in checked or col.agent.user_executable is None:
+            if id(col.agent) in self._preflown or col.agent.user_executable is None:
                 continue
-            checked.add(id(col.agent))
             with col.provider.create(exp.checkout(cell.task, cell.condition).path, col.spec) as sandbox:
                 preflight(col.agent, sandbox)
+            self._preflown.add(id(col.agent))
 
     def require_selftests(self, exp: Experiment, task_ids: Iterable[str]) -> None:
         """A change task whose selftest fails cannot be run: before its first cell, prove
