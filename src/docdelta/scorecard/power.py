@@ -14,9 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from docdelta.atomic import atomic_write
 from docdelta.results.models import Cell
@@ -35,6 +33,11 @@ from docdelta.scorecard.decision import (
 from docdelta.scorecard.models import VerdictKind
 from docdelta.scorecard.sequential import RoundsOutcome, run_rounds
 from docdelta.vocabulary import DEFAULT_NOISE_BAND
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from docdelta.scorecard.stats import np  # imported on first use, as for the statistics
 
 TREATMENT, CONTROL = "head", "base"
 ScoreModel = Literal["bernoulli", "beta"]

@@ -16,17 +16,35 @@ proves on simulated A/A experiments that the gate then fails at most alpha of PR
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import statistics
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from docdelta.scorecard.models import GatePolicy, VerdictKind
 from docdelta.vocabulary import DEFAULT_NOISE_BAND
+
+
+class _Deferred:
+    """A module imported on its first use. numpy takes a third of a second to import, and
+    a run computes no statistic before its first cell: its start-up should not pay for it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        module = sys.modules.get(self._name) or importlib.import_module(self._name)
+        return getattr(module, attr)
+
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = _Deferred("numpy")
 
 PASS_SCORE = 1.0
 _EPS = 1e-9
@@ -483,7 +501,7 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
-ResampledStratum = tuple[np.ndarray, int, np.ndarray, int]
+ResampledStratum = tuple["np.ndarray", int, "np.ndarray", int]
 """(treatment pool, treatment runs, control pool, control runs) of one task."""
 
 
