@@ -31,9 +31,7 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
@@ -505,25 +503,19 @@ def seal_conditions(
     strip: Sequence[str],
     env_links: Mapping[str, str] | None = None,
 ) -> dict[Path, SealedCheckout]:
-    """`seal_once` for each destination -> overlay of one source commit, side by side: the
-    source is sealed, or checked, at most once for all of them, and then every overlay is
-    made (or checked) at once. Each is a tree of hard links and a few git commands, mostly
-    waiting on git, and the first cell of a run waits for all of them."""
-    lock = threading.Lock()
-    sources: dict[Path, SealedSource] = {}
+    """`seal_once` for each destination -> overlay of one source commit, back to back: the
+    source is sealed, or checked, at most once for all of them."""
+    sources: list[SealedSource] = []
 
     def source(parent: Path) -> SealedSource:
-        with lock:
-            if parent not in sources:
-                sources[parent] = source_once(repo, source_sha, parent, matcher, strip, env_links)
-            return sources[parent]
+        if not sources or sources[0].path.parent != parent:
+            sources[:] = [source_once(repo, source_sha, parent, matcher, strip, env_links)]
+        return sources[0]
 
-    def one(dest: Path, overlay: Overlay) -> SealedCheckout:
-        return _seal_once(repo, source_sha, overlay, dest, matcher, strip, env_links, source)
-
-    with ThreadPoolExecutor(max_workers=max(len(overlays), 1), thread_name_prefix="seal") as pool:
-        made = {dest: pool.submit(one, dest, overlay) for dest, overlay in overlays.items()}
-        return {dest: future.result() for dest, future in made.items()}
+    return {
+        dest: _seal_once(repo, source_sha, overlay, dest, matcher, strip, env_links, source)
+        for dest, overlay in overlays.items()
+    }
 
 
 def _seal_once(
