@@ -338,10 +338,6 @@ def _evaluate(
     provider = built.provider
     stack = ExitStack()
     try:  # nothing between the provider's birth and this: its close must run on every path
-        # Beside the main thread: what the first cell waits for but the sealing does not (the
-        # sandbox's probes), and then what no cell waits for (the power line, the report).
-        beside = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside"))
-        beside.submit(provider.warm)
         placed = [_column(a, agent, provider, options, provider_for, config.sandbox) for a in arms]
         columns, arms = {a.spec.name: c for c, a in placed}, [a for _, a in placed]
         exp = prepare(
@@ -363,7 +359,9 @@ def _evaluate(
             reused = restore(cache, exp, store, BASE)
         pooled = exp.pooled
         write_pooled(store, pooled)
-        # A cell mostly waits on its agent, and neither is needed before a cell's line.
+        # The power line's simulation and the end's imports run beside the first cells: a
+        # cell mostly waits on its agent, and neither is needed before a cell's line.
+        beside = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside"))
         power = beside.submit(_power_line, store, exp, options.alpha, band, shown=request.require_change)
         beside.submit(_warm_the_end)
         runner = Runner(

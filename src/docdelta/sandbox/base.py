@@ -187,10 +187,6 @@ class SandboxProvider(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release provider-wide resources."""
 
-    def warm(self) -> None:  # noqa: B027 - optional hook, most providers are ready when made
-        """Get ready, from any thread, what the first `create` would otherwise wait for, so
-        it can be done while the checkouts are sealed."""
-
     def environment(self) -> str:
         """What a command in this provider's sandboxes runs with besides its checkout (the
         image, the toolchain paths and what is at them, the env), as a key. A passed selftest

@@ -37,11 +37,6 @@ class PerThreadProvider(SandboxProvider):
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
         return self._mine().create(checkout, spec)
 
-    def warm(self) -> None:
-        """Make the calling thread's provider: the first one made checks the sandbox binary
-        (the local provider starts two probe sandboxes), which every later one reuses."""
-        self._mine()
-
     def environment(self) -> str:
         return self._mine().environment()  # every slot's provider is made alike
 
