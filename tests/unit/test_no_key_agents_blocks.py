@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from samples import ONE_SHELL_BLOCK
 
 from docdelta.agents.fake_agent import solve
 from docdelta.agents.prompt import build_prompt
@@ -18,22 +19,7 @@ from docdelta.improve.task_draft import draft_from_text
 from docdelta.tasks.models import Task
 
 GREP_AGENT = Path(__file__).resolve().parents[2] / "examples" / "agents" / "grep_agent.py"
-CLAUDE_MD = """\
-# Workflow
-
-```bash
-# Lint and style
-# Check for issues and fix automatically
-python -m ruff check src/ tests/ --fix
-python -m ruff format src/ tests/
-
-# Typecheck
-python -m mypy src/
-
-# Run all tests
-python -m pytest tests/
-```
-"""
+CLAUDE_MD = ONE_SHELL_BLOCK
 README = (
     "# proj\n\nA library. Run `pip install proj` to install it.\n\n"
     "The examples run a bash command from the workflow: `./foo.sh --help`.\n"

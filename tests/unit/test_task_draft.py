@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from samples import ONE_SHELL_BLOCK
 
 from docdelta.improve.task_audit import FileKind, GoldLabel, SourceText, audit_items, task_label
 from docdelta.improve.task_draft import BLANK, RuleKind, RuleTaskDraft, covers, draft_from_text
@@ -250,22 +251,7 @@ def test_a_trigger_task_is_audited_by_its_on_demand_file_not_left_unlabelled() -
     assert named.leaked
 
 
-ONE_BLOCK = """\
-# Workflow
-
-```bash
-# Lint and style
-# Check for issues and fix automatically
-python -m ruff check src/ tests/ --fix
-python -m ruff format src/ tests/
-
-# Typecheck
-python -m mypy src/
-
-# Run all tests
-python -m pytest tests/
-```
-"""
+ONE_BLOCK = ONE_SHELL_BLOCK
 
 
 def test_commands_each_under_a_comment_line_are_asked_by_their_comment() -> None:
