@@ -93,6 +93,12 @@ class RunOptions(BaseModel):
     api_key: SecretStr | None = Field(default=None, description="None: keys from the environment")
     provider: str | None = Field(default=None, description="api_key's gateway upstream; default: the agent's")
     jobs: int = Field(default=1, ge=1, description="cells run at once, each in its own sandbox")
+    stop_failed_alike: bool = Field(
+        default=False,
+        description="stop after a first round whose every run failed with one error (the CLI: the user"
+        " is there to fix the command); the Action lets the matrix finish into the broken scorecard its"
+        " check and comment document",
+    )
     shard: Shard | None = Field(default=None, description="run only this slice of the plan (`I/N`)")
     progress: ProgressStyle = "auto"
     noise_band: float | None = Field(
@@ -129,6 +135,7 @@ class RunOptions(BaseModel):
             infra_retries=self.infra_retries,
             rate_limit=self.rate_limit,
             jobs=self.jobs,
+            stop_failed_alike=self.stop_failed_alike,
         )
 
 

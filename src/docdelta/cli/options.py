@@ -163,7 +163,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     from docdelta.evaluation import RunOptions
 
     values = {name: getattr(args, flag.replace("-", "_")) for name, flag in RUN_FLAGS.items()}
-    return RunOptions.parse(values, lambda name: f"--{RUN_FLAGS.get(name, name)}")
+    return RunOptions.parse(
+        {**values, "stop_failed_alike": True}, lambda name: f"--{RUN_FLAGS.get(name, name)}"
+    )
 
 
 def plan_too_large(exc: PlanTooLarge, options: RunOptions) -> ConfigError:

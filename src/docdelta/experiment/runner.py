@@ -143,6 +143,8 @@ class RunLimits:
     rate_limit_waits: tuple[float, ...] = RATE_LIMIT_WAITS
     jobs: int = 1
     """Cells run at once, each in its own sandbox and directory."""
+    stop_failed_alike: bool = False
+    """Stop after a first round that failed all alike (`Runner.failed_alike`)."""
 
 
 @dataclass
@@ -234,7 +236,12 @@ class Runner:
         down) and measure only that. Judged once per experiment, and only for a plan of more
         than one round with two runs or more in each (one failure is not a pattern)."""
         per_round = len({(c.task, c.condition) for c in exp.manifest.order})
-        if per_round < 2 or len(exp.manifest.order) <= per_round or len(self._first_round) >= per_round:
+        if (
+            not self.limits.stop_failed_alike
+            or per_round < 2
+            or len(exp.manifest.order) <= per_round
+            or len(self._first_round) >= per_round
+        ):
             return None
         self._first_round.append(result)
         if len(self._first_round) < per_round:
