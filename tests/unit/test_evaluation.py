@@ -80,6 +80,7 @@ def test_a_bad_cli_option_names_its_flag() -> None:
         "provider",
         "progress",
         "alpha",
+        "stop_failed_alike",  # no flag: `docdelta run` always stops a first round that failed alike
     }
     with pytest.raises(ConfigError, match=r"--cap-usd = -1\.0: input should be greater than 0"):
         run_options(_parser().parse_args([*base, "--cap-usd", "-1"]))
