@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import os
 import select
+import shlex
 import socket
 import struct
 import tarfile
@@ -91,13 +92,17 @@ FILL_THEN_WATCH = [
     "sh",
     "-c",
     f'read -r size && head -c "$size" | tar -x -f - -C {VOLUME_ROOT}; echo "{FILLED} $?"; '
-    "exec cat >/dev/null",
+    'IFS= read -r script && eval "$(printf "$script")"; exec cat >/dev/null',
 ]
 """The agent container's first process: it unpacks the archive that follows a line with its
-size on stdin into the workspace volume, says so, then is the `WATCHDOG`. `head` ends tar's
-input at the archive's last byte, so even a tar that reads its input to the end finishes
-without waiting for an end of stdin that only comes when docdelta lets go. Only the options
-every tar has: modes as recorded, less the umask (a checkout's are 644, 755 and 444)."""
+size on stdin into the workspace volume, says so, runs the one command that follows on a line
+of its own (`_first_command`: the sandbox's first exec, usually the agent), then is the
+`WATCHDOG`. `head` ends tar's input at the archive's last byte, so even a tar that reads its
+input to the end finishes without waiting for an end of stdin that only comes when docdelta
+lets go. Only the options every tar has: modes as recorded, less the umask (a checkout's are
+644, 755 and 444). The command comes as one line that `printf` turns back into the script
+(`_printf_line`) because `read` is the one reader every sh has that never takes a byte past
+its line: what follows it on stdin is the command's own input."""
 EMPTY_ARCHIVE = bytes(tarfile.RECORDSIZE)
 """An archive with no member: what a restarted container unpacks (its volume kept the files)."""
 FILL_IDLE_S = 60.0
@@ -259,6 +264,9 @@ class DockerSandbox(Sandbox):
         self.run_id = uuid.uuid4().hex[:12]
         self._labels = {LABEL: "1", RUN_LABEL: self.run_id, OWNER_LABEL: owner_id()}
         self._watchdog: Any = None
+        self._first: Any = None
+        """The output of the container's first process while it waits for its one command
+        (`FILL_THEN_WATCH`); taken by the exec that sends it."""
         self._holder_watchdog: Any = None
         self._holder: Any = None
         self._image = provider.image
@@ -391,10 +399,12 @@ class DockerSandbox(Sandbox):
 
     def _start(self) -> Any:
         """Start the container with its watchdog attached (before the start, so its stdin
-        is never closed while it runs) and its output, which `_fill` reads and lets go of
-        (attached before the start too, so the fill's report cannot pass unseen)."""
-        if self._watchdog is not None:
-            close_stdin(self._watchdog)
+        is never closed while it runs) and its output, which `_fill` reads and keeps for the
+        first exec (attached before the start too, so the fill's report cannot pass unseen)."""
+        for stream in (self._watchdog, self._first):
+            if stream is not None:
+                close_stdin(stream)
+        self._first = None
         self._watchdog = self._container.attach_socket(params={"stdin": 1, "stream": 1})
         output = self._container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1})
         try:
@@ -408,13 +418,18 @@ class DockerSandbox(Sandbox):
         """Hand the started container's first process `archive` to unpack into the workspace
         (`FILL_THEN_WATCH`) and return once it has; a failed unpack (a checkout larger than
         the workspace quota, or than the memory it counts against; an image without tar)
-        is a SandboxError that says why. Closes `output` either way: an attach nobody reads
-        would hold up the container's output once its buffer filled."""
+        is a SandboxError that says why. Keeps `output` for the first exec when the unpack
+        succeeded (nothing writes to it until that exec's command runs), closes it otherwise:
+        an attach nobody reads would hold up the container's output once its buffer filled."""
         try:
             status, stderr = _unpack(raw_socket(self._watchdog), raw_socket(output), archive)
-        finally:
+        except BaseException:
             close_stdin(output)
-        if status != 0:
+            raise
+        if status == 0:
+            self._first = output  # the first process waits for its command: nothing writes meanwhile
+        else:
+            close_stdin(output)
             why = "it ended first" if status is None else f"tar exited {status}"
             detail = stderr.decode("utf-8", errors="replace").strip()[-2000:]
             raise SandboxError(
@@ -437,10 +452,10 @@ class DockerSandbox(Sandbox):
             if self._closed:
                 return
             self._closed = True
-            for watchdog in (self._watchdog, self._holder_watchdog):
+            for watchdog in (self._watchdog, self._holder_watchdog, self._first):
                 if watchdog is not None:
                     close_stdin(watchdog)
-            self._watchdog = self._holder_watchdog = None
+            self._watchdog = self._holder_watchdog = self._first = None
             container = getattr(self, "_container", None)
             if container is not None:
                 _retried(container.kill, docker.errors.APIError)  # 409: it has stopped already
@@ -465,7 +480,63 @@ class DockerSandbox(Sandbox):
         merged = {**self._env, **(env or {})}
         # `env -i` so nothing from the image's ENV (or Docker's defaults) reaches the process.
         command = ["env", "-i", *(f"{k}={v}" for k, v in merged.items()), *argv]
+        workdir = self._path(cwd or WORKSPACE)
         started = time.monotonic()
+        first, self._first = self._first, None
+        if first is not None:
+            out, exit_code = self._first_command(first, command, workdir, stdin or b"", started + timeout)
+            ended = exit_code is None
+        else:
+            out, exit_code = self._docker_exec(command, workdir, stdin or b"", started + timeout)
+            ended = False
+        duration = time.monotonic() - started
+        if out.timed_out:
+            self._kill_all()
+            return ExecResult(None, out.stdout, out.stderr, duration, timed_out=True, truncated=out.truncated)
+        if ended:  # the container's first process ended under the command
+            oom = self._restart_ended()
+            return ExecResult(None, out.stdout, out.stderr, duration, oom=oom, truncated=out.truncated)
+        if exit_code == _KILLED and self._oom_killed():
+            return ExecResult(None, out.stdout, out.stderr, duration, oom=True, truncated=out.truncated)
+        full = exit_code != 0 and self._workspace_full()
+        return ExecResult(
+            exit_code, out.stdout, out.stderr, duration, truncated=out.truncated, disk_full=full
+        )
+
+    def _first_command(
+        self, output: Any, command: Sequence[str], workdir: str, stdin: bytes, deadline: float
+    ) -> tuple[_Output, int | None]:
+        """Run `command` as the container's first process's one command (`FILL_THEN_WATCH`):
+        no `docker exec`, whose start costs the runtime a process of its own, for the run
+        that matters most, the agent's. It is what an exec gives: the agent user (the
+        container's), `env -i`'s environment, `workdir`, exactly `stdin` then its end, both
+        streams capped, the exit status. The status comes after a marker with a nonce on
+        both streams, so neither stream's last bytes are lost and the command cannot print a
+        status of its own; the exit code is None when the first process ended first (the
+        command killed it, or the kernel's OOM killer did)."""
+        marker = f"docdelta-ran-{uuid.uuid4().hex}".encode()
+        head = f"head -c {len(stdin)}" if stdin else "true"
+        quoted = " ".join(shlex.quote(arg) for arg in command)
+        script = (
+            f"cd -- {shlex.quote(workdir)} && {head} | {quoted}; s=$?; "
+            f"printf '%s %s\n' {marker.decode()} $s; printf '%s %s\n' {marker.decode()} $s >&2"
+        )
+        try:
+            return _converse(
+                raw_socket(self._watchdog),
+                raw_socket(output),
+                _printf_line(script) + stdin,
+                marker,
+                deadline,
+                self._spec.max_output_bytes,
+            )
+        finally:
+            close_stdin(output)
+
+    def _docker_exec(
+        self, command: Sequence[str], workdir: str, stdin: bytes, deadline: float
+    ) -> tuple[_Output, int | None]:
+        """Run `command` with `docker exec`: every exec after the first."""
         api = self._client.api
         exec_id = api.exec_create(
             self._container.id,
@@ -473,26 +544,26 @@ class DockerSandbox(Sandbox):
             stdin=True,
             stdout=True,
             stderr=True,
-            workdir=self._path(cwd or WORKSPACE),
+            workdir=workdir,
             user=AGENT_USER,
         )["Id"]
         stream = api.exec_start(exec_id, socket=True)
         sock = raw_socket(stream)
         try:
-            out = _pump(sock, stdin or b"", started + timeout, self._spec.max_output_bytes)
+            out = _pump(sock, stdin, deadline, self._spec.max_output_bytes)
         finally:
             sock.close()
-        duration = time.monotonic() - started
-        if out.timed_out:
-            self._kill_all()
-            return ExecResult(None, out.stdout, out.stderr, duration, timed_out=True, truncated=out.truncated)
-        exit_code = self._exit_code(exec_id)
-        if exit_code == _KILLED and self._oom_killed():
-            return ExecResult(None, out.stdout, out.stderr, duration, oom=True, truncated=out.truncated)
-        full = exit_code != 0 and self._workspace_full()
-        return ExecResult(
-            exit_code, out.stdout, out.stderr, duration, truncated=out.truncated, disk_full=full
-        )
+        return out, (None if out.timed_out else self._exit_code(exec_id))
+
+    def _restart_ended(self) -> bool:
+        """The container's first process ended under its command, so the container did:
+        start it again on the same workspace, as a timeout does; True when the kernel's
+        OOM killer was why."""
+        self._check_open()  # closed meanwhile (Ctrl-C): that is why, and there is nothing to keep
+        self._container.reload()
+        oom = bool(self._container.attrs["State"].get("OOMKilled"))
+        self._kill_all()
+        return oom
 
     def _workspace_full(self) -> bool:
         """True when the workspace quota has less than DISK_FULL_MARGIN left (asked only
@@ -520,7 +591,11 @@ class DockerSandbox(Sandbox):
         the PID namespace (no process survives, however many it forked); the workspace
         volume keeps the files, so the sandbox stays usable."""
         self._hold_workspace()
-        self._container.kill()
+        try:
+            self._container.kill()
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: it has ended already (its first process did)
+                raise
         self._container.wait(timeout=30)
         self._fill(self._start(), EMPTY_ARCHIVE)
         self._oom_kills = 0  # a restarted container starts a fresh memory cgroup
@@ -789,6 +864,89 @@ def _unpack(feed: socket.socket, output: socket.socket, archive: bytes) -> tuple
             status = _filled(out.stdout)
             if status is not None:
                 return (int(status) if status.isdigit() else None), out.stderr
+
+
+def _printf_line(script: str) -> bytes:
+    """`script` as one line that `printf` turns back into it (`FILL_THEN_WATCH` reads it):
+    its newlines as octal escapes, its backslashes and percent signs escaped."""
+    escaped = script.replace("\\", "\\\\").replace("%", "%%").replace("\n", "\\012")
+    return escaped.encode() + b"\n"
+
+
+class _Marked:
+    """A command's two streams up to the marker line `_first_command`'s script prints on
+    each after it: what comes before goes to the capped output, the status is read off the
+    marker. The bytes a marker may have begun in are held back until the next frame says."""
+
+    def __init__(self, cap: int, marker: bytes) -> None:
+        self.out = _Output(cap)
+        self.marker = marker
+        self.held = {1: bytearray(), 2: bytearray()}
+        self.status: dict[int, bytes] = {}
+
+    def add(self, stream: int, data: bytes) -> None:
+        held = self.held.get(stream)
+        if held is None or stream in self.status:
+            return  # a stream past its marker: the command's leftovers, not its output
+        held += data
+        at = held.find(self.marker)
+        if at < 0:
+            keep = max(len(held) - len(self.marker) + 1, 0)
+            self.out.add(stream, bytes(held[:keep]))
+            del held[:keep]
+            return
+        end = held.find(b"\n", at)
+        if end >= 0:
+            self.out.add(stream, bytes(held[:at]))
+            self.status[stream] = bytes(held[at + len(self.marker) : end]).strip()
+            held.clear()
+
+    def ended(self) -> _Output:
+        """The output once no marker can come any more (a timeout, the first process's end):
+        what was held back was the command's."""
+        for stream, held in self.held.items():
+            self.out.add(stream, bytes(held))
+            held.clear()
+        return self.out
+
+    @property
+    def done(self) -> bool:
+        return len(self.status) == len(self.held)
+
+    def exit_code(self) -> int | None:
+        code = self.status.get(1, b"")
+        return int(code) if code.isdigit() else None
+
+
+def _converse(
+    feed: socket.socket, output: socket.socket, sent: bytes, marker: bytes, deadline: float, cap: int
+) -> tuple[_Output, int | None]:
+    """Send `sent` on `feed` (the container's stdin, never half-closed: it stays the
+    container's watchdog) while reading `output` (its stdout and stderr) until both streams
+    carried `marker`'s line: the output and the exit status. The status is None when the
+    output ended first; `timed_out` is set at the deadline."""
+    marked = _Marked(cap, marker)
+    pending = memoryview(sent)
+    raw = bytearray()
+    while not marked.done:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            marked.out.timed_out = True
+            return marked.ended(), None
+        readable, writable, _ = select.select([output], [feed] if pending else [], [], remaining)
+        if writable:
+            pending = _send(feed, pending)
+        if readable:
+            try:
+                chunk = output.recv(65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return marked.ended(), None
+            raw += chunk
+            for stream, data in _frames(raw):
+                marked.add(stream, data)
+    return marked.out, marked.exit_code()
 
 
 def _send(sock: socket.socket, pending: memoryview) -> memoryview:
