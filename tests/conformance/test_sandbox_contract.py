@@ -45,6 +45,16 @@ def test_exit_codes_are_reported(sandbox: Sandbox) -> None:
     assert not failed.timed_out
 
 
+def test_the_first_exec_and_those_after_it_report_alike(sandbox: Sandbox) -> None:
+    """A provider may run a sandbox's first exec (the agent's) its own way (Docker runs it as
+    its container's first process's command): its input, environment, working directory,
+    both streams to their last unterminated byte and exit code are every later exec's."""
+    argv = ["sh", "-c", 'cat; printf "%s" "$WHERE"; pwd >&2; printf tail >&2; exit 3']
+    runs = [sandbox.exec(argv, stdin=b"in\\put %s\n", env={"WHERE": "it's\n%d"}, cwd="sub") for _ in "12"]
+    expected = (3, b"in\\put %s\nit's\n%d", f"{sandbox.workspace}/sub\ntail".encode())
+    assert [(r.exit_code, r.stdout, r.stderr) for r in runs] == [expected] * 2
+
+
 def test_stdin_reaches_the_command(sandbox: Sandbox) -> None:
     data = b"line one\n\xff binary\n" * 1000
     assert sandbox.exec(["cat"], stdin=data).stdout == data

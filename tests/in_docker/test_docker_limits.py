@@ -135,3 +135,17 @@ def test_a_checkout_larger_than_the_workspace_quota_is_refused_saying_why(
     with pytest.raises(SandboxError, match="workspace_mb") as refused:
         DockerProvider(client, base_image).create(checkout, SandboxSpec(workspace_mb=1))
     assert "repo/big.bin" in str(refused.value), "tar names the file that did not fit"
+
+
+def test_a_command_that_kills_every_process_it_can_ends_only_its_own_run(
+    client: Any, base_image: str, tmp_checkout: CheckoutFactory
+) -> None:
+    """`kill -9 -1` from the agent takes its container's first process, so the container and
+    its workspace, with it: the command is reported killed (not hung until its timeout) and
+    the next exec still runs, in a started-again container, where the files are gone."""
+    checkout: Path = tmp_checkout({"a.txt": "a\n"})
+    with DockerProvider(client, base_image).create(checkout, SandboxSpec()) as sb:
+        killed = sb.exec(["sh", "-c", "echo before; kill -9 -1; sleep 30"], timeout=600)
+        assert (killed.exit_code, killed.stdout, killed.timed_out) == (None, b"before\n", False)
+        after = sb.exec(["sh", "-c", "cat a.txt; echo answered"], cwd="/")
+        assert after.stdout == b"answered\n" and b"a.txt" in after.stderr

@@ -113,6 +113,9 @@ LOG_MAX_BYTES = 1024 * 1024
 /proc/1/fd/1 would, and it gets this much of the daemon's disk."""
 MAX_READ_BYTES = 16 * 1024 * 1024
 """The largest file docdelta reads back from a sandbox (metrics, answers, reports)."""
+_NO_CWD = 126
+"""The exit status of a command whose working directory is missing: `docker exec`'s (the
+runtime cannot start it)."""
 _KILLED = 137  # 128 + SIGKILL: how an OOM-killed (or otherwise SIGKILLed) process exits
 _OOM_PROBE = "cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || cat /sys/fs/cgroup/memory.events"
 
@@ -513,12 +516,19 @@ class DockerSandbox(Sandbox):
         streams capped, the exit status. The status comes after a marker with a nonce on
         both streams, so neither stream's last bytes are lost and the command cannot print a
         status of its own; the exit code is None when the first process ended first (the
-        command killed it, or the kernel's OOM killer did)."""
+        command killed it, or the kernel's OOM killer did).
+
+        The container stays watched meanwhile: once `head` has passed the command its input,
+        a `cat` reads the rest of the container's stdin (through fd 3: a background job's
+        own stdin is /dev/null) and at its end, docdelta gone, kills the first process, which
+        ends the container and every process in it."""
         marker = f"docdelta-ran-{uuid.uuid4().hex}".encode()
-        head = f"head -c {len(stdin)}" if stdin else "true"
+        watch = "{ cat <&3; kill -9 $$; } >/dev/null 2>&1 &"
+        feed = f"{{ head -c {len(stdin)}; {watch} }}" if stdin else f"{{ {watch} }}"
         quoted = " ".join(shlex.quote(arg) for arg in command)
         script = (
-            f"cd -- {shlex.quote(workdir)} && {head} | {quoted}; s=$?; "
+            f"exec 3<&0; if cd -- {shlex.quote(workdir)}; then {feed} | {quoted} 3<&-; s=$?; "
+            f"else s={_NO_CWD}; fi; "
             f"printf '%s %s\n' {marker.decode()} $s; printf '%s %s\n' {marker.decode()} $s >&2"
         )
         try:
@@ -556,9 +566,12 @@ class DockerSandbox(Sandbox):
         return out, (None if out.timed_out else self._exit_code(exec_id))
 
     def _restart_ended(self) -> bool:
-        """The container's first process ended under its command, so the container did:
-        start it again on the same workspace, as a timeout does; True when the kernel's
-        OOM killer was why."""
+        """The container's first process ended under its command (the command killed every
+        process it could, or the kernel's OOM killer took the first process), so the
+        container did, and its workspace with it: no holder had it mounted. Start it again
+        as a timeout does, so later execs run and fail on the missing files the way they do
+        when the agent deletes them (not on a stopped container); True when the OOM killer
+        was why."""
         self._check_open()  # closed meanwhile (Ctrl-C): that is why, and there is nothing to keep
         self._container.reload()
         oom = bool(self._container.attrs["State"].get("OOMKilled"))
