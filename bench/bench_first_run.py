@@ -23,7 +23,7 @@ As bench/bench_real.py does, docdelta's modules are compiled first, as `pip inst
 them: under PYTHONDONTWRITEBYTECODE=1 every start would recompile every module, a constant
 that would pull both sides' ratio towards 1.
 
-    DOCDELTA_REAL_REPOS=/work/shared/real-repos python bench/bench_first_run.py [--pairs 3]
+    DOCDELTA_REAL_REPOS=/work/shared/real-repos python bench/bench_first_run.py [--pairs 3] [--part 2]
     python bench/bench_first_run.py --smoke      # seconds: the demo on both sides, 1 pair
 """
 
@@ -56,6 +56,8 @@ MINIJINJA = ("53e2787985f0", "eb17be5752d2")
 REAL_TASKS = ("accept-snapshots", "cli-install", "core-tests", "msrv")
 """Four tasks, as many as the demo has, so both matrices have the same cells."""
 ANSWER = '{"answer": "make test", "commands": []}'
+PARTS = (1, 2)
+"""The docstring's numbered parts, for --part."""
 JOBS_REPEATS = Design.auto(DEFAULT_MAX_REPEATS).looks[0]
 """Part 2's repeats: the rounds every task runs at the shipped defaults before a look."""
 
@@ -132,12 +134,20 @@ def main() -> None:
         "--jobs-repeats", type=int, default=JOBS_REPEATS, help="part 2's repeats (default: %(default)s)"
     )
     parser.add_argument("--smoke", action="store_true", help="seconds: the demo on both sides, one pair")
+    parser.add_argument(
+        "--part",
+        type=int,
+        choices=PARTS,
+        action="append",
+        help="run only this part (repeatable; default: both): 2 alone is the --jobs ratio",
+    )
     args = parser.parse_args()
     bundles = os.environ.get("DOCDELTA_REAL_REPOS")
     if not args.smoke and not bundles:
         sys.exit("set DOCDELTA_REAL_REPOS to the directory of the real-repository bundles (or pass --smoke)")
     n, repeats, wait = (1, 1, 0.1) if args.smoke else (args.pairs, args.repeats, 2.0)
     jobs_repeats = 1 if args.smoke else args.jobs_repeats
+    parts = set(args.part or PARTS)
     compileall.compile_dir(Path(docdelta_package.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="docdelta-bench-first-") as tmp:
         scratch = Path(tmp)
@@ -159,16 +169,18 @@ def main() -> None:
             for task in REAL_TASKS:
                 shutil.copy(EXAMPLES / "minijinja" / "tasks" / f"{task}.yaml", tasks)
             real, name = Matrix(clone, *MINIJINJA, tasks, scratch), "minijinja"
-        load = os.getloadavg()[0]
-        cells = 12 * repeats
-        first = pairs(real, _agent(0), demo, _agent(0), n, repeats)
-        print(f"load average at start: {load:.1f} on {os.cpu_count()} CPUs")
-        print(f"first run, {name} / demo, {cells} cells each, no-op agent: {first}   (goal <= 1.5x)")
-        one, four = [*_agent(wait), "--jobs", "1"], [*_agent(wait), "--jobs", "4"]
-        jobs = pairs(real, one, real, four, n, jobs_repeats)
-        shape = f"{name}, {12 * jobs_repeats} cells, agent waits {wait:g} s"
-        print(f"--jobs 1 / --jobs 4, {shape}: {jobs}   (goal >= 3.5x)")
-        print(f"  --jobs 1: {real.split(one)}; --jobs 4: {real.split(four)} (medians)")
+        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        if 1 in parts:
+            first = pairs(real, _agent(0), demo, _agent(0), n, repeats)
+            shape = f"{name} / demo, {12 * repeats} cells each, no-op agent"
+            print(f"first run, {shape}: {first}   (goal <= 1.5x)")
+        if 2 in parts:
+            one, four = [*_agent(wait), "--jobs", "1"], [*_agent(wait), "--jobs", "4"]
+            jobs = pairs(real, one, real, four, n, jobs_repeats)
+            shape = f"{name}, {12 * jobs_repeats} cells, agent waits {wait:g} s"
+            print(f"--jobs 1 / --jobs 4, {shape}: {jobs}   (goal >= 3.5x)")
+            print(f"  --jobs 1: {real.split(one)}; --jobs 4: {real.split(four)} (medians)")
+        print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

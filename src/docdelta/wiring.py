@@ -243,7 +243,13 @@ def build_provider(
         made.append(provider)
         return provider
 
-    return BuiltSandbox(PerThreadProvider(slot_provider), agent_files=tuple(own))
+    slots = PerThreadProvider(slot_provider)
+    # The calling thread's is made now, where --jobs 1 makes its one provider: a sandbox that
+    # cannot run here is refused before any checkout is sealed, and its probe sandboxes run
+    # alone, not in the preflight beside the power line's simulation (the thread that calls
+    # evaluate is the one that runs the preflight, so it is used, not made for nothing).
+    slots.mine()
+    return BuiltSandbox(slots, agent_files=tuple(own))
 
 
 def _agent_image(

@@ -14,6 +14,7 @@ from gitrepo import GitRepo
 from toolchain import MAKE_CHECK_TASK
 
 from docdelta.cli.main import main
+from docdelta.results.layout import CHECKOUTS
 from docdelta.results.models import RunResult
 
 
@@ -43,9 +44,12 @@ def _run(repo: GitRepo, workdir: Path, *extra: str, tasks: Path | None = None) -
     return main([*args, "--conditions", "base,head"])
 
 
-def test_without_bubblewrap_the_run_refuses_with_the_install_hint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("jobs", ["1", "4"])
+def test_without_bubblewrap_the_run_refuses_with_the_install_hint_before_sealing(
+    jobs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """At any --jobs: --jobs N's providers used to be made by the first cells, after every
+    checkout was sealed (seconds on a real tree, for a run that could not start)."""
     repo = _project(tmp_path)
     bin_dir = tmp_path / "bin-without-bwrap"
     bin_dir.mkdir()
@@ -53,10 +57,11 @@ def test_without_bubblewrap_the_run_refuses_with_the_install_hint(
     assert git is not None
     (bin_dir / "git").symlink_to(git)
     monkeypatch.setenv("PATH", str(bin_dir))
-    assert _run(repo, tmp_path / "work") == 2
+    assert _run(repo, tmp_path / "work", "--jobs", jobs) == 2
     err = capsys.readouterr().err
     assert "needs bubblewrap" in err and "apt-get install bubblewrap" in err and "--sandbox none" in err
     assert not list((tmp_path / "work").glob("runs/**/result.json")), "no run, no result"
+    assert not list((tmp_path / "work").glob(f"{CHECKOUTS}/*")), "nothing sealed"
 
 
 def test_sandbox_none_runs_unisolated_and_the_scorecard_says_so(

@@ -23,7 +23,8 @@ class PerThreadProvider(SandboxProvider):
         self._lock = threading.Lock()
         self._closed = False
 
-    def _mine(self) -> SandboxProvider:
+    def mine(self) -> SandboxProvider:
+        """The calling thread's provider, made on its first call."""
         me = threading.get_ident()
         with self._lock:
             if self._closed:
@@ -35,10 +36,10 @@ class PerThreadProvider(SandboxProvider):
             return self._providers[me]
 
     def create(self, checkout: Path, spec: SandboxSpec) -> Sandbox:
-        return self._mine().create(checkout, spec)
+        return self.mine().create(checkout, spec)
 
     def environment(self) -> str:
-        return self._mine().environment()  # every slot's provider is made alike
+        return self.mine().environment()  # every slot's provider is made alike
 
     def close(self) -> None:
         with self._lock:
