@@ -133,7 +133,8 @@ ACT_ACTIONS = ROOT / "tests" / "act_actions"
 def artifact_actions() -> dict[str, Path]:
     """The stand-ins for actions/upload-artifact@v4 and actions/download-artifact@v4 (see
     tests/act_actions/README.md), each a folder with its pinned node_modules, installed
-    with npm once per content hash under the user's cache; `act --local-repository` takes them."""
+    with npm once per content hash under the user's cache, and actions/cache@v4's (a
+    composite action, always a miss); `act --local-repository` takes them."""
     sources = sorted(p for p in ACT_ACTIONS.rglob("*") if p.is_file())
     digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sources)).hexdigest()[:16]
     root = cache_dir() / digest
@@ -151,7 +152,7 @@ def artifact_actions() -> dict[str, Path]:
             shutil.copytree(partial / "node_modules", partial / name / "node_modules", symlinks=True)
         shutil.rmtree(root, ignore_errors=True)
         partial.rename(root)
-    return {f"actions/{name}@v4": root / name for name in names}
+    return {f"actions/{name}@v4": root / name for name in (*names, "cache")}
 
 
 def _tar(files: dict[str, bytes], modes: dict[str, int] | None = None) -> bytes:

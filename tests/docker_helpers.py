@@ -29,6 +29,27 @@ from docdelta.sandbox.base import ExecResult, SandboxSpec
 from docdelta.sandbox.dockerapi import LABEL, OWNER_LABEL, RUN_LABEL
 
 UPSTREAM_PORT = 8000
+ANTHROPIC_UPSTREAM = """\
+    - name: anthropic
+      base_url: http://{network}-modelserver:{port}
+      paths: ["POST /v1/messages", "GET /v1/models"]
+      query: [beta]
+      auth_header: x-api-key
+      auth_prefix: ""
+      base_url_env: [ANTHROPIC_BASE_URL]
+      key_env: [ANTHROPIC_API_KEY]
+      key_from: ANTHROPIC_API_KEY
+"""
+"""An item of `.docdelta.yml`'s `gateway.upstreams` (indented for it): Anthropic's API served
+by the scripted model server of `model_server_network` (`anthropic_upstream` fills it in).
+One copy for the Action's tests that write it (the act test, the real-agents test)."""
+
+
+def anthropic_upstream(network: str) -> str:
+    """`ANTHROPIC_UPSTREAM` for the model server on `network`."""
+    return ANTHROPIC_UPSTREAM.format(network=network, port=UPSTREAM_PORT)
+
+
 RUN_TOKEN = "docdelta-run-test-token"
 """The run token of gateways the tests start in-process (a real run draws a random one)."""
 

@@ -79,7 +79,7 @@ from actionimage import (
     node_job_base,
 )
 from actworkflow import ACTION, CA_FILE, WORKFLOWS, as_run, load
-from docker_helpers import UPSTREAM_PORT, model_server_network, requests_seen
+from docker_helpers import anthropic_upstream, model_server_network, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import demo_repo, git
 from gitserver import GitServer
@@ -146,16 +146,7 @@ docker:
 gateway:
   egress_network: {network}
   upstreams:
-    - name: anthropic
-      base_url: http://{network}-modelserver:{UPSTREAM_PORT}
-      paths: ["POST /v1/messages", "GET /v1/models"]
-      query: [beta]
-      auth_header: x-api-key
-      auth_prefix: ""
-      base_url_env: [ANTHROPIC_BASE_URL]
-      key_env: [ANTHROPIC_API_KEY]
-      key_from: ANTHROPIC_API_KEY
-"""
+{anthropic_upstream(network)}"""
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from actionimage import build_action_image, container_args, runner_env, runner_home
-from docker_helpers import UPSTREAM_PORT, requests_seen
+from docker_helpers import UPSTREAM_PORT, anthropic_upstream, requests_seen
 from fakegithub import FakeGitHub, event_path
 from gitrepo import GitRepo
 from modelserver.script import Script, TextTurn, ToolTurn, TurnUsage
@@ -83,16 +83,7 @@ docker:
 gateway:
   egress_network: {egress}
   upstreams:
-    - name: anthropic
-      base_url: {server}
-      paths: ["POST /v1/messages", "GET /v1/models"]
-      query: [beta]
-      auth_header: x-api-key
-      auth_prefix: ""
-      base_url_env: [ANTHROPIC_BASE_URL]
-      key_env: [ANTHROPIC_API_KEY]
-      key_from: ANTHROPIC_API_KEY
-    - name: openai
+{anthropic_upstream(egress)}    - name: openai
       base_url: {server}/v1
       paths: ["POST /responses", "GET /models"]
       base_url_env: [OPENAI_BASE_URL]

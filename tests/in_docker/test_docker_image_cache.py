@@ -9,6 +9,7 @@ test's images on the shared engine."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import subprocess
@@ -75,6 +76,18 @@ def _held(cache: ImageCache) -> list[str]:
         return [tag for entry in json.load(member) for tag in entry.get("RepoTags") or []]
 
 
+def _layer_digests(cache: ImageCache) -> list[str]:
+    """The digest of every layer file the tarball stores (links to one are not copies)."""
+    digests = []
+    with tarfile.open(cache.path) as archive:
+        for member in archive.getmembers():
+            if member.isfile() and (member.name.endswith("/layer.tar") or member.name.startswith("blobs/")):
+                data = archive.extractfile(member)
+                assert data is not None
+                digests.append(hashlib.sha256(data.read()).hexdigest())
+    return digests
+
+
 @pytest.fixture
 def run(client: Any, base_image: str, tmp_path: Path) -> Iterator[Run]:
     """A base of this test's own (so removing it spares the shared one) and a local stand-in
@@ -114,6 +127,13 @@ def test_the_images_come_back_from_the_cache_on_an_empty_engine(client: Any, run
     layer = client.images.get(image.tag).labels[FROM_LAYER_LABEL]
     assert {run.base, env.tag, image.tag} <= set(tags)
     assert layer not in {str(client.images.get(tag).id) for tag in tags}  # copied in: not needed
+    layers = _layer_digests(first)
+    assert len(layers) == len(set(layers))  # the chain's shared layers are stored once ...
+    with tarfile.open(first.path) as archive:
+        member = archive.extractfile("manifest.json")
+        assert member is not None
+        listed = sum(len(entry["Layers"]) for entry in json.load(member))
+    assert len(layers) < listed  # ... though each image lists them
     saved = first.path.stat()
 
     run.forget([*tags, run.layer])  # the next job's fresh runner: not even the layer

@@ -78,6 +78,7 @@ def test_the_data_branch_keeps_each_evaluation_the_comment_shows_the_past_and_re
     # The merge check: no agent (no `agent` input), only the receipts on the data branch.
     ok, log = act(tmp_path, ws, fake, "pull_request", events[1], STORE, receipt="true", agent="")
     assert (ok.activity, ok.conclusion) == ("receipt", "success"), log
+    assert "docdelta: receipt: pull request #1\n" in log and "docdelta: evaluate" not in log  # named as it is
     check = _check(fake, demo.head_sha)
     assert check["conclusion"] == "success"
     assert check["output"]["title"] == "every changed instruction file has a passing evaluation"

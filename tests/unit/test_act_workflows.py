@@ -48,9 +48,10 @@ def test_the_key_the_act_stage_sets_is_the_one_each_shipped_workflow_reads(path:
 def test_any_other_edit_is_reported_by_path(edit: object, reported: str) -> None:
     shipped = (WORKFLOWS / "docdelta-pr.yml").read_text()
     doc = load(as_run(shipped, ACTION_DIR))
-    (step,) = (s for s in doc["jobs"]["evaluate"]["steps"] if s.get("uses") == f"./{ACTION_DIR}")
-    edit(step["with"])  # type: ignore[operator]
-    assert forbidden(shipped, yaml.safe_dump(doc)) == [f"jobs.evaluate.steps[1].{reported}"]
+    steps = doc["jobs"]["evaluate"]["steps"]
+    (index,) = (i for i, s in enumerate(steps) if s.get("uses") == f"./{ACTION_DIR}")
+    edit(steps[index]["with"])  # type: ignore[operator]
+    assert forbidden(shipped, yaml.safe_dump(doc)) == [f"jobs.evaluate.steps[{index}].{reported}"]
 
 
 def _docdelta_steps(text: str) -> list[dict[str, Any]]:

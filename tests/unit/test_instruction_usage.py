@@ -5,6 +5,7 @@ The docs diff comes from a real two-commit repository sealed into a workdir by
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from docdelta.agents.models import AgentAnswer, AgentMetrics, CommandRun, RunSta
 from docdelta.config import load_project_config
 from docdelta.experiment.plan import ExperimentRequest, prepare
 from docdelta.git import Repo
-from docdelta.report import render_markdown
+from docdelta.report import render_json, render_markdown
+from docdelta.report.html import render_html
 from docdelta.results.models import RunResult
 from docdelta.results.store import ResultStore
 from docdelta.scorecard.instruction_usage import docs_diff, read_docs, references, tally
@@ -92,7 +94,7 @@ def test_refs_of_the_real_docs_diff_sit_on_the_lines_git_diff_shows(
 ) -> None:
     store, repo = sealed
     refs = _refs(store)
-    found = {(r.change, r.line, r.kind, r.ref) for r in refs}
+    found = {(at.change, at.line, r.kind, r.ref) for r in refs for at in r.lines}
     assert found == {
         ("removed", 2, "command", "python setup.py test"),
         ("added", 2, "command", "make check"),
@@ -113,9 +115,9 @@ def test_refs_of_the_real_docs_diff_sit_on_the_lines_git_diff_shows(
         for ln in hunk
         if ln.is_added or ln.is_removed
     }
-    for r in refs:
-        assert r.file == "AGENTS.md"
-        assert git_lines[(r.change, r.line)].strip() == r.text
+    for at in (at for r in refs for at in r.lines):
+        assert at.file == "AGENTS.md"
+        assert git_lines[(at.change, at.line)].strip() == at.text
 
 
 def test_no_docs_without_a_base_arm_or_without_the_checkouts(sealed: tuple[ResultStore, GitRepo]) -> None:
@@ -160,7 +162,7 @@ def test_what_a_line_names(line: str, expected: list[tuple[str, str]]) -> None:
 def test_only_shell_code_blocks_hold_commands() -> None:
     head = "intro\n```python\nimport os\n```\n```console\n$ make docs\n```\n"
     refs = docs_diff([("CLAUDE.md", "intro\n", head)])
-    assert [(r.line, r.kind, r.ref) for r in refs] == [(6, "command", "make docs")]
+    assert [(at.line, r.kind, r.ref) for r in refs for at in r.lines] == [(6, "command", "make docs")]
 
 
 # --------------------------------------------------------------------- tally
@@ -242,10 +244,13 @@ def test_a_renumbered_list_item_is_unchanged() -> None:
     base = "# Rules\n1. Run `make check`.\n2) Never edit `gen/`.\n"
     head = "# Rules\n1. Run `make lint` first.\n2. Run `make check`.\n3) Never edit `gen/`.\n"
     refs = docs_diff([("AGENTS.md", base, head)])
-    assert {(r.change, r.line, r.ref) for r in refs} == {("added", 2, "make lint")}
+    assert {(at.change, at.line, r.ref) for r in refs for at in r.lines} == {("added", 2, "make lint")}
     # a list item whose text changed is still a change
     edited = docs_diff([("AGENTS.md", base, base.replace("make check", "make test"))])
-    assert {(r.change, r.ref) for r in edited} == {("removed", "make check"), ("added", "make test")}
+    assert {(at.change, r.ref) for r in edited for at in r.lines} == {
+        ("removed", "make check"),
+        ("added", "make test"),
+    }
 
 
 # ------------------------------------------------- what an edit changed, and who followed it
@@ -273,7 +278,7 @@ def test_a_reference_on_both_sides_of_a_changed_line_is_not_a_change() -> None:
     refs = docs_diff(
         [(".claude/settings.json", BASE_SETTINGS, HEAD_SETTINGS), ("CLAUDE.md", BASE_CLAUDE, HEAD_CLAUDE)]
     )
-    assert [(r.file, r.change, r.line, r.ref) for r in refs] == [
+    assert [(at.file, at.change, at.line, r.ref) for r in refs for at in r.lines] == [
         (".claude/settings.json", "added", 2, "scripts/"),
         ("CLAUDE.md", "removed", 3, "python -m mypy src/"),
         ("CLAUDE.md", "added", 3, "python -m mypy src/ scripts/"),
@@ -313,3 +318,37 @@ def test_the_scorecard_lists_the_rows_head_and_base_used_differently_first(
     first = "- `make check` (added at CLAUDE.md:1): base 0/3 · head 3/3 · none 0/0"
     assert rows[1] == f"{first} (head vs base Fisher p = 0.1)"
     assert "- … and 2 more in the HTML report and the JSON summary" in rows
+
+
+def test_a_reference_on_several_changed_lines_is_one_row_listing_them(
+    sealed: tuple[ResultStore, GitRepo],
+) -> None:
+    """`make check` named on two added lines (and once more, removed, elsewhere) is one use
+    by a run: one row with every line, in the markdown, the JSON summary and the HTML."""
+    base = "# Rules\n\nOld: `make check` here.\n"
+    head = "# Rules\n- Run `make check` first.\n- Read `docs/x.md`.\n- Again: `make check`.\n"
+    docs = docs_diff([("AGENTS.md", "", head), ("CLAUDE.md", base, "# Rules\n")])
+    (check,) = (r for r in docs if r.ref == "make check")
+    assert [(at.file, at.change, at.line) for at in check.lines] == [
+        ("AGENTS.md", "added", 2),
+        ("AGENTS.md", "added", 4),
+        ("CLAUDE.md", "removed", 3),
+    ]
+    assert [r.ref for r in docs] == ["make check", "docs/x.md"]
+    runs = [run("head", i, commands=["make check"]) for i in (1, 2)] + [run("base", i) for i in (1, 2)]
+    store, _ = sealed
+    manifest, detection = store.read_manifest(), store.read_detection()
+    assert manifest is not None and detection is not None
+    summary = summarize(manifest, detection, runs, docs=docs)
+    md = render_markdown(summary)
+    assert md.count("`make check`") == 1
+    assert "- `make check` (added at AGENTS.md:2, 4; removed at CLAUDE.md:3): base 0/2 · head 2/2" in md
+    rows = json.loads(render_json(summary))["instruction_usage"]
+    assert [(r["ref"], [at["line"] for at in r["lines"]]) for r in rows] == [
+        ("make check", [2, 4, 3]),
+        ("docs/x.md", [3]),
+    ]
+    section = render_html(summary, runs).split('<section id="instruction-usage">', 1)[1]
+    html = section.split("</section>", 1)[0]
+    assert html.count("<tr><td") == 2 and html.count("<code>make check</code>") == 1
+    assert all(f"AGENTS.md:{n}" in html for n in (2, 4)) and "CLAUDE.md:3" in html

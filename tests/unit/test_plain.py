@@ -11,7 +11,7 @@ from docdelta.instructions.models import FileStatus
 from docdelta.report import render_comment_markdown, render_markdown
 from docdelta.report.plain import lead
 from docdelta.results.models import RunResult
-from docdelta.scorecard.models import ArmUse, Certainty, InstructionRef, PowerSummary
+from docdelta.scorecard.models import ArmUse, Certainty, ChangedLine, InstructionRef, PowerSummary
 from docdelta.scorecard.summarize import summarize
 
 
@@ -132,7 +132,7 @@ PATCH = (
 
 def _ref(line: int, ref: str, head: int, base: int, p: float, change: str = "added") -> InstructionRef:
     return InstructionRef(
-        file="AGENTS.md", line=line, change=change, text="x", kind="command", ref=ref,
+        kind="command", ref=ref, lines=[ChangedLine(file="AGENTS.md", line=line, change=change, text="x")],
         arms={"head": ArmUse(used=head, runs=8), "base": ArmUse(used=base, runs=8)}, p_value=p,
     )  # fmt: skip
 

@@ -3,6 +3,7 @@ checked statically (tests/e2e/test_act.py runs them under act)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,16 @@ def test_the_receipt_workflow_checks_after_the_evaluation_with_no_agent_and_the_
     settings = ActionSettings.from_env({**env, "INPUT_GITHUB-TOKEN": "t", "GITHUB_WORKSPACE": "/w"})
     assert settings.receipt and settings.results_store.kind == "branch" and "agent" not in receipt
     assert settings.check_name == "docdelta receipt"
+
+
+def test_the_image_cache_step_the_docs_show_is_the_pr_workflows() -> None:
+    """docs/action.md quotes the `actions/cache` step of docdelta-pr.yml ("Images across
+    jobs"): held equal, so the one a reader copies is the one the act test runs."""
+    docs = (ROOT / "docs" / "action.md").read_text()
+    head = "# in the job, before the docdelta step (as examples/workflows/docdelta-pr.yml has it)\n"
+    quoted = docs.split(f"```yaml\n{head}", 1)[1].split("```", 1)[0]
+    assert "actions/cache@" in quoted
+    assert textwrap.indent(quoted, " " * 6) in (WORKFLOWS / "docdelta-pr.yml").read_text()
+    (step,) = (s for s in _steps("docdelta-pr.yml") if s["uses"].startswith("actions/cache@"))
+    image_cache = yaml.safe_load(docs.split("```yaml\n# .docdelta.yml\n", 1)[1].split("```", 1)[0])
+    assert step["with"]["path"] == image_cache["docker"]["image_cache"]

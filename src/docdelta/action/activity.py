@@ -46,8 +46,8 @@ EVALUATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "l
 
 
 def choose(event: EventContext, settings: ActionSettings) -> tuple[Activity, str]:
-    """(activity, why): `evaluate`, `refresh`, `skip`, or `ablate` on any event when the `ablate`
-    input is set. The one place events are told apart."""
+    """(activity, why): `evaluate` (or `receipt`, when that input is set), `refresh`, `skip`, or
+    `ablate` on any event when the `ablate` input is set. The one place events are told apart."""
     if settings.ablate is not None:
         return Activity.ablate, f"ablation of {settings.ablate} (input 'ablate') on {event.event}"
     if event.event in PR_EVENTS or (event.event == "workflow_run" and event.pr_number is not None):
@@ -58,7 +58,8 @@ def choose(event: EventContext, settings: ActionSettings) -> tuple[Activity, str
             )
         if event.event in PR_EVENTS and event.action not in EVALUATED_ACTIONS:
             return Activity.skip, f"nothing to do when a pull request is {event.action}"
-        return Activity.evaluate, f"pull request #{event.pr_number}"
+        # The merge gate (`receipt`) reads the evaluations' receipts of the same events.
+        return Activity.receipt if settings.receipt else Activity.evaluate, f"pull request #{event.pr_number}"
     if event.event == "workflow_run":
         return Activity.skip, "the workflow run belongs to no pull request (pass `pr-handoff` for fork PRs)"
     if event.event == "push":

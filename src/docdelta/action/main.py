@@ -87,7 +87,9 @@ def _route(ctx: ActionContext) -> ActionResult:
     activity, why = choose(ctx.event, settings)
     ctx.say(f"docdelta: {activity}: {why}")
     if activity is Activity.evaluate:
-        return check_pr_receipts(ctx) if settings.receipt else evaluate_pr(ctx)
+        return evaluate_pr(ctx)
+    if activity is Activity.receipt:
+        return check_pr_receipts(ctx)
     if activity in (Activity.refresh, Activity.ablate):
         # No PR, so no approval label: the event's actor must be trusted.
         if not trusted_actor(settings, ctx.event, ctx.port):

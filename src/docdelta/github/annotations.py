@@ -104,8 +104,9 @@ def line_annotations(
     adjusted = holm({str(i): p for i, p in tested.items()})
     lines: dict[tuple[str, int], list[tuple[InstructionRef, bool]]] = defaultdict(list)
     for i, r in enumerate(refs):
-        if r.change == "added" and r.line in diff_lines.get(r.file, set()):
-            lines[(r.file, r.line)].append((r, adjusted.get(str(i), 1.0) <= alpha))
+        for at in r.lines:
+            if at.change == "added" and at.line in diff_lines.get(at.file, set()):
+                lines[(at.file, at.line)].append((r, adjusted.get(str(i), 1.0) <= alpha))
     out = []
     for (path, line), found in sorted(lines.items()):
         significant = any(sig for _, sig in found)

@@ -33,7 +33,7 @@ from docdelta.instructions.models import Detection, InstructionFlag
 from docdelta.results.models import Manifest, RunResult
 from docdelta.results.store import checkout_dir
 from docdelta.scorecard import stats
-from docdelta.scorecard.models import ArmUse, InstructionRef
+from docdelta.scorecard.models import ArmUse, ChangedLine, InstructionRef
 from docdelta.vocabulary import BASE, HEAD
 
 RefKind = Literal["command", "path"]
@@ -127,11 +127,11 @@ class _Side:
 
     def refs(
         self, path: str, change: Literal["added", "removed"], start: int, end: int
-    ) -> Iterator[InstructionRef]:
+    ) -> Iterator[tuple[RefKind, str, ChangedLine]]:
         for i in range(start, end):
-            text = self.lines[i].strip()
+            line = ChangedLine(file=path, line=i + 1, change=change, text=self.lines[i].strip())
             for kind, ref in references(self.lines[i], shell_block=self.shell[i]):
-                yield InstructionRef(file=path, line=i + 1, change=change, text=text, kind=kind, ref=ref)
+                yield kind, ref, line
 
 
 _LIST_NUMBER = re.compile(r"^(\s*)\d{1,9}([.)])(?=\s)")
@@ -150,17 +150,20 @@ def docs_diff(files: Iterable[tuple[str, str, str]]) -> list[InstructionRef]:
     unified diff would show them; arms are left empty for `tally`. A reference named on
     both sides of one changed block (`src/` in `ruff check src/` -> `ruff check src/
     scripts/`) is left out: the edit did not change it, and both arms using it alike would
-    only push what did change out of the rows shown."""
-    out: list[InstructionRef] = []
+    only push what did change out of the rows shown. A reference on several changed lines
+    is one, listing them all (in the order it was first met)."""
+    out: dict[tuple[RefKind, str], list[ChangedLine]] = {}
     for path, old_text, new_text in files:
         old, new = _Side.of(old_text), _Side.of(new_text)
         keys = [_unnumbered(line) for line in old.lines], [_unnumbered(line) for line in new.lines]
         matcher = difflib.SequenceMatcher(None, *keys, autojunk=False)
         for _, i1, i2, j1, j2 in matcher.get_opcodes():
             removed, added = list(old.refs(path, "removed", i1, i2)), list(new.refs(path, "added", j1, j2))
-            kept = {(r.kind, r.ref) for r in removed} ^ {(r.kind, r.ref) for r in added}
-            out.extend(r for r in [*removed, *added] if (r.kind, r.ref) in kept)
-    return out
+            kept = {(k, r) for k, r, _ in removed} ^ {(k, r) for k, r, _ in added}
+            for kind, ref, line in [*removed, *added]:
+                if (kind, ref) in kept and line not in (lines := out.setdefault((kind, ref), [])):
+                    lines.append(line)
+    return [InstructionRef(kind=kind, ref=ref, lines=lines) for (kind, ref), lines in out.items()]
 
 
 def read_docs(workdir: Path, manifest: Manifest, detection: Detection) -> list[InstructionRef]:

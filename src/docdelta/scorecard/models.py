@@ -212,16 +212,26 @@ class ArmUse(Frozen):
     runs: int
 
 
-class InstructionRef(Frozen):
-    """A command or path named by one added or removed line of the docs diff (head vs base
-    instruction files), and per arm how many runs used it: did the edit change behaviour?"""
+class ChangedLine(Frozen):
+    """One added or removed line of the docs diff (head vs base instruction files)."""
 
     file: str
     line: int = Field(ge=1, description="line number in the head file (added) or the base file (removed)")
     change: Literal["added", "removed"]
     text: str = Field(description="the changed line, stripped")
+
+
+class InstructionRef(Frozen):
+    """A command or path named by added or removed lines of the docs diff, and per arm how
+    many runs used it: did the edit change behaviour? One per reference, with every line
+    that names it: a run's use of it is one fact, however many lines say it, so it is one
+    row and one test (counted once in the Holm correction over the references)."""
+
     kind: Literal["command", "path"]
-    ref: str = Field(description="the command or path as the line names it")
+    ref: str = Field(description="the command or path as the lines name it")
+    lines: list[ChangedLine] = Field(
+        min_length=1, description="the changed lines that name it, in diff order"
+    )
     arms: dict[str, ArmUse] = Field(default={}, description="condition -> runs that used it")
     p_value: float | None = Field(default=None, description="Fisher exact test of using runs, head vs base")
 
