@@ -18,9 +18,15 @@ from pathlib import Path
 
 import pytest
 from actionrun import act, pr_event
+from clirun import run_args
 from fakegithub import FakeGitHub
 from gitrepo import GitRepo
 from toolchain import sandbox_config
+
+from docdelta.cli.main import main
+from docdelta.errors import ExitCode
+from docdelta.results.layout import ON_BASE
+from docdelta.scorecard.models import Summary
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -49,12 +55,20 @@ BAD_DOCS = "# Agents\nBe careful.\n"
 SABOTAGE = {"conftest.py": "raise SystemExit('conftest: refusing to run in CI')\n"}
 """The PR's code: every pytest session ends at collection, in every arm alike."""
 
-AGENT = f"{sys.executable} -c " + shlex.quote(
-    "import json, pathlib\n"
-    "if 'a + b' in pathlib.Path('AGENTS.md').read_text():\n"
-    "    pathlib.Path('calc/ops.py').write_text('def add(a, b):\\n    return a + b\\n')\n"
-    "print(json.dumps({'answer': 'done'}))\n"
-)
+
+def _agent(fix: str) -> str:
+    """A command agent that rewrites add() to return `fix` when the checkout's AGENTS.md says
+    `a + b`, and does nothing otherwise."""
+    script = (
+        "import json, pathlib\n"
+        "if 'a + b' in pathlib.Path('AGENTS.md').read_text():\n"
+        f"    pathlib.Path('calc/ops.py').write_text('def add(a, b):\\n    return {fix}\\n')\n"
+        "print(json.dumps({'answer': 'done'}))\n"
+    )
+    return f"{sys.executable} -c {shlex.quote(script)}"
+
+
+AGENT = _agent("a + b")
 """Fixes add() only when the checkout's AGENTS.md says how: base's docs do, the PR's do not."""
 
 
@@ -77,7 +91,9 @@ def _pr(tmp_path: Path, fake: FakeGitHub, head_files: dict[str, str | None], com
         }
     )
     head = repo.commit(head_files)
-    fake.add_pull(1, base, head, [(p, "modified" if c is not None else "removed") for p, c in head_files.items()])
+    fake.add_pull(
+        1, base, head, [(p, "modified" if c is not None else "removed") for p, c in head_files.items()]
+    )
     return pr_event(tmp_path, 1, base, head)
 
 
@@ -96,7 +112,7 @@ def _evaluate(tmp_path: Path, fake: FakeGitHub, event: Path) -> tuple[str, str, 
 def test_a_docs_regression_alone_fails_the_check(tmp_path: Path, fake: FakeGitHub) -> None:
     conclusion, comment, log = _evaluate(tmp_path, fake, _pr(tmp_path, fake, {"AGENTS.md": BAD_DOCS}))
     assert conclusion == "failure", log
-    assert "decided on base's code" not in comment
+    assert "Decided on base's code" not in comment
 
 
 def test_breaking_the_prs_own_code_too_does_not_turn_the_regression_neutral(
@@ -105,8 +121,12 @@ def test_breaking_the_prs_own_code_too_does_not_turn_the_regression_neutral(
     event = _pr(tmp_path, fake, {"AGENTS.md": BAD_DOCS, **SABOTAGE})
     conclusion, comment, log = _evaluate(tmp_path, fake, event)
     assert conclusion == "failure", log
-    assert "decided on base's code" in comment, comment
-    assert "conftest: refusing to run in CI" in comment  # why the PR's own code gave no verdict
+    lead = comment.split("> ⚠ **Decided on base's code.** ", 1)[1].split("\n", 1)[0]
+    assert "conftest: refusing to run in CI" in lead, comment  # why the PR's own code gave none
+    assert "the PR changes 1 file besides its instruction files" in lead
+    (check,) = fake.check_runs
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"].endswith("(decided on base's code: the PR's own code gave no verdict)")
 
 
 def test_a_harness_that_fails_on_bases_code_too_stays_neutral(tmp_path: Path, fake: FakeGitHub) -> None:
@@ -116,3 +136,42 @@ def test_a_harness_that_fails_on_bases_code_too_stays_neutral(tmp_path: Path, fa
     conclusion, comment, log = _evaluate(tmp_path, fake, event)
     assert conclusion == "neutral", log
     assert "uv: No such file or directory" in comment
+    assert "Decided on base's code" not in comment
+
+
+SELFTEST_PROOF = {
+    "conftest.py": (
+        "import pathlib\n"
+        "code = pathlib.Path('calc/ops.py').read_text()\n"
+        "if 'a - b' not in code and 'a + b' not in code:\n"
+        "    raise SystemExit('conftest: refusing to run in CI')\n"
+    )
+}
+"""The PR's code, made to pass the task's selftest (the untouched code and the reference
+patch's run their tests) and to stop every agent's grading in every arm alike."""
+
+COMMUTED_AGENT = _agent("b + a")
+"""Fixes add() as `b + a`: right, but not the reference patch's bytes."""
+
+
+def test_the_cli_decides_a_prs_runs_broken_alike_by_its_code_on_bases_code(
+    tmp_path: Path, fake: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`docdelta run` at its defaults (`--source head`): the PR's code passes the selftest and
+    then stops every run's hidden tests alike (a broken evaluation); the regression is
+    still the verdict, decided on base's code, and the scorecard says so."""
+    _pr(tmp_path, fake, {"AGENTS.md": BAD_DOCS, **SELFTEST_PROOF})
+    repo = GitRepo(tmp_path / "ws")
+    workdir = tmp_path / "work"
+    args = run_args(repo, workdir, COMMUTED_AGENT, "--conditions", "base,head", "--repeats", "6")
+    assert main(args) == ExitCode.OK
+    out, err = capsys.readouterr()
+    assert out.startswith("## docdelta scorecard: regressed"), out[:400]
+    lead = out.split("> ⚠ **Decided on base's code.** ", 1)[1].split("\n", 1)[0]
+    assert "the evaluation is broken" not in out
+    assert "6 of 12 runs (50%) failed for reasons of the harness" in lead, lead
+    assert "deciding on base's code" in err
+    assert main(["report", "--workdir", str(workdir / ON_BASE), "--format", "json"]) == ExitCode.OK
+    summary = Summary.model_validate_json(capsys.readouterr().out)
+    assert summary.source_sha == summary.base_sha
+    assert summary.verdict is not None and summary.verdict.kind == "regressed"

@@ -162,6 +162,8 @@ def _title(job: JobResults) -> str:
     kind = summary.verdict.kind if summary.verdict else "no verdict"
     delta = summary.head_vs_base.value
     title = f"{kind.replace('_', ' ')}: head - base {delta:+.2f}" if delta is not None else kind
+    if summary.decided_on_base:
+        title += " (decided on base's code: the PR's own code gave no verdict)"
     if summary.saturated:
         title = "no verdict: no score could move (every task at 0, or at 1, in every run and condition)"
     if summary.broken:
