@@ -96,4 +96,6 @@ def hostile_summary(say: str, tmp: Path) -> Summary:
     head = result("a", "head", score.value)
     runs = [head.model_copy(update={"score": score}), result("a", "base", 1.0)]
     failure = GradingFailure(task="a", where=["head r1"], reason=say, output=say)
-    return summary_of(runs).model_copy(update={"grading_failures": [failure], "decided_on_base": say, "broken": say})
+    return summary_of(runs).model_copy(
+        update={"grading_failures": [failure], "decided_on_base": say, "broken": say}
+    )
