@@ -100,7 +100,7 @@ def _receipt(args: argparse.Namespace) -> int:
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
     receipt = history.receipt(digest)
     entries = receipt.evaluations if receipt else []
-    passing = receipt.passing(args.fail_on) if receipt else []
+    passing = receipt.passing(args.fail_on, args.file) if receipt else []
     if passing:
         last = passing[-1]
         print(
