@@ -25,6 +25,7 @@ from toolchain import sandbox_config
 
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
+from docdelta.git import overlay_commit
 from docdelta.results.layout import ON_BASE
 from docdelta.scorecard.models import Summary
 
@@ -90,7 +91,10 @@ def _pr(tmp_path: Path, fake: FakeGitHub, head_files: dict[str, str | None], com
             ".docdelta/tasks/fix-add/reference.patch": REFERENCE,
         }
     )
-    head = repo.commit(head_files)
+    # Plumbing, as a PR's author may have made it: no attribute of the PR's own applies here.
+    changes = {path: None if content is None else content.encode() for path, content in head_files.items()}
+    head = overlay_commit(repo.path, base, changes, "the PR")
+    repo.git("reset", "-q", "--soft", head)
     fake.add_pull(
         1, base, head, [(p, "modified" if c is not None else "removed") for p, c in head_files.items()]
     )
@@ -195,3 +199,17 @@ def test_a_job_matrix_asks_for_a_maintainer_when_the_prs_code_gave_no_verdict(
     (comment,) = [c["body"] for c in fake.comments]
     assert "**No verdict on the PR's own code**, which changes 1 file(s) besides" in comment
     assert "rerun this evaluation with `source: base`" in comment
+
+
+ENCODING = {".gitattributes": "calc/*.py working-tree-encoding=UTF-16\n"}
+"""The PR's code: git is told its Python files are UTF-16, so grading cannot stage them."""
+
+
+def test_a_prs_gitattributes_that_breaks_grading_does_not_turn_the_regression_neutral(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    conclusion, comment, log = _evaluate(
+        tmp_path, fake, _pr(tmp_path, fake, {"AGENTS.md": BAD_DOCS, **ENCODING})
+    )
+    assert conclusion == "failure", log
+    assert "> ⚠ **Decided on base's code.** " in comment
