@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from docdelta.agents.base import Agent
 from docdelta.config import ArmSpec, ProjectConfig, SandboxConfig, load_project_config
-from docdelta.errors import ConfigError, DocdeltaError, SelftestFailed
+from docdelta.errors import ConfigError, DocdeltaError, InfraError, SelftestFailed
 from docdelta.experiment.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.experiment.forecast import forecast
 from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
@@ -303,7 +303,8 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
     On the PR's own code (`source: head`), the PR's code can make every arm fail or score
     alike (a `conftest.py` that stops every hidden test): no verdict, a neutral check, and a
     PR that regressed its instruction files would have moved its own gate. So when that
-    evaluation gives no verdict (broken, saturated, or a failed selftest) and the PR changes
+    evaluation gives no verdict (broken, saturated, or a selftest that failed or could not
+    run: a reference patch the PR's code no longer takes) and the PR changes
     files other than instruction files, it is decided on base's code instead (`on_base`),
     which the PR's code cannot touch; when base's code gives no verdict either, the harness
     or the tasks failed, not the PR, and the first evaluation stands."""
@@ -313,7 +314,7 @@ def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Eva
     try:
         with store.lock():  # one run per workdir: a second would run the same cells again
             done = _evaluate(request, options, deps, store)
-    except SelftestFailed as exc:
+    except (SelftestFailed, InfraError) as exc:  # a selftest the PR's code failed, or could not run
         detection = store.read_detection()
         decided = None
         if detection is not None and _may_decide_on_base(request, options, detection):
@@ -348,7 +349,7 @@ def on_base(request: ExperimentRequest, options: RunOptions, deps: Deps, why: st
     print(f"docdelta: no verdict on the PR's code ({why}); deciding on base's code", file=deps.stream)
     try:
         done = evaluate(replace(request, source=BASE), options, replace(deps, workdir=deps.workdir / ON_BASE))
-    except SelftestFailed:
+    except (SelftestFailed, InfraError):  # on base's code too: not the PR's doing
         return None
     if done is None or done.report.stopped or done.summary.verdict_refused:
         return None

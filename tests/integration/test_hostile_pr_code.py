@@ -109,7 +109,7 @@ def _evaluate(tmp_path: Path, fake: FakeGitHub, event: Path) -> tuple[str, str, 
         agent="command", agent_command=AGENT, conditions="base,head", repeats="6",
     )  # fmt: skip
     assert result.conclusion is not None, log
-    (comment,) = [c["body"] for c in fake.comments]
+    comment = "\n".join(c["body"] for c in fake.comments)  # none when the run raised
     return result.conclusion.value, comment, log
 
 
@@ -211,5 +211,20 @@ def test_a_prs_gitattributes_that_breaks_grading_does_not_turn_the_regression_ne
     conclusion, comment, log = _evaluate(
         tmp_path, fake, _pr(tmp_path, fake, {"AGENTS.md": BAD_DOCS, **ENCODING})
     )
+    assert conclusion == "failure", log
+    assert "> ⚠ **Decided on base's code.** " in comment
+
+
+REFERENCE_BREAKER = {
+    "calc/ops.py": "def add(a, b):\n    return a - b  # the reference patch no longer applies\n"
+}
+"""The PR's code: the task's reference patch cannot be applied, so its selftest cannot run."""
+
+
+def test_a_pr_whose_code_the_reference_patch_cannot_apply_to_does_not_turn_the_regression_neutral(
+    tmp_path: Path, fake: FakeGitHub
+) -> None:
+    event = _pr(tmp_path, fake, {"AGENTS.md": BAD_DOCS, **REFERENCE_BREAKER})
+    conclusion, comment, log = _evaluate(tmp_path, fake, event)
     assert conclusion == "failure", log
     assert "> ⚠ **Decided on base's code.** " in comment
