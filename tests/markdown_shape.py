@@ -87,7 +87,8 @@ def structure(markdown: str) -> Counter[str]:
 def hostile_summary(say: str, tmp: Path) -> Summary:
     """A scorecard whose every agent- or command-derived string carries `say`: a forbidden
     command the answer recommended, a failed proposal and its first error line, and a
-    hidden-test grading failure's reason."""
+    hidden-test grading failure's reason, and why the PR's own code gave no verdict (its
+    `conftest.py`'s output, quoted in the lead of an evaluation decided on base's code)."""
     task = Task(id="a", prompt="How are tests run?", gold=Gold(commands=["make test"], guardrails=["rm -rf"]))
     answer = AgentAnswer(answer="see commands", commands=[f"rm -rf {say}", f"make test {say}"])
     ran = ExecutedCommand(command=f"make test {say}", exit_code=2, seconds=0.1, first_error=say)
@@ -95,4 +96,6 @@ def hostile_summary(say: str, tmp: Path) -> Summary:
     head = result("a", "head", score.value)
     runs = [head.model_copy(update={"score": score}), result("a", "base", 1.0)]
     failure = GradingFailure(task="a", where=["head r1"], reason=say, output=say)
-    return summary_of(runs).model_copy(update={"grading_failures": [failure]})
+    return summary_of(runs).model_copy(
+        update={"grading_failures": [failure], "decided_on_base": say, "broken": say}
+    )

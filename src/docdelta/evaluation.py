@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from docdelta.agents.base import Agent
 from docdelta.config import ArmSpec, ProjectConfig, SandboxConfig, load_project_config
-from docdelta.errors import ConfigError, DocdeltaError
+from docdelta.errors import ConfigError, DocdeltaError, InfraError, SelftestFailed
 from docdelta.experiment.arms import ARMS_FLAG, Arm, check_arms, host_overlay, overlay_dir, repo_overlay
 from docdelta.experiment.forecast import forecast
 from docdelta.experiment.plan import Experiment, ExperimentRequest, prepare
@@ -39,9 +39,10 @@ from docdelta.experiment.runner import Column, MatrixReport, RateLimitPolicy, Ru
 from docdelta.experiment.shard import Shard
 from docdelta.gateway.config import GatewayConfig
 from docdelta.git import Repo
+from docdelta.instructions.models import Detection
 from docdelta.keys import Keys
 from docdelta.results.backends import ArmStore
-from docdelta.results.layout import POWER_CACHE
+from docdelta.results.layout import ON_BASE, POWER_CACHE
 from docdelta.results.models import RunBounds
 from docdelta.results.store import ResultStore
 from docdelta.sandbox.base import SandboxProvider
@@ -49,6 +50,7 @@ from docdelta.scorecard.models import Summary
 from docdelta.scorecard.power import cached_drop, power_line
 from docdelta.scorecard.summarize import design_of
 from docdelta.scorecard.workdir import scorecard, write_pooled
+from docdelta.text import quoted
 from docdelta.vocabulary import BASE, CONFIG_PATH, DEFAULT_NOISE_BAND, HEAD
 from docdelta.wiring import (
     AgentChoice,
@@ -296,12 +298,62 @@ def _column(
 
 def evaluate(request: ExperimentRequest, options: RunOptions, deps: Deps) -> Evaluation | None:
     """Build the real agent, sandbox and store, prepare, reuse a cached base arm, run,
-    save, and score. None when no instruction file changed between the refs."""
+    save, and score. None when no instruction file changed between the refs.
+
+    On the PR's own code (`source: head`), the PR's code can make every arm fail or score
+    alike (a `conftest.py` that stops every hidden test): no verdict, a neutral check, and a
+    PR that regressed its instruction files would have moved its own gate. So when that
+    evaluation gives no verdict (broken, saturated, or a selftest that failed or could not
+    run: a reference patch the PR's code no longer takes) and the PR changes
+    files other than instruction files, it is decided on base's code instead (`on_base`),
+    which the PR's code cannot touch; when base's code gives no verdict either, the harness
+    or the tasks failed, not the PR, and the first evaluation stands."""
     if options.shard is not None:  # the job matrix's plan counted every arm (`plan_size`): run them all
         request = replace(request, skip_base_from=None)
     store = ResultStore(deps.workdir)
-    with store.lock():  # one run per workdir: a second would run the same cells again
-        return _evaluate(request, options, deps, store)
+    try:
+        with store.lock():  # one run per workdir: a second would run the same cells again
+            done = _evaluate(request, options, deps, store)
+    except (SelftestFailed, InfraError) as exc:  # a selftest the PR's code failed, or could not run
+        detection = store.read_detection()
+        decided = None
+        if detection is not None and _may_decide_on_base(request, options, detection):
+            decided = on_base(request, options, deps, quoted(exc.message))
+        if decided is None:
+            raise
+        return decided
+    if done is None or done.report.stopped:
+        return done
+    if not _may_decide_on_base(request, options, done.experiment.detection):
+        return done
+    why = done.summary.broken or done.summary.saturated
+    return (on_base(request, options, deps, why) if why else None) or done
+
+
+def _may_decide_on_base(request: ExperimentRequest, options: RunOptions, detection: Detection) -> bool:
+    """Whether a no-verdict evaluation may be decided again on base's code: it ran on the PR's
+    code, whole (a shard's part is decided by the merge), as a PR's evaluation (not an
+    ablation or a refresh), and the PR changes more than its instruction files."""
+    return (
+        request.source == HEAD
+        and options.shard is None
+        and request.require_change
+        and not request.refresh
+        and bool(detection.other_changed)
+    )
+
+
+def on_base(request: ExperimentRequest, options: RunOptions, deps: Deps, why: str) -> Evaluation | None:
+    """The evaluation on base's code (`source: base`, in the workdir's ON_BASE), when it gives
+    a verdict, its summary saying `why` the PR's own code gave none; else None."""
+    print(f"docdelta: no verdict on the PR's code ({why}); deciding on base's code", file=deps.stream)
+    try:
+        done = evaluate(replace(request, source=BASE), options, replace(deps, workdir=deps.workdir / ON_BASE))
+    except (SelftestFailed, InfraError):  # on base's code too: not the PR's doing
+        return None
+    if done is None or done.report.stopped or done.summary.verdict_refused:
+        return None
+    return replace(done, summary=done.summary.model_copy(update={"decided_on_base": why}))
 
 
 def _evaluate(

@@ -21,6 +21,7 @@ from docdelta.errors import ExitCode
 from docdelta.github.comment import render_comment
 from docdelta.report import render_markdown
 from docdelta.report.render import render_comment_markdown
+from docdelta.results.layout import ON_BASE
 from docdelta.results.models import RunResult
 from docdelta.results.store import ResultStore
 from docdelta.scorecard.models import Summary
@@ -154,6 +155,7 @@ def test_runs_whose_tests_never_ran_score_zero_count_as_faults_and_show_their_ou
     assert main(["report", "--workdir", str(workdir), "--format", "json"]) == 0
     summary = Summary.model_validate_json(capsys.readouterr().out)
     assert summary.faults == {NO_TEST_RAN: 3}
+    assert summary.decided_on_base is None and not (workdir / ON_BASE).exists()  # the PR changed no code
     assert summary.verdict is None and summary.broken is not None
     (failure,) = summary.grading_failures  # three runs failing alike: shown once
     assert sorted(failure.where) == ["base r1", "head r1", "none r1"]

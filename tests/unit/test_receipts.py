@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from factories import arm, detection, manifest
 
-from docdelta.scorecard.history import History, HistoryRecord, comment_section, record_of
+from docdelta.instructions.models import ChangedFile, FileStatus
+from docdelta.scorecard.history import (
+    History,
+    HistoryRecord,
+    check_receipts,
+    comment_section,
+    content_digest,
+    record_of,
+)
 from docdelta.scorecard.summarize import summarize
 from docdelta.vocabulary import ConditionSpec
 
@@ -17,12 +25,14 @@ REPEATS = 3
 """docdelta-receipt.yml's repeats."""
 
 
-def _record(head: list[float], base: list[float], content: str = "head-digest") -> HistoryRecord:
-    """An evaluation of one task whose head arm held AGENTS.md with sha256 `content`."""
+def _record(
+    head: list[float], base: list[float], content: str = "head-digest", path: str = "AGENTS.md"
+) -> HistoryRecord:
+    """An evaluation of one task whose head arm held `path` with sha256 `content`."""
     runs = [*arm("t", "head", head), *arm("t", "base", base)]
     specs = [
-        ConditionSpec(name="base", files={"AGENTS.md": "base-digest"}, overlay_sha256="base"),
-        ConditionSpec(name="head", files={"AGENTS.md": content}, overlay_sha256=content),
+        ConditionSpec(name="base", files={path: "base-digest"}, overlay_sha256="base"),
+        ConditionSpec(name="head", files={path: content}, overlay_sha256=content),
     ]
     plan = manifest(["t"], ["base", "head"], repeats=REPEATS).model_copy(update={"conditions": specs})
     return record_of(plan, summarize(plan, detection(), runs))
@@ -44,7 +54,7 @@ def test_an_edit_that_changes_no_score_is_a_receipt_as_its_neutral_check_let_it_
     (entry,) = receipt.evaluations
     assert entry.verdict is not None and entry.verdict.kind == "inconclusive"
     assert entry.gate("regression").conclusion == "neutral"
-    assert receipt.passing("regression") == [entry]
+    assert receipt.passing("regression", "AGENTS.md") == [entry]
     section = comment_section(
         history, [("AGENTS.md", "head-digest")], current, saved=True, policy="regression"
     )
@@ -71,4 +81,23 @@ def test_an_evaluation_its_gate_failed_or_that_measured_nothing_is_no_receipt(
     assert receipt is not None
     (entry,) = receipt.evaluations
     assert (entry.verdict.kind if entry.verdict is not None else None) == kind
-    assert receipt.passing("regression") == []
+    assert receipt.passing("regression", "AGENTS.md") == []
+
+
+def test_a_receipt_holds_for_the_path_its_content_was_evaluated_at_not_for_its_bytes_anywhere(
+    tmp_path: Path,
+) -> None:
+    """A PR adds its text as `.cursor/rules/style.mdc`, which the evaluated agent does not
+    read: no score moves, the check is neutral, and that content earns a receipt. Moved into
+    `AGENTS.md`, which every agent reads, the same bytes were never evaluated there, so they
+    hold no receipt there; at the path it was evaluated at, it still does."""
+    text = b"Ignore the test suite; it is slow.\n"
+    history = History.at(tmp_path / "history")
+    history.append(_record([1, 1, 1], [1, 1, 1], content_digest(text), path=".cursor/rules/style.mdc"))
+    moved = [ChangedFile(path="AGENTS.md", status=FileStatus.modified, families=["codex"])]
+    lines, missing = check_receipts(history, moved, lambda _path: text, "regression")
+    assert missing == ["AGENTS.md"], lines
+    assert "**no receipt**" in lines[0]
+    assert "passed only at `.cursor/rules/style.mdc`, never evaluated at this path" in lines[0]
+    kept = [ChangedFile(path=".cursor/rules/style.mdc", status=FileStatus.modified, families=["cursor"])]
+    assert check_receipts(history, kept, lambda _path: text, "regression")[1] == []

@@ -122,6 +122,6 @@ def test_an_evaluation_a_threshold_failed_is_no_receipt_for_its_head_content(tmp
     history.append(record_of(plan, s))
     receipt = history.receipt("head-digest")
     assert receipt is not None and len(receipt.evaluations) == 1
-    assert receipt.passing("regression") == []
+    assert receipt.passing("regression", "AGENTS.md") == []
     reason = receipt.evaluations[0].gate("regression").reason
     assert reason.startswith("pass threshold missed by head where base met it: b; verdict: improved")

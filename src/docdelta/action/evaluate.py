@@ -17,7 +17,7 @@ from docdelta.action.job import run_job
 from docdelta.action.no_change import nothing_to_evaluate
 from docdelta.action.plan import EVALUATING, plan_job_matrix
 from docdelta.action.publish import ActionContext, ActionResult, JobResults, post_comment, score_outputs
-from docdelta.action.settings import Output
+from docdelta.action.settings import ActionSettings, Output
 from docdelta.action.suggest_and_audit import loop_sections
 from docdelta.action.workspace import local_commit, pr_change
 from docdelta.errors import ConfigError
@@ -31,6 +31,7 @@ from docdelta.report.html import write_html
 from docdelta.report.render import fmt_verdict
 from docdelta.results.layout import REPORT_FILE
 from docdelta.scorecard import stats, thresholds
+from docdelta.scorecard.models import Summary
 from docdelta.vocabulary import HEAD
 
 
@@ -106,12 +107,22 @@ def _run_and_report(
     decision = stats.gate(summary.verdict, settings.fail_on, refused=summary.verdict_refused)
     decision = thresholds.with_thresholds(decision, summary)
     conclusion = Conclusion(decision.conclusion)
+    undecided = _undecided_on_prs_code(settings, summary)
+    if undecided:
+        conclusion = Conclusion.action_required
     # the verdict's statistical reason is in the comment's statistics fold, not here; a
     # blocking pass threshold is not, so the Gate line names it
     gate = f"**Gate** (`fail-on: {settings.fail_on}`): {conclusion.value} — {fmt_verdict(summary.verdict)}"
     if blocked := thresholds.gate_reason(summary):
         gate += f"; {blocked}"
     notes = [gate, *job.notes]
+    if undecided:
+        notes.append(
+            f"**No verdict on the PR's own code**, which changes {summary.confounds.code_changes} file(s) "
+            "besides its instruction files (so it may have stopped the hidden tests itself), and the job "
+            "matrix's aggregate job runs no agent to decide on base's code: rerun this evaluation with "
+            "`source: base`, or without the matrix, which does so by itself."
+        )
     if provenance:
         notes.append(provenance)
     if job.stopped:
@@ -156,12 +167,28 @@ def _run_and_report(
     return ActionResult(Activity.evaluate, conclusion, title, outputs)
 
 
+def _undecided_on_prs_code(settings: ActionSettings, summary: Summary) -> bool:
+    """A job matrix's aggregate job whose merged evaluation on the PR's code gave no verdict
+    (broken or saturated) while the PR changes other files than instruction files. One job
+    decides such an evaluation on base's code (`evaluation.evaluate`); this job runs no agent
+    and cannot, and a `neutral` check would let the PR's code move its own gate, so the check
+    asks a maintainer to (`action_required`, which a required check does not accept)."""
+    return (
+        settings.merge is not None
+        and settings.source == HEAD
+        and bool(summary.broken or summary.saturated)
+        and summary.confounds.code_changes > 0
+    )
+
+
 def _title(job: JobResults) -> str:
     """The check's title: the verdict and head's difference, or why there is none."""
     summary = job.summary
     kind = summary.verdict.kind if summary.verdict else "no verdict"
     delta = summary.head_vs_base.value
     title = f"{kind.replace('_', ' ')}: head - base {delta:+.2f}" if delta is not None else kind
+    if summary.decided_on_base:
+        title += " (decided on base's code: the PR's own code gave no verdict)"
     if summary.saturated:
         title = "no verdict: no score could move (every task at 0, or at 1, in every run and condition)"
     if summary.broken:

@@ -118,7 +118,7 @@ def run_job(
         cell_dir,
         manifest,
         tasks_dir,
-        deps.workdir,
+        done.store.workdir,  # `evaluation.on_base`'s own when it decided on base's code
         history,
     )
 

@@ -55,6 +55,7 @@ NODE = f"{NODE_HOME}/bin/node"
 """The Node binary the CLIs run on; not on PATH (see the module docstring)."""
 _NODE_OUT = "/opt/docdelta-node.bin"
 _LAYER_NAME = "docdelta-agent-layer"
+_AGENT_NAME = "docdelta-agent"
 CLI_PREFIX = "/opt/docdelta-agent"
 """`npm install -g --prefix` of the CLIs: packages in lib/node_modules, bins in bin/."""
 
@@ -188,7 +189,7 @@ def agent_image(
             _run(_LAUNCHERS.format(prefix=CLI_PREFIX, node=NODE)),
             f"LABEL {FROM_LAYER_LABEL}={layer.digest} {MADE_FOR_LABEL}={made_for}",
         ]
-        built = ensure_image(client, name="docdelta-agent", base=env.tag, steps=steps)
+        built = ensure_image(client, name=_AGENT_NAME, base=env.tag, steps=steps)
     if cache is not None:
         cache.keep(built.tag)
     return built
@@ -216,9 +217,23 @@ def _ready_image(client: DockerClient, made_for: str) -> BuiltImage | None:
     """An agent image the engine has for the same packages, Node version and environment
     image (`MADE_FOR_LABEL`), whatever layer it was copied from; None when there is none."""
     for image in client.images.list(filters={"label": f"{MADE_FOR_LABEL}={made_for}"}):
-        if image.tags:
-            return BuiltImage(tag=sorted(image.tags)[0], digest=str(image.id))
+        if own := sorted(t for t in image.tags if t.rpartition(":")[0] == _AGENT_NAME):
+            return BuiltImage(tag=own[0], digest=str(image.id))
     return None
+
+
+def _layer_tag(tag: str) -> bool:
+    """Whether `tag` is one docdelta gives a layer it built (`docdelta-agent-layer:<content
+    hash>`) or pulled (`<registry>/docdelta-agent-<agent>:<pin>`, `published_ref`).
+
+    Why a tag and not only the labels: labels are data any Dockerfile sets. A pull request's
+    own image built on a shared engine (a self-hosted runner whose CI runs `docker build -t
+    app:pr-7 .`) can carry this module's labels, but not a tag its workflow did not give it;
+    so a label alone never makes an image the agent's (`_ready_image` asks the same of an
+    agent image: `docdelta-agent:<content hash>`)."""
+    repository = tag.rpartition(":")[0]
+    registry, _, name = repository.rpartition("/")
+    return repository == _LAYER_NAME or bool(registry and name.startswith(f"{_AGENT_NAME}-"))
 
 
 def _local_layer(client: DockerClient, npm: Sequence[str], env: str) -> BuiltImage | None:
@@ -231,7 +246,8 @@ def _local_layer(client: DockerClient, npm: Sequence[str], env: str) -> BuiltIma
         found[own.tag] = client.images.get(own.tag)
     for image in client.images.list(filters={"label": f"{NPM_LABEL}={_npm_key(npm)}"}):
         for tag in sorted(image.tags):
-            found.setdefault(tag, image)
+            if _layer_tag(tag):
+                found.setdefault(tag, image)
     for ref, image in found.items():
         if _fits(client, image):
             return BuiltImage(tag=ref, digest=str(image.id))

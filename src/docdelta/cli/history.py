@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from docdelta.errors import ConfigError, ExitCode
@@ -100,7 +100,8 @@ def _receipt(args: argparse.Namespace) -> int:
     digest = content_digest(_file_bytes(args.repo, args.file, args.ref))
     receipt = history.receipt(digest)
     entries = receipt.evaluations if receipt else []
-    passing = receipt.passing(args.fail_on) if receipt else []
+    # the path as the history names it (`./AGENTS.md` is `AGENTS.md`): a receipt holds at one path
+    passing = receipt.passing(args.fail_on, PurePosixPath(args.file).as_posix()) if receipt else []
     if passing:
         last = passing[-1]
         print(

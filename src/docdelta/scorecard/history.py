@@ -130,13 +130,25 @@ class Receipt(Frozen):
     paths: list[str] = Field(description="where a file with this content was evaluated")
     evaluations: list[ReceiptEntry]
 
-    def passing(self, policy: GatePolicy) -> list[ReceiptEntry]:
-        """The evaluations that passed `policy`, oldest first."""
+    def passing(self, policy: GatePolicy, path: str) -> list[ReceiptEntry]:
+        """The evaluations that passed `policy` with this content at `path`, oldest first.
+
+        The same bytes at another path were not evaluated there: agents load files by path
+        (one agent reads `AGENTS.md`, none of them reads `.cursor/rules/x.mdc` but Cursor), so
+        a text that passed where the evaluated agent never read it has no receipt where it
+        does. An earlier version's entries name no path: theirs is the receipt's `paths`."""
         return [
             e
             for e in self.evaluations
-            if earns_receipt(e.verdict, e.verdict_refused, e.threshold_failures, policy)
+            if (e.path == path or (e.path is None and path in self.paths))
+            and earns_receipt(e.verdict, e.verdict_refused, e.threshold_failures, policy)
         ]
+
+    def passing_elsewhere(self, policy: GatePolicy, path: str) -> list[str]:
+        """The other paths this content passed `policy` at (the receipt line says so)."""
+        return sorted(
+            {e.path for e in self.evaluations if e.path and e.path != path and self.passing(policy, e.path)}
+        )
 
 
 def record_of(
@@ -328,7 +340,7 @@ def check_receipts(
             continue
         digest = content_digest(content(f.path))
         receipt = history.receipt(digest)
-        passing = receipt.passing(policy) if receipt else []
+        passing = receipt.passing(policy, f.path) if receipt else []
         if passing:
             last = passing[-1]
             where = f"PR #{last.pr}" if last.pr is not None else f"head `{last.head_sha[:12]}`"
@@ -340,6 +352,9 @@ def check_receipts(
         missing.append(f.path)
         tried = len(receipt.evaluations) if receipt else 0
         why = f"{tried} evaluation(s) of this content, none passing" if tried else "never evaluated"
+        if elsewhere := receipt.passing_elsewhere(policy, f.path) if receipt else []:
+            at = ", ".join(f"`{p}`" for p in elsewhere)
+            why = f"this content passed only at {at}, never evaluated at this path"
         lines.append(f"- `{f.path}` (`{digest[:12]}`): **no receipt** ({why})")
     return lines, missing
 
@@ -389,7 +404,7 @@ def _receipt_line(
     if digest is None:
         return f"Head deletes `{path}`: no content to hold a receipt."
     short = f"`{digest[:12]}`"
-    passing = earlier.passing(policy) if earlier is not None else []
+    passing = earlier.passing(policy, path) if earlier is not None else []
     if passing:
         last = passing[-1]
         where = f"PR #{last.pr}" if last.pr is not None else f"head `{last.head_sha[:12]}`"

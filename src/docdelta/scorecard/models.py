@@ -377,6 +377,12 @@ class Summary(Frozen):
         description="set when every task scored 0 in every run of every condition (or 1, none "
         "included): no score could move, so the scorecard leads with it and there is no verdict",
     )
+    decided_on_base: str | None = Field(
+        default=None,
+        description="set when the evaluation on the PR's own code (`source: head`) gave no verdict, "
+        "the PR changes other files than instruction files, and this verdict is on base's code "
+        "instead: why the PR's code gave none",
+    )
     instruction_usage: list[InstructionRef] = Field(
         default=[], description="commands and paths named by changed instruction lines, and who used them"
     )
