@@ -50,6 +50,8 @@ def _init(args: argparse.Namespace) -> int:
             f"drafted {len(result.drafts.drafts)} task(s) from {', '.join(result.sources)}: "
             "each is `reviewed: false` until you check it"
         )
+    if result.blind is not None:
+        print(f"warning   {result.blind.warning()}")
     print("next:")
     for n, command in enumerate(next_commands(repo, result), 1):
         print(f"  {n}. {command}")
