@@ -44,6 +44,9 @@ def test_init_writes_the_files_and_its_next_commands_run_as_printed(
     # the work tree's config, which the past commit's base does not hold
     assert "--config .docdelta.yml --workdir .docdelta-results" in commands[2]
     assert "added     /.docdelta-results/ to .gitignore" in out
+    # the copied workflow keeps results on a data branch whose base arms only the push workflow writes
+    assert "note      the workflow records each evaluation on the docdelta-results branch" in out
+    assert "only once docdelta-push.yml (examples/workflows) runs beside it" in out
     assert (repo.path / ".gitignore").read_text() == "/.docdelta-results/\n"
     for draft in drafts:  # the review the first command asks for
         draft.write_text(draft.read_text().replace("reviewed: false", "reviewed: true"))

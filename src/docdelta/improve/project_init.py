@@ -120,6 +120,32 @@ def init_project(repo: Repo, ref: str = "HEAD") -> InitResult:
     return result
 
 
+def docdelta_inputs(workflow: Path) -> list[dict[str, object]]:
+    """The `with:` inputs of each docdelta step of `workflow`; none when init cannot read it
+    (a workflow that is not YAML is the user's to check)."""
+    try:
+        doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    steps = [st for job in (jobs or {}).values() if isinstance(job, dict) for st in job.get("steps") or []]
+    return [
+        st["with"]
+        for st in steps
+        if isinstance(st, dict)
+        and str(st.get("uses", "")).startswith("docdelta/docdelta")
+        and isinstance(st.get("with"), dict)
+    ]
+
+
+def data_branch(workflow: Path) -> str | None:
+    """The data branch a docdelta step of `workflow` keeps results on (`results-store:
+    branch:NAME`), or None. Only docdelta-push.yml writes base arms there, and init does not
+    copy it (it runs agents on every push): the user is told, or PRs never reuse a base arm."""
+    stores = (str(inputs.get("results-store", "")) for inputs in docdelta_inputs(workflow))
+    return next((s.removeprefix("branch:") for s in stores if s.startswith("branch:")), None)
+
+
 def _loads(agent: str, path: str) -> bool:
     return any(agent in r.families and r.mode is LoadMode.always for r in rules_for(path))
 
@@ -129,20 +155,7 @@ def blind_agent(workflow: Path, sources: list[str]) -> BlindAgent | None:
     loads none of `sources`. The shipped example runs Claude Code, which reads CLAUDE.md but
     not AGENTS.md: on an AGENTS.md-only repository every PR would pay for a matrix whose
     conditions the agent cannot tell apart, and only the scorecard would say so, afterwards."""
-    try:
-        doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None  # a workflow init cannot read is the user's to check
-    jobs = doc.get("jobs") if isinstance(doc, dict) else None
-    steps = [st for job in (jobs or {}).values() if isinstance(job, dict) for st in job.get("steps") or []]
-    agents = {
-        str(st["with"]["agent"])
-        for st in steps
-        if isinstance(st, dict)
-        and str(st.get("uses", "")).startswith("docdelta/docdelta")
-        and isinstance(st.get("with"), dict)
-        and "agent" in st["with"]
-    }
+    agents = {str(inputs["agent"]) for inputs in docdelta_inputs(workflow) if "agent" in inputs}
     upstreams = {u.name: u.key_from for u in ProjectConfig().gateway.upstreams}
     for agent in sorted(agents & KNOWN_FAMILIES):
         if any(_loads(agent, p) for p in sources):
