@@ -100,3 +100,28 @@ def test_a_model_agent_without_a_cap_is_told_nothing_bounds_its_spend() -> None:
     )
     assert "no spend cap" in ahead.markdown()  # the Action's job summary says it too
     assert replace(ahead, done=288).lines()[-1].endswith("0 to run: nothing to spend")  # nothing to bound
+
+
+def test_the_forecast_warns_before_spending_when_the_agent_reads_no_changed_file() -> None:
+    """Claude Code does not load AGENTS.md: a matrix on an AGENTS.md edit can only tie, which
+    the scorecard says afterwards; the forecast says it before the money is spent."""
+    ahead = Forecast(
+        agent="claude_code",
+        model="claude-sonnet-4-5",
+        planned=12,
+        done=0,
+        jobs=1,
+        adaptive=False,
+        cost=None,
+        seconds=None,
+        samples=0,
+        calls_model=True,
+        cap_usd=5.0,
+        unread=("AGENTS.md",),
+    )
+    assert ahead.lines()[-2:] == [
+        "AGENTS.md changed, but claude_code does not read it natively: these runs cannot tell base from "
+        "head; use an agent that reads it (docs/agents.md), or an instruction file this one loads that "
+        "imports it",
+        "spend cap: $5.00: no run starts once model spend could pass it",
+    ]

@@ -29,9 +29,11 @@ from pydantic import ValidationError
 from docdelta.experiment.plan import Experiment
 from docdelta.experiment.reuse import CachedArm
 from docdelta.experiment.runner import INCOMPLETE
+from docdelta.instructions.detect import unread_by
 from docdelta.results.backends import ArmStore
 from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import ResultStore
+from docdelta.text import listing
 
 log = logging.getLogger("docdelta.experiment.forecast")
 
@@ -96,6 +98,9 @@ class Forecast:
     """Some column's agent calls a model API (through the gateway), so the runs cost money."""
     cap_usd: float | None = None
     """The spend cap (`--cap-usd`, the Action's `cap-usd`); None: none."""
+    unread: tuple[str, ...] = ()
+    """Changed instruction files the agent does not read (`unread_by`): what the matrix
+    spends cannot tell their conditions apart, so it is said before, not only in the scorecard."""
 
     @property
     def to_run(self) -> int:
@@ -105,7 +110,21 @@ class Forecast:
         return f"{self.agent}" + (f" with model {self.model}" if self.model else "")
 
     def _bound(self) -> list[str]:
-        """What bounds the spend: the cap, or (a model agent without one) that nothing does."""
+        """What bounds the spend: the cap, or (a model agent without one) that nothing does;
+        first, whether the agent reads the changed files at all."""
+        blind = (
+            [
+                f"{listing(list(self.unread))} changed, but {self.agent} does not read "
+                f"{'it' if len(self.unread) == 1 else 'them'} natively: these runs cannot tell base "
+                "from head; use an agent that reads it (docs/agents.md), or an instruction file this one "
+                "loads that imports it"
+            ]
+            if self.unread
+            else []
+        )
+        return blind + self._cap()
+
+    def _cap(self) -> list[str]:
         if self.cap_usd is not None:
             return [f"spend cap: ${self.cap_usd:,.2f}: no run starts once model spend could pass it"]
         if self.calls_model:
@@ -187,6 +206,7 @@ def forecast(
         samples=len(earlier),
         calls_model=calls_model,
         cap_usd=cap_usd,
+        unread=tuple(unread_by(agent.name, exp.detection)),
     )
 
 
