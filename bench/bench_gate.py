@@ -25,6 +25,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+import yaml
+
+from docdelta.demo import examples_dir
 from docdelta.scorecard.decision import Design
 from docdelta.scorecard.models import VerdictKind
 from docdelta.scorecard.power import Scenario, Simulation, drop_scenario, interval_coverage, simulate, wilson
@@ -45,6 +48,16 @@ the one auto's saving is measured against."""
 GATE_HEAD = 10
 """The head size at which the gate itself (base estimated from the pooled runs, Holm over
 four hypotheses) first reaches POOLED_TARGET: 8 gave 62%, 10 gives 72% (--seed 5150)."""
+
+
+def _example_repeats() -> int:
+    """The fixed `repeats` the shipped pull-request workflow (what `docdelta init` copies) runs."""
+    doc = yaml.safe_load((examples_dir("workflows") / "docdelta-pr.yml").read_text(encoding="utf-8"))
+    steps = [st for job in doc["jobs"].values() for st in job["steps"]]
+    return next(int(st["with"]["repeats"]) for st in steps if "docdelta/docdelta" in st.get("uses", ""))
+
+
+EXAMPLE_REPEATS = _example_repeats()
 
 
 def binom_cdf(c: int, n: int, p: float) -> float:
@@ -122,6 +135,11 @@ def cases() -> list[Case]:
             Design.fixed(smallest_head(DEFAULT_ALPHA / 4)),
         ),
         Case(f"drop, {POOLED_BASE} pooled, head fixed {GATE_HEAD}", pooled, Design.fixed(GATE_HEAD)),
+        # Last, so the cases above keep their seeds: the examples' own design (examples/workflows).
+        Case(
+            f"A/A fixed {EXAMPLE_REPEATS} (example workflows)", aa["bernoulli"], Design.fixed(EXAMPLE_REPEATS)
+        ),
+        Case(f"drop fixed {EXAMPLE_REPEATS} (example workflows)", drop, Design.fixed(EXAMPLE_REPEATS)),
     ]
 
 

@@ -11,8 +11,10 @@ Run it with `docdelta run --agent command --agent-cmd "python3 examples/agents/g
 
 Its "reasoning" is a word match: it answers with the instruction-file line that shares the
 most words with the question, and offers the line's `code spans` as commands, or, for a
-comment line of a shell code block (`# Typecheck`), the command lines under it. Replace
-`best_line` with a call to your own agent; keep the input and output as they are.
+comment line of a shell code block (`# Typecheck`), the command lines under it. A yes/no
+question gets a verdict: "no" when the line forbids something (and then its spans are what
+not to run, so it offers none), else "yes". Replace `best_line` with a call to your own
+agent; keep the input and output as they are.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ STOPWORDS = frozenset({"the", "and", "for", "this", "that", "which", "what", "sh
 CODE_SPAN = re.compile(r"`([^`]+)`")
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 SHELL_FENCES = ("", "sh", "bash", "shell", "console", "zsh")
+YES_NO = re.compile(r"^\s*(is|are|can|could|may|should|must|do|does|will)\b|yes or no", re.IGNORECASE)
+"""A question that asks for a verdict (the prompt's answer format wants "yes" or "no")."""
+FORBIDS = re.compile(r"\b(never|not|don't|do not|must not|forbidden|no)\b", re.IGNORECASE)
+"""A rule that forbids: the answer to "may I ...?" is no."""
 
 
 def question(prompt: str) -> str:
@@ -86,17 +92,19 @@ def best_line(text: str) -> tuple[str, int, int, str, list[str]] | None:
 
 
 def main() -> int:
-    found = best_line(question(sys.stdin.read()))
+    asked = question(sys.stdin.read())
+    found = best_line(asked)
     if found is None:
         answer = {"answer": "The repository's instruction files do not say.", "commands": [], "files": []}
     else:
         path, first, last, line, commands = found
+        forbids = bool(FORBIDS.search(line))
         answer = {
             "answer": line,
-            "commands": commands,
+            "commands": [] if forbids else commands,
             "files": [path],
             "citations": [{"path": path, "lines": f"{first}-{last}"}],
-            "verdict": None,
+            "verdict": ("no" if forbids else "yes") if YES_NO.search(asked) else None,
         }
     metrics = os.environ.get("DOCDELTA_METRICS")
     if metrics:

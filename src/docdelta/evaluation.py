@@ -434,7 +434,15 @@ def _evaluate(
             secrets=keys.secrets(),
         )
         cells = exp.manifest.order if options.shard is None else options.shard.cells(exp.manifest.order)
-        ahead = forecast(exp, store, cells, jobs=options.jobs, history=deps.cache)
+        ahead = forecast(
+            exp,
+            store,
+            cells,
+            jobs=options.jobs,
+            history=deps.cache,
+            calls_model=any(a.network == "gateway" for a in [agent, *(arm.agent for arm in arms)]),
+            cap_usd=options.cap_usd,
+        )
         for line in ahead.lines():
             print(f"docdelta: forecast: {line}", file=deps.stream)
         if deps.job_summary is not None:

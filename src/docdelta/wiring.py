@@ -194,6 +194,7 @@ def build_provider(
     shown = [*named, *own]
     ro_paths, env = [str(p) for p in shown], sandbox_env(config.sandbox)
     if choice.name == "docker":
+        gateway_keys = _gateway_keys(agent, keys, config.gateway.upstreams)
         from docdelta.gateway.config import ANTHROPIC, GEMINI, OPENAI  # noqa: PLC0415
         from docdelta.sandbox import docker as docker_sandbox  # noqa: PLC0415
         from docdelta.sandbox.gateway_container import GatewayContainer, gateway_image  # noqa: PLC0415
@@ -205,16 +206,13 @@ def build_provider(
         kind = type(agent) if agent is not None else image_agent
         built = _agent_image(client, image_config, repo.root, kind)
         gateway, server = None, None
-        if agent is not None and agent.network == "gateway":
-            if not keys:
-                wanted = ", ".join(u.key_from for u in config.gateway.upstreams)
-                raise ConfigError(
-                    "the model gateway has no API key", hint=f"set one of {wanted} in the environment"
-                )
+        if agent is not None and gateway_keys is not None:
             image = gateway_image(client, image_config.base).tag
             # The run's model is the only one its requests may name (agent.model: None = any priced).
             pinned = config.gateway.model_copy(update={"model": agent.model})
-            gateway = GatewayContainer(pinned, image, keys, egress_network=config.gateway.egress_network)
+            gateway = GatewayContainer(
+                pinned, image, gateway_keys, egress_network=config.gateway.egress_network
+            )
             if config.gateway.egress_network:  # a local model server: ask it what it serves
                 from docdelta.sandbox.upstream_identity import model_servers  # noqa: PLC0415
 
@@ -250,6 +248,24 @@ def build_provider(
     # evaluate is the one that runs the preflight, so it is used, not made for nothing).
     slots.mine()
     return BuiltSandbox(slots, agent_files=tuple(own))
+
+
+def _gateway_keys(agent: Agent | None, keys: Keys | None, upstreams: Sequence[Upstream]) -> Keys | None:
+    """The keys of the gateway a model agent needs, None for an agent without one. No key is
+    refused here, before any image is pulled or built (a first build takes minutes), naming
+    the variable of the API the agent speaks."""
+    if agent is None or agent.network != "gateway":
+        return None
+    if keys:
+        return keys
+    own = next((u for u in upstreams if u.name == agent.upstream), None)
+    if own is None:
+        wanted = ", ".join(u.key_from for u in upstreams)
+        raise ConfigError("the model gateway has no API key", hint=f"set one of {wanted} in the environment")
+    raise ConfigError(
+        f"the model gateway has no API key for {agent.name}, which speaks to the {own.name} API",
+        hint=f"set {own.key_from} in the environment (Action: the api-key input)",
+    )
 
 
 def _agent_image(

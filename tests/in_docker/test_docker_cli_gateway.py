@@ -38,7 +38,7 @@ def modelserver_script() -> Script:
 
 
 def test_a_model_agent_runs_through_the_cli_behind_the_gateway(
-    tmp_path: Path, egress: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, egress: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = f"""\
 gateway:
@@ -71,6 +71,8 @@ gateway:
         "--conditions", "base,head", "--repeats", "1",
     ]  # fmt: skip
     assert main(args) == 0
+    # `run` never asks before spending: the forecast says nothing bounds a model agent's spend
+    assert "docdelta: forecast: no spend cap: nothing stops the model spend" in capsys.readouterr().err
 
     results = {
         r.cell.condition: r

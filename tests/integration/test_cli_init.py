@@ -44,6 +44,9 @@ def test_init_writes_the_files_and_its_next_commands_run_as_printed(
     # the work tree's config, which the past commit's base does not hold
     assert "--config .docdelta.yml --workdir .docdelta-results" in commands[2]
     assert "added     /.docdelta-results/ to .gitignore" in out
+    # the copied workflow keeps results on a data branch whose base arms only the push workflow writes
+    assert "note      the workflow records each evaluation on the docdelta-results branch" in out
+    assert "only once docdelta-push.yml (examples/workflows) runs beside it" in out
     assert (repo.path / ".gitignore").read_text() == "/.docdelta-results/\n"
     for draft in drafts:  # the review the first command asks for
         draft.write_text(draft.read_text().replace("reviewed: false", "reviewed: true"))
@@ -109,3 +112,30 @@ def test_init_that_finds_no_rule_does_not_ask_to_review_drafts(
     out = capsys.readouterr().out
     assert "drafted 0 task(s) from AGENTS.md: no concrete rule found" in out
     assert "reviewed: false" not in out
+
+
+def test_init_warns_when_the_workflow_agent_cannot_read_the_instruction_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shipped workflow runs Claude Code, which does not load AGENTS.md: on a repository
+    with only AGENTS.md every evaluation would tie, so init says so and names who reads it."""
+    repo = _repo(tmp_path)
+    assert main(["init", "--repo", str(repo.path)]) == 0
+    warning = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("warning"))
+    assert "the workflow's agent claude_code does not read AGENTS.md" in warning
+    assert "in .github/workflows/docdelta.yml set `agent:`" in warning
+    assert "codex (secret OPENAI_API_KEY)" in warning and "opencode (secret OPENAI_API_KEY)" in warning
+
+    workflow = repo.path / ".github/workflows/docdelta.yml"
+    workflow.write_text(workflow.read_text().replace("agent: claude_code", "agent: codex"))
+    assert main(["init", "--repo", str(repo.path)]) == 0  # the user's workflow, kept and checked
+    assert "warning" not in capsys.readouterr().out
+
+
+def test_init_does_not_warn_when_claude_code_loads_the_rules_through_claude_md(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = GitRepo.init(tmp_path / "proj")
+    repo.commit({"README.md": "# proj\n", "AGENTS.md": AGENTS, "CLAUDE.md": "@AGENTS.md\n"})
+    assert main(["init", "--repo", str(repo.path)]) == 0
+    assert "warning" not in capsys.readouterr().out

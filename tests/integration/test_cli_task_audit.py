@@ -139,3 +139,30 @@ def test_a_gold_item_found_in_many_files_names_ten_and_counts_the_rest(
     assert main(["tasks", "audit", "--repo", str(repo.path), "--tasks", str(tasks)]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if "`make check` in" in x]
     assert "scripts/s009.sh and 140 more" in line and "scripts/s010.sh" not in line
+
+
+def test_a_gold_file_no_file_names_says_so_and_that_it_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gold file the rules describe only by module name (`pkg.config`) is unattainable by
+    the audit's count, which the line says in words, and it says the file is there all the same."""
+    repo = GitRepo.init(tmp_path / "proj")
+    task = (
+        "id: config\nprompt: Where do config models go?\n"
+        "gold:\n  files: [src/pkg/config.py, src/pkg/gone.py]\nreviewed: true\n"
+    )
+    repo.commit(
+        {
+            "AGENTS.md": "# Agents\n\n- `pkg.config` owns config models.\n",
+            "src/pkg/config.py": "MODELS = []\n",
+            ".docdelta/tasks/config.yaml": task,
+        }
+    )
+    capsys.readouterr()
+    assert (
+        main(["tasks", "audit", "--repo", str(repo.path), "--tasks", str(repo.path / ".docdelta/tasks")]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "file `src/pkg/config.py` named in no file (the file exists: an agent may still find it" in out
+    assert "file `src/pkg/gone.py` stated in no file" in out
+    assert "nowhere" not in out

@@ -32,7 +32,7 @@ KNOWN: dict[str, dict[str, dict[str, Any]]] = {
         "tool-uv": {"commands": ["uv"]},
         "never-use-pip-or-conda-for-dependency-management": {"verdict": "no"},
         "rule-make-build": {"commands": ["make build"], "guardrails": ["make build-prices"]},
-        "never-overwrite-a-prices-block-when-a-provider-c": {"verdict": "no"},
+        "never-overwrite-a-prices-block-when-a-provider": {"verdict": "no"},
         "never-reach-for-no-verify": {"verdict": "no", "guardrails": ["--no-verify"]},
         "tool-make-test-all-python": {"commands": ["make test-all-python"]},
     },
@@ -46,7 +46,7 @@ KNOWN: dict[str, dict[str, dict[str, Any]]] = {
         "rule-cargo-insta-test-all-features-accept": {
             "commands": ["cargo insta test --all-features --accept"]
         },
-        "never-use-cargo-insta-review-or-make-snapshot-te": {
+        "never-use-cargo-insta-review-or-make-snapshot": {
             "verdict": "no",
             "guardrails": ["cargo insta review", "make snapshot-tests"],
         },
@@ -100,7 +100,7 @@ def test_reviewed_drafts_grade_a_command_agent_by_what_each_condition_holds(
     tasks.mkdir()
     chosen = ["command-make-test", "tool-uv", "rule-make-build"]
     chosen += [
-        "never-overwrite-a-prices-block-when-a-provider-c",
+        "never-overwrite-a-prices-block-when-a-provider",
         "never-use-pip-or-conda-for-dependency-management",
     ]
     for task_id in chosen:
@@ -128,7 +128,7 @@ def test_reviewed_drafts_grade_a_command_agent_by_what_each_condition_holds(
         # head's line, not in base either.
         "command-make-test": (0.0, 1.0, 0.0),
         # The rule came later; README (all that `none` has) does not state it.
-        "never-overwrite-a-prices-block-when-a-provider-c": (0.0, 1.0, 0.0),
+        "never-overwrite-a-prices-block-when-a-provider": (0.0, 1.0, 0.0),
         # Base says "Run `make build` after editing provider YAML files": no word of the
         # question's. Everywhere the agent recommends no `make build-prices` (the guardrail).
         "rule-make-build": (0.33, 1.0, 0.33),
@@ -150,7 +150,7 @@ def test_rules_the_reviewed_real_tasks_already_ask_about_are_not_drafted_again(
     assert (
         "not drafted: 3 rule(s) that tasks in "
         f"{out} already cover: rule-make-build (build-target), "
-        "never-overwrite-a-prices-block-when-a-provider-c (price-history), "
+        "never-overwrite-a-prices-block-when-a-provider (price-history), "
         "never-hand-edit-tests-dataset-usages-json-or-add (usages-json)"
     ) in printed
     assert not (out / "rule-make-build.yaml").exists() and (out / "command-make-test.yaml").exists()

@@ -11,6 +11,8 @@ from types import ModuleType
 import pytest
 import yaml
 
+from docdelta.agents import agent_class, agent_names
+from docdelta.agents.base import GatewayAgent
 from docdelta.tasks.models import Task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +92,43 @@ def test_the_task_pages_example_is_a_valid_task_with_both_shapes_of_gold_command
     task = Task.model_validate(yaml.safe_load(example))
     assert [type(c) for c in task.gold.commands] == [str, list]
     assert "## How an answer is scored" in page
+
+
+def test_the_power_the_docs_state_for_the_example_workflows_is_for_the_repeats_they_ship() -> None:
+    """The README's headline figures are for `repeats: auto`; the workflows `init` copies run a
+    fixed number, so the README and action.md say what that number detects. A change to the
+    examples' repeats must move those sentences (and the bench rows they quote) with it."""
+    shipped = set()
+    for path in sorted((ROOT / "examples" / "workflows").glob("*.yml")):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in job["steps"]:
+                repeats = (
+                    (step.get("with") or {}).get("repeats")
+                    if "docdelta/docdelta" in step.get("uses", "")
+                    else None
+                )
+                if isinstance(repeats, int) and path.name != "docdelta-matrix.yml":
+                    shipped.add(repeats)
+    assert len(shipped) == 1, f"the evaluating example workflows disagree on repeats: {shipped}"
+    (n,) = shipped
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    action = " ".join((ROOT / "docs" / "action.md").read_text().split())
+    assert f"The example workflows (and the one `docdelta init` writes) run a fixed `repeats: {n}`" in readme
+    assert f"**`repeats: {n}` is cheap, not sensitive.** The examples run a fixed {n} repeats" in action
+
+
+def test_the_agents_table_states_each_model_agents_default_model() -> None:
+    """A user switching `agent:` (say to codex, for AGENTS.md) must know which model it runs
+    and so what it costs: each model agent's row names its default, or says it has none."""
+    rows = {
+        m.group(1): line
+        for line in (ROOT / "docs" / "agents.md").read_text().splitlines()
+        if (m := re.match(r"\| `(\w+)` \|", line))
+    }
+    for name in agent_names():
+        kind = agent_class(name)
+        if not issubclass(kind, GatewayAgent):
+            continue
+        default = kind.default_model
+        wanted = f"model `{default}` unless `--model`/`model:`" if default else "no default model"
+        assert wanted in rows[name], (name, wanted)

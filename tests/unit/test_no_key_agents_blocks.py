@@ -14,7 +14,9 @@ import pytest
 from samples import ONE_SHELL_BLOCK
 
 from docdelta.agents.fake_agent import solve
+from docdelta.agents.models import AgentAnswer
 from docdelta.agents.prompt import build_prompt
+from docdelta.grading.answer import score_answer
 from docdelta.improve.task_draft import draft_from_text
 from docdelta.tasks.models import Task
 
@@ -99,3 +101,17 @@ def test_both_agents_answer_every_task_drafted_from_such_a_block(tmp_path: Path)
         prompt = build_prompt(draft.task)
         assert _grep_agent(root, prompt)["commands"] == draft.task.gold.commands, draft.task.id
         assert _fake_agent(root, prompt)["commands"] == draft.task.gold.commands, draft.task.id
+
+
+def test_grep_agent_passes_the_yes_no_task_init_drafts_from_a_rule_that_forbids(tmp_path: Path) -> None:
+    """`docdelta init` drafts a verdict task from a "Do not ..." rule and prints a run with the
+    example grep agent: the agent must give the verdict and not recommend what the rule forbids."""
+    rules = "# Agents\n\n- Do not `git commit` anything unless instructed to do so.\n- Run `make test`.\n"
+    (tmp_path / "AGENTS.md").write_text(rules)
+    (draft,) = [d for d in draft_from_text(rules, "AGENTS.md") if d.task.gold.verdict]
+    answer = _grep_agent(tmp_path, build_prompt(draft.task))
+    assert answer["verdict"] == "no" and answer["commands"] == []
+    score = score_answer(draft.task, AgentAnswer.model_validate(answer), tmp_path)
+    assert score.value == 1.0, score.items
+    may = Task(id="t", prompt="Which make target runs the test suite?", reviewed=True)
+    assert _grep_agent(tmp_path, build_prompt(may)).get("verdict") is None  # no verdict where none is asked

@@ -316,3 +316,9 @@ Run the tests with `make test` before you push.
 def test_a_script_that_sets_up_state_for_its_later_lines_drafts_nothing() -> None:
     drafts = draft_from_text(HARNESS, "SKILL.md")
     assert [d.task.gold.commands for d in drafts] == [["make test"]]
+
+
+def test_a_long_rule_gives_an_id_cut_between_words() -> None:
+    text = "# Agents\n\n- Do not `git commit` anything unless instructed to do so.\n"
+    (draft,) = draft_from_text(text, "AGENTS.md")
+    assert draft.task.id == "never-git-commit-anything-unless-instructed-to"

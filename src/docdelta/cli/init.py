@@ -28,12 +28,26 @@ def add_parser(sub: Any) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from docdelta.improve.project_init import GITIGNORE_LINE, TASKS_DIR, init_project, next_commands
+    from docdelta.improve.project_init import (
+        GITIGNORE_LINE,
+        TASKS_DIR,
+        WORKFLOW,
+        data_branch,
+        init_project,
+        next_commands,
+    )
 
     repo = Repo(args.repo)
     result = init_project(repo, args.ref)
     for path in result.written:
         print(f"wrote     {path.relative_to(repo.root)}")
+    branch = data_branch(repo.root / WORKFLOW) if repo.root / WORKFLOW in result.written else None
+    if branch is not None:
+        print(
+            f"note      the workflow records each evaluation on the {branch} branch; a pull request "
+            "reuses a base arm from it only once docdelta-push.yml (examples/workflows) runs beside "
+            "it, on every push to main, with the same agent and repeats (docs/action.md)"
+        )
     for path in result.kept:
         print(f"kept      {path.relative_to(repo.root)} (exists; not overwritten)")
     if result.gitignored:
@@ -50,6 +64,8 @@ def _init(args: argparse.Namespace) -> int:
             f"drafted {len(result.drafts.drafts)} task(s) from {', '.join(result.sources)}: "
             "each is `reviewed: false` until you check it"
         )
+    if result.blind is not None:
+        print(f"warning   {result.blind.warning()}")
     print("next:")
     for n, command in enumerate(next_commands(repo, result), 1):
         print(f"  {n}. {command}")

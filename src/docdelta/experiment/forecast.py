@@ -11,7 +11,9 @@ left out.
 The estimate is the mean per run times the runs left, with the mean's 95% t-interval
 (normal-theory, from the samples' spread) stated beside it, and the wall time divided by
 the runs at once (`--jobs`). It is a forecast, not a bound: the spend cap (`--cap-usd`)
-is what bounds a matrix.
+is what bounds a matrix, so when the agent calls a model the forecast also says whether a
+cap holds and, when none does, how to set one: nothing else stands between the command
+and the spend (`run` never stops to ask).
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from pydantic import ValidationError
 from docdelta.experiment.plan import Experiment
 from docdelta.experiment.reuse import CachedArm
 from docdelta.experiment.runner import INCOMPLETE
+from docdelta.instructions.detect import unread_by
 from docdelta.results.backends import ArmStore
 from docdelta.results.models import Cell, RunResult
 from docdelta.results.store import ResultStore
+from docdelta.text import listing
 
 log = logging.getLogger("docdelta.experiment.forecast")
 
@@ -90,6 +94,13 @@ class Forecast:
     """Wall seconds per run (start to result, grading included)."""
     samples: int
     """Earlier runs of this agent and model the estimate could draw on."""
+    calls_model: bool = False
+    """Some column's agent calls a model API (through the gateway), so the runs cost money."""
+    cap_usd: float | None = None
+    """The spend cap (`--cap-usd`, the Action's `cap-usd`); None: none."""
+    unread: tuple[str, ...] = ()
+    """Changed instruction files the agent does not read (`unread_by`): what the matrix
+    spends cannot tell their conditions apart, so it is said before, not only in the scorecard."""
 
     @property
     def to_run(self) -> int:
@@ -97,6 +108,31 @@ class Forecast:
 
     def _who(self) -> str:
         return f"{self.agent}" + (f" with model {self.model}" if self.model else "")
+
+    def _bound(self) -> list[str]:
+        """What bounds the spend: the cap, or (a model agent without one) that nothing does;
+        first, whether the agent reads the changed files at all."""
+        blind = (
+            [
+                f"{listing(list(self.unread))} changed, but {self.agent} does not read "
+                f"{'it' if len(self.unread) == 1 else 'them'} natively: these runs cannot tell base "
+                "from head; use an agent that reads it (docs/agents.md), or an instruction file this one "
+                "loads that imports it"
+            ]
+            if self.unread
+            else []
+        )
+        return blind + self._cap()
+
+    def _cap(self) -> list[str]:
+        if self.cap_usd is not None:
+            return [f"spend cap: ${self.cap_usd:,.2f}: no run starts once model spend could pass it"]
+        if self.calls_model:
+            return [
+                "no spend cap: nothing stops the model spend before the matrix ends; "
+                "pass --cap-usd USD (Action input cap-usd) to bound it"
+            ]
+        return []
 
     def lines(self) -> list[str]:
         """The forecast as plain lines (the CLI's stderr; the job summary's list)."""
@@ -108,6 +144,7 @@ class Forecast:
             return [
                 runs,
                 f"no estimate: no earlier results of {self._who()} in this workdir or the results store",
+                *self._bound(),
             ]
         out = [runs]
         if self.seconds is not None:
@@ -124,7 +161,7 @@ class Forecast:
                 f"estimated cost: ${self.cost.total(self.to_run)} "
                 f"(mean ${self.cost.mean:.4f} per run over {self.cost.samples} earlier runs)"
             )
-        return out
+        return [*out, *self._bound()]
 
     def markdown(self) -> str:
         """For the Action's job summary, written before the matrix starts."""
@@ -138,8 +175,11 @@ def forecast(
     *,
     jobs: int,
     history: ArmStore | None = None,
+    calls_model: bool = False,
+    cap_usd: float | None = None,
 ) -> Forecast:
-    """The forecast for running `cells` of `exp` with results already in `store`."""
+    """The forecast for running `cells` of `exp` with results already in `store`;
+    `calls_model` and `cap_usd` say what bounds the spend (`Forecast.cap_usd`)."""
     agent = exp.manifest.agent
     done = sum(1 for c in cells if _complete(store.load(exp.repo_name, c)))
     # The workdir holds one experiment (planning refuses another), so one agent and model.
@@ -164,6 +204,9 @@ def forecast(
         cost=Estimate.of([c for c in costs if c >= 0]),
         seconds=Estimate.of([s for s in seconds if s >= 0]),
         samples=len(earlier),
+        calls_model=calls_model,
+        cap_usd=cap_usd,
+        unread=tuple(unread_by(agent.name, exp.detection)),
     )
 
 

@@ -15,11 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from docdelta.agents import agent_names, agent_upstream
+from docdelta.config import ProjectConfig
 from docdelta.demo import examples_dir
 from docdelta.errors import ConfigError
 from docdelta.git import Repo
 from docdelta.improve.task_draft import DraftSet, draft_tasks, existing_tasks, write_drafts
-from docdelta.instructions.detect import InstructionMatcher, instruction_files
+from docdelta.instructions.detect import KNOWN_FAMILIES, InstructionMatcher, instruction_files
 from docdelta.instructions.loading import rules_for
 from docdelta.instructions.models import LoadMode
 from docdelta.vocabulary import CONFIG_PATH
@@ -54,6 +58,28 @@ class InitResult:
     """None when the tasks folder existed: nothing was drafted into it."""
     gitignored: bool = False
     """`.gitignore` gained the workdir's line this time."""
+    blind: BlindAgent | None = None
+    """The workflow's agent reads none of the drafted-from files: its evaluations would tie."""
+
+
+@dataclass(frozen=True)
+class BlindAgent:
+    """The workflow's agent and the instruction files it never loads, with the agents that
+    load them (each with the variable its API key comes from, the secret to switch to)."""
+
+    agent: str
+    unread: list[str]
+    readers: dict[str, str]
+
+    def warning(self) -> str:
+        files = ", ".join(self.unread)
+        others = ", ".join(f"{name} (secret {key})" for name, key in self.readers.items())
+        switch = f"set `agent:` to one that reads it, {others}, and the secret with it, or " if others else ""
+        return (
+            f"the workflow's agent {self.agent} does not read {files}, so every evaluation of an edit "
+            f"to it would tie: in {WORKFLOW} {switch}add an instruction file {self.agent} loads that "
+            "imports it (docs/instructions.md)"
+        )
 
 
 def always_loaded(repo: Repo, ref: str) -> list[str]:
@@ -90,7 +116,57 @@ def init_project(repo: Repo, ref: str = "HEAD") -> InitResult:
         result.drafts = draft_tasks(repo, ref, sources, existing_tasks(tasks))
         result.written += write_drafts(result.drafts, tasks)[0]
     result.gitignored = _ignore_workdir(repo.root / ".gitignore")
+    result.blind = blind_agent(repo.root / WORKFLOW, sources)
     return result
+
+
+def docdelta_inputs(workflow: Path) -> list[dict[str, object]]:
+    """The `with:` inputs of each docdelta step of `workflow`; none when init cannot read it
+    (a workflow that is not YAML is the user's to check)."""
+    try:
+        doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    steps = [st for job in (jobs or {}).values() if isinstance(job, dict) for st in job.get("steps") or []]
+    return [
+        st["with"]
+        for st in steps
+        if isinstance(st, dict)
+        and str(st.get("uses", "")).startswith("docdelta/docdelta")
+        and isinstance(st.get("with"), dict)
+    ]
+
+
+def data_branch(workflow: Path) -> str | None:
+    """The data branch a docdelta step of `workflow` keeps results on (`results-store:
+    branch:NAME`), or None. Only docdelta-push.yml writes base arms there, and init does not
+    copy it (it runs agents on every push): the user is told, or PRs never reuse a base arm."""
+    stores = (str(inputs.get("results-store", "")) for inputs in docdelta_inputs(workflow))
+    return next((s.removeprefix("branch:") for s in stores if s.startswith("branch:")), None)
+
+
+def _loads(agent: str, path: str) -> bool:
+    return any(agent in r.families and r.mode is LoadMode.always for r in rules_for(path))
+
+
+def blind_agent(workflow: Path, sources: list[str]) -> BlindAgent | None:
+    """Whether the docdelta step of `workflow` (written now or the user's) runs an agent that
+    loads none of `sources`. The shipped example runs Claude Code, which reads CLAUDE.md but
+    not AGENTS.md: on an AGENTS.md-only repository every PR would pay for a matrix whose
+    conditions the agent cannot tell apart, and only the scorecard would say so, afterwards."""
+    agents = {str(inputs["agent"]) for inputs in docdelta_inputs(workflow) if "agent" in inputs}
+    upstreams = {u.name: u.key_from for u in ProjectConfig().gateway.upstreams}
+    for agent in sorted(agents & KNOWN_FAMILIES):
+        if any(_loads(agent, p) for p in sources):
+            continue
+        readers = {
+            name: upstreams[up]
+            for name in agent_names()
+            if (up := agent_upstream(name)) in upstreams and all(_loads(name, p) for p in sources)
+        }
+        return BlindAgent(agent, sources, readers)
+    return None
 
 
 def _ignore_workdir(gitignore: Path) -> bool:

@@ -33,6 +33,7 @@ from pydantic import Field
 from docdelta.agents.models import RunStatus
 from docdelta.config import ProjectConfig, matcher
 from docdelta.git import Repo
+from docdelta.grading.answer import normalize_path
 from docdelta.instructions.globs import GlobSet
 from docdelta.instructions.loading import GitTree, instruction_links
 from docdelta.results.store import ResultStore
@@ -74,6 +75,10 @@ class ItemAudit(Frozen):
     label: GoldLabel
     leaked: bool = Field(description="the task prompt states it")
     found_in: dict[FileKind, list[str]] = Field(default={}, description="kind -> files that hold it")
+    in_tree: bool = Field(
+        default=False,
+        description="a file item whose path the tree holds: named by no file, listing may still find it",
+    )
 
 
 class Saturation(Frozen):
@@ -223,6 +228,7 @@ def audit_items(task: Task, source: SourceText) -> list[ItemAudit]:
                     label=_label(found),
                     leaked=leaked,
                     found_in=found,
+                    in_tree=kind == "file" and any(normalize_path(a) in source.files for a in alternatives),
                 )
             )
     if task.trigger is not None:
@@ -467,6 +473,17 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _where(item: ItemAudit) -> str:
+    """Where an item stands, as its line ends: the files that state it, or that none does (for a
+    file the tree holds, that it exists all the same: the label counts only what files say)."""
+    leak = "  LEAKED by the prompt" if item.leaked else ""
+    if item.found_in:
+        return "in " + "; ".join(f"{k.value}: {listing(v)}" for k, v in item.found_in.items()) + leak
+    if item.in_tree:
+        return f"named in no file (the file exists: an agent may still find it by listing the tree){leak}"
+    return f"stated in no file{leak}"
+
+
 def render(audit: SuiteAudit) -> str:
     """The audit as plain text: a line per task, its items indented, then the findings."""
     lines = [f"task audit of source {audit.source_sha[:12]}"]
@@ -475,10 +492,8 @@ def render(audit: SuiteAudit) -> str:
         unreviewed = "" if entry.reviewed else "  [unreviewed: `docdelta run` refuses it]"
         lines.append(f"{entry.label.value:<13} {entry.task}{holdout}{unreviewed}")
         for item in entry.items:
-            where = "; ".join(f"{k.value}: {listing(v)}" for k, v in item.found_in.items()) or "nowhere"
-            leak = "  LEAKED by the prompt" if item.leaked else ""
             lines.append(
-                f"    {item.label.value:<13} {item.kind} `{_one_line(item.expected)}` in {where}{leak}"
+                f"    {item.label.value:<13} {item.kind} `{_one_line(item.expected)}` {_where(item)}"
             )
         lines.extend(f"    ! {flaw.kind.value}: {_one_line(flaw.detail)}" for flaw in entry.flaws)
     flawed = [e for e in audit.tasks if e.flaws]

@@ -549,7 +549,9 @@ def _task_id(rule: _Found, taken: set[str]) -> str:
         base = "never-" + _slug(rule.name or _NEVER.sub("", _plain(rule.quote)))
     else:
         base = f"{rule.kind.value}-{_slug((rule.commands or rule.files)[0])}"
-    base = base[:_MAX_ID].rstrip("-") or rule.kind.value
+    if len(base) > _MAX_ID:  # cut between words, not inside one (`...-instructed-to-d`)
+        base = base[: _MAX_ID + 1].rsplit("-", 1)[0] if "-" in base[: _MAX_ID + 1] else base[:_MAX_ID]
+    base = base.rstrip("-") or rule.kind.value
     candidate, n = base, 1
     while candidate in taken:
         n += 1

@@ -247,6 +247,17 @@ def detect_listed(
     return Detection(base=base, head=head, changed=changed)
 
 
+def unread_by(agent: str, detection: Detection) -> list[str]:
+    """The changed files `agent` does not read, when detection knows it as a family
+    (claude_code, codex, opencode, gemini, ...). Detection's readers come from the instruction
+    graph of base and head, so a file another one shadows (OpenCode: CLAUDE.md beside
+    AGENTS.md) has lost that reader, and one an @import or a link reaches has gained it. The
+    fake, command and built-in agents have no family and are not judged."""
+    if agent not in KNOWN_FAMILIES:
+        return []
+    return [f.path for f in detection.changed if agent not in f.families]
+
+
 def detect_refs(repo: Repo, base: str, head: str, matcher: InstructionMatcher) -> Detection:
     """What changed for the agents between two commits: `detect_diff` over `git diff base head`,
     with readers, loading modes, links and @imports from each side's instruction graph; files

@@ -44,7 +44,7 @@ from dataclasses import asdict
 from typing import Literal
 
 from docdelta.agents.models import RunStatus
-from docdelta.instructions.detect import KNOWN_FAMILIES
+from docdelta.instructions.detect import unread_by
 from docdelta.instructions.models import Detection
 from docdelta.results.grades import GradingFailure, SelftestReport
 from docdelta.results.models import Cell, Manifest, RunResult
@@ -431,7 +431,7 @@ def _confounds(
         missing_conditions=[c for c in _order(expected) if c not in with_runs],
         missing_runs=sum(1 for cell in _planned(manifest, results) if cell.key not in done),
         instruction_flags=instruction_usage.audit_flags(graded),
-        unread_changes=_unread(manifest, detection),
+        unread_changes=unread_by(manifest.agent.name, detection),
         code_changes=len(detection.other_changed),
         source=_source_side(manifest),
         task_sources=dict(manifest.task_sources),
@@ -461,18 +461,6 @@ def _planned(manifest: Manifest, results: Sequence[RunResult]) -> list[Cell]:
     for r in results:
         last[r.cell.task] = max(last.get(r.cell.task, 0), r.cell.repeat)
     return [c for c in manifest.order if c.repeat <= last.get(c.task, 0)]
-
-
-def _unread(manifest: Manifest, detection: Detection) -> list[str]:
-    """Changed files that the agent under test does not read, when detection knows the agent
-    as a family (claude_code, codex, opencode, gemini, ...). Detection's readers come from the
-    instruction graph of base and head, so a file another one shadows (OpenCode: CLAUDE.md
-    beside AGENTS.md) has lost that reader, and one an @import or a link reaches has gained
-    it. The fake, command and built-in agents have no family and are not judged."""
-    agent = manifest.agent.name
-    if agent not in KNOWN_FAMILIES:
-        return []
-    return [f.path for f in detection.changed if agent not in f.families]
 
 
 SELFTEST = "selftest: "
