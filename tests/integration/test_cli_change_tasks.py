@@ -11,22 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 from gitrepo import GitRepo
+from samples import CALC_HIDDEN_TEST as HIDDEN_TEST
+from samples import CALC_REFERENCE as REFERENCE
 from toolchain import sandbox_config
 
 from docdelta.cli.main import main
 from docdelta.errors import ExitCode
 from docdelta.results.models import RunResult
-
-HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-REFERENCE = """\
-diff --git a/calc/ops.py b/calc/ops.py
---- a/calc/ops.py
-+++ b/calc/ops.py
-@@ -1,2 +1,2 @@
- def add(a, b):
--    return a - b
-+    return a + b
-"""
 
 TASK = f"""\
 id: fix-add

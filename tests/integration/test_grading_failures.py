@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from gitrepo import GitRepo
+from samples import CALC_HIDDEN_TEST as HIDDEN_TEST
+from samples import CALC_REFERENCE as REFERENCE
 from toolchain import sandbox_config
 
 from docdelta.cli.main import main
@@ -28,16 +30,6 @@ from docdelta.scorecard.models import Summary
 from docdelta.scorecard.summarize import NO_TEST_RAN
 from docdelta.scorecard.workdir import scorecard
 
-HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-REFERENCE = """\
-diff --git a/calc/ops.py b/calc/ops.py
---- a/calc/ops.py
-+++ b/calc/ops.py
-@@ -1,2 +1,2 @@
- def add(a, b):
--    return a - b
-+    return a + b
-"""
 TASK = """\
 id: fix-add
 kind: change

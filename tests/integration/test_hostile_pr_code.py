@@ -21,6 +21,8 @@ from actionrun import act, pr_event
 from clirun import run_args
 from fakegithub import FakeGitHub
 from gitrepo import GitRepo
+from samples import CALC_HIDDEN_TEST as HIDDEN_TEST
+from samples import CALC_REFERENCE as REFERENCE
 from toolchain import sandbox_config
 
 from docdelta.cli.main import main
@@ -31,16 +33,6 @@ from docdelta.scorecard.models import Summary
 
 pytestmark = pytest.mark.timeout(600)
 
-HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-REFERENCE = """\
-diff --git a/calc/ops.py b/calc/ops.py
---- a/calc/ops.py
-+++ b/calc/ops.py
-@@ -1,2 +1,2 @@
- def add(a, b):
--    return a - b
-+    return a + b
-"""
 TASK = """\
 id: fix-add
 kind: change

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from clirun import saved_results
 from gitrepo import GitRepo
+from samples import CALC_REFERENCE as REFERENCE
 from toolchain import sandbox_config
 
 from docdelta.checkout.seal import SOURCE_PREFIX
@@ -59,15 +60,6 @@ gold:
 reviewed: true
 """
 
-REFERENCE = """\
-diff --git a/calc/ops.py b/calc/ops.py
---- a/calc/ops.py
-+++ b/calc/ops.py
-@@ -1,2 +1,2 @@
- def add(a, b):
--    return a - b
-+    return a + b
-"""
 
 AGENT = "import pathlib; pathlib.Path('calc/ops.py').write_text('def add(a, b):\\n    return a + b\\n')"
 
