@@ -8,7 +8,7 @@ with `actions/cache`; docdelta `docker load`s the tarball before it looks anywhe
 and, when what it used differs from what the tarball holds, `docker save`s it again.
 
 - **One tarball per configuration, every image in it.** The images are a chain (the base,
-  the environment image on it, the agent image on that): merged into one tarball, each layer is
+  the environment image on it, the agent image on that): saved together, each layer is
   stored once; saved apart, the base's gigabyte would be in each. The agent layer is not
   in it: copied into the agent image, it would be stored twice, and the agent image is
   found again without it (`agents.images.MADE_FOR_LABEL`).
@@ -26,17 +26,11 @@ and, when what it used differs from what the tarball holds, `docker save`s it ag
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import logging
 import os
-import posixpath
 import tarfile
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
 
 import docker.errors
 from docker import DockerClient
@@ -96,11 +90,20 @@ class ImageCache:
         partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.part")  # one per writer
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The SDK's `get_image` saves one image; the Engine's save takes several and
+            # writes each shared layer once. The API client is a `requests.Session`, so that
+            # save is one documented Engine call through its public `get` (an HTTP error is
+            # a `requests` error, an OSError).
+            api = self.client.api
+            response = api.get(
+                f"{api.base_url}/v{api.api_version}/images/get",
+                params={"names": list(self._kept)},
+                stream=True,
+            )
+            response.raise_for_status()
             with partial.open("wb") as out:
-                merged = _Merged(out, self.path.parent)
-                for tag in self._kept:
-                    merged.add(self.client.api.get_image(tag, chunk_size=_CHUNK))
-                merged.finish()
+                for chunk in response.iter_content(chunk_size=_CHUNK):
+                    out.write(chunk)
             os.replace(partial, self.path)
         except (*_UNREADABLE, docker.errors.DockerException) as exc:
             partial.unlink(missing_ok=True)
@@ -134,126 +137,3 @@ def _manifest(path: Path) -> dict[str, str]:
         for entry in entries
         for tag in entry.get("RepoTags") or []
     }
-
-
-class _Merged:
-    """Images saved one by one (`add`) into one `docker save` tarball (`finish`), each layer once.
-
-    Why image by image: the SDK's public surface saves one image per call
-    (`APIClient.get_image`); the Engine's save of several is reachable only through the
-    client's private request helpers. Saved apart, a chain's shared layers come once per
-    image, and in the legacy layout under a different directory each (a layer's directory is
-    named after the image it tops): each is kept once, by the digest of its tar (what
-    `docker load` checks against the image's diff IDs), and the later images' manifest
-    entries point at that copy. The listing files (`_LISTINGS`) are merged, not copied.
-    """
-
-    def __init__(self, out: IO[bytes], spool: Path) -> None:
-        self.archive = tarfile.open(fileobj=out, mode="w")  # noqa: SIM115 - closed by `finish`
-        self.spool = spool
-        self.entries: list[dict[str, Any]] = []
-        self.repositories: dict[str, dict[str, str]] = {}
-        self.index: dict[str, Any] = {}
-        self.layout: bytes | None = None
-        self.written: set[str] = set()
-        self.by_digest: dict[str, str] = {}
-        self.moved: dict[str, str] = {}
-        """Member name -> the name holding its content (a duplicate layer, or the Engine's link)."""
-
-    def add(self, chunks: Iterator[bytes]) -> None:
-        with tarfile.open(fileobj=_Stream(chunks), mode="r|") as image:
-            for member in image:
-                name = posixpath.normpath(member.name)
-                if member.issym() or member.islnk():  # the Engine's own single copy of a layer
-                    start = posixpath.dirname(name) if member.issym() else ""
-                    self.moved[name] = posixpath.normpath(posixpath.join(start, member.linkname))
-                elif name in _LISTINGS:
-                    source = image.extractfile(member)
-                    if source is not None:
-                        self._listing(name, source.read())
-                elif name not in self.written:  # a name already here is the same content
-                    self._copy(image, member, name)
-
-    def finish(self) -> None:
-        for entry in self.entries:
-            entry["Layers"] = [self._resolve(layer) for layer in entry.get("Layers") or []]
-        listings: dict[str, bytes] = {"manifest.json": json.dumps(self.entries).encode()}
-        if self.repositories:
-            listings["repositories"] = json.dumps(self.repositories).encode()
-        if self.index:
-            listings["index.json"] = json.dumps(self.index).encode()
-        if self.layout is not None:
-            listings["oci-layout"] = self.layout
-        for name, data in listings.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            self.archive.addfile(info, io.BytesIO(data))
-        self.archive.close()
-
-    def _copy(self, image: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> None:
-        source = image.extractfile(member)
-        if source is None:  # a directory
-            self.archive.addfile(member)
-            self.written.add(name)
-            return
-        with tempfile.TemporaryFile(dir=self.spool) as spool:
-            digest = hashlib.sha256()
-            while chunk := source.read(_CHUNK):
-                digest.update(chunk)
-                spool.write(chunk)
-            key = digest.hexdigest()
-            if name.endswith("/layer.tar") and key in self.by_digest:
-                self.moved[name] = self.by_digest[key]
-                return
-            self.by_digest.setdefault(key, name)
-            spool.seek(0)
-            self.archive.addfile(member, spool)
-            self.written.add(name)
-
-    def _listing(self, name: str, data: bytes) -> None:
-        if name == "manifest.json":
-            self.entries += json.loads(data)
-        elif name == "repositories":
-            for repository, tags in json.loads(data).items():
-                self.repositories.setdefault(repository, {}).update(tags)
-        elif name == "index.json":
-            read = json.loads(data)
-            manifests = [*self.index.get("manifests", []), *read.get("manifests", [])]
-            self.index = read | self.index | {"manifests": manifests}
-        else:
-            self.layout = data
-
-    def _resolve(self, name: str) -> str:
-        seen = {name}
-        while name in self.moved:
-            name = self.moved[name]
-            if name in seen:
-                raise ValueError(f"the saved image links {name} to itself")
-            seen.add(name)
-        return name
-
-
-_LISTINGS = frozenset({"manifest.json", "repositories", "index.json", "oci-layout"})
-"""The files of a `docker save` tarball that list its images."""
-
-
-class _Stream(io.RawIOBase):
-    """The chunks of a streamed `docker save` as the file `tarfile` reads in stream mode."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self.chunks = chunks
-        self.left = memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self.left:
-            chunk = next(self.chunks, None)
-            if chunk is None:
-                return 0
-            self.left = memoryview(chunk)
-        size = min(len(buffer), len(self.left))
-        buffer[:size] = self.left[:size]
-        self.left = self.left[size:]  # a view: no copy of the rest
-        return size
